@@ -1,0 +1,110 @@
+//! Classification: what a file is, from its first bytes, never from its name alone.
+//!
+//! A `.hsaco` may be a bundle, a `.co` is usually a CCOB, a `.so` may carry none of either:
+//! only the magic decides. The rules live in one table, [`KINDS`], checked in order.
+
+use serde::{Deserialize, Serialize};
+
+/// What a file is, as far as gfxscan cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    /// An AMDGPU ELF code object (`e_machine` 224).
+    AmdgpuElf,
+    /// Any other ELF: a host library or program that may carry device code.
+    HostElf,
+    /// An uncompressed offload bundle.
+    OffloadBundle,
+    /// A compressed offload bundle (`CCOB`).
+    CompressedOffloadBundle,
+    /// An LLVM offload binary (`.llvm.offloading`, new offload driver).
+    OffloadBinary,
+    /// A TheRock kpack archive of split device code.
+    Kpack,
+    /// An SQLite database (MIOpen perf or kernel DB).
+    Sqlite,
+    /// bzip2, zstd, xz, gzip data.
+    Bzip2,
+    Zstd,
+    Xz,
+    Gzip,
+    /// A git-lfs pointer left where a real file should be.
+    GitLfsPointer,
+    /// Anything else.
+    Other,
+}
+
+impl Kind {
+    /// True for kinds that can hold AMDGPU code objects.
+    pub fn may_hold_device_code(self) -> bool {
+        matches!(self, Kind::AmdgpuElf | Kind::HostElf | Kind::OffloadBundle | Kind::CompressedOffloadBundle)
+    }
+}
+
+/// Bytes a classification looks at.
+pub const SNIFF_LEN: usize = 64;
+
+/// One rule: a magic at offset 0, and an optional extra check on the first bytes.
+pub struct Rule {
+    pub magic: &'static [u8],
+    pub check: Option<fn(&[u8]) -> bool>,
+    pub kind: Kind,
+}
+
+/// The rules, first match wins. Sources: FORMATS.md §1.1 (ELF, `e_machine` at 18), §2
+/// (bundle magics, OffloadBinary `10 FF 10 AD`, kpack `KPAK`), §4.2 (SQLite), §7.
+#[rustfmt::skip]
+pub const KINDS: &[Rule] = &[
+    Rule { magic: b"\x7fELF", check: Some(crate::parse::elf::is_amdgpu_elf), kind: Kind::AmdgpuElf },
+    Rule { magic: b"\x7fELF", check: None, kind: Kind::HostElf },
+    Rule { magic: b"__CLANG_OFFLOAD_BUNDLE__", check: None, kind: Kind::OffloadBundle },
+    Rule { magic: b"CCOB", check: None, kind: Kind::CompressedOffloadBundle },
+    Rule { magic: b"\x10\xff\x10\xad", check: None, kind: Kind::OffloadBinary },
+    Rule { magic: b"KPAK", check: None, kind: Kind::Kpack },
+    Rule { magic: b"SQLite format 3\0", check: None, kind: Kind::Sqlite },
+    Rule { magic: b"BZh", check: None, kind: Kind::Bzip2 },
+    Rule { magic: b"\x28\xb5\x2f\xfd", check: None, kind: Kind::Zstd },
+    Rule { magic: b"\xfd7zXZ\0", check: None, kind: Kind::Xz },
+    Rule { magic: b"\x1f\x8b", check: None, kind: Kind::Gzip },
+    Rule { magic: b"version https://git-lfs.github.com/spec/", check: None, kind: Kind::GitLfsPointer },
+];
+
+/// Classifies a file from its first [`SNIFF_LEN`] bytes (fewer for short files).
+pub fn classify(head: &[u8]) -> Kind {
+    KINDS
+        .iter()
+        .find(|r| head.starts_with(r.magic) && r.check.is_none_or(|c| c(head)))
+        .map_or(Kind::Other, |r| r.kind)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn magic_decides_not_the_name() {
+        assert_eq!(classify(b"CCOB\x03\x00\x01\x00"), Kind::CompressedOffloadBundle);
+        assert_eq!(classify(b"__CLANG_OFFLOAD_BUNDLE__\x02\0\0\0\0\0\0\0"), Kind::OffloadBundle);
+        let mut elf = [0u8; 64];
+        elf[..4].copy_from_slice(b"\x7fELF");
+        elf[5] = 1;
+        elf[18] = 62;
+        assert_eq!(classify(&elf), Kind::HostElf);
+        elf[18] = 224;
+        assert_eq!(classify(&elf), Kind::AmdgpuElf);
+        assert_eq!(classify(b""), Kind::Other);
+        assert_eq!(classify(b"\x7fEL"), Kind::Other);
+    }
+
+    #[test]
+    fn rules_with_the_same_magic_go_specific_first() {
+        // A rule without a check must not shadow a later rule with the same magic.
+        for (i, r) in KINDS.iter().enumerate() {
+            for later in &KINDS[i + 1..] {
+                if r.check.is_none() {
+                    assert!(!later.magic.starts_with(r.magic), "{:?} shadows {:?}", r.kind, later.kind);
+                }
+            }
+        }
+    }
+}

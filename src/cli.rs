@@ -1,0 +1,87 @@
+//! Command-line interface (clap derive only). `lib::run` turns it into configs.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Inventory the AMD GPU code an installed ROCm stack really ships, per GPU target.
+#[derive(Debug, Parser)]
+#[command(name = "gfxscan", version, about, max_term_width = 100)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Find every AMDGPU code object under the roots and count them per GPU target.
+    ///
+    /// With no ROOT, scans every existing one of /opt/rocm, /opt/rocm-*, /usr/lib/ollama,
+    /// /usr/local/lib/ollama and /lib/firmware/amdgpu.
+    Scan(ScanArgs),
+    /// Print the table of GPU targets in use (built-in, or --targets FILE).
+    Targets(TargetsArgs),
+}
+
+/// Output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Aligned table for people.
+    Table,
+    /// The versioned JSON snapshot (docs/schema.md).
+    Json,
+    /// Markdown table, to paste into an issue.
+    Markdown,
+    /// Comma-separated values, one row per target.
+    Csv,
+}
+
+/// Options shared by every subcommand that needs the target table.
+#[derive(Debug, Args)]
+pub struct TableArgs {
+    /// Use this targets.toml instead of the built-in table.
+    #[arg(long, value_name = "FILE")]
+    pub targets: Option<PathBuf>,
+}
+
+/// `gfxscan scan`.
+#[derive(Debug, Args)]
+pub struct ScanArgs {
+    /// Folders or files to scan (default: the usual ROCm, Ollama and firmware places).
+    #[arg(value_name = "ROOT")]
+    pub roots: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Short for --format json.
+    #[arg(long, conflicts_with = "format")]
+    pub json: bool,
+    /// Write the result to FILE instead of standard output ("-" = standard output).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Show only these targets, side by side (comma-separated, e.g. gfx900,gfx1030,gfx1100).
+    #[arg(long, value_delimiter = ',', value_name = "TARGETS")]
+    pub only: Vec<String>,
+    /// Worker threads (default: one per core).
+    #[arg(short = 'j', long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// Follow symbolic links (loops are detected and reported).
+    #[arg(long)]
+    pub follow_links: bool,
+    /// No progress bar and no live warnings on standard error.
+    #[arg(short, long)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub table: TableArgs,
+}
+
+/// `gfxscan targets`.
+#[derive(Debug, Args)]
+pub struct TargetsArgs {
+    /// Print the table as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub table: TableArgs,
+}

@@ -1,0 +1,25 @@
+//! The `gfxscan` binary: parse the command line, run, map the outcome to an exit code.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use gfxscan::exit::ExitStatus;
+
+fn main() -> ExitCode {
+    let cli = gfxscan::cli::Cli::parse();
+    match gfxscan::run(cli) {
+        Ok(status) => status.into(),
+        Err(err) => {
+            // A closed pipe (`gfxscan scan | head`) is not an error.
+            let broken_pipe = err.chain().any(|e| {
+                e.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            });
+            if broken_pipe {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("gfxscan: error: {err:#}");
+            ExitStatus::Fatal.into()
+        }
+    }
+}

@@ -1,0 +1,194 @@
+//! The snapshot: what a scan found, as the versioned JSON contract (`docs/schema.md`).
+//!
+//! Everything derives `Serialize + Deserialize` so `diff` can read snapshots back. Maps are
+//! `BTreeMap`s, files and problems are sorted by root and raw path bytes, and nothing depends
+//! on time or thread count, so the same tree always gives byte-identical JSON.
+
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::classify::Kind;
+
+/// Version of the JSON contract. Bump on any change that an old reader would misread.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The tool that wrote a snapshot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tool {
+    pub name: String,
+    pub version: String,
+}
+
+impl Tool {
+    /// This build of gfxscan.
+    pub fn current() -> Self {
+        Tool { name: env!("CARGO_PKG_NAME").to_string(), version: env!("CARGO_PKG_VERSION").to_string() }
+    }
+}
+
+/// A path relative to its root, kept exact.
+///
+/// `path` is the UTF-8 text; when the bytes are not UTF-8 it is a lossy rendering for people
+/// and `path_hex` holds the exact bytes, hex-encoded.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct RelPath {
+    /// Index into `roots`.
+    pub root: usize,
+    /// Path relative to the root, `/`-separated.
+    pub path: String,
+    /// Exact bytes of a path that is not UTF-8, as lowercase hex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_hex: Option<String>,
+}
+
+impl RelPath {
+    /// Builds the record for `rel` under root `root`.
+    pub fn new(root: usize, rel: &OsStr) -> Self {
+        let bytes = rel.as_bytes();
+        match std::str::from_utf8(bytes) {
+            Ok(s) => RelPath { root, path: s.to_string(), path_hex: None },
+            Err(_) => RelPath {
+                root,
+                path: String::from_utf8_lossy(bytes).into_owned(),
+                path_hex: Some(bytes.iter().map(|b| format!("{b:02x}")).collect()),
+            },
+        }
+    }
+
+    /// The exact path bytes.
+    pub fn bytes(&self) -> Vec<u8> {
+        match &self.path_hex {
+            Some(h) => (0..h.len() / 2)
+                .filter_map(|i| h.get(2 * i..2 * i + 2).and_then(|b| u8::from_str_radix(b, 16).ok()))
+                .collect(),
+            None => self.path.as_bytes().to_vec(),
+        }
+    }
+
+    /// Sort key: root, then exact bytes.
+    pub fn sort_key(&self) -> (usize, Vec<u8>) {
+        (self.root, self.bytes())
+    }
+}
+
+/// Where a code object sits in its file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Container {
+    /// The file is the code object.
+    File,
+    /// An entry of an offload bundle (standalone or in `.hip_fatbin`).
+    Bundle,
+    /// Raw data in a host ELF, or a fat-object bundle section.
+    Embedded,
+}
+
+/// One AMDGPU code object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CodeObjectRecord {
+    /// Processor (`gfx90a`, `gfx11-generic`, `unknown-0x5c`).
+    pub processor: String,
+    /// Canonical target ID (`gfx90a:xnack+`).
+    pub target_id: String,
+    /// Code object version 2..6; `null` for non-HSA objects.
+    pub code_object_version: Option<u8>,
+    /// Size of the ELF in bytes (uncompressed).
+    pub size: u64,
+    /// Kernel count; `null` when nothing in the object says.
+    pub kernels: Option<u64>,
+    /// Where it sits.
+    pub container: Container,
+    /// The bundle entry ID, for bundle entries and bundle sections.
+    pub bundle_entry_id: Option<String>,
+    /// `plain`, `ccob-v1`, `ccob-v2`, `ccob-v3`, for bundle entries.
+    pub bundle_format: Option<String>,
+    /// `zstd` or `zlib`, for compressed bundles.
+    pub compression: Option<String>,
+    /// File offset of the bundle holding it, for bundle entries.
+    pub bundle_offset: Option<u64>,
+    /// File offset of the object; for compressed bundles, its offset in the inflated bundle.
+    pub offset: u64,
+    /// Raw `e_flags`.
+    pub e_flags: u32,
+    /// Generic version of a generic-target object (V6+).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generic_version: Option<u8>,
+}
+
+/// A file that holds device code.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileRecord {
+    /// Root index and relative path.
+    #[serde(flatten)]
+    pub path: RelPath,
+    /// What the file is, by its magic.
+    pub kind: Kind,
+    /// Size in bytes.
+    pub size: u64,
+    /// Offload bundles found in the file.
+    #[serde(default)]
+    pub bundles: u64,
+    /// Its code objects, in file order.
+    pub code_objects: Vec<CodeObjectRecord>,
+}
+
+/// Totals for one processor.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TargetCounts {
+    /// Code objects for this processor.
+    pub code_objects: u64,
+    /// Kernels in them (objects with an unknown count add nothing).
+    pub kernels: u64,
+    /// Bytes of device code (uncompressed ELF sizes).
+    pub bytes: u64,
+    /// Files holding at least one of them.
+    pub files: u64,
+    /// Code objects per canonical target ID.
+    pub target_ids: BTreeMap<String, u64>,
+}
+
+/// Something that could not be read or made sense of; the scan went on.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Problem {
+    /// Root index and relative path (empty for a root itself).
+    #[serde(flatten)]
+    pub path: RelPath,
+    /// One line: what went wrong.
+    pub message: String,
+}
+
+/// Counts over everything the scan looked at.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Regular files looked at.
+    pub files: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Files holding device code (those in `files`).
+    pub files_with_device_code: u64,
+    /// Code objects in all.
+    pub code_objects: u64,
+    /// Symbolic links met and not followed.
+    pub symlinks: u64,
+    /// Files per kind, by magic.
+    pub kinds: BTreeMap<Kind, u64>,
+}
+
+/// The whole result of a scan: the JSON contract.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Snapshot {
+    pub schema_version: u32,
+    pub tool: Tool,
+    /// The roots as given (or as found by default).
+    pub roots: Vec<String>,
+    pub summary: Summary,
+    /// Files holding device code, sorted by root and path.
+    pub files: Vec<FileRecord>,
+    /// Totals per processor.
+    pub targets: BTreeMap<String, TargetCounts>,
+    /// Problems, sorted by root and path.
+    pub problems: Vec<Problem>,
+}

@@ -1,0 +1,544 @@
+//! Offload bundles: plain (`__CLANG_OFFLOAD_BUNDLE__`) and compressed (`CCOB` v1, v2, v3), alone
+//! or many in a row as in a host library's `.hip_fatbin`.
+//!
+//! Layouts (clang `OffloadBundler.cpp`/`.h`, FORMATS.md §2.1-2.3): a plain bundle is the magic,
+//! `u64` entry count, then per entry `u64 offset, u64 size, u64 id_len, id`; offsets are relative
+//! to the magic. A CCOB header is `"CCOB", u16 version, u16 method (0 zlib, 1 zstd)` then
+//! V1 `u32 uncompressed, u64 hash`; V2 `u32 total, u32 uncompressed, u64 hash`; V3 `u64 total,
+//! u64 uncompressed, u64 hash`; the payload inflates to a plain bundle. In `.hip_fatbin` each
+//! bundle starts 4096-aligned relative to the section, zero-padded.
+//!
+//! Every bundle is bounded by its own header (entry table, CCOB total size; for V1, the end of
+//! its compressed stream), never by searching for the next magic: compressed data can contain
+//! `CCOB`. Compressed payloads are inflated as a stream, keeping one window in memory, and only
+//! as far as the last entry's headers and notes.
+#![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::panic)]
+
+use super::elf::{parse_code_object, CodeObject};
+use super::{align_up, le16, le32, le64, ByteSource, Inflate, ParseError, Result, Slice, Step, StreamSource};
+
+/// Magic of an uncompressed offload bundle.
+pub const BUNDLE_MAGIC: &[u8; 24] = b"__CLANG_OFFLOAD_BUNDLE__";
+/// Magic of a compressed offload bundle.
+pub const CCOB_MAGIC: &[u8; 4] = b"CCOB";
+/// Bundles in `.hip_fatbin` start at multiples of this, relative to the section.
+pub const FATBIN_ALIGN: u64 = 4096;
+/// The largest uncompressed size a CCOB may declare (the biggest real ones are hundreds of MB).
+pub const MAX_UNCOMPRESSED: u64 = 8 << 30;
+/// The longest bundle entry ID accepted.
+pub const MAX_ID_LEN: u64 = 4096;
+/// Consecutive zero pages after which the rest of a bundle region counts as padding.
+pub const MAX_ZERO_PAGES: u64 = 64;
+
+/// How a bundle is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum BundleFormat {
+    /// `__CLANG_OFFLOAD_BUNDLE__`.
+    Plain,
+    /// `CCOB` version 1, 2 or 3.
+    Ccob(u16),
+}
+
+/// Compression method of a CCOB.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Compression {
+    Zlib,
+    Zstd,
+}
+
+/// A parsed bundle entry ID such as `hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntryId<'a> {
+    /// Offload kind: `host`, `hip`, `hipv4`, `hcc`, `openmp`, ...
+    pub kind: &'a str,
+    /// The triple's architecture: `amdgcn`, `x86_64`, `spirv64`, ...
+    pub arch: &'a str,
+    /// The target ID after the triple, if any (`gfx90a:xnack-`, `gfx906`).
+    pub target_id: Option<&'a str>,
+}
+
+impl EntryId<'_> {
+    /// Host entries carry no device code.
+    pub fn is_host(&self) -> bool {
+        self.kind == "host"
+    }
+
+    /// True when the entry should hold an AMDGPU code object.
+    pub fn is_amdgcn(&self) -> bool {
+        !self.is_host() && self.arch == "amdgcn"
+    }
+}
+
+/// Splits an entry ID into kind, triple and target ID, accepting every spelling in use:
+/// `hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-` (empty environment), old
+/// `hip-amdgcn-amd-amdhsa-gfx906`, `hcc-…`, and host entries `host-x86_64-unknown-linux-gnu`,
+/// `host-x86_64-unknown-linux`, `host-x86_64-unknown-linux--`.
+pub fn parse_entry_id(id: &str) -> EntryId<'_> {
+    let (kind, rest) = id.split_once('-').unwrap_or((id, ""));
+    let arch = rest.split('-').next().unwrap_or("");
+    let target_id = if arch == "amdgcn" {
+        // amdgcn-amd-amdhsa, then "-<env>-<target>" with an empty env ("--gfx…") or "-gfx…".
+        let mut parts = rest.splitn(4, '-');
+        let (_a, _v, _o) = (parts.next(), parts.next(), parts.next());
+        parts.next().map(|t| t.trim_start_matches('-')).filter(|t| !t.is_empty())
+    } else {
+        None
+    };
+    EntryId { kind, arch, target_id }
+}
+
+/// One entry of a bundle's table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableEntry {
+    /// The bundle entry ID.
+    pub id: String,
+    /// Offset of the entry's data from the start of the (uncompressed) bundle.
+    pub offset: u64,
+    /// Size of the entry's data.
+    pub size: u64,
+}
+
+/// Reads a plain bundle's entry table from the start of `src`.
+///
+/// Returns the entries and the bundle's end (the furthest entry end, at least the table end).
+/// Every entry must lie inside `src`.
+pub fn parse_bundle_table(src: &dyn ByteSource) -> Result<(Vec<TableEntry>, u64)> {
+    let head = src.read_at(0, 32)?;
+    if head.get(..24) != Some(BUNDLE_MAGIC.as_slice()) {
+        return Err(ParseError::Malformed { what: "offload bundle magic", offset: 0 });
+    }
+    let count = le64(&head, 24).ok_or(ParseError::Truncated { what: "bundle header", offset: 24 })?;
+    // Each table entry takes at least 24 bytes: a larger count cannot fit.
+    if count > src.len().saturating_sub(32) / 24 {
+        return Err(ParseError::Malformed { what: "bundle entry count larger than the bundle", offset: 24 });
+    }
+    let mut entries = Vec::with_capacity(count.min(1024) as usize);
+    let mut pos = 32u64;
+    let mut end = 0u64;
+    for _ in 0..count {
+        let fixed = src.read_at(pos, 24)?;
+        let (off, size, id_len) = match (le64(&fixed, 0), le64(&fixed, 8), le64(&fixed, 16)) {
+            (Some(a), Some(b), Some(c)) => (a, b, c),
+            _ => return Err(ParseError::Truncated { what: "bundle entry", offset: pos }),
+        };
+        if id_len > MAX_ID_LEN {
+            return Err(ParseError::Malformed { what: "bundle entry ID too long", offset: pos + 16 });
+        }
+        let id = src.read_at(pos + 24, id_len as usize)?;
+        let id = String::from_utf8_lossy(&id).into_owned();
+        let entry_end = off.checked_add(size).filter(|&e| e <= src.len());
+        let Some(entry_end) = entry_end else {
+            return Err(ParseError::Malformed { what: "bundle entry extends past the bundle", offset: pos });
+        };
+        pos += 24 + id_len;
+        end = end.max(entry_end);
+        entries.push(TableEntry { id, offset: off, size });
+    }
+    Ok((entries, end.max(pos)))
+}
+
+/// A CCOB header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CcobHeader {
+    /// Format version 1, 2 or 3.
+    pub version: u16,
+    /// Compression method.
+    pub compression: Compression,
+    /// Bytes the whole CCOB occupies, header included (V2, V3; V1 does not say).
+    pub total_size: Option<u64>,
+    /// Size of the inflated bundle.
+    pub uncompressed_size: u64,
+    /// Low 64 bits of the MD5 of the inflated bundle.
+    pub hash: u64,
+    /// Header length: where the compressed data starts.
+    pub header_len: u64,
+}
+
+/// Parses a CCOB header from the first bytes of a bundle (32 are enough for every version).
+pub fn parse_ccob_header(b: &[u8]) -> Result<CcobHeader> {
+    let trunc = ParseError::Truncated { what: "CCOB header", offset: 0 };
+    if b.get(..4) != Some(CCOB_MAGIC.as_slice()) {
+        return Err(ParseError::Malformed { what: "CCOB magic", offset: 0 });
+    }
+    let version = le16(b, 4).ok_or(trunc.clone())?;
+    let compression = match le16(b, 6).ok_or(trunc.clone())? {
+        0 => Compression::Zlib,
+        1 => Compression::Zstd,
+        _ => return Err(ParseError::Malformed { what: "unknown CCOB compression method", offset: 6 }),
+    };
+    let (total_size, uncompressed_size, hash, header_len) = match version {
+        1 => (None, le32(b, 8).map(u64::from), le64(b, 12), 20),
+        2 => (le32(b, 8).map(u64::from), le32(b, 12).map(u64::from), le64(b, 16), 24),
+        3 => (le64(b, 8), le64(b, 16), le64(b, 24), 32),
+        _ => return Err(ParseError::Malformed { what: "unknown CCOB version", offset: 4 }),
+    };
+    let (Some(uncompressed_size), Some(hash)) = (uncompressed_size, hash) else { return Err(trunc) };
+    if version > 1 && total_size.is_none() {
+        return Err(trunc);
+    }
+    if let Some(t) = total_size {
+        if t < header_len {
+            return Err(ParseError::Malformed { what: "CCOB total size smaller than its header", offset: 8 });
+        }
+    }
+    if uncompressed_size > MAX_UNCOMPRESSED {
+        return Err(ParseError::TooLarge {
+            what: "CCOB uncompressed size",
+            claimed: uncompressed_size,
+            limit: MAX_UNCOMPRESSED,
+        });
+    }
+    Ok(CcobHeader { version, compression, total_size, uncompressed_size, hash, header_len })
+}
+
+struct ZstdInflate(zstd::stream::raw::Decoder<'static>);
+
+impl Inflate for ZstdInflate {
+    fn step(&mut self, input: &[u8], output: &mut [u8]) -> Result<Step> {
+        use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
+        let mut inb = InBuffer::around(input);
+        let mut outb = OutBuffer::around(output);
+        let hint = self
+            .0
+            .run(&mut inb, &mut outb)
+            .map_err(|e| ParseError::Decompress { what: "zstd payload", detail: e.to_string() })?;
+        Ok(Step { consumed: inb.pos(), produced: outb.pos(), finished: hint == 0 })
+    }
+}
+
+struct ZlibInflate(flate2::Decompress);
+
+impl Inflate for ZlibInflate {
+    fn step(&mut self, input: &[u8], output: &mut [u8]) -> Result<Step> {
+        let (in0, out0) = (self.0.total_in(), self.0.total_out());
+        let status = self
+            .0
+            .decompress(input, output, flate2::FlushDecompress::None)
+            .map_err(|e| ParseError::Decompress { what: "zlib payload", detail: e.to_string() })?;
+        Ok(Step {
+            consumed: (self.0.total_in() - in0) as usize,
+            produced: (self.0.total_out() - out0) as usize,
+            finished: status == flate2::Status::StreamEnd,
+        })
+    }
+}
+
+/// A stream that inflates the CCOB at the start of `src` (which may run past the CCOB's end).
+pub fn ccob_stream<'a>(src: &'a dyn ByteSource, h: &CcobHeader) -> Result<StreamSource<'a>> {
+    let in_end = h.total_size.unwrap_or(src.len());
+    if in_end > src.len() {
+        return Err(ParseError::Truncated { what: "CCOB payload", offset: src.len() });
+    }
+    let inflate: Box<dyn Inflate> = match h.compression {
+        Compression::Zstd => {
+            let mut d = zstd::stream::raw::Decoder::new()
+                .map_err(|e| ParseError::Decompress { what: "zstd", detail: e.to_string() })?;
+            // Refuse frames whose window would need more than 128 MiB.
+            d.set_parameter(zstd::stream::raw::DParameter::WindowLogMax(27))
+                .map_err(|e| ParseError::Decompress { what: "zstd", detail: e.to_string() })?;
+            Box::new(ZstdInflate(d))
+        }
+        Compression::Zlib => Box::new(ZlibInflate(flate2::Decompress::new(true))),
+    };
+    Ok(StreamSource::new(src, h.header_len, in_end, inflate, h.uncompressed_size))
+}
+
+/// One device entry of a bundle and what its code object turned out to be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The table entry.
+    pub table: TableEntry,
+    /// The parsed AMDGPU code object; `None` for entries that are not AMDGPU ELF (SPIR-V, ...).
+    pub code_object: Option<std::result::Result<CodeObject, ParseError>>,
+}
+
+/// One bundle found in a region.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bundle {
+    /// Where it starts, from the start of the region.
+    pub offset: u64,
+    /// Plain or CCOB.
+    pub format: BundleFormat,
+    /// For CCOB, the method.
+    pub compression: Option<Compression>,
+    /// Bytes it occupies in the region (compressed size for CCOB; 0 when unknown).
+    pub stored_size: u64,
+    /// Inflated size (equals `stored_size` for plain bundles).
+    pub uncompressed_size: u64,
+    /// Device entries (host entries are dropped here).
+    pub entries: Vec<Entry>,
+    /// Why the bundle could not be read in full, if it could not.
+    pub error: Option<ParseError>,
+}
+
+/// Every bundle in a region, and why the walk stopped early if it did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Bundles {
+    /// Bundles in region order.
+    pub bundles: Vec<Bundle>,
+    /// Set when the walk met data it could not place; bundles after it are unknown.
+    pub stopped: Option<ParseError>,
+}
+
+/// Parses the table and every device entry of the bundle at the start of `view`.
+fn read_entries(view: &dyn ByteSource) -> Result<(Vec<Entry>, u64)> {
+    let (table, end) = parse_bundle_table(view)?;
+    let mut device: Vec<TableEntry> =
+        table.into_iter().filter(|e| !parse_entry_id(&e.id).is_host() && e.size > 0).collect();
+    // Streams read forward: visit entries in data order.
+    device.sort_by_key(|e| e.offset);
+    let mut out = Vec::with_capacity(device.len());
+    for t in device {
+        view.release_before(t.offset);
+        let id = parse_entry_id(&t.id);
+        let head = view.read_up_to(t.offset, 4)?;
+        let code_object = (id.is_amdgcn() || head.as_ref() == b"\x7fELF").then(|| {
+            let entry = Slice::new(view, t.offset, t.size);
+            parse_code_object(&entry, Some(t.size))
+        });
+        out.push(Entry { table: t, code_object });
+    }
+    Ok((out, end))
+}
+
+/// Reads the bundle (plain or CCOB) at the start of `src`; `src` may extend past its end.
+///
+/// The bundle's `stored_size` is 0 when its end cannot be known (a broken table).
+pub fn parse_bundle(src: &dyn ByteSource) -> Result<Bundle> {
+    let head = src.read_up_to(0, 32)?;
+    if head.starts_with(BUNDLE_MAGIC) {
+        let mut b = Bundle {
+            offset: 0,
+            format: BundleFormat::Plain,
+            compression: None,
+            stored_size: 0,
+            uncompressed_size: 0,
+            entries: Vec::new(),
+            error: None,
+        };
+        match read_entries(src) {
+            Ok((entries, end)) => {
+                b.entries = entries;
+                b.stored_size = end;
+                b.uncompressed_size = end;
+            }
+            Err(e) => b.error = Some(e),
+        }
+        return Ok(b);
+    }
+    let h = parse_ccob_header(&head)?;
+    let mut b = Bundle {
+        offset: 0,
+        format: BundleFormat::Ccob(h.version),
+        compression: Some(h.compression),
+        stored_size: h.total_size.unwrap_or(0),
+        uncompressed_size: h.uncompressed_size,
+        entries: Vec::new(),
+        error: None,
+    };
+    let stream = ccob_stream(src, &h)?;
+    match read_entries(&stream) {
+        Ok((entries, _)) => b.entries = entries,
+        Err(e) => b.error = Some(e),
+    }
+    if h.total_size.is_none() && b.error.is_none() {
+        // V1 stores no size: its end is where the compressed stream ends.
+        match stream.drain() {
+            Ok(consumed) => b.stored_size = consumed,
+            Err(e) => b.error = Some(e),
+        }
+    }
+    Ok(b)
+}
+
+/// True when `src` starts with either bundle magic.
+pub fn is_bundle(head: &[u8]) -> bool {
+    head.starts_with(BUNDLE_MAGIC) || head.starts_with(CCOB_MAGIC)
+}
+
+/// Walks every bundle in a region such as `.hip_fatbin` or a standalone bundle file.
+///
+/// Bundles start at multiples of [`FATBIN_ALIGN`]; each is bounded by its own header. Zero
+/// pages between them are padding. Anything else at an aligned position stops the walk with
+/// an error, as does a bundle whose end cannot be known.
+pub fn parse_bundles(src: &dyn ByteSource) -> Bundles {
+    let mut out = Bundles::default();
+    let mut pos = 0u64;
+    let mut zero_pages = 0u64;
+    while pos < src.len() {
+        let head = match src.read_up_to(pos, 32) {
+            Ok(h) => h.into_owned(),
+            Err(e) => {
+                out.stopped = Some(e);
+                break;
+            }
+        };
+        if head.iter().all(|&b| b == 0) {
+            zero_pages += 1;
+            if zero_pages > MAX_ZERO_PAGES {
+                break;
+            }
+            pos = align_up(pos + 1, FATBIN_ALIGN);
+            continue;
+        }
+        zero_pages = 0;
+        if !is_bundle(&head) {
+            out.stopped =
+                Some(ParseError::Malformed { what: "data that is not an offload bundle", offset: pos });
+            break;
+        }
+        let view = Slice::new(src, pos, src.len() - pos);
+        let mut bundle = match parse_bundle(&view) {
+            Ok(b) => b,
+            Err(e) => {
+                out.stopped = Some(relocate(e, pos));
+                break;
+            }
+        };
+        bundle.offset = pos;
+        bundle.error = bundle.error.map(|e| relocate(e, pos));
+        let size = bundle.stored_size;
+        out.bundles.push(bundle);
+        if size == 0 {
+            // The end of this bundle is unknown: what follows cannot be placed.
+            break;
+        }
+        pos = align_up(pos.saturating_add(size), FATBIN_ALIGN);
+    }
+    out
+}
+
+/// Rebases an error's offset from a bundle to the region holding it.
+fn relocate(e: ParseError, base: u64) -> ParseError {
+    match e {
+        ParseError::Truncated { what, offset } => ParseError::Truncated { what, offset: offset + base },
+        ParseError::Malformed { what, offset } => ParseError::Malformed { what, offset: offset + base },
+        ParseError::Io { offset, detail } => ParseError::Io { offset: offset + base, detail },
+        other => other,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::unwrap_used, clippy::panic)]
+mod tests {
+    use super::*;
+    use crate::testing::{bundle, ccob, code_object, fatbin, CodeObjectSpec, Method};
+
+    fn co(mach: u32) -> Vec<u8> {
+        code_object(&CodeObjectSpec::v4(mach, 0, &["k"]))
+    }
+
+    #[test]
+    fn entry_ids_of_every_spelling() {
+        let e = parse_entry_id("hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-");
+        assert_eq!((e.kind, e.arch, e.target_id), ("hipv4", "amdgcn", Some("gfx90a:xnack-")));
+        let e = parse_entry_id("hip-amdgcn-amd-amdhsa-gfx906");
+        assert_eq!(e.target_id, Some("gfx906"));
+        assert!(parse_entry_id("hcc-amdgcn-amd-amdhsa--gfx803").is_amdgcn());
+        for host in
+            ["host-x86_64-unknown-linux-gnu", "host-x86_64-unknown-linux", "host-x86_64-unknown-linux--"]
+        {
+            assert!(parse_entry_id(host).is_host(), "{host}");
+        }
+        let spirv = parse_entry_id("hipv4-spirv64-amd-amdhsa--amdgcnspirv");
+        assert!(!spirv.is_amdgcn() && !spirv.is_host());
+    }
+
+    #[test]
+    fn plain_bundle_yields_device_entries_only() {
+        let (a, b) = (co(0x2c), co(0x41));
+        let bytes = bundle(
+            &[
+                ("host-x86_64-unknown-linux-gnu-", &[]),
+                ("hipv4-amdgcn-amd-amdhsa--gfx900", &a),
+                ("hipv4-amdgcn-amd-amdhsa--gfx1100", &b),
+            ],
+            4096,
+        );
+        let got = parse_bundles(&bytes);
+        assert!(got.stopped.is_none());
+        assert_eq!(got.bundles.len(), 1);
+        let entries = &got.bundles[0].entries;
+        assert_eq!(entries.len(), 2);
+        let flags: Vec<u32> = entries
+            .iter()
+            .map(|e| e.code_object.clone().expect("amdgcn").expect("parses").header.e_flags & 0xff)
+            .collect();
+        assert_eq!(flags, vec![0x2c, 0x41]);
+    }
+
+    #[test]
+    fn every_ccob_version_and_method_inflates() {
+        let a = co(0x3f);
+        let plain =
+            bundle(&[("host-x86_64-unknown-linux-gnu", &[]), ("hipv4-amdgcn-amd-amdhsa--gfx90a", &a)], 4096);
+        for version in [1, 2, 3] {
+            for method in [Method::Zstd, Method::Zlib] {
+                let bytes = ccob(version, method, &plain);
+                let got = parse_bundles(&bytes);
+                assert!(got.stopped.is_none(), "v{version} {method:?}: {:?}", got.stopped);
+                let b = &got.bundles[0];
+                assert_eq!(b.format, BundleFormat::Ccob(version));
+                assert_eq!(b.stored_size, bytes.len() as u64, "v{version} {method:?}");
+                assert_eq!(b.entries.len(), 1);
+                assert!(b.error.is_none(), "{:?}", b.error);
+            }
+        }
+    }
+
+    #[test]
+    fn fatbin_of_mixed_bundles_is_walked_by_header_sizes() {
+        let a = co(0x2c);
+        let plain = bundle(&[("hipv4-amdgcn-amd-amdhsa--gfx900", &a)], 4096);
+        // Compressed data may contain the magic: a search for it would go wrong.
+        let mut tricky = plain.clone();
+        tricky.extend_from_slice(b"CCOB__CLANG_OFFLOAD_BUNDLE__");
+        let region = fatbin(&[
+            plain.clone(),
+            ccob(3, Method::Zstd, &plain),
+            ccob(1, Method::Zlib, &plain),
+            ccob(2, Method::Zstd, &plain),
+        ]);
+        let got = parse_bundles(&region);
+        assert!(got.stopped.is_none(), "{:?}", got.stopped);
+        assert_eq!(got.bundles.len(), 4);
+        assert!(got.bundles.iter().all(|b| b.offset % 4096 == 0 && b.entries.len() == 1));
+    }
+
+    #[test]
+    fn lying_sizes_are_errors() {
+        let a = co(0x2c);
+        let plain = bundle(&[("hipv4-amdgcn-amd-amdhsa--gfx900", &a)], 4096);
+        // An entry offset past the end.
+        let mut bad = plain.clone();
+        bad[32..40].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(parse_bundles(&bad).bundles[0].error.is_some());
+        // A CCOB claiming 2^40 uncompressed bytes.
+        let mut big = ccob(3, Method::Zstd, &plain);
+        big[16..24].copy_from_slice(&(1u64 << 40).to_le_bytes());
+        assert!(parse_bundles(&big).stopped.is_some());
+        // A CCOB whose total size runs past the data.
+        let mut long = ccob(2, Method::Zstd, &plain);
+        long[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(parse_bundles(&long).stopped.is_some());
+        // A CCOB that claims more than it inflates to: truncated, never a hang.
+        let mut short = ccob(3, Method::Zstd, &plain);
+        short[16..24].copy_from_slice(&((plain.len() as u64) * 4).to_le_bytes());
+        // The entries lie inside what does inflate, so they still parse.
+        let got = parse_bundles(&short);
+        assert_eq!(got.bundles.len(), 1);
+        assert_eq!(got.bundles[0].entries.len(), 1);
+        assert!(got.bundles[0].entries[0].code_object.as_ref().is_some_and(|r| r.is_ok()));
+    }
+
+    #[test]
+    fn garbage_between_bundles_stops_the_walk() {
+        let plain = bundle(&[("hipv4-amdgcn-amd-amdhsa--gfx900", &co(0x2c))], 4096);
+        let mut region = fatbin(&[plain]);
+        region.resize(region.len().div_ceil(4096) * 4096, 0);
+        region.extend_from_slice(b"garbage!");
+        let got = parse_bundles(&region);
+        assert_eq!(got.bundles.len(), 1);
+        assert!(got.stopped.is_some());
+    }
+}

@@ -1,0 +1,445 @@
+//! AMDGPU code objects: the ELF header facts, the notes, and the kernel count.
+//!
+//! Layout facts (LLVM `AMDGPUUsage.rst` "ELF Code Object", `llvm/BinaryFormat/ELF.h`):
+//! `e_machine` is `EM_AMDGPU` (224); `EI_OSABI` 64 is HSA, whose `EI_ABIVERSION` 0..4 means code
+//! object V2..V6; `e_flags` carries the processor (`EF_AMDGPU_MACH`, low byte) and the
+//! xnack/sramecc settings from V3 on, V2 names the processor only in its
+//! `NT_AMD_HSA_ISA_VERSION` note. The kernel count is `len(amdhsa.kernels)` in the
+//! `NT_AMDGPU_METADATA` MessagePack note (V3+), the `Kernels:` list of the V2 YAML metadata, or,
+//! without metadata, the `*.kd` kernel-descriptor symbols (V3+) / `STT_AMDGPU_HSA_KERNEL`
+//! symbols (V2).
+//!
+//! Only the header, the program headers and the note segment are read, all at the front of a
+//! linked code object; the section table at its end is read only to size an embedded object or
+//! when no metadata note counts the kernels.
+#![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::panic)]
+
+use object::elf::{
+    FileHeader64, ProgramHeader64, SectionHeader64, Sym64, EM_AMDGPU, PT_NOTE, SHT_DYNSYM, SHT_NOBITS,
+    SHT_NOTE, SHT_SYMTAB, STT_OBJECT,
+};
+use object::pod;
+use object::read::elf::{FileHeader as _, NoteIterator, ProgramHeader as _, SectionHeader as _, Sym as _};
+use object::LittleEndian as LE;
+
+use super::msgpack::{parse_kernel_metadata, KernelMetadata};
+use super::{le16, le32, ByteSource, ParseError, Result};
+
+/// `EI_OSABI` of an HSA code object.
+pub const ELFOSABI_AMDGPU_HSA: u8 = 64;
+/// `n_type` of the V3+ MessagePack metadata note (owner "AMDGPU").
+pub const NT_AMDGPU_METADATA: u32 = 32;
+/// V2 note types (owner "AMD").
+pub const NT_AMD_HSA_ISA_VERSION: u32 = 3;
+/// V2 YAML metadata note.
+pub const NT_AMD_HSA_METADATA: u32 = 10;
+/// V2 ISA name note (not NUL-terminated).
+pub const NT_AMD_HSA_ISA_NAME: u32 = 11;
+/// Symbol type of a V2 kernel (`STT_AMDGPU_HSA_KERNEL`).
+pub const STT_AMDGPU_HSA_KERNEL: u8 = 10;
+
+/// The most note bytes read from one code object (metadata of thousands of kernels fits).
+pub const MAX_NOTES: u64 = 64 << 20;
+/// The most symbol-table bytes read for the `.kd` fallback.
+pub const MAX_SYMTAB: u64 = 64 << 20;
+
+const EHDR64: usize = 64;
+const EHDR32: usize = 52;
+
+/// The ELF header fields that identify an AMDGPU code object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    /// True for ELFCLASS64 (amdgcn), false for ELFCLASS32 (r600).
+    pub class64: bool,
+    /// `EI_OSABI`.
+    pub os_abi: u8,
+    /// `EI_ABIVERSION`.
+    pub abi_version: u8,
+    /// `e_type` (ET_REL or ET_DYN).
+    pub e_type: u16,
+    /// `e_flags`: processor and features.
+    pub e_flags: u32,
+    /// Section header table offset, entry size and count.
+    pub shoff: u64,
+    pub shentsize: u16,
+    pub shnum: u16,
+    /// Program header table offset, entry size and count.
+    pub phoff: u64,
+    pub phentsize: u16,
+    pub phnum: u16,
+}
+
+impl Header {
+    /// Code object version 2..=6, from the ABI version of an HSA object.
+    pub fn code_object_version(&self) -> Option<u8> {
+        (self.os_abi == ELFOSABI_AMDGPU_HSA && self.abi_version <= 4).then(|| self.abi_version + 2)
+    }
+}
+
+/// True when `b` starts like an AMDGPU ELF (magic, little-endian, `e_machine` 224).
+pub fn is_amdgpu_elf(b: &[u8]) -> bool {
+    b.get(..4) == Some(b"\x7fELF") && b.get(5) == Some(&1) && le16(b, 18) == Some(EM_AMDGPU)
+}
+
+/// Parses and checks the ELF header at the start of `b` (at least 64 bytes for ELF64).
+///
+/// `strict` also demands the standard header and table entry sizes: used when hunting for
+/// code objects inside other data, where a stray `\x7fELF` must not pass.
+pub fn parse_header(b: &[u8], strict: bool) -> Result<Header> {
+    let malformed = |what| ParseError::Malformed { what, offset: 0 };
+    if b.get(..4) != Some(b"\x7fELF") {
+        return Err(malformed("not an ELF file"));
+    }
+    if b.get(5) != Some(&1) {
+        return Err(malformed("AMDGPU ELF is not little-endian"));
+    }
+    if b.get(6) != Some(&1) {
+        return Err(malformed("unknown ELF version"));
+    }
+    let class64 = match b.get(4) {
+        Some(2) => true,
+        Some(1) => false,
+        _ => return Err(malformed("unknown ELF class")),
+    };
+    let need = if class64 { EHDR64 } else { EHDR32 };
+    if b.len() < need {
+        return Err(ParseError::Truncated { what: "ELF header", offset: 0 });
+    }
+    let field = |at| le16(b, at).ok_or(ParseError::Truncated { what: "ELF header", offset: 0 });
+    if field(18)? != EM_AMDGPU {
+        return Err(malformed("not an AMDGPU ELF"));
+    }
+    let h = if class64 {
+        let eh: &FileHeader64<LE> = pod::from_bytes(b).map_err(|()| malformed("ELF header"))?.0;
+        Header {
+            class64,
+            os_abi: eh.e_ident.os_abi,
+            abi_version: eh.e_ident.abi_version,
+            e_type: eh.e_type(LE),
+            e_flags: eh.e_flags(LE),
+            shoff: eh.e_shoff(LE),
+            shentsize: eh.e_shentsize(LE),
+            shnum: eh.e_shnum(LE),
+            phoff: eh.e_phoff(LE),
+            phentsize: eh.e_phentsize(LE),
+            phnum: eh.e_phnum(LE),
+        }
+    } else {
+        let w = |at| le32(b, at).map(u64::from).ok_or(malformed("ELF header"));
+        Header {
+            class64,
+            os_abi: b.get(7).copied().unwrap_or(0),
+            abi_version: b.get(8).copied().unwrap_or(0),
+            e_type: field(16)?,
+            e_flags: le32(b, 36).ok_or(malformed("ELF header"))?,
+            shoff: w(32)?,
+            shentsize: field(46)?,
+            shnum: field(48)?,
+            phoff: w(28)?,
+            phentsize: field(42)?,
+            phnum: field(44)?,
+        }
+    };
+    if strict && class64 {
+        let ehsize = field(52)?;
+        if ehsize as usize != EHDR64
+            || (h.shnum > 0 && h.shentsize as usize != std::mem::size_of::<SectionHeader64<LE>>())
+            || (h.phnum > 0 && h.phentsize as usize != std::mem::size_of::<ProgramHeader64<LE>>())
+            || h.e_type > 4
+        {
+            return Err(malformed("ELF header sizes are not those of an AMDGPU code object"));
+        }
+    }
+    Ok(h)
+}
+
+/// Facts read from the notes of a code object.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct NoteFacts {
+    /// V2 `NT_AMD_HSA_ISA_VERSION`: major, minor, stepping.
+    pub isa_version: Option<(u32, u32, u32)>,
+    /// V2 `NT_AMD_HSA_ISA_NAME`.
+    pub isa_name: Option<String>,
+    /// V3+ MessagePack metadata.
+    pub metadata: Option<KernelMetadata>,
+    /// Kernels listed in the V2 YAML metadata.
+    pub v2_kernels: Option<u64>,
+}
+
+/// Everything gfxscan records about one AMDGPU code object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeObject {
+    /// The ELF header.
+    pub header: Header,
+    /// Size in bytes: the container's size for it, or the extent of its own tables.
+    pub size: u64,
+    /// What the notes say.
+    pub notes: NoteFacts,
+    /// Kernel-descriptor symbols, counted only when no metadata gives the kernel count.
+    pub kernel_symbols: Option<u64>,
+}
+
+impl CodeObject {
+    /// The number of kernels: metadata first, then symbols; `None` when nothing says.
+    pub fn kernels(&self) -> Option<u64> {
+        self.notes.metadata.as_ref().and_then(|m| m.kernels).or(self.notes.v2_kernels).or(self.kernel_symbols)
+    }
+}
+
+fn section_headers(src: &dyn ByteSource, h: &Header) -> Result<Vec<SectionHeader64<LE>>> {
+    if h.shnum == 0 {
+        return Ok(Vec::new());
+    }
+    let len = usize::from(h.shnum) * std::mem::size_of::<SectionHeader64<LE>>();
+    let bytes = src.read_at(h.shoff, len)?;
+    let (table, _) = pod::slice_from_bytes::<SectionHeader64<LE>>(&bytes, usize::from(h.shnum))
+        .map_err(|()| ParseError::Truncated { what: "section header table", offset: h.shoff })?;
+    Ok(table.to_vec())
+}
+
+/// The extent of a code object from its own tables: where its last header or section ends.
+///
+/// Used for code objects embedded in other data, which no container sizes.
+pub fn code_object_extent(src: &dyn ByteSource, h: &Header) -> Result<u64> {
+    if !h.class64 {
+        return Err(ParseError::Malformed { what: "embedded ELFCLASS32 object", offset: 0 });
+    }
+    let mut end = EHDR64 as u64;
+    let sht_end = h.shoff.checked_add(u64::from(h.shnum) * u64::from(h.shentsize));
+    let pht_end = h.phoff.checked_add(u64::from(h.phnum) * u64::from(h.phentsize));
+    for e in [sht_end, pht_end] {
+        end = end.max(e.ok_or(ParseError::Malformed { what: "ELF table offset", offset: 0 })?);
+    }
+    if end > src.len() {
+        return Err(ParseError::Truncated { what: "ELF tables", offset: end });
+    }
+    for s in section_headers(src, h)? {
+        if s.sh_type(LE) == SHT_NOBITS {
+            continue;
+        }
+        let s_end = s.sh_offset(LE).checked_add(s.sh_size(LE));
+        match s_end {
+            Some(e) if e <= src.len() => end = end.max(e),
+            _ => return Err(ParseError::Truncated { what: "ELF section", offset: s.sh_offset(LE) }),
+        }
+    }
+    Ok(end)
+}
+
+/// Counts the entries of the `Kernels:` list in V2 YAML metadata.
+fn count_v2_yaml_kernels(text: &[u8]) -> u64 {
+    let text = String::from_utf8_lossy(text);
+    let mut lines = text.lines().skip_while(|l| l.trim_end() != "Kernels:");
+    if lines.next().is_none() {
+        return 0;
+    }
+    let mut indent = None;
+    let mut count = 0;
+    for line in lines {
+        let body = line.trim_start();
+        let at = line.len() - body.len();
+        if body.is_empty() {
+            continue;
+        }
+        // A key at column 0 ends the Kernels list.
+        if at == 0 && !body.starts_with('-') {
+            break;
+        }
+        if body.starts_with("- ") || body == "-" {
+            let want = *indent.get_or_insert(at);
+            if at == want {
+                count += 1;
+            }
+        }
+    }
+    count
+}
+
+fn read_notes(notes: &mut NoteFacts, data: &[u8]) {
+    // AMDGPUUsage "Note Records": name and desc are padded to 4 bytes, whatever the section's
+    // alignment says (V2 trap handlers declare 8 and are packed at 4).
+    let Ok(mut it) = NoteIterator::<FileHeader64<LE>>::new(LE, 4, data) else {
+        return;
+    };
+    while let Ok(Some(note)) = it.next() {
+        let desc = note.desc();
+        match (note.name(), note.n_type(LE)) {
+            (b"AMDGPU", NT_AMDGPU_METADATA) => notes.metadata = parse_kernel_metadata(desc).ok(),
+            (b"AMD", NT_AMD_HSA_ISA_VERSION) => {
+                // {u16 vendor_size, u16 arch_size, u32 major, u32 minor, u32 stepping, names}
+                if let (Some(ma), Some(mi), Some(st)) = (le32(desc, 4), le32(desc, 8), le32(desc, 12)) {
+                    notes.isa_version = Some((ma, mi, st));
+                }
+            }
+            (b"AMD", NT_AMD_HSA_ISA_NAME) => {
+                notes.isa_name = Some(String::from_utf8_lossy(desc).trim_end_matches('\0').to_string())
+            }
+            (b"AMD", NT_AMD_HSA_METADATA) => notes.v2_kernels = Some(count_v2_yaml_kernels(desc)),
+            _ => {}
+        }
+    }
+}
+
+/// Reads the notes from the PT_NOTE segments, or else from the SHT_NOTE sections.
+fn parse_notes(src: &dyn ByteSource, h: &Header) -> Result<NoteFacts> {
+    let mut facts = NoteFacts::default();
+    let mut ranges: Vec<(u64, u64)> = Vec::new();
+    if h.phnum > 0 {
+        let len = usize::from(h.phnum) * std::mem::size_of::<ProgramHeader64<LE>>();
+        let bytes = src.read_at(h.phoff, len)?;
+        let (phdrs, _) = pod::slice_from_bytes::<ProgramHeader64<LE>>(&bytes, usize::from(h.phnum))
+            .map_err(|()| ParseError::Truncated { what: "program headers", offset: h.phoff })?;
+        for p in phdrs.iter().filter(|p| p.p_type(LE) == PT_NOTE) {
+            ranges.push((p.p_offset(LE), p.p_filesz(LE)));
+        }
+    }
+    // Relocatable objects, and V2 ones with only vendor segments (the HSA runtime's trap
+    // handlers), keep their notes in SHT_NOTE sections alone.
+    if ranges.is_empty() {
+        for s in section_headers(src, h)?.iter().filter(|s| s.sh_type(LE) == SHT_NOTE) {
+            ranges.push((s.sh_offset(LE), s.sh_size(LE)));
+        }
+    }
+    ranges.sort_unstable();
+    let mut total = 0u64;
+    for (off, size) in ranges {
+        total = total.saturating_add(size);
+        if total > MAX_NOTES {
+            return Err(ParseError::TooLarge { what: "notes", claimed: total, limit: MAX_NOTES });
+        }
+        let data = src.read_at(off, size as usize)?;
+        read_notes(&mut facts, &data);
+    }
+    Ok(facts)
+}
+
+/// Counts kernel symbols: `*.kd` objects (V3+) or `STT_AMDGPU_HSA_KERNEL` (V2).
+fn count_kernel_symbols(src: &dyn ByteSource, h: &Header) -> Result<Option<u64>> {
+    let shdrs = section_headers(src, h)?;
+    // Prefer the full symbol table; linked objects keep the kernels in .dynsym too.
+    let pick = shdrs
+        .iter()
+        .find(|s| s.sh_type(LE) == SHT_SYMTAB)
+        .or_else(|| shdrs.iter().find(|s| s.sh_type(LE) == SHT_DYNSYM));
+    let Some(symtab) = pick else { return Ok(None) };
+    let strtab = shdrs
+        .get(symtab.sh_link(LE) as usize)
+        .ok_or(ParseError::Malformed { what: "symbol table link", offset: h.shoff })?;
+    let (size, str_size) = (symtab.sh_size(LE), strtab.sh_size(LE));
+    if size.saturating_add(str_size) > MAX_SYMTAB {
+        return Err(ParseError::TooLarge {
+            what: "symbol table",
+            claimed: size + str_size,
+            limit: MAX_SYMTAB,
+        });
+    }
+    let syms = src.read_at(symtab.sh_offset(LE), size as usize)?;
+    let strs = src.read_at(strtab.sh_offset(LE), str_size as usize)?;
+    let n = syms.len() / std::mem::size_of::<Sym64<LE>>();
+    let (syms, _) = pod::slice_from_bytes::<Sym64<LE>>(&syms, n)
+        .map_err(|()| ParseError::Truncated { what: "symbol table", offset: symtab.sh_offset(LE) })?;
+    let v2 = h.code_object_version() == Some(2);
+    let count = syms
+        .iter()
+        .filter(|s| {
+            if v2 {
+                return s.st_type() == STT_AMDGPU_HSA_KERNEL;
+            }
+            let name = strs.get(s.st_name(LE) as usize..).unwrap_or(&[]);
+            let name = name.split(|&c| c == 0).next().unwrap_or(&[]);
+            s.st_type() == STT_OBJECT && name.ends_with(b".kd")
+        })
+        .count();
+    Ok(Some(count as u64))
+}
+
+/// Parses the code object at the start of `src`.
+///
+/// `size` is what the container says it occupies (a file's length, a bundle entry's size);
+/// `None` measures it from its own tables. Notes that cannot be read leave the kernel count
+/// unknown rather than failing the object: its target is still a fact.
+pub fn parse_code_object(src: &dyn ByteSource, size: Option<u64>) -> Result<CodeObject> {
+    let head = src.read_up_to(0, EHDR64)?;
+    let header = parse_header(&head, size.is_none())?;
+    let size = match size {
+        Some(s) => s,
+        None => code_object_extent(src, &header)?,
+    };
+    let mut co = CodeObject { header, size, notes: NoteFacts::default(), kernel_symbols: None };
+    if !header.class64 {
+        return Ok(co);
+    }
+    let view = super::Slice::new(src, 0, size);
+    co.notes = parse_notes(&view, &header).unwrap_or_default();
+    if co.kernels().is_none() {
+        co.kernel_symbols = count_kernel_symbols(&view, &header).ok().flatten();
+    }
+    Ok(co)
+}
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::unwrap_used, clippy::panic)]
+mod tests {
+    use super::*;
+    use crate::testing::{code_object, CodeObjectSpec};
+
+    #[test]
+    fn reads_v4_header_notes_and_kernels() {
+        let spec = CodeObjectSpec::v4(0x03f, 0x300, &["k1", "k2", "k3"])
+            .with_target("amdgcn-amd-amdhsa--gfx90a:xnack+");
+        let bytes = code_object(&spec);
+        let co = parse_code_object(&bytes, Some(bytes.len() as u64)).expect("parses");
+        assert_eq!(co.header.code_object_version(), Some(4));
+        assert_eq!(co.header.e_flags & 0xff, 0x3f);
+        assert_eq!(co.kernels(), Some(3));
+        assert_eq!(
+            co.notes.metadata.and_then(|m| m.target).as_deref(),
+            Some("amdgcn-amd-amdhsa--gfx90a:xnack+")
+        );
+    }
+
+    #[test]
+    fn measures_an_embedded_object_by_its_tables() {
+        let bytes = code_object(&CodeObjectSpec::v4(0x04c, 0, &["k"]));
+        let mut host = vec![0u8; 100];
+        host.extend_from_slice(&bytes);
+        host.extend_from_slice(&[0xAA; 333]);
+        let view = crate::parse::Slice::new(&host, 100, host.len() as u64 - 100);
+        let co = parse_code_object(&view, None).expect("parses");
+        assert_eq!(co.size, bytes.len() as u64);
+    }
+
+    #[test]
+    fn v2_reads_isa_note_and_yaml_kernels() {
+        let bytes = code_object(&CodeObjectSpec::v2((9, 0, 6), &["a", "b"]));
+        let co = parse_code_object(&bytes, Some(bytes.len() as u64)).expect("parses");
+        assert_eq!(co.header.code_object_version(), Some(2));
+        assert_eq!(co.notes.isa_version, Some((9, 0, 6)));
+        assert_eq!(co.kernels(), Some(2));
+    }
+
+    #[test]
+    fn falls_back_to_kd_symbols_without_metadata() {
+        let mut spec = CodeObjectSpec::v4(0x041, 0, &["x", "y"]);
+        spec.metadata = false;
+        let bytes = code_object(&spec);
+        let co = parse_code_object(&bytes, Some(bytes.len() as u64)).expect("parses");
+        assert!(co.notes.metadata.is_none());
+        assert_eq!(co.kernels(), Some(2));
+    }
+
+    #[test]
+    fn yaml_kernel_list_ignores_nested_args() {
+        let y =
+            b"---\nVersion: [ 1, 0 ]\nKernels:\n  - Name: a\n    Args:\n      - Name: x\n  - Name: b\n...\n";
+        assert_eq!(count_v2_yaml_kernels(y), 2);
+    }
+
+    #[test]
+    fn rejects_other_machines_and_truncation() {
+        let mut bytes = code_object(&CodeObjectSpec::v4(0x041, 0, &[]));
+        assert!(parse_code_object(&bytes[..40].to_vec(), None).is_err());
+        bytes[18] = 62; // EM_X86_64
+        assert!(parse_code_object(&bytes, None).is_err());
+    }
+}

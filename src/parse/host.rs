@@ -1,0 +1,253 @@
+//! Host ELF libraries: where their device code lives.
+//!
+//! Three places (FORMATS.md §2.3, §7): the `.hip_fatbin` section, holding one bundle per
+//! translation unit (walked by [`super::bundle::parse_bundles`]); sections of a "fat object"
+//! named `__CLANG_OFFLOAD_BUNDLE__<entry ID>`, each one code object (Intel SYCL uses the same
+//! prefix with `sycl-` IDs, which are not AMD device code); and raw code objects embedded as
+//! data, as libhsa-runtime64 and mojolearn do in `.rodata`. Only the section table is read to
+//! find them; embedded objects are found by their ELF magic in allocated, non-executable data
+//! sections and each is checked (strict header, `e_machine` 224) and bounded by its own tables.
+#![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::panic)]
+
+use memchr::memmem;
+use object::elf::{FileHeader32, FileHeader64, SHF_ALLOC, SHF_EXECINSTR, SHT_PROGBITS};
+use object::pod;
+use object::read::elf::{FileHeader, SectionHeader};
+use object::Endianness;
+
+use super::bundle::{parse_bundles, parse_entry_id, Bundles};
+use super::elf::{is_amdgpu_elf, parse_code_object, parse_header, CodeObject};
+use super::{ByteSource, ParseError, Result, Slice};
+
+/// Most section headers read from one host ELF.
+pub const MAX_SECTIONS: u64 = 1 << 20;
+/// Largest section-name table read.
+pub const MAX_SHSTRTAB: u64 = 16 << 20;
+/// Bytes scanned per read when hunting embedded code objects.
+const SCAN_CHUNK: usize = 4 << 20;
+
+/// One section of a host ELF.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Section {
+    /// Section name.
+    pub name: String,
+    /// `sh_type`.
+    pub sh_type: u32,
+    /// `sh_flags`.
+    pub flags: u64,
+    /// File offset of the contents.
+    pub offset: u64,
+    /// Size of the contents.
+    pub size: u64,
+}
+
+/// A code object found in a host ELF outside any bundle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Embedded {
+    /// File offset where it starts.
+    pub offset: u64,
+    /// The entry ID, for a fat-object bundle section.
+    pub bundle_entry_id: Option<String>,
+    /// What it parsed to.
+    pub code_object: std::result::Result<CodeObject, ParseError>,
+}
+
+/// Device code found in one host ELF.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostFacts {
+    /// The `.hip_fatbin` section's file offset and its bundles, if it has one.
+    pub fatbin: Option<(u64, Bundles)>,
+    /// Code objects in bundle sections and raw embedded ones, in file order.
+    pub embedded: Vec<Embedded>,
+}
+
+fn sections_of<H: FileHeader<Endian = Endianness>>(
+    src: &dyn ByteSource,
+    head: &[u8],
+) -> Result<Vec<Section>> {
+    let bad = |what| ParseError::Malformed { what, offset: 0 };
+    let h: &H =
+        pod::from_bytes(head).map_err(|()| ParseError::Truncated { what: "ELF header", offset: 0 })?.0;
+    let endian = h.endian().map_err(|_| bad("ELF byte order"))?;
+    let shoff: u64 = h.e_shoff(endian).into();
+    let entsize = std::mem::size_of::<H::SectionHeader>() as u64;
+    if shoff == 0 {
+        return Ok(Vec::new());
+    }
+    if u64::from(h.e_shentsize(endian)) != entsize {
+        return Err(bad("ELF section header size"));
+    }
+    let first = src.read_at(shoff, entsize as usize)?;
+    let (first, _) = pod::from_bytes::<H::SectionHeader>(&first)
+        .map_err(|()| ParseError::Truncated { what: "section headers", offset: shoff })?;
+    // Extended numbering: e_shnum 0 puts the count in section 0's sh_size.
+    let count: u64 = match h.e_shnum(endian) {
+        0 => first.sh_size(endian).into(),
+        n => u64::from(n),
+    };
+    if count > MAX_SECTIONS || count.saturating_mul(entsize) > src.len() {
+        return Err(bad("section count larger than the file"));
+    }
+    let table = src.read_at(shoff, (count * entsize) as usize)?;
+    let (shdrs, _) = pod::slice_from_bytes::<H::SectionHeader>(&table, count as usize)
+        .map_err(|()| ParseError::Truncated { what: "section headers", offset: shoff })?;
+    let strndx = match u32::from(h.e_shstrndx(endian)) {
+        0xffff => first.sh_link(endian),
+        n => n,
+    };
+    let names = match shdrs.get(strndx as usize) {
+        Some(s) => {
+            let (off, size): (u64, u64) = (s.sh_offset(endian).into(), s.sh_size(endian).into());
+            if size > MAX_SHSTRTAB {
+                return Err(ParseError::TooLarge {
+                    what: "section name table",
+                    claimed: size,
+                    limit: MAX_SHSTRTAB,
+                });
+            }
+            src.read_at(off, size as usize)?.into_owned()
+        }
+        None => Vec::new(),
+    };
+    Ok(shdrs
+        .iter()
+        .map(|s| {
+            let name = names.get(s.sh_name(endian) as usize..).unwrap_or(&[]);
+            let name = name.split(|&c| c == 0).next().unwrap_or(&[]);
+            Section {
+                name: String::from_utf8_lossy(name).into_owned(),
+                sh_type: s.sh_type(endian),
+                flags: s.sh_flags(endian).into(),
+                offset: s.sh_offset(endian).into(),
+                size: s.sh_size(endian).into(),
+            }
+        })
+        .collect())
+}
+
+/// Reads the section table of a host ELF (32- or 64-bit, either byte order).
+pub fn parse_sections(src: &dyn ByteSource) -> Result<Vec<Section>> {
+    let head = src.read_up_to(0, 64)?;
+    match head.get(4) {
+        Some(2) => sections_of::<FileHeader64<Endianness>>(src, &head),
+        Some(1) => sections_of::<FileHeader32<Endianness>>(src, &head),
+        _ => Err(ParseError::Malformed { what: "unknown ELF class", offset: 4 }),
+    }
+}
+
+/// Prefix of fat-object sections that each hold one bundle entry.
+pub const BUNDLE_SECTION_PREFIX: &str = "__CLANG_OFFLOAD_BUNDLE__";
+
+/// True for sections that may hold raw embedded code objects.
+fn may_embed(s: &Section) -> bool {
+    s.sh_type == SHT_PROGBITS
+        && s.flags & u64::from(SHF_ALLOC) != 0
+        && s.flags & u64::from(SHF_EXECINSTR) == 0
+        && s.size >= 64
+        && s.name != ".hip_fatbin"
+        && s.name != ".nv_fatbin"
+        && !s.name.starts_with(BUNDLE_SECTION_PREFIX)
+}
+
+/// Finds AMDGPU code objects stored as plain data inside `[start, start + len)` of `src`.
+fn find_embedded(src: &dyn ByteSource, start: u64, len: u64, out: &mut Vec<Embedded>) -> Result<()> {
+    let end = start.saturating_add(len).min(src.len());
+    let finder = memmem::Finder::new(b"\x7fELF");
+    let mut pos = start;
+    while pos + 64 <= end {
+        let n = (end - pos).min(SCAN_CHUNK as u64) as usize;
+        let chunk = src.read_at(pos, n)?;
+        let Some(hit) = finder.find(&chunk) else {
+            // Keep three bytes: a magic may straddle the chunk boundary.
+            pos = if n < SCAN_CHUNK { end } else { pos + n as u64 - 3 };
+            continue;
+        };
+        let at = pos + hit as u64;
+        let head = src.read_up_to(at, 64)?;
+        if !is_amdgpu_elf(&head) || parse_header(&head, true).is_err() {
+            pos = at + 4;
+            continue;
+        }
+        let view = Slice::new(src, at, end - at);
+        let code_object = parse_code_object(&view, None);
+        pos = match &code_object {
+            Ok(co) => at + co.size.max(64),
+            Err(_) => at + 4,
+        };
+        out.push(Embedded { offset: at, bundle_entry_id: None, code_object });
+    }
+    Ok(())
+}
+
+/// Finds all device code in a host ELF: `.hip_fatbin` bundles, bundle sections, embedded objects.
+pub fn parse_host_elf(src: &dyn ByteSource) -> Result<HostFacts> {
+    let sections = parse_sections(src)?;
+    let mut facts = HostFacts::default();
+    for s in &sections {
+        if s.sh_type == object::elf::SHT_NOBITS {
+            continue;
+        }
+        if s.offset.checked_add(s.size).is_none_or(|e| e > src.len()) {
+            if s.name == ".hip_fatbin" || s.name.starts_with(BUNDLE_SECTION_PREFIX) {
+                return Err(ParseError::Truncated { what: "device code section", offset: s.offset });
+            }
+            continue;
+        }
+        if s.name == ".hip_fatbin" {
+            let region = Slice::new(src, s.offset, s.size);
+            facts.fatbin = Some((s.offset, parse_bundles(&region)));
+        } else if let Some(id) = s.name.strip_prefix(BUNDLE_SECTION_PREFIX) {
+            if parse_entry_id(id).is_amdgcn() && s.size > 0 {
+                let view = Slice::new(src, s.offset, s.size);
+                let code_object = parse_code_object(&view, Some(s.size));
+                facts.embedded.push(Embedded {
+                    offset: s.offset,
+                    bundle_entry_id: Some(id.to_string()),
+                    code_object,
+                });
+            }
+        } else if may_embed(s) {
+            find_embedded(src, s.offset, s.size, &mut facts.embedded)?;
+        }
+    }
+    facts.embedded.sort_by_key(|e| e.offset);
+    Ok(facts)
+}
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::unwrap_used, clippy::panic)]
+mod tests {
+    use super::*;
+    use crate::testing::{bundle, code_object, fatbin, host_elf, CodeObjectSpec, HostSection};
+
+    #[test]
+    fn finds_fatbin_bundles_and_embedded_objects() {
+        let a = code_object(&CodeObjectSpec::v4(0x4c, 0, &["k1", "k2"]));
+        let b = code_object(&CodeObjectSpec::v4(0x41, 0, &["k"]));
+        let fat = fatbin(&[bundle(&[("hipv4-amdgcn-amd-amdhsa--gfx942", &a)], 4096)]);
+        let mut rodata = b"some text mentioning __CLANG_OFFLOAD_BUNDLE__ and \x7fELF".to_vec();
+        rodata.extend_from_slice(&b);
+        rodata.extend_from_slice(&[7u8; 100]);
+        rodata.extend_from_slice(&a);
+        let host = host_elf(&[HostSection::rodata(".rodata", &rodata), HostSection::hip_fatbin(&fat)]);
+        let facts = parse_host_elf(&host).expect("parses");
+        let (_, bundles) = facts.fatbin.expect("has .hip_fatbin");
+        assert_eq!(bundles.bundles.len(), 1);
+        let machs: Vec<u32> = facts
+            .embedded
+            .iter()
+            .map(|e| e.code_object.as_ref().expect("valid").header.e_flags & 0xff)
+            .collect();
+        assert_eq!(machs, vec![0x41, 0x4c]);
+    }
+
+    #[test]
+    fn sycl_bundle_sections_are_not_amd_code() {
+        let host = host_elf(&[HostSection::rodata(
+            "__CLANG_OFFLOAD_BUNDLE__sycl-spir64-unknown-unknown",
+            b"\x03\x02\x23\x07 spirv",
+        )]);
+        let facts = parse_host_elf(&host).expect("parses");
+        assert!(facts.embedded.is_empty() && facts.fatbin.is_none());
+    }
+}

@@ -1,0 +1,331 @@
+//! Parsers: raw facts out of bytes, nothing else.
+//!
+//! Every parser here reads through [`ByteSource`], which is a plain `[u8]` in tests and fuzzing,
+//! a positioned file reader in the scanner, and a forward window over a decompression stream for
+//! compressed bundles. Parsers do no file-system IO, print nothing and know nothing of
+//! `targets.toml`: they return raw facts (e_flags, note contents, bundle entry IDs) that
+//! `resolve` turns into targets. They read only the bytes a fact needs, check every length and
+//! offset against the data before using it, never allocate by an untrusted size, and never
+//! panic: malformed input is a [`ParseError`] that names what was wrong and where.
+#![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::panic)]
+
+pub mod bundle;
+pub mod elf;
+pub mod host;
+pub mod msgpack;
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+
+use thiserror::Error;
+
+/// The largest single read a parser may ask for. Anything bigger is a sign of a lying header.
+pub const MAX_READ: u64 = 256 << 20;
+
+/// Why a parse failed. Holds no paths: the scanner adds the path when it reports the problem.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum ParseError {
+    /// The data ends before a structure the headers promise.
+    #[error("{what} truncated at offset {offset:#x}")]
+    Truncated { what: &'static str, offset: u64 },
+    /// A structure is present but its contents are impossible.
+    #[error("{what} at offset {offset:#x}")]
+    Malformed { what: &'static str, offset: u64 },
+    /// A header claims a size beyond what gfxscan will read or inflate.
+    #[error("{what} claims {claimed} bytes, over the limit of {limit}")]
+    TooLarge { what: &'static str, claimed: u64, limit: u64 },
+    /// The compressed payload of a bundle is corrupt.
+    #[error("{what}: {detail}")]
+    Decompress { what: &'static str, detail: String },
+    /// The underlying reader failed.
+    #[error("read failed at offset {offset:#x}: {detail}")]
+    Io { offset: u64, detail: String },
+}
+
+/// Shorthand used by every parser.
+pub type Result<T> = std::result::Result<T, ParseError>;
+
+/// Random access to the bytes of one artifact: the only way parsers see data.
+pub trait ByteSource {
+    /// Total length in bytes (for a stream, the length its header declares).
+    fn len(&self) -> u64;
+
+    /// Exactly `len` bytes at `offset`, or an error; never a short read.
+    fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>>;
+
+    /// True when the source holds no bytes.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Up to `len` bytes at `offset`, fewer at the end of the source.
+    fn read_up_to(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>> {
+        let avail = self.len().saturating_sub(offset).min(len as u64) as usize;
+        self.read_at(offset, avail)
+    }
+
+    /// Lets a forward-only source drop everything before `offset`: no later read goes below it.
+    fn release_before(&self, _offset: u64) {}
+}
+
+/// Checks a requested range against a source length and the single-read limit.
+pub fn check_range(total: u64, offset: u64, len: usize, what: &'static str) -> Result<()> {
+    if len as u64 > MAX_READ {
+        return Err(ParseError::TooLarge { what, claimed: len as u64, limit: MAX_READ });
+    }
+    match offset.checked_add(len as u64) {
+        Some(end) if end <= total => Ok(()),
+        _ => Err(ParseError::Truncated { what, offset }),
+    }
+}
+
+impl ByteSource for [u8] {
+    fn len(&self) -> u64 {
+        <[u8]>::len(self) as u64
+    }
+
+    fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>> {
+        check_range(<[u8]>::len(self) as u64, offset, len, "data")?;
+        let start = offset as usize;
+        self.get(start..start + len).map(Cow::Borrowed).ok_or(ParseError::Truncated { what: "data", offset })
+    }
+}
+
+impl ByteSource for Vec<u8> {
+    fn len(&self) -> u64 {
+        self.as_slice().len() as u64
+    }
+
+    fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>> {
+        self.as_slice().read_at(offset, len)
+    }
+}
+
+/// A window `[base, base + len)` of another source, addressed from 0.
+pub struct Slice<'a> {
+    inner: &'a dyn ByteSource,
+    base: u64,
+    len: u64,
+}
+
+impl<'a> Slice<'a> {
+    /// The part of `inner` from `base` for `len` bytes, clipped to what `inner` holds.
+    pub fn new(inner: &'a dyn ByteSource, base: u64, len: u64) -> Self {
+        let len = len.min(inner.len().saturating_sub(base));
+        Slice { inner, base, len }
+    }
+}
+
+impl ByteSource for Slice<'_> {
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>> {
+        check_range(self.len, offset, len, "data")?;
+        self.inner.read_at(self.base + offset, len)
+    }
+
+    fn release_before(&self, offset: u64) {
+        self.inner.release_before(self.base + offset);
+    }
+}
+
+/// Reads a little-endian `u16` at `at` from a slice already read.
+pub(crate) fn le16(b: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_le_bytes(b.get(at..at + 2)?.try_into().ok()?))
+}
+
+/// Reads a little-endian `u32` at `at` from a slice already read.
+pub(crate) fn le32(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+
+/// Reads a little-endian `u64` at `at` from a slice already read.
+pub(crate) fn le64(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
+}
+
+/// Rounds `v` up to a multiple of `align` (a power of two), saturating.
+pub(crate) fn align_up(v: u64, align: u64) -> u64 {
+    v.checked_add(align - 1).map_or(u64::MAX, |x| x & !(align - 1))
+}
+
+/// One step of a streaming decompressor: how much input it took, output it gave, and whether
+/// the compressed stream has ended.
+pub(crate) struct Step {
+    pub consumed: usize,
+    pub produced: usize,
+    pub finished: bool,
+}
+
+/// A streaming decompressor (zstd or zlib) driven by [`StreamSource`].
+pub(crate) trait Inflate {
+    fn step(&mut self, input: &[u8], output: &mut [u8]) -> Result<Step>;
+}
+
+/// The largest window a [`StreamSource`] keeps in memory at once.
+pub const MAX_STREAM_WINDOW: u64 = 64 << 20;
+
+const IN_CHUNK: usize = 256 << 10;
+const OUT_CHUNK: usize = 256 << 10;
+
+/// A forward-only view of a decompressed stream, addressed like the uncompressed bytes.
+///
+/// It inflates on demand and keeps only a window in memory: reads below the last
+/// [`ByteSource::release_before`] mark fail, bytes skipped over are inflated and dropped. Memory
+/// therefore stays at one window (at most [`MAX_STREAM_WINDOW`]) plus the codec's buffers,
+/// whatever the header claims.
+pub struct StreamSource<'a> {
+    state: RefCell<StreamState<'a>>,
+    declared: u64,
+}
+
+struct StreamState<'a> {
+    input: &'a dyn ByteSource,
+    in_pos: u64,
+    in_end: u64,
+    inbuf: Vec<u8>,
+    inbuf_pos: usize,
+    inflate: Box<dyn Inflate + 'a>,
+    window: Vec<u8>,
+    window_base: u64,
+    mark: u64,
+    finished: bool,
+}
+
+impl<'a> StreamSource<'a> {
+    /// A stream inflating `input[in_start..in_end]`, whose output must not exceed `declared`.
+    pub(crate) fn new(
+        input: &'a dyn ByteSource,
+        in_start: u64,
+        in_end: u64,
+        inflate: Box<dyn Inflate + 'a>,
+        declared: u64,
+    ) -> Self {
+        StreamSource {
+            state: RefCell::new(StreamState {
+                input,
+                in_pos: in_start,
+                in_end: in_end.min(input.len()),
+                inbuf: Vec::new(),
+                inbuf_pos: 0,
+                inflate,
+                window: Vec::new(),
+                window_base: 0,
+                mark: 0,
+                finished: false,
+            }),
+            declared,
+        }
+    }
+
+    /// Inflates to the end of the stream, dropping the output, and returns how many compressed
+    /// bytes the stream occupied (its exact end, for formats without a stored size).
+    pub fn drain(&self) -> Result<u64> {
+        let mut st = self.state.borrow_mut();
+        while !st.finished {
+            let end = st.window_base + st.window.len() as u64;
+            st.mark = end;
+            st.fill(self.declared, end.saturating_add(OUT_CHUNK as u64))?;
+        }
+        Ok(st.consumed())
+    }
+}
+
+impl StreamState<'_> {
+    /// Compressed bytes consumed so far, counted from the stream's start.
+    fn consumed(&self) -> u64 {
+        self.in_pos - (self.inbuf.len() - self.inbuf_pos) as u64
+    }
+
+    /// Inflates until the window covers `need_end` or the stream ends.
+    fn fill(&mut self, declared: u64, need_end: u64) -> Result<()> {
+        let mut out = vec![0u8; OUT_CHUNK];
+        while self.window_base + (self.window.len() as u64) < need_end && !self.finished {
+            // Drop what no later read may ask for.
+            if self.mark > self.window_base {
+                let drop = (self.mark - self.window_base).min(self.window.len() as u64) as usize;
+                self.window.drain(..drop);
+                self.window_base += drop as u64;
+            }
+            if self.inbuf_pos == self.inbuf.len() && self.in_pos < self.in_end {
+                let n = (self.in_end - self.in_pos).min(IN_CHUNK as u64) as usize;
+                let chunk = self.input.read_at(self.in_pos, n)?.into_owned();
+                self.in_pos += n as u64;
+                self.inbuf = chunk;
+                self.inbuf_pos = 0;
+            }
+            let input = self.inbuf.get(self.inbuf_pos..).unwrap_or(&[]);
+            let step = self.inflate.step(input, &mut out)?;
+            self.inbuf_pos += step.consumed;
+            let produced_end = self.window_base + self.window.len() as u64 + step.produced as u64;
+            if produced_end > declared {
+                return Err(ParseError::Malformed {
+                    what: "compressed payload inflates past its declared size",
+                    offset: declared,
+                });
+            }
+            let produced = out.get(..step.produced).unwrap_or(&[]);
+            // Bytes below the mark are skipped over, not kept.
+            let keep_from = self.mark.saturating_sub(self.window_base + self.window.len() as u64);
+            if (keep_from as usize) < produced.len() {
+                if self.window.is_empty() {
+                    self.window_base += keep_from;
+                }
+                self.window.extend_from_slice(produced.get(keep_from as usize..).unwrap_or(&[]));
+            } else if self.window.is_empty() {
+                self.window_base += produced.len() as u64;
+            }
+            if self.window.len() as u64 > MAX_STREAM_WINDOW {
+                return Err(ParseError::TooLarge {
+                    what: "read window in compressed payload",
+                    claimed: self.window.len() as u64,
+                    limit: MAX_STREAM_WINDOW,
+                });
+            }
+            if step.finished {
+                self.finished = true;
+            } else if step.consumed == 0 && step.produced == 0 {
+                if self.inbuf_pos == self.inbuf.len() && self.in_pos >= self.in_end {
+                    return Err(ParseError::Truncated { what: "compressed payload", offset: self.in_pos });
+                }
+                return Err(ParseError::Decompress {
+                    what: "compressed payload",
+                    detail: "decoder made no progress".into(),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+impl ByteSource for StreamSource<'_> {
+    fn len(&self) -> u64 {
+        self.declared
+    }
+
+    fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>> {
+        check_range(self.declared, offset, len, "decompressed bundle")?;
+        let mut st = self.state.borrow_mut();
+        if offset < st.window_base || offset < st.mark {
+            return Err(ParseError::Malformed { what: "backward read in a compressed stream", offset });
+        }
+        let end = offset + len as u64;
+        st.fill(self.declared, end)?;
+        let have_end = st.window_base + st.window.len() as u64;
+        if have_end < end {
+            return Err(ParseError::Truncated { what: "compressed payload", offset: have_end });
+        }
+        let start = (offset - st.window_base) as usize;
+        let bytes = st.window.get(start..start + len).unwrap_or(&[]).to_vec();
+        Ok(Cow::Owned(bytes))
+    }
+
+    fn release_before(&self, offset: u64) {
+        let mut st = self.state.borrow_mut();
+        if offset > st.mark {
+            st.mark = offset;
+        }
+    }
+}

@@ -1,0 +1,205 @@
+//! Reports: snapshots and tables to bytes. With `main`, the only code that prints.
+//!
+//! Each writer is a function of the data and a `Write`; nothing here reads files or decides
+//! anything about the scan. Progress bars and live warnings (`progress`) go to stderr, and only
+//! when stderr is a terminal.
+
+pub mod progress;
+
+use std::io::{self, Write};
+
+use comfy_table::presets::{ASCII_MARKDOWN, NOTHING};
+use comfy_table::{CellAlignment, Table};
+
+use crate::cli::Format;
+use crate::model::{Snapshot, TargetCounts};
+use crate::targets::Targets;
+
+/// `1536` → `1.5 KiB`.
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+/// `1234567` → `1,234,567`.
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The per-target rows to show, in `targets.toml` order (unknown processors last): the
+/// `only` targets, zeros included, or else every target found.
+pub fn target_rows(snap: &Snapshot, targets: &Targets, only: &[String]) -> Vec<(String, TargetCounts)> {
+    let mut names: Vec<String> =
+        if only.is_empty() { snap.targets.keys().cloned().collect() } else { only.to_vec() };
+    names.sort_by_key(|n| (targets.rank(n), n.clone()));
+    names.dedup();
+    names
+        .into_iter()
+        .map(|n| {
+            let counts = snap.targets.get(&n).cloned().unwrap_or_default();
+            (n, counts)
+        })
+        .collect()
+}
+
+/// The header line of a scan report.
+fn headline(snap: &Snapshot) -> String {
+    let s = &snap.summary;
+    format!(
+        "gfxscan {} · {} root{} · {} files ({}) · {} with device code · {} code objects · {} problem{}",
+        snap.tool.version,
+        snap.roots.len(),
+        if snap.roots.len() == 1 { "" } else { "s" },
+        thousands(s.files),
+        human_bytes(s.bytes),
+        thousands(s.files_with_device_code),
+        thousands(s.code_objects),
+        thousands(snap.problems.len() as u64),
+        if snap.problems.len() == 1 { "" } else { "s" },
+    )
+}
+
+const COLUMNS: [&str; 5] = ["target", "code objects", "kernels", "device code", "files"];
+
+fn table_of(rows: &[(String, TargetCounts)], markdown: bool) -> Table {
+    let mut t = Table::new();
+    t.load_preset(if markdown { ASCII_MARKDOWN } else { NOTHING });
+    t.set_header(COLUMNS.map(|c| if markdown { c.to_string() } else { c.to_uppercase() }));
+    for (name, c) in rows {
+        t.add_row(vec![
+            name.clone(),
+            thousands(c.code_objects),
+            thousands(c.kernels),
+            human_bytes(c.bytes),
+            thousands(c.files),
+        ]);
+    }
+    for i in 1..COLUMNS.len() {
+        if let Some(col) = t.column_mut(i) {
+            col.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    t
+}
+
+fn write_problems(snap: &Snapshot, out: &mut dyn Write, markdown: bool) -> io::Result<()> {
+    if snap.problems.is_empty() {
+        return Ok(());
+    }
+    writeln!(out)?;
+    writeln!(out, "{}Problems ({}):", if markdown { "### " } else { "" }, snap.problems.len())?;
+    for p in &snap.problems {
+        let root = snap.roots.get(p.path.root).map_or("", String::as_str);
+        let sep = if p.path.path.is_empty() || root.ends_with('/') { "" } else { "/" };
+        writeln!(out, "{}{root}{sep}{}: {}", if markdown { "- " } else { "  " }, p.path.path, p.message)?;
+    }
+    Ok(())
+}
+
+/// Writes a scan result in the chosen format.
+pub fn write_scan(
+    snap: &Snapshot,
+    targets: &Targets,
+    only: &[String],
+    format: Format,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let rows = target_rows(snap, targets, only);
+    match format {
+        Format::Json => {
+            let mut view = snap.clone();
+            if !only.is_empty() {
+                view.targets = rows.into_iter().collect();
+            }
+            serde_json::to_writer_pretty(&mut *out, &view)?;
+            writeln!(out)?;
+        }
+        Format::Csv => {
+            let mut w = csv::Writer::from_writer(out);
+            w.write_record(["target", "code_objects", "kernels", "bytes", "files"])?;
+            for (name, c) in &rows {
+                w.write_record([
+                    name.clone(),
+                    c.code_objects.to_string(),
+                    c.kernels.to_string(),
+                    c.bytes.to_string(),
+                    c.files.to_string(),
+                ])?;
+            }
+            w.flush()?;
+        }
+        Format::Table | Format::Markdown => {
+            let md = format == Format::Markdown;
+            writeln!(out, "{}", headline(snap))?;
+            writeln!(out)?;
+            if rows.is_empty() {
+                writeln!(out, "No AMDGPU code objects found.")?;
+            } else {
+                writeln!(out, "{}", table_of(&rows, md))?;
+            }
+            write_problems(snap, out, md)?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes the target table: TOML-like lines for people, or JSON.
+pub fn write_targets(targets: &Targets, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
+    if json {
+        let list: Vec<_> = targets.iter().collect();
+        serde_json::to_writer_pretty(
+            &mut *out,
+            &serde_json::json!({"origin": targets.origin, "targets": list}),
+        )?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    let mut t = Table::new();
+    t.load_preset(NOTHING);
+    t.set_header(["NAME", "MACH", "FAMILY", "GENERIC", "FEATURES", "KFD VERSION", "ISA-COMPATIBLE"]);
+    for x in targets.iter() {
+        t.add_row(vec![
+            x.name.clone(),
+            format!("{:#05x}", x.mach),
+            x.family.clone(),
+            x.generic.clone().unwrap_or_default(),
+            x.features.join(","),
+            x.gfx_target_version.map(|v| v.to_string()).unwrap_or_default(),
+            x.isa_compatible.clone().unwrap_or_default(),
+        ]);
+    }
+    writeln!(out, "{} targets from {}", targets.len(), targets.origin)?;
+    writeln!(out, "{t}")?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_for_people() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(1234567), "1,234,567");
+        assert_eq!(human_bytes(1023), "1023 B");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+    }
+}

@@ -1,0 +1,63 @@
+//! Progress on stderr: a spinner while walking, a bar while reading, live warnings above it.
+//! Drawn only when stderr is a terminal and not `--quiet`; otherwise everything here is silent.
+
+use std::io::IsTerminal;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::model::Problem;
+use crate::scan::Progress;
+
+/// The scan's progress display.
+pub struct Bar {
+    bar: ProgressBar,
+    warn: bool,
+}
+
+impl Bar {
+    /// A bar on stderr, or a hidden one when stderr is not a terminal or `quiet` is set.
+    pub fn new(quiet: bool) -> Self {
+        let shown = !quiet && std::io::stderr().is_terminal();
+        let bar = ProgressBar::with_draw_target(
+            None,
+            if shown { ProgressDrawTarget::stderr() } else { ProgressDrawTarget::hidden() },
+        );
+        if shown {
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} walking: {pos} entries")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+        }
+        Bar { bar, warn: shown }
+    }
+
+    /// Removes the bar.
+    pub fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+impl Progress for Bar {
+    fn walked(&self) {
+        self.bar.inc(1);
+    }
+
+    fn reading(&self, n: u64) {
+        self.bar.set_position(0);
+        self.bar.set_length(n);
+        if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} files  {elapsed}") {
+            self.bar.set_style(style);
+        }
+    }
+
+    fn file_done(&self) {
+        self.bar.inc(1);
+    }
+
+    fn problem(&self, root: &str, p: &Problem) {
+        if self.warn {
+            let sep = if p.path.path.is_empty() || root.ends_with('/') { "" } else { "/" };
+            self.bar.println(format!("gfxscan: warning: {root}{sep}{}: {}", p.path.path, p.message));
+        }
+    }
+}

@@ -1,0 +1,308 @@
+//! Scanning: walk → read → classify → parse → resolve, in parallel, into a sorted [`Snapshot`].
+//!
+//! This and `walk` are the only modules that touch files. Each file is opened without following
+//! links and without blocking (a FIFO swapped in after the walk cannot hang the scan), checked
+//! to be regular, and read only where a parser asks: the first bytes for the magic, then headers,
+//! tables and notes through positioned reads. A file that fails becomes a [`Problem`] and the
+//! scan goes on. Results are sorted afterwards, so the thread count never changes the output.
+
+use std::borrow::Cow;
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+use rayon::prelude::*;
+
+use crate::aggregate::summarize_targets;
+use crate::classify::{classify, Kind, SNIFF_LEN};
+use crate::model::{
+    CodeObjectRecord, Container, FileRecord, Problem, RelPath, Snapshot, Summary, Tool, SCHEMA_VERSION,
+};
+use crate::parse::bundle::{parse_bundles, Bundle, BundleFormat, Bundles, Compression};
+use crate::parse::elf::{parse_code_object, CodeObject};
+use crate::parse::host::parse_host_elf;
+use crate::parse::{check_range, ByteSource, ParseError};
+use crate::resolve::resolve_code_object;
+use crate::targets::Targets;
+use crate::walk::{resolve_roots, walk, Candidate, Root};
+
+/// What to scan and how.
+#[derive(Debug, Clone)]
+pub struct ScanConfig {
+    /// Roots as the user named them.
+    pub roots: Vec<PathBuf>,
+    /// Worker threads; `None` = one per core.
+    pub threads: Option<usize>,
+    /// Follow symbolic links (loops are detected).
+    pub follow_links: bool,
+}
+
+/// Progress events, for a progress bar the caller draws.
+pub trait Progress: Sync {
+    /// The walk met one more entry.
+    fn walked(&self) {}
+    /// The walk finished with `n` files to read.
+    fn reading(&self, _n: u64) {}
+    /// One file was read.
+    fn file_done(&self) {}
+    /// A problem was found (for a live warning).
+    fn problem(&self, _root: &str, _p: &Problem) {}
+}
+
+/// No progress reporting.
+pub struct Silent;
+impl Progress for Silent {}
+
+/// A file read through positioned reads: the scanner's [`ByteSource`].
+pub struct FileSource {
+    file: File,
+    len: u64,
+}
+
+impl ByteSource for FileSource {
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>, ParseError> {
+        check_range(self.len, offset, len, "file data")?;
+        let mut buf = vec![0u8; len];
+        self.file
+            .read_exact_at(&mut buf, offset)
+            .map_err(|e| ParseError::Io { offset, detail: e.to_string() })?;
+        Ok(Cow::Owned(buf))
+    }
+}
+
+/// Opens a candidate for reading: no link following, no blocking, regular files only.
+pub fn open_regular(path: &std::path::Path) -> std::io::Result<FileSource> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other("no longer a regular file"));
+    }
+    Ok(FileSource { file, len: meta.len() })
+}
+
+/// What reading one file gave.
+struct FileOutcome {
+    kind: Kind,
+    size: u64,
+    record: Option<FileRecord>,
+    problems: Vec<String>,
+}
+
+fn format_name(f: BundleFormat) -> String {
+    match f {
+        BundleFormat::Plain => "plain".to_string(),
+        BundleFormat::Ccob(v) => format!("ccob-v{v}"),
+    }
+}
+
+fn compression_name(c: Compression) -> &'static str {
+    match c {
+        Compression::Zstd => "zstd",
+        Compression::Zlib => "zlib",
+    }
+}
+
+/// Collects code objects and problems from parsed structures.
+struct Collector<'t> {
+    targets: &'t Targets,
+    code_objects: Vec<CodeObjectRecord>,
+    problems: Vec<String>,
+    bundles: u64,
+}
+
+impl Collector<'_> {
+    fn record(
+        &mut self,
+        co: &CodeObject,
+        container: Container,
+        offset: u64,
+        bundle: Option<(&Bundle, u64, &str)>,
+    ) {
+        let r = resolve_code_object(co, self.targets);
+        self.code_objects.push(CodeObjectRecord {
+            processor: r.processor,
+            target_id: r.target_id,
+            code_object_version: co.header.code_object_version(),
+            size: co.size,
+            kernels: co.kernels(),
+            container,
+            bundle_entry_id: bundle.map(|(_, _, id)| id.to_string()),
+            bundle_format: bundle.map(|(b, _, _)| format_name(b.format)),
+            compression: bundle.and_then(|(b, _, _)| b.compression.map(|c| compression_name(c).to_string())),
+            bundle_offset: bundle.map(|(_, at, _)| at),
+            offset,
+            e_flags: co.header.e_flags,
+            generic_version: r.generic_version,
+        });
+    }
+
+    /// Records every entry of the bundles of a region that starts at file offset `base`.
+    fn bundles(&mut self, base: u64, found: &Bundles, region: &str) {
+        for b in &found.bundles {
+            self.bundles += 1;
+            let at = base + b.offset;
+            for e in &b.entries {
+                let Some(result) = &e.code_object else { continue };
+                let offset = if b.compression.is_some() { e.table.offset } else { at + e.table.offset };
+                match result {
+                    Ok(co) => self.record(co, Container::Bundle, offset, Some((b, at, &e.table.id))),
+                    Err(err) => {
+                        self.problems.push(format!("{region}bundle at {at:#x}, entry {}: {err}", e.table.id))
+                    }
+                }
+            }
+            if let Some(err) = &b.error {
+                self.problems.push(format!("{region}bundle at {at:#x}: {}", relocated(err, base)));
+            }
+        }
+        if let Some(err) = &found.stopped {
+            self.problems.push(format!("{region}{}", relocated(err, base)));
+        }
+    }
+}
+
+/// Rebases a region-relative error offset to a file offset.
+fn relocated(e: &ParseError, base: u64) -> ParseError {
+    match e.clone() {
+        ParseError::Truncated { what, offset } => ParseError::Truncated { what, offset: offset + base },
+        ParseError::Malformed { what, offset } => ParseError::Malformed { what, offset: offset + base },
+        other => other,
+    }
+}
+
+fn read_file(c: &Candidate, targets: &Targets) -> FileOutcome {
+    let mut out = FileOutcome { kind: Kind::Other, size: c.size, record: None, problems: Vec::new() };
+    if c.size < 4 {
+        return out;
+    }
+    let src = match open_regular(&c.path) {
+        Ok(s) => s,
+        Err(e) => {
+            out.problems.push(e.to_string());
+            return out;
+        }
+    };
+    out.size = src.len;
+    let head = match src.read_up_to(0, SNIFF_LEN) {
+        Ok(h) => h.into_owned(),
+        Err(e) => {
+            out.problems.push(e.to_string());
+            return out;
+        }
+    };
+    out.kind = classify(&head);
+    let mut col = Collector { targets, code_objects: Vec::new(), problems: Vec::new(), bundles: 0 };
+    match out.kind {
+        Kind::AmdgpuElf => match parse_code_object(&src, Some(src.len)) {
+            Ok(co) => col.record(&co, Container::File, 0, None),
+            Err(e) => col.problems.push(e.to_string()),
+        },
+        Kind::OffloadBundle | Kind::CompressedOffloadBundle => col.bundles(0, &parse_bundles(&src), ""),
+        Kind::HostElf => match parse_host_elf(&src) {
+            Ok(facts) => {
+                if let Some((base, found)) = &facts.fatbin {
+                    col.bundles(*base, found, ".hip_fatbin: ");
+                }
+                for e in &facts.embedded {
+                    match &e.code_object {
+                        Ok(co) => {
+                            let b = e.bundle_entry_id.as_deref();
+                            col.record(co, Container::Embedded, e.offset, None);
+                            if let (Some(id), Some(last)) = (b, col.code_objects.last_mut()) {
+                                last.bundle_entry_id = Some(id.to_string());
+                            }
+                        }
+                        Err(err) => col.problems.push(format!("code object at {:#x}: {err}", e.offset)),
+                    }
+                }
+            }
+            Err(e) => col.problems.push(e.to_string()),
+        },
+        _ => {}
+    }
+    out.problems = col.problems;
+    if !col.code_objects.is_empty() || col.bundles > 0 {
+        out.record = Some(FileRecord {
+            path: RelPath::new(c.root, c.rel.as_os_str()),
+            kind: out.kind,
+            size: out.size,
+            bundles: col.bundles,
+            code_objects: col.code_objects,
+        });
+    }
+    out
+}
+
+/// Scans the roots and returns the snapshot. Fails only when nothing can be scanned.
+pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> anyhow::Result<Snapshot> {
+    let roots: Vec<Root> = resolve_roots(&config.roots).map_err(anyhow::Error::msg)?;
+    if roots.is_empty() {
+        bail!("no root to scan");
+    }
+    let given: Vec<String> = config.roots.iter().map(|p| p.display().to_string()).collect();
+    let walked = walk(&roots, config.follow_links, &|| progress.walked());
+    progress.reading(walked.candidates.len() as u64);
+    let mut problems = walked.problems;
+    for p in &problems {
+        progress.problem(&given[p.path.root], p);
+    }
+
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(config.threads.unwrap_or(0))
+        .build()
+        .context("failed to start worker threads")?;
+    let outcomes: Vec<(usize, FileOutcome)> = pool.install(|| {
+        walked
+            .candidates
+            .par_iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let o = read_file(c, targets);
+                for message in &o.problems {
+                    let p =
+                        Problem { path: RelPath::new(c.root, c.rel.as_os_str()), message: message.clone() };
+                    progress.problem(&given[c.root], &p);
+                }
+                progress.file_done();
+                (i, o)
+            })
+            .collect()
+    });
+
+    let mut summary = Summary { symlinks: walked.symlinks, ..Summary::default() };
+    let mut files = Vec::new();
+    for (i, o) in outcomes {
+        let c = &walked.candidates[i];
+        summary.files += 1;
+        summary.bytes += o.size;
+        *summary.kinds.entry(o.kind).or_default() += 1;
+        for message in o.problems {
+            problems.push(Problem { path: RelPath::new(c.root, c.rel.as_os_str()), message });
+        }
+        if let Some(r) = o.record {
+            files.push(r);
+        }
+    }
+    files.sort_by_cached_key(|f| f.path.sort_key());
+    problems.sort_by_cached_key(|p| (p.path.sort_key(), p.message.clone()));
+    summary.files_with_device_code = files.iter().filter(|f| !f.code_objects.is_empty()).count() as u64;
+    summary.code_objects = files.iter().map(|f| f.code_objects.len() as u64).sum();
+    let targets_summary = summarize_targets(&files);
+    Ok(Snapshot {
+        schema_version: SCHEMA_VERSION,
+        tool: Tool::current(),
+        roots: given,
+        summary,
+        files,
+        targets: targets_summary,
+        problems,
+    })
+}

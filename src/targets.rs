@@ -1,0 +1,329 @@
+//! The table of GPU targets (`targets.toml`): loading, validation and lookup.
+//!
+//! The built-in table is the top-level `targets.toml`, embedded at build time; `--targets FILE`
+//! replaces it. Loading happens in two steps (the cargo-deny pattern): serde reads a
+//! [`RawTargets`] that refuses unknown fields, then [`RawTargets::validate`] checks every rule and
+//! reports all broken ones at once, each naming its entry. Code elsewhere holds no per-target
+//! facts: it asks [`Targets`].
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+/// The built-in table's text.
+pub const BUILTIN: &str = include_str!("../targets.toml");
+
+/// The only `schema` value this version understands.
+pub const SCHEMA: u32 = 1;
+
+/// Target features a processor can support, in canonical (alphabetical) order.
+pub const FEATURES: [&str; 2] = ["sramecc", "xnack"];
+
+/// One `[[target]]` as written in the file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Target {
+    /// Processor name as LLVM spells it (`gfx90a`, `gfx11-generic`, `cypress`).
+    pub name: String,
+    /// `EF_AMDGPU_MACH` value in `e_flags`.
+    pub mach: u32,
+    /// Generation (`gfx9`, `gfx10.3`, ...).
+    pub family: String,
+    /// The generic target whose code this processor runs, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generic: Option<String>,
+    /// On generic targets: the generic version LLVM emits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generic_version: Option<u32>,
+    /// Supported target features, a subset of [`FEATURES`] in that order.
+    pub features: Vec<String>,
+    /// KFD `gfx_target_version` of the processor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gfx_target_version: Option<u32>,
+    /// The target whose ISA this one runs, the usual `HSA_OVERRIDE_GFX_VERSION` destination.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isa_compatible: Option<String>,
+    /// Linux amdgpu firmware name prefixes of this processor's graphics IP.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub firmware: Vec<String>,
+    /// Code object V2 ISA versions (`major.minor.stepping[:features]`) naming this processor.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub v2_isa: Vec<String>,
+    /// MIOpen database arch name when it differs from `name`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub miopen: Option<String>,
+    /// Where the facts come from.
+    pub source: String,
+}
+
+impl Target {
+    /// True for `gfx…-generic` targets.
+    pub fn is_generic(&self) -> bool {
+        self.name.ends_with("-generic")
+    }
+
+    /// True when the processor supports `feature` (`xnack` or `sramecc`).
+    pub fn supports(&self, feature: &str) -> bool {
+        self.features.iter().any(|f| f == feature)
+    }
+}
+
+/// The file as read, before validation.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTargets {
+    schema: u32,
+    #[serde(default)]
+    target: Vec<Target>,
+}
+
+/// A validated table with its indexes.
+#[derive(Debug, Clone)]
+pub struct Targets {
+    list: Vec<Target>,
+    by_mach: BTreeMap<u32, usize>,
+    by_name: BTreeMap<String, usize>,
+    by_v2_isa: BTreeMap<(u32, u32, u32), (usize, String)>,
+    /// Where the table came from: `built-in` or a path.
+    pub origin: String,
+}
+
+/// Parses `major.minor.stepping[:features]` from a `v2_isa` value.
+fn parse_v2_isa(s: &str) -> Option<((u32, u32, u32), String)> {
+    let (ver, feats) = s.split_once(':').map_or((s, ""), |(v, f)| (v, f));
+    let mut it = ver.split('.').map(|p| p.parse::<u32>().ok());
+    let v = (it.next()??, it.next()??, it.next()??);
+    if it.next().is_some() {
+        return None;
+    }
+    Some((v, feats.to_string()))
+}
+
+fn valid_name(n: &str) -> bool {
+    !n.is_empty()
+        && n.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
+        && !n.starts_with('-')
+        && !n.ends_with('-')
+}
+
+impl RawTargets {
+    /// Checks every rule; returns the table or every broken rule, each naming its entry.
+    pub fn validate(self, origin: &str) -> Result<Targets, Vec<String>> {
+        let mut errs = Vec::new();
+        if self.schema != SCHEMA {
+            errs.push(format!(
+                "schema {} is not supported (this gfxscan reads schema {SCHEMA})",
+                self.schema
+            ));
+        }
+        if self.target.is_empty() {
+            errs.push("no [[target]] entries".to_string());
+        }
+        let mut by_mach = BTreeMap::new();
+        let mut by_name = BTreeMap::new();
+        let mut by_v2_isa = BTreeMap::new();
+        let mut firmware: BTreeMap<&str, &str> = BTreeMap::new();
+        for (i, t) in self.target.iter().enumerate() {
+            let who = format!("target {:?}", t.name);
+            if !valid_name(&t.name) {
+                errs.push(format!("{who}: name must be lowercase letters, digits and '-'"));
+            }
+            if !(1..=0xff).contains(&t.mach) {
+                errs.push(format!("{who}: mach {:#x} is outside EF_AMDGPU_MACH (0x001..0x0ff)", t.mach));
+            }
+            if let Some(&j) = by_mach.get(&t.mach) {
+                let other: &Target = &self.target[j];
+                errs.push(format!("{who}: mach {:#04x} already used by {:?}", t.mach, other.name));
+            } else {
+                by_mach.insert(t.mach, i);
+            }
+            if by_name.insert(t.name.clone(), i).is_some() {
+                errs.push(format!("{who}: name used twice"));
+            }
+            let mut last = None;
+            for f in &t.features {
+                match FEATURES.iter().position(|k| k == f) {
+                    None => errs.push(format!("{who}: unknown feature {f:?} (known: sramecc, xnack)")),
+                    Some(p) if last.is_some_and(|l| p <= l) => {
+                        errs.push(format!("{who}: features must be unique and in the order sramecc, xnack"))
+                    }
+                    Some(p) => last = Some(p),
+                }
+            }
+            if t.is_generic() {
+                if t.generic.is_some() {
+                    errs.push(format!("{who}: a generic target cannot itself name a generic"));
+                }
+                if t.generic_version.is_none_or(|v| !(1..=255).contains(&v)) {
+                    errs.push(format!("{who}: generic targets need generic_version 1..255"));
+                }
+            } else if t.generic_version.is_some() {
+                errs.push(format!("{who}: generic_version is only for generic targets"));
+            }
+            for p in &t.firmware {
+                if let Some(prev) = firmware.insert(p.as_str(), t.name.as_str()) {
+                    errs.push(format!("{who}: firmware prefix {p:?} already belongs to {prev:?}"));
+                }
+            }
+            for v in &t.v2_isa {
+                match parse_v2_isa(v) {
+                    None => errs.push(format!("{who}: v2_isa {v:?} is not major.minor.stepping[:features]")),
+                    Some((key, feats)) => {
+                        if by_v2_isa.insert(key, (i, feats)).is_some() {
+                            errs.push(format!("{who}: v2_isa {v:?} is listed twice"));
+                        }
+                    }
+                }
+            }
+        }
+        for t in &self.target {
+            let who = format!("target {:?}", t.name);
+            if let Some(g) = &t.generic {
+                match by_name.get(g).map(|&j| &self.target[j]) {
+                    Some(gt) if gt.is_generic() => {}
+                    _ => errs.push(format!("{who}: generic {g:?} is not a generic target in the table")),
+                }
+            }
+            if let Some(c) = &t.isa_compatible {
+                if !by_name.contains_key(c) || c == &t.name {
+                    errs.push(format!("{who}: isa_compatible {c:?} is not another target in the table"));
+                }
+            }
+        }
+        if !errs.is_empty() {
+            return Err(errs);
+        }
+        Ok(Targets { list: self.target, by_mach, by_name, by_v2_isa, origin: origin.to_string() })
+    }
+}
+
+impl Targets {
+    /// Parses and validates a table from TOML text.
+    pub fn from_toml(text: &str, origin: &str) -> Result<Targets, Vec<String>> {
+        let raw: RawTargets = toml::from_str(text).map_err(|e| vec![e.to_string().trim_end().to_string()])?;
+        raw.validate(origin)
+    }
+
+    /// The built-in table. It is tested to validate, so failure here is a build defect.
+    pub fn builtin() -> Targets {
+        match Targets::from_toml(BUILTIN, "built-in") {
+            Ok(t) => t,
+            Err(e) => unreachable!("built-in targets.toml is invalid: {e:?}"),
+        }
+    }
+
+    /// Reads a table from a file; every error is reported, prefixed with the path.
+    pub fn load(path: &Path) -> Result<Targets, Vec<String>> {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| vec![format!("{origin}: {e}")])?;
+        Targets::from_toml(&text, &origin)
+            .map_err(|errs| errs.into_iter().map(|e| format!("{origin}: {e}")).collect())
+    }
+
+    /// Every target, in file order.
+    pub fn iter(&self) -> impl Iterator<Item = &Target> {
+        self.list.iter()
+    }
+
+    /// Number of targets.
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// True when the table is empty (never, once validated).
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// The target with this `EF_AMDGPU_MACH` value.
+    pub fn by_mach(&self, mach: u32) -> Option<&Target> {
+        self.by_mach.get(&mach).map(|&i| &self.list[i])
+    }
+
+    /// The target with this processor name.
+    pub fn by_name(&self, name: &str) -> Option<&Target> {
+        self.by_name.get(name).map(|&i| &self.list[i])
+    }
+
+    /// Position of a processor in the table, for ordering output; unknown names sort last.
+    pub fn rank(&self, name: &str) -> usize {
+        self.by_name.get(name).copied().unwrap_or(usize::MAX)
+    }
+
+    /// The processor and implied features of a code object V2 ISA version.
+    pub fn by_v2_isa(&self, v: (u32, u32, u32)) -> Option<(&Target, &str)> {
+        self.by_v2_isa.get(&v).map(|(i, f)| (&self.list[*i], f.as_str()))
+    }
+
+    /// Processors whose generic target is `generic`.
+    pub fn members_of(&self, generic: &str) -> BTreeSet<&str> {
+        self.list.iter().filter(|t| t.generic.as_deref() == Some(generic)).map(|t| t.name.as_str()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_targets_validate() {
+        let t = Targets::from_toml(BUILTIN, "built-in").expect("built-in table validates");
+        assert!(t.len() >= 70);
+        assert_eq!(t.by_mach(0x3f).map(|t| t.name.as_str()), Some("gfx90a"));
+        assert_eq!(t.by_mach(0x4c).map(|t| t.name.as_str()), Some("gfx942"));
+        assert_eq!(t.by_mach(0x41).map(|t| t.name.as_str()), Some("gfx1100"));
+        assert_eq!(t.by_mach(0x30).map(|t| t.name.as_str()), Some("gfx908"));
+        assert_eq!(t.by_name("gfx1100").and_then(|t| t.generic.as_deref()), Some("gfx11-generic"));
+    }
+
+    #[test]
+    fn builtin_targets_are_sorted_by_mach() {
+        let t = Targets::builtin();
+        let machs: Vec<u32> = t.iter().map(|t| t.mach).collect();
+        let mut sorted = machs.clone();
+        sorted.sort_unstable();
+        assert_eq!(machs, sorted, "keep targets.toml sorted by mach");
+    }
+
+    #[test]
+    fn every_error_is_reported_at_once() {
+        let text = r#"
+schema = 1
+[[target]]
+name = "gfx90a"
+mach = 0x3f
+family = "gfx9"
+features = ["xnack", "sramecc"]
+source = "x"
+[[target]]
+name = "gfx942"
+mach = 0x3f
+family = "gfx9.4"
+generic = "gfx0-generic"
+features = ["bogus"]
+source = "x"
+"#;
+        let errs = Targets::from_toml(text, "t").expect_err("invalid");
+        let all = errs.join("\n");
+        assert!(all.contains(r#"target "gfx942": mach 0x3f already used by "gfx90a""#), "{all}");
+        assert!(all.contains("unknown feature \"bogus\""), "{all}");
+        assert!(all.contains("order sramecc, xnack"), "{all}");
+        assert!(all.contains("gfx0-generic"), "{all}");
+        assert_eq!(errs.len(), 4, "{all}");
+    }
+
+    #[test]
+    fn unknown_fields_are_refused() {
+        let text = "schema = 1\n[[target]]\nname = \"gfx900\"\nmach = 0x2c\nfamily = \"gfx9\"\nfeatures = []\nsource = \"x\"\ncolour = \"red\"\n";
+        let errs = Targets::from_toml(text, "t").expect_err("invalid");
+        assert!(errs[0].contains("colour"), "{errs:?}");
+    }
+
+    #[test]
+    fn v2_isa_lookup() {
+        let t = Targets::builtin();
+        let (target, _) = t.by_v2_isa((9, 0, 6)).expect("9.0.6 is in the table");
+        assert_eq!(target.name, "gfx906");
+    }
+}

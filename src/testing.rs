@@ -1,0 +1,415 @@
+//! Fixture builders shared by unit and integration tests: real AMDGPU code objects, offload
+//! bundles, compressed bundles and host ELFs built in code, so `cargo test` needs no LLVM.
+//!
+//! Each builder writes the bytes the format documents (FORMATS.md §1-2), so a test shows its
+//! input next to its assertion. Not part of the stable API.
+#![doc(hidden)]
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::io::Write;
+
+use object::elf;
+use object::write::elf::{FileHeader, ProgramHeader, SectionHeader, Sym, Writer};
+use object::Endianness;
+
+/// What to put in a generated AMDGPU code object.
+#[derive(Debug, Clone)]
+pub struct CodeObjectSpec {
+    /// `EI_ABIVERSION`: 0..=4 for code object V2..V6.
+    pub abi_version: u8,
+    /// Whole `e_flags` (machine | feature bits | generic version << 24).
+    pub e_flags: u32,
+    /// Kernel names; each gets a `.kd` symbol and a metadata entry.
+    pub kernels: Vec<String>,
+    /// Emit the metadata note (MessagePack for V3+, YAML for V2).
+    pub metadata: bool,
+    /// `amdhsa.target` string for the metadata (V4+).
+    pub target: Option<String>,
+    /// V2 `NT_AMD_HSA_ISA_VERSION`.
+    pub v2_isa: Option<(u32, u32, u32)>,
+    /// `e_type`: `ET_DYN` (linked) or `ET_REL`.
+    pub e_type: u16,
+    /// Extra bytes of `.text`, to give the object some body.
+    pub text_len: usize,
+}
+
+impl CodeObjectSpec {
+    /// A code object of version `abi_version + 2` with `e_flags` and kernels.
+    pub fn new(abi_version: u8, e_flags: u32, kernels: &[&str]) -> Self {
+        CodeObjectSpec {
+            abi_version,
+            e_flags,
+            kernels: kernels.iter().map(|s| s.to_string()).collect(),
+            metadata: true,
+            target: None,
+            v2_isa: None,
+            e_type: elf::ET_DYN,
+            text_len: 256,
+        }
+    }
+
+    /// A V4 code object for `mach` with V4 feature bits (e.g. 0x300 = xnack on).
+    pub fn v4(mach: u32, features: u32, kernels: &[&str]) -> Self {
+        Self::new(2, mach | features, kernels)
+    }
+
+    /// A V2 code object whose processor is only in its ISA note.
+    pub fn v2(isa: (u32, u32, u32), kernels: &[&str]) -> Self {
+        let mut s = Self::new(0, 0, kernels);
+        s.v2_isa = Some(isa);
+        s
+    }
+
+    /// Sets the `amdhsa.target` metadata string.
+    pub fn with_target(mut self, target: &str) -> Self {
+        self.target = Some(target.to_string());
+        self
+    }
+}
+
+fn note(name: &[u8], n_type: u32, desc: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let namesz = name.len() as u32 + 1;
+    out.extend_from_slice(&namesz.to_le_bytes());
+    out.extend_from_slice(&(desc.len() as u32).to_le_bytes());
+    out.extend_from_slice(&n_type.to_le_bytes());
+    out.extend_from_slice(name);
+    out.push(0);
+    while out.len() % 4 != 0 {
+        out.push(0);
+    }
+    out.extend_from_slice(desc);
+    while out.len() % 4 != 0 {
+        out.push(0);
+    }
+    out
+}
+
+fn msgpack_metadata(spec: &CodeObjectSpec) -> Vec<u8> {
+    use rmp::encode::*;
+    let mut b = Vec::new();
+    let with_target = spec.target.is_some();
+    write_map_len(&mut b, if with_target { 3 } else { 2 }).unwrap();
+    write_str(&mut b, "amdhsa.kernels").unwrap();
+    write_array_len(&mut b, spec.kernels.len() as u32).unwrap();
+    for k in &spec.kernels {
+        write_map_len(&mut b, 3).unwrap();
+        write_str(&mut b, ".name").unwrap();
+        write_str(&mut b, k).unwrap();
+        write_str(&mut b, ".symbol").unwrap();
+        write_str(&mut b, &format!("{k}.kd")).unwrap();
+        write_str(&mut b, ".args").unwrap();
+        write_array_len(&mut b, 1).unwrap();
+        write_map_len(&mut b, 1).unwrap();
+        write_str(&mut b, ".size").unwrap();
+        write_uint(&mut b, 8).unwrap();
+    }
+    if let Some(t) = &spec.target {
+        write_str(&mut b, "amdhsa.target").unwrap();
+        write_str(&mut b, t).unwrap();
+    }
+    write_str(&mut b, "amdhsa.version").unwrap();
+    write_array_len(&mut b, 2).unwrap();
+    write_uint(&mut b, 1).unwrap();
+    write_uint(&mut b, u64::from(spec.abi_version.saturating_sub(1))).unwrap();
+    b
+}
+
+fn notes_for(spec: &CodeObjectSpec) -> Vec<u8> {
+    let mut notes = Vec::new();
+    if let Some((ma, mi, st)) = spec.v2_isa {
+        let mut d = Vec::new();
+        d.extend_from_slice(&4u16.to_le_bytes());
+        d.extend_from_slice(&7u16.to_le_bytes());
+        for v in [ma, mi, st] {
+            d.extend_from_slice(&v.to_le_bytes());
+        }
+        d.extend_from_slice(b"AMD\0AMDGPU\0");
+        notes.extend(note(b"AMD", 3, &d));
+    }
+    if spec.metadata {
+        if spec.abi_version == 0 {
+            let mut y = String::from("---\nVersion: [ 1, 0 ]\nKernels:\n");
+            for k in &spec.kernels {
+                y.push_str(&format!("  - Name: {k}\n    SymbolName: '{k}@kd'\n    Args:\n      - Name: p\n"));
+            }
+            y.push_str("...\n");
+            notes.extend(note(b"AMD", 10, y.as_bytes()));
+        } else {
+            notes.extend(note(b"AMDGPU", 32, &msgpack_metadata(spec)));
+        }
+    }
+    notes
+}
+
+/// Builds an AMDGPU code object: header, one PT_NOTE segment, `.note`, `.text`, `.rodata`
+/// with one 64-byte kernel descriptor per kernel, `.symtab`, `.strtab`, `.shstrtab`.
+pub fn code_object(spec: &CodeObjectSpec) -> Vec<u8> {
+    let mut buf = Vec::new();
+    let names: Vec<Vec<u8>> = spec
+        .kernels
+        .iter()
+        .map(|k| if spec.abi_version == 0 { k.clone().into_bytes() } else { format!("{k}.kd").into_bytes() })
+        .collect();
+    let notes = notes_for(spec);
+    let text = vec![0xBFu8; spec.text_len];
+    let rodata = vec![0u8; 64 * spec.kernels.len().max(1)];
+    let mut w = Writer::new(Endianness::Little, true, &mut buf);
+    w.reserve_file_header();
+    let linked = spec.e_type == elf::ET_DYN;
+    if linked {
+        w.reserve_program_headers(1);
+    }
+    w.reserve_null_section_index();
+    let note_name = w.add_section_name(b".note");
+    let note_idx = w.reserve_section_index();
+    let note_off = w.reserve(notes.len(), 4);
+    let text_name = w.add_section_name(b".text");
+    let _text_idx = w.reserve_section_index();
+    let text_off = w.reserve(text.len(), 256);
+    let ro_name = w.add_section_name(b".rodata");
+    let ro_idx = w.reserve_section_index();
+    let ro_off = w.reserve(rodata.len(), 64);
+    w.reserve_null_symbol_index();
+    let sym_names: Vec<_> = names.iter().map(|n| w.add_string(n)).collect();
+    for _ in &names {
+        w.reserve_symbol_index(Some(ro_idx));
+    }
+    w.reserve_symtab_section_index();
+    w.reserve_symtab();
+    w.reserve_strtab_section_index();
+    w.reserve_strtab();
+    w.reserve_shstrtab_section_index();
+    w.reserve_shstrtab();
+    w.reserve_section_headers();
+
+    w.write_file_header(&FileHeader {
+        os_abi: 64,
+        abi_version: spec.abi_version,
+        e_type: spec.e_type,
+        e_machine: elf::EM_AMDGPU,
+        e_entry: 0,
+        e_flags: spec.e_flags,
+    })
+    .unwrap();
+    if linked {
+        w.write_align_program_headers();
+        w.write_program_header(&ProgramHeader {
+            p_type: elf::PT_NOTE,
+            p_flags: elf::PF_R,
+            p_offset: note_off as u64,
+            p_vaddr: note_off as u64,
+            p_paddr: note_off as u64,
+            p_filesz: notes.len() as u64,
+            p_memsz: notes.len() as u64,
+            p_align: 4,
+        });
+    }
+    w.write_align(4);
+    w.write(&notes);
+    w.write_align(256);
+    w.write(&text);
+    w.write_align(64);
+    w.write(&rodata);
+    w.write_null_symbol();
+    let st_type = if spec.abi_version == 0 { 10 } else { elf::STT_OBJECT };
+    for (i, id) in sym_names.iter().enumerate() {
+        w.write_symbol(&Sym {
+            name: Some(*id),
+            section: Some(ro_idx),
+            st_info: (elf::STB_GLOBAL << 4) | st_type,
+            st_other: 0,
+            st_shndx: 0,
+            st_value: (i * 64) as u64,
+            st_size: 64,
+        });
+    }
+    w.write_strtab();
+    w.write_shstrtab();
+    w.write_null_section_header();
+    let sh = |name, sh_type, flags, off: usize, size: usize, align| SectionHeader {
+        name: Some(name),
+        sh_type,
+        sh_flags: flags,
+        sh_addr: off as u64,
+        sh_offset: off as u64,
+        sh_size: size as u64,
+        sh_link: 0,
+        sh_info: 0,
+        sh_addralign: align,
+        sh_entsize: 0,
+    };
+    w.write_section_header(&sh(
+        note_name,
+        elf::SHT_NOTE,
+        u64::from(elf::SHF_ALLOC),
+        note_off,
+        notes.len(),
+        4,
+    ));
+    let exec = u64::from(elf::SHF_ALLOC | elf::SHF_EXECINSTR);
+    w.write_section_header(&sh(text_name, elf::SHT_PROGBITS, exec, text_off, text.len(), 256));
+    w.write_section_header(&sh(
+        ro_name,
+        elf::SHT_PROGBITS,
+        u64::from(elf::SHF_ALLOC),
+        ro_off,
+        rodata.len(),
+        64,
+    ));
+    w.write_symtab_section_header(1);
+    w.write_strtab_section_header();
+    w.write_shstrtab_section_header();
+    let _ = note_idx;
+    buf
+}
+
+/// An uncompressed offload bundle (`__CLANG_OFFLOAD_BUNDLE__`) with entries aligned to `align`.
+pub fn bundle(entries: &[(&str, &[u8])], align: usize) -> Vec<u8> {
+    let mut header = Vec::new();
+    header.extend_from_slice(b"__CLANG_OFFLOAD_BUNDLE__");
+    header.extend_from_slice(&(entries.len() as u64).to_le_bytes());
+    let table_len: usize = entries.iter().map(|(id, _)| 24 + id.len()).sum();
+    let mut pos = header.len() + table_len;
+    let mut offsets = Vec::new();
+    for (_, data) in entries {
+        if !data.is_empty() {
+            pos = pos.div_ceil(align) * align;
+        }
+        offsets.push(pos);
+        pos += data.len();
+    }
+    for ((id, data), off) in entries.iter().zip(&offsets) {
+        header.extend_from_slice(&(*off as u64).to_le_bytes());
+        header.extend_from_slice(&(data.len() as u64).to_le_bytes());
+        header.extend_from_slice(&(id.len() as u64).to_le_bytes());
+        header.extend_from_slice(id.as_bytes());
+    }
+    let mut out = header;
+    for ((_, data), off) in entries.iter().zip(&offsets) {
+        out.resize(*off, 0);
+        out.extend_from_slice(data);
+    }
+    out
+}
+
+/// Compression method of a CCOB (`llvm::compression::Format`: 0 zlib, 1 zstd).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    Zlib = 0,
+    Zstd = 1,
+}
+
+/// A compressed offload bundle (`CCOB`) of `version` 1, 2 or 3 around `payload`.
+pub fn ccob(version: u16, method: Method, payload: &[u8]) -> Vec<u8> {
+    let data = match method {
+        Method::Zstd => zstd::bulk::compress(payload, 3).unwrap(),
+        Method::Zlib => {
+            let mut e = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+            e.write_all(payload).unwrap();
+            e.finish().unwrap()
+        }
+    };
+    let hash = 0x1122_3344_5566_7788u64;
+    let mut out = Vec::new();
+    out.extend_from_slice(b"CCOB");
+    out.extend_from_slice(&version.to_le_bytes());
+    out.extend_from_slice(&(method as u16).to_le_bytes());
+    match version {
+        1 => {
+            out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+            out.extend_from_slice(&hash.to_le_bytes());
+        }
+        2 => {
+            out.extend_from_slice(&((24 + data.len()) as u32).to_le_bytes());
+            out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+            out.extend_from_slice(&hash.to_le_bytes());
+        }
+        _ => {
+            out.extend_from_slice(&((32 + data.len()) as u64).to_le_bytes());
+            out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+            out.extend_from_slice(&hash.to_le_bytes());
+        }
+    }
+    out.extend_from_slice(&data);
+    out
+}
+
+/// Concatenates bundles the way the linker fills `.hip_fatbin`: each 4096-aligned, zero-padded.
+pub fn fatbin(bundles: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for b in bundles {
+        out.resize(out.len().div_ceil(4096) * 4096, 0);
+        out.extend_from_slice(b);
+    }
+    out
+}
+
+/// One section of a generated host ELF.
+pub struct HostSection<'a> {
+    pub name: &'a str,
+    pub data: &'a [u8],
+    pub flags: u32,
+    pub align: usize,
+}
+
+impl<'a> HostSection<'a> {
+    /// An allocated read-only data section.
+    pub fn rodata(name: &'a str, data: &'a [u8]) -> Self {
+        HostSection { name, data, flags: elf::SHF_ALLOC, align: 16 }
+    }
+
+    /// `.hip_fatbin` as the HIP toolchain emits it (`.p2align 12`).
+    pub fn hip_fatbin(data: &'a [u8]) -> Self {
+        HostSection { name: ".hip_fatbin", data, flags: elf::SHF_ALLOC, align: 4096 }
+    }
+}
+
+/// A host (x86-64) shared object holding the given sections, for the scanner's host paths.
+pub fn host_elf(sections: &[HostSection]) -> Vec<u8> {
+    let mut buf = Vec::new();
+    let mut w = Writer::new(Endianness::Little, true, &mut buf);
+    w.reserve_file_header();
+    w.reserve_null_section_index();
+    let mut placed = Vec::new();
+    for s in sections {
+        let name = w.add_section_name(s.name.as_bytes());
+        w.reserve_section_index();
+        let off = w.reserve(s.data.len(), s.align);
+        placed.push((name, off));
+    }
+    w.reserve_shstrtab_section_index();
+    w.reserve_shstrtab();
+    w.reserve_section_headers();
+    w.write_file_header(&FileHeader {
+        os_abi: 0,
+        abi_version: 0,
+        e_type: elf::ET_DYN,
+        e_machine: elf::EM_X86_64,
+        e_entry: 0,
+        e_flags: 0,
+    })
+    .unwrap();
+    for s in sections {
+        w.write_align(s.align);
+        w.write(s.data);
+    }
+    w.write_shstrtab();
+    w.write_null_section_header();
+    for (s, (name, off)) in sections.iter().zip(&placed) {
+        w.write_section_header(&SectionHeader {
+            name: Some(*name),
+            sh_type: elf::SHT_PROGBITS,
+            sh_flags: u64::from(s.flags),
+            sh_addr: *off as u64,
+            sh_offset: *off as u64,
+            sh_size: s.data.len() as u64,
+            sh_link: 0,
+            sh_info: 0,
+            sh_addralign: s.align as u64,
+            sh_entsize: 0,
+        });
+    }
+    w.write_shstrtab_section_header();
+    buf
+}
