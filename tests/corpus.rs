@@ -120,3 +120,44 @@ fn negatives_hold_no_device_code() {
     }
     assert_eq!(snap.files.len(), 2, "only the two ROCm libraries hold device code");
 }
+
+/// `*_files.tsv` gives `kernels=N` for standalone code objects, counted as dynamic symbols: a
+/// kernel has two, its function and its `.kd` descriptor (checked by hand on
+/// `Kernels.so-000-gfx1010.hsaco`: 1,542 metadata entries, 1,542 `.kd` objects, 1,542
+/// functions, `kernels=3084`). gfxscan counts kernels, so each must be exactly half.
+fn check_kernels(root: &Path, table: &Path) -> usize {
+    let text = std::fs::read_to_string(table).expect("truth table readable");
+    let want: BTreeMap<String, u64> = text
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            let k = f.iter().find_map(|c| c.strip_prefix("kernels="))?;
+            Some((f[0].to_string(), k.parse().ok()?))
+        })
+        .collect();
+    let config = ScanConfig { roots: vec![root.to_path_buf()], threads: None, follow_links: false };
+    let snap = scan(&config, &Targets::builtin(), &Silent).expect("scan runs");
+    let mut checked = 0;
+    for f in &snap.files {
+        if let Some(&symbols) = want.get(&f.path.path) {
+            let kernels: u64 = f.code_objects.iter().map(|c| c.kernels.expect("kernel count known")).sum();
+            assert_eq!(kernels * 2, symbols, "{}: {kernels} kernels vs {symbols} symbols", f.path.path);
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, want.len(), "every file with a kernel count was found");
+    checked
+}
+
+#[test]
+fn kernel_counts_match_truth() {
+    let root = shared().join("files");
+    if !root.is_dir() {
+        eprintln!("skipped: corpus not present");
+        return;
+    }
+    assert_eq!(check_kernels(&root, &shared().join("truth/TRUTH_files.tsv")), 60);
+    if let Some(dir) = std::env::var_os("GFXSCAN_DEBIAN_CORPUS") {
+        assert_eq!(check_kernels(Path::new(&dir), &shared().join("truth/deb_files.tsv")), 20);
+    }
+}

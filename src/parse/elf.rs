@@ -19,11 +19,11 @@ use object::elf::{
     SHT_NOTE, SHT_SYMTAB, STT_OBJECT,
 };
 use object::pod;
-use object::read::elf::{FileHeader as _, NoteIterator, ProgramHeader as _, SectionHeader as _, Sym as _};
+use object::read::elf::{FileHeader as _, ProgramHeader as _, SectionHeader as _, Sym as _};
 use object::LittleEndian as LE;
 
-use super::msgpack::{parse_kernel_metadata, KernelMetadata};
-use super::{le16, le32, ByteSource, ParseError, Result};
+use super::msgpack::{leading_kernel_count, parse_kernel_metadata, KernelMetadata};
+use super::{align_up, le16, le32, Blocked, ByteSource, ParseError, Prefetched, Result};
 
 /// `EI_OSABI` of an HSA code object.
 pub const ELFOSABI_AMDGPU_HSA: u8 = 64;
@@ -44,6 +44,10 @@ pub const MAX_NOTES: u64 = 64 << 20;
 pub const MAX_SYMTAB: u64 = 64 << 20;
 
 const EHDR64: usize = 64;
+/// Block size for walking note segments that hold many notes.
+const NOTE_BLOCK: usize = 256 << 10;
+/// Bytes read up front from each code object: its header, program headers and first notes.
+const PREFETCH: usize = 8192;
 const EHDR32: usize = 52;
 
 /// The ELF header fields that identify an AMDGPU code object.
@@ -255,29 +259,77 @@ fn count_v2_yaml_kernels(text: &[u8]) -> u64 {
     count
 }
 
-fn read_notes(notes: &mut NoteFacts, data: &[u8]) {
-    // AMDGPUUsage "Note Records": name and desc are padded to 4 bytes, whatever the section's
-    // alignment says (V2 trap handlers declare 8 and are packed at 4).
-    let Ok(mut it) = NoteIterator::<FileHeader64<LE>>::new(LE, 4, data) else {
-        return;
-    };
-    while let Ok(Some(note)) = it.next() {
-        let desc = note.desc();
-        match (note.name(), note.n_type(LE)) {
-            (b"AMDGPU", NT_AMDGPU_METADATA) => notes.metadata = parse_kernel_metadata(desc).ok(),
+/// Bytes of the metadata descriptor read first: enough for the map header and the kernel
+/// list's length, which LLVM writes first.
+const METADATA_PREFIX: u64 = 4096;
+
+fn metadata_from(src: &dyn ByteSource, off: u64, len: u64) -> Option<KernelMetadata> {
+    let prefix = src.read_at(off, len.min(METADATA_PREFIX) as usize).ok()?;
+    if let Some(kernels) = leading_kernel_count(&prefix) {
+        return Some(KernelMetadata { kernels: Some(kernels), ..KernelMetadata::default() });
+    }
+    parse_kernel_metadata(&src.read_at(off, len as usize).ok()?).ok()
+}
+
+/// Reads the notes in `[off, off + size)` one at a time, each descriptor only as far as needed.
+///
+/// AMDGPUUsage "Note Records": name and desc are padded to 4 bytes, whatever the section's
+/// alignment says (V2 trap handlers declare 8 and are packed at 4).
+fn read_note_range(src: &dyn ByteSource, facts: &mut NoteFacts, off: u64, size: u64) -> Result<()> {
+    let end = off.checked_add(size).ok_or(ParseError::Malformed { what: "note segment", offset: off })?;
+    let mut pos = off;
+    while pos + 12 <= end {
+        let head = src.read_at(pos, 12)?;
+        let (Some(namesz), Some(descsz), Some(n_type)) = (le32(&head, 0), le32(&head, 4), le32(&head, 8))
+        else {
+            break;
+        };
+        let name_off = pos + 12;
+        let desc_off = name_off + align_up(u64::from(namesz), 4);
+        let next = desc_off + align_up(u64::from(descsz), 4);
+        if desc_off + u64::from(descsz) > end || namesz > 64 {
+            return Err(ParseError::Malformed { what: "note extends past its segment", offset: pos });
+        }
+        let name = src.read_at(name_off, namesz as usize)?;
+        let name = name.split(|&c| c == 0).next().unwrap_or(&[]);
+        let desc_len = u64::from(descsz);
+        match (name, n_type) {
+            (b"AMDGPU", NT_AMDGPU_METADATA) => {
+                // Objects linked from many (Tensile's merged .co) carry one metadata note per
+                // input: the kernels of all of them count.
+                let md = metadata_from(src, desc_off, desc_len);
+                facts.metadata = match (facts.metadata.take(), md) {
+                    (Some(mut a), Some(b)) => {
+                        a.kernels = match (a.kernels, b.kernels) {
+                            (Some(x), Some(y)) => Some(x + y),
+                            (x, y) => x.or(y),
+                        };
+                        a.target = a.target.or(b.target);
+                        a.version = a.version.or(b.version);
+                        Some(a)
+                    }
+                    (a, b) => a.or(b),
+                };
+            }
             (b"AMD", NT_AMD_HSA_ISA_VERSION) => {
                 // {u16 vendor_size, u16 arch_size, u32 major, u32 minor, u32 stepping, names}
-                if let (Some(ma), Some(mi), Some(st)) = (le32(desc, 4), le32(desc, 8), le32(desc, 12)) {
-                    notes.isa_version = Some((ma, mi, st));
+                let d = src.read_at(desc_off, desc_len.min(16) as usize)?;
+                if let (Some(ma), Some(mi), Some(st)) = (le32(&d, 4), le32(&d, 8), le32(&d, 12)) {
+                    facts.isa_version = Some((ma, mi, st));
                 }
             }
             (b"AMD", NT_AMD_HSA_ISA_NAME) => {
-                notes.isa_name = Some(String::from_utf8_lossy(desc).trim_end_matches('\0').to_string())
+                let d = src.read_at(desc_off, desc_len.min(256) as usize)?;
+                facts.isa_name = Some(String::from_utf8_lossy(&d).trim_end_matches('\0').to_string());
             }
-            (b"AMD", NT_AMD_HSA_METADATA) => notes.v2_kernels = Some(count_v2_yaml_kernels(desc)),
+            (b"AMD", NT_AMD_HSA_METADATA) => {
+                facts.v2_kernels = Some(count_v2_yaml_kernels(&src.read_at(desc_off, descsz as usize)?));
+            }
             _ => {}
         }
+        pos = next;
     }
+    Ok(())
 }
 
 /// Reads the notes from the PT_NOTE segments, or else from the SHT_NOTE sections.
@@ -301,14 +353,13 @@ fn parse_notes(src: &dyn ByteSource, h: &Header) -> Result<NoteFacts> {
         }
     }
     ranges.sort_unstable();
-    let mut total = 0u64;
+    let total: u64 = ranges.iter().map(|r| r.1).fold(0, u64::saturating_add);
+    if total > MAX_NOTES {
+        return Err(ParseError::TooLarge { what: "notes", claimed: total, limit: MAX_NOTES });
+    }
+    let blocked = Blocked::new(src, NOTE_BLOCK);
     for (off, size) in ranges {
-        total = total.saturating_add(size);
-        if total > MAX_NOTES {
-            return Err(ParseError::TooLarge { what: "notes", claimed: total, limit: MAX_NOTES });
-        }
-        let data = src.read_at(off, size as usize)?;
-        read_notes(&mut facts, &data);
+        read_note_range(&blocked, &mut facts, off, size)?;
     }
     Ok(facts)
 }
@@ -359,8 +410,9 @@ fn count_kernel_symbols(src: &dyn ByteSource, h: &Header) -> Result<Option<u64>>
 /// `None` measures it from its own tables. Notes that cannot be read leave the kernel count
 /// unknown rather than failing the object: its target is still a fact.
 pub fn parse_code_object(src: &dyn ByteSource, size: Option<u64>) -> Result<CodeObject> {
-    let head = src.read_up_to(0, EHDR64)?;
-    let header = parse_header(&head, size.is_none())?;
+    let pre = Prefetched::new(src, size.unwrap_or(PREFETCH as u64).min(PREFETCH as u64) as usize)?;
+    let src: &dyn ByteSource = &pre;
+    let header = parse_header(pre.head(), size.is_none())?;
     let size = match size {
         Some(s) => s,
         None => code_object_extent(src, &header)?,
@@ -392,10 +444,8 @@ mod tests {
         assert_eq!(co.header.code_object_version(), Some(4));
         assert_eq!(co.header.e_flags & 0xff, 0x3f);
         assert_eq!(co.kernels(), Some(3));
-        assert_eq!(
-            co.notes.metadata.and_then(|m| m.target).as_deref(),
-            Some("amdgcn-amd-amdhsa--gfx90a:xnack+")
-        );
+        // The kernel list leads the metadata map: only its length is read.
+        assert_eq!(co.notes.metadata.and_then(|m| m.target), None);
     }
 
     #[test]
@@ -426,6 +476,20 @@ mod tests {
         let co = parse_code_object(&bytes, Some(bytes.len() as u64)).expect("parses");
         assert!(co.notes.metadata.is_none());
         assert_eq!(co.kernels(), Some(2));
+    }
+
+    #[test]
+    fn kernels_of_every_metadata_note_count() {
+        // Tensile's merged code objects carry one metadata note per linked input: lay the
+        // fixture's metadata note twice in a row and both lists must count.
+        let one = code_object(&CodeObjectSpec::v4(0x3f, 0, &["a", "b"]));
+        let start = one.windows(6).position(|w| w == b"AMDGPU").expect("note") - 12;
+        let (namesz, descsz) = (le32(&one, start).expect("namesz"), le32(&one, start + 4).expect("descsz"));
+        let len = 12 + align_up(u64::from(namesz), 4) as usize + align_up(u64::from(descsz), 4) as usize;
+        let twice = [&one[start..start + len], &one[start..start + len]].concat();
+        let mut notes = NoteFacts::default();
+        read_note_range(&twice, &mut notes, 0, twice.len() as u64).expect("notes read");
+        assert_eq!(notes.metadata.and_then(|m| m.kernels), Some(4));
     }
 
     #[test]

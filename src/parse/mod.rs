@@ -131,6 +131,92 @@ impl ByteSource for Slice<'_> {
     }
 }
 
+/// A source whose first bytes were read once and are served from memory; reads beyond them
+/// go to the inner source. Parsers that read many small headers near the start of an object
+/// use it so each header costs no extra read.
+pub struct Prefetched<'a> {
+    inner: &'a dyn ByteSource,
+    head: Vec<u8>,
+}
+
+impl<'a> Prefetched<'a> {
+    /// Reads up to `len` bytes from the start of `inner` now.
+    pub fn new(inner: &'a dyn ByteSource, len: usize) -> Result<Self> {
+        let head = inner.read_up_to(0, len)?.into_owned();
+        Ok(Prefetched { inner, head })
+    }
+
+    /// The bytes read up front.
+    pub fn head(&self) -> &[u8] {
+        &self.head
+    }
+}
+
+impl ByteSource for Prefetched<'_> {
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+
+    fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>> {
+        let end = offset.saturating_add(len as u64);
+        if end <= self.head.len() as u64 {
+            let start = offset as usize;
+            if let Some(b) = self.head.get(start..start + len) {
+                return Ok(Cow::Borrowed(b));
+            }
+        }
+        self.inner.read_at(offset, len)
+    }
+
+    fn release_before(&self, offset: u64) {
+        self.inner.release_before(offset);
+    }
+}
+
+/// A source read in blocks: small sequential reads (note headers, one after another) are served
+/// from the last block read, so walking thousands of small records costs one read per block.
+pub struct Blocked<'a> {
+    inner: &'a dyn ByteSource,
+    block: usize,
+    cache: RefCell<(u64, Vec<u8>)>,
+}
+
+impl<'a> Blocked<'a> {
+    /// Reads `inner` in blocks of `block` bytes.
+    pub fn new(inner: &'a dyn ByteSource, block: usize) -> Self {
+        Blocked { inner, block, cache: RefCell::new((0, Vec::new())) }
+    }
+}
+
+impl ByteSource for Blocked<'_> {
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+
+    fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>> {
+        check_range(self.inner.len(), offset, len, "data")?;
+        if len >= self.block {
+            return self.inner.read_at(offset, len);
+        }
+        let mut cache = self.cache.borrow_mut();
+        let (start, buf) = &*cache;
+        let hit = offset >= *start && offset + len as u64 <= *start + buf.len() as u64;
+        if !hit {
+            let fresh = self.inner.read_up_to(offset, self.block)?.into_owned();
+            *cache = (offset, fresh);
+        }
+        let (start, buf) = &*cache;
+        let at = (offset - start) as usize;
+        buf.get(at..at + len)
+            .map(|b| Cow::Owned(b.to_vec()))
+            .ok_or(ParseError::Truncated { what: "data", offset })
+    }
+
+    fn release_before(&self, offset: u64) {
+        self.inner.release_before(offset);
+    }
+}
+
 /// Reads a little-endian `u16` at `at` from a slice already read.
 pub(crate) fn le16(b: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_le_bytes(b.get(at..at + 2)?.try_into().ok()?))

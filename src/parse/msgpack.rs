@@ -180,7 +180,17 @@ pub struct KernelMetadata {
     pub version: Option<(u64, u64)>,
 }
 
-/// Reads the facts gfxscan needs from an `NT_AMDGPU_METADATA` note descriptor.
+/// The kernel count, when `amdhsa.kernels` is the map's first key (LLVM's msgpack writer sorts
+/// keys, so it is), read from a prefix of the descriptor; `None` when the prefix does not say.
+pub fn leading_kernel_count(prefix: &[u8]) -> Option<u64> {
+    let mut rd = Reader::new(prefix);
+    if rd.map_len().ok()? == 0 || rd.str_bytes().ok()? != b"amdhsa.kernels" {
+        return None;
+    }
+    rd.array_len().ok()
+}
+
+/// Reads the facts gfxscan needs from a whole `NT_AMDGPU_METADATA` note descriptor.
 pub fn parse_kernel_metadata(buf: &[u8]) -> Result<KernelMetadata> {
     let mut rd = Reader::new(buf);
     let mut out = KernelMetadata::default();
@@ -246,6 +256,20 @@ mod tests {
         assert_eq!(md.kernels, Some(2));
         assert_eq!(md.target.as_deref(), Some("amdgcn-amd-amdhsa--gfx90a:xnack-"));
         assert_eq!(md.version, Some((1, 2)));
+    }
+
+    #[test]
+    fn kernel_count_from_a_prefix() {
+        let mut b = Vec::new();
+        rmp::encode::write_map_len(&mut b, 2).expect("vec");
+        str(&mut b, "amdhsa.kernels");
+        rmp::encode::write_array_len(&mut b, 70_000).expect("vec");
+        assert_eq!(leading_kernel_count(&b), Some(70_000));
+        let mut other = Vec::new();
+        rmp::encode::write_map_len(&mut other, 1).expect("vec");
+        str(&mut other, "amdhsa.version");
+        assert_eq!(leading_kernel_count(&other), None);
+        assert_eq!(leading_kernel_count(&b[..5]), None);
     }
 
     #[test]

@@ -1,1 +1,10 @@
-//! Integration tests.
+//! Integration tests: the real `gfxscan` binary (and `gfxscan::scan::scan`) over trees built
+//! in a temporary folder from the fixture builders of `gfxscan::testing`.
+
+mod commands;
+mod determinism;
+mod fixtures;
+mod formats;
+mod hostile;
+mod scan_cli;
+mod util;

@@ -1,0 +1,185 @@
+//! `gfxscan targets`, `--targets FILE`, and the fatal paths of `gfxscan scan` (exit 2).
+
+use std::path::Path;
+
+use crate::fixtures::{co, GFX1100, GFX90A, XNACK_ON};
+use crate::util::{gfxscan, Tree};
+
+#[test]
+fn targets_table() {
+    let run = gfxscan(["targets"]);
+    run.expect_code(0);
+    let mut lines = run.stdout.lines();
+    let first = lines.next().expect("first line");
+    assert!(first.ends_with("targets from built-in"), "{first}");
+    let header = lines.next().expect("header");
+    assert!(header.contains("NAME") && header.contains("MACH") && header.contains("FEATURES"), "{header}");
+    let row = run
+        .stdout
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some("gfx90a"))
+        .unwrap_or_else(|| panic!("no gfx90a row:\n{}", run.stdout));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(&cells[..4], ["gfx90a", "0x03f", "gfx9", "sramecc,xnack"], "{row}");
+}
+
+#[test]
+fn targets_json() {
+    let run = gfxscan(["targets", "--json"]);
+    run.expect_code(0);
+    let v = run.json();
+    assert_eq!(v["origin"], "built-in");
+    let list = v["targets"].as_array().expect("targets array");
+    assert!(list.len() >= 70, "{}", list.len());
+    let gfx90a = list.iter().find(|t| t["name"] == "gfx90a").expect("gfx90a listed");
+    assert_eq!(gfx90a["mach"], 0x3f);
+    assert_eq!(gfx90a["features"], serde_json::json!(["sramecc", "xnack"]));
+    // Sorted by mach, as targets.toml promises.
+    let machs: Vec<u64> = list.iter().map(|t| t["mach"].as_u64().expect("mach")).collect();
+    assert!(machs.windows(2).all(|w| w[0] < w[1]), "{machs:?}");
+    // The first line of the table says how many.
+    let table = gfxscan(["targets"]);
+    assert!(table.stdout.starts_with(&format!("{} targets from built-in", list.len())));
+}
+
+const BROKEN_TARGETS: &str = r#"schema = 1
+
+[[target]]
+name = "gfx90a"
+mach = 0x03f
+family = "gfx9"
+features = ["sramecc", "xnack"]
+source = "test"
+
+[[target]]
+name = "gfx942"
+mach = 0x03f
+family = "gfx9.4"
+features = ["bogus"]
+source = "test"
+"#;
+
+#[test]
+fn broken_targets_file_lists_every_error() {
+    let tree = Tree::new();
+    tree.file("targets.toml", BROKEN_TARGETS.as_bytes());
+    let file = tree.path("targets.toml");
+    let file_str = file.to_str().expect("UTF-8 temp path");
+    for args in [vec!["targets", "--targets", file_str], vec!["scan", "--targets", file_str, file_str]] {
+        let run = gfxscan(&args);
+        run.expect_code(2);
+        assert_eq!(run.stdout, "", "{args:?}");
+        assert!(run.stderr.contains("invalid targets file"), "{args:?}: {}", run.stderr);
+        assert!(
+            run.stderr
+                .contains(&format!(r#"{file_str}: target "gfx942": mach 0x3f already used by "gfx90a""#)),
+            "{args:?}: {}",
+            run.stderr
+        );
+        assert!(
+            run.stderr.contains(&format!(r#"{file_str}: target "gfx942": unknown feature "bogus""#)),
+            "{args:?}: {}",
+            run.stderr
+        );
+    }
+}
+
+#[test]
+fn missing_targets_file_is_fatal() {
+    let run = gfxscan(["targets", "--targets", "/nonexistent/gfxscan-targets.toml"]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("/nonexistent/gfxscan-targets.toml"), "{}", run.stderr);
+}
+
+/// A custom table replaces the built-in one: processors it lacks stay visible as unknown.
+#[test]
+fn custom_targets_file_drives_resolution() {
+    let tree = Tree::new();
+    tree.file(
+        "t/targets.toml",
+        b"schema = 1\n[[target]]\nname = \"gfx1100\"\nmach = 0x041\nfamily = \"gfx11\"\nfeatures = []\nsource = \"test\"\n",
+    );
+    tree.file("scan/a.co", &co(GFX1100, 0, 1));
+    tree.file("scan/b.co", &co(GFX90A, XNACK_ON, 1));
+    let run = gfxscan([
+        "scan",
+        tree.path("scan").to_str().expect("UTF-8"),
+        "--json",
+        "--targets",
+        tree.path("t/targets.toml").to_str().expect("UTF-8"),
+    ]);
+    run.expect_code(0);
+    let snap = run.json();
+    let keys: Vec<&String> = snap["targets"].as_object().expect("targets").keys().collect();
+    assert_eq!(keys, ["gfx1100", "unknown-0x3f"]);
+    assert_eq!(snap["files"][1]["code_objects"][0]["target_id"], "unknown-0x3f:xnack+");
+}
+
+/// With no ROOT and none of the default places present, the scan refuses to run.
+#[test]
+fn no_default_root_is_fatal() {
+    let fixed = ["/opt/rocm", "/usr/lib/ollama", "/usr/local/lib/ollama", "/lib/firmware/amdgpu"];
+    let present: Vec<&str> = fixed.iter().copied().filter(|p| Path::new(p).exists()).collect();
+    if !present.is_empty() || !gfxscan::walk::default_roots().is_empty() {
+        eprintln!("skipped: default roots exist on this machine ({present:?})");
+        return;
+    }
+    let run = gfxscan(["scan"]);
+    run.expect_code(2);
+    assert_eq!(run.stdout, "");
+    assert!(run.stderr.contains("none of the default roots exists"), "{}", run.stderr);
+    assert!(run.stderr.contains("/opt/rocm"), "{}", run.stderr);
+}
+
+#[test]
+fn missing_root_is_fatal() {
+    let tree = Tree::new();
+    let missing = tree.path("no/such/dir");
+    let run = gfxscan(["scan", missing.to_str().expect("UTF-8"), "--json"]);
+    run.expect_code(2);
+    assert_eq!(run.stdout, "");
+    assert!(run.stderr.contains(missing.to_str().expect("UTF-8")), "{}", run.stderr);
+    assert!(run.stderr.contains("No such file or directory"), "{}", run.stderr);
+}
+
+/// One missing root among good ones still stops the run before any output.
+#[test]
+fn one_missing_root_among_several_is_fatal() {
+    let tree = Tree::new();
+    tree.file("ok/a.co", &co(GFX1100, 0, 1));
+    let ok = tree.path("ok");
+    let missing = tree.path("gone");
+    let run = gfxscan(["scan", ok.to_str().expect("UTF-8"), missing.to_str().expect("UTF-8")]);
+    run.expect_code(2);
+    assert_eq!(run.stdout, "");
+    assert!(run.stderr.contains(missing.to_str().expect("UTF-8")), "{}", run.stderr);
+}
+
+/// Two roots, one reached twice: the duplicate is dropped, `root` indexes the kept ones.
+#[test]
+fn duplicate_roots_are_scanned_once() {
+    let tree = Tree::new();
+    tree.file("x/a.co", &co(GFX1100, 0, 1));
+    tree.file("y/b.co", &co(GFX90A, 0, 1));
+    tree.symlink("x", "x-again");
+    let (x, y, x2) = (tree.path("x"), tree.path("y"), tree.path("x-again"));
+    let run = gfxscan([
+        "scan",
+        "--json",
+        x.to_str().expect("UTF-8"),
+        x2.to_str().expect("UTF-8"),
+        y.to_str().expect("UTF-8"),
+    ]);
+    run.expect_code(0);
+    let snap = run.json();
+    assert_eq!(snap["summary"]["code_objects"], 2, "x scanned once");
+    let roots: Vec<&str> =
+        snap["files"].as_array().expect("files").iter().map(|f| f["path"].as_str().expect("path")).collect();
+    assert_eq!(roots, ["a.co", "b.co"]);
+    // Each file's root index must name the root it was found under.
+    for f in snap["files"].as_array().expect("files") {
+        let root = snap["roots"][f["root"].as_u64().expect("root") as usize].as_str().expect("root str");
+        let name = f["path"].as_str().expect("path");
+        assert!(Path::new(root).join(name).exists(), "{root} + {name}");
+    }
+}

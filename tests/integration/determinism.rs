@@ -1,0 +1,77 @@
+//! Determinism: the thread count and the run never change a byte of the output.
+
+use gfxscan::scan::{scan, ScanConfig, Silent};
+use gfxscan::targets::Targets;
+use gfxscan::testing::{ccob, Method};
+
+use crate::fixtures::{co, hip_bundle, mixed, Mixed, GFX1030, GFX1100, GFX900, GFX90A};
+
+/// The mixed tree plus 60 more files with device code and problems spread over folders, so
+/// that parallel reads finish out of order.
+fn busy_tree() -> Mixed {
+    let m = mixed();
+    let objs = [co(GFX900, 0, 1), co(GFX90A, 0, 2), co(GFX1030, 0, 3), co(GFX1100, 0, 4)];
+    for i in 0..60usize {
+        let o = &objs[i % objs.len()];
+        let rel = format!("d{}/sub{}/f{i:02}", i % 7, i % 3);
+        match i % 5 {
+            0 => m.tree.file(format!("{rel}.co"), o),
+            1 => m.tree.file(format!("{rel}.hsaco"), &hip_bundle(&[("gfx90a", o), ("gfx1030", &objs[2])])),
+            2 => m.tree.file(format!("{rel}.ccob"), &ccob(3, Method::Zstd, &hip_bundle(&[("gfx1100", o)]))),
+            3 => m.tree.file(format!("{rel}.bad"), &o[..200]),
+            _ => m.tree.file(format!("{rel}.broken"), b"CCOB\x02\x00\x01\x00\xff\xff\xff\xff"),
+        };
+    }
+    m.tree.symlink("foo.txt", "link-to-foo");
+    m
+}
+
+#[test]
+fn thread_count_does_not_change_json() {
+    let m = busy_tree();
+    let one = m.tree.scan(&["--json", "-j", "1"]);
+    let eight = m.tree.scan(&["--json", "-j", "8"]);
+    assert_eq!(one.code, 1, "the tree has broken files:\n{}", one.stderr);
+    assert_eq!(eight.code, one.code);
+    assert!(one.stdout == eight.stdout, "-j 1 and -j 8 differ");
+    let snap = one.json();
+    assert!(snap["summary"]["code_objects"].as_u64().expect("count") > 60);
+    assert!(snap["problems"].as_array().map_or(0, Vec::len) >= 12);
+}
+
+#[test]
+fn two_runs_are_identical() {
+    let m = busy_tree();
+    for format in ["json", "table", "csv", "markdown"] {
+        let a = m.tree.scan(&["--format", format]);
+        let b = m.tree.scan(&["--format", format]);
+        assert_eq!(a.code, 1);
+        assert!(a.stdout == b.stdout, "two --format {format} runs differ");
+        assert!(!a.stdout.is_empty());
+    }
+}
+
+#[test]
+fn library_snapshots_are_equal_across_thread_counts() {
+    let m = busy_tree();
+    let run = |threads| {
+        let cfg = ScanConfig {
+            roots: vec![m.tree.root().to_path_buf()],
+            threads: Some(threads),
+            follow_links: false,
+        };
+        scan(&cfg, &Targets::builtin(), &Silent).expect("scan runs")
+    };
+    let one = run(1);
+    assert_eq!(one, run(8));
+    assert_eq!(one, run(3));
+    // Files and problems are sorted by (root, raw path bytes).
+    let keys: Vec<_> = one.files.iter().map(|f| f.path.sort_key()).collect();
+    let mut sorted = keys.clone();
+    sorted.sort();
+    assert_eq!(keys, sorted);
+    let pkeys: Vec<_> = one.problems.iter().map(|p| p.path.sort_key()).collect();
+    let mut psorted = pkeys.clone();
+    psorted.sort();
+    assert_eq!(pkeys, psorted);
+}

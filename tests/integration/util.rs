@@ -1,0 +1,202 @@
+//! Test harness: a scratch tree ([`Tree`], after ripgrep's `Dir` and fd's `TestEnv`) that
+//! holds files made from bytes, and [`gfxscan`], which runs the real binary with a time limit
+//! and returns its exit code, stdout and stderr. Every run is checked not to have panicked.
+
+use std::ffi::{CString, OsStr};
+use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+/// The longest a single run of the binary may take before the test fails.
+pub const RUN_LIMIT: Duration = Duration::from_secs(60);
+
+/// What one run of the binary gave.
+#[derive(Debug)]
+pub struct Run {
+    /// Exit code (a run killed by a signal fails the test in [`gfxscan`]).
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+    /// Wall time of the run.
+    pub elapsed: Duration,
+}
+
+impl Run {
+    /// Stdout parsed as JSON.
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!("stdout is not JSON ({e}):\n{}\nstderr:\n{}", self.stdout, self.stderr)
+        })
+    }
+
+    /// Fails with the whole run shown unless the exit code is `code`.
+    #[track_caller]
+    pub fn expect_code(&self, code: i32) -> &Self {
+        assert_eq!(
+            self.code, code,
+            "unexpected exit code\nstdout:\n{}\nstderr:\n{}",
+            self.stdout, self.stderr
+        );
+        self
+    }
+}
+
+/// Runs `gfxscan ARGS...` with no stdin, and fails the test if it hangs, dies by a signal or
+/// panics.
+pub fn gfxscan<I, S>(args: I) -> Run
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let args: Vec<_> = args.into_iter().map(|a| a.as_ref().to_os_string()).collect();
+    let start = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gfxscan"))
+        .args(&args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("gfxscan starts");
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut p) = pipe {
+                p.read_to_end(&mut buf).expect("pipe readable");
+            }
+            buf
+        })
+    };
+    let out = drain(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let err = drain(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait for gfxscan") {
+            break s;
+        }
+        if start.elapsed() > RUN_LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("gfxscan {args:?} still running after {RUN_LIMIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let elapsed = start.elapsed();
+    let stdout = String::from_utf8(out.join().expect("stdout reader")).expect("stdout is UTF-8");
+    let stderr = String::from_utf8_lossy(&err.join().expect("stderr reader")).into_owned();
+    assert!(!stderr.contains("panicked"), "gfxscan {args:?} panicked:\n{stderr}");
+    let code =
+        status.code().unwrap_or_else(|| panic!("gfxscan {args:?} killed by a signal: {status}\n{stderr}"));
+    Run { code, stdout, stderr, elapsed }
+}
+
+/// A scratch folder to scan, deleted when dropped.
+pub struct Tree {
+    dir: TempDir,
+}
+
+impl Tree {
+    pub fn new() -> Self {
+        Tree { dir: TempDir::new().expect("temp dir") }
+    }
+
+    /// The tree's root.
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The root as a string, as it appears in `roots` of the JSON.
+    pub fn root_str(&self) -> String {
+        self.root().display().to_string()
+    }
+
+    /// `root/rel`.
+    pub fn path(&self, rel: impl AsRef<Path>) -> PathBuf {
+        self.root().join(rel)
+    }
+
+    /// Writes `bytes` to `rel` (a `/`-separated path, parents created).
+    pub fn file(&self, rel: impl AsRef<Path>, bytes: &[u8]) -> &Self {
+        let p = self.path(rel);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).expect("create parent folders");
+        }
+        std::fs::write(&p, bytes).expect("write fixture");
+        self
+    }
+
+    /// Creates a symlink at `rel` pointing to `target` (taken literally, as `ln -s` does).
+    pub fn symlink(&self, target: impl AsRef<Path>, rel: impl AsRef<Path>) -> &Self {
+        std::os::unix::fs::symlink(target, self.path(rel)).expect("create symlink");
+        self
+    }
+
+    /// Creates a FIFO at `rel`.
+    pub fn fifo(&self, rel: impl AsRef<Path>) -> &Self {
+        let p = CString::new(self.path(rel).as_os_str().as_bytes()).expect("no NUL in path");
+        // SAFETY: `p` is a valid NUL-terminated path that outlives the call.
+        let rc = unsafe { libc::mkfifo(p.as_ptr(), 0o644) };
+        assert_eq!(rc, 0, "mkfifo: {}", std::io::Error::last_os_error());
+        self
+    }
+
+    /// Runs `gfxscan scan ROOT EXTRA...`.
+    pub fn scan(&self, extra: &[&str]) -> Run {
+        let mut args: Vec<&OsStr> = vec![OsStr::new("scan"), self.root().as_os_str()];
+        args.extend(extra.iter().map(OsStr::new));
+        gfxscan(args)
+    }
+
+    /// Runs `gfxscan scan ROOT --json EXTRA...` and parses the snapshot.
+    pub fn scan_json(&self, extra: &[&str]) -> (Run, Value) {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(extra);
+        let run = self.scan(&all);
+        let json = run.json();
+        (run, json)
+    }
+}
+
+/// The file record with relative path `path` in a snapshot, or a failure listing the paths.
+#[track_caller]
+pub fn file_record<'a>(snap: &'a Value, path: &str) -> &'a Value {
+    let files = snap["files"].as_array().expect("files is an array");
+    files.iter().find(|f| f["path"] == path).unwrap_or_else(|| {
+        let paths: Vec<&Value> = files.iter().map(|f| &f["path"]).collect();
+        panic!("no file record for {path:?}; have {paths:?}")
+    })
+}
+
+/// The `path` of every file record, in output order.
+pub fn file_paths(snap: &Value) -> Vec<String> {
+    snap["files"]
+        .as_array()
+        .expect("files is an array")
+        .iter()
+        .map(|f| f["path"].as_str().expect("path is a string").to_string())
+        .collect()
+}
+
+/// `(path, message)` of every problem, in output order.
+pub fn problems(snap: &Value) -> Vec<(String, String)> {
+    snap["problems"]
+        .as_array()
+        .expect("problems is an array")
+        .iter()
+        .map(|p| {
+            (
+                p["path"].as_str().expect("problem path").to_string(),
+                p["message"].as_str().expect("problem message").to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Where `needle` first occurs in `hay` (to find where a fixture placed a section).
+#[track_caller]
+pub fn offset_of(hay: &[u8], needle: &[u8]) -> u64 {
+    memchr::memmem::find(hay, needle).expect("needle present") as u64
+}
