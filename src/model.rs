@@ -37,7 +37,7 @@ impl Tool {
 pub struct RelPath {
     /// Index into `roots`.
     pub root: usize,
-    /// Path relative to the root, `/`-separated.
+    /// Path relative to the root, `/`-separated; empty when the root is the file itself.
     pub path: String,
     /// Exact bytes of a path that is not UTF-8, as lowercase hex.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -65,6 +65,18 @@ impl RelPath {
                 .filter_map(|i| h.get(2 * i..2 * i + 2).and_then(|b| u8::from_str_radix(b, 16).ok()))
                 .collect(),
             None => self.path.as_bytes().to_vec(),
+        }
+    }
+
+    /// The path for people: the root as given, joined with the relative path (which is empty
+    /// when the root is the file itself).
+    pub fn display(&self, roots: &[String]) -> String {
+        let root = roots.get(self.root).map_or("", String::as_str);
+        match (root, self.path.as_str()) {
+            (r, "") => r.to_string(),
+            ("", p) => p.to_string(),
+            (r, p) if r.ends_with('/') => format!("{r}{p}"),
+            (r, p) => format!("{r}/{p}"),
         }
     }
 

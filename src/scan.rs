@@ -47,7 +47,7 @@ pub trait Progress: Sync {
     /// One file was read.
     fn file_done(&self) {}
     /// A problem was found (for a live warning).
-    fn problem(&self, _root: &str, _p: &Problem) {}
+    fn problem(&self, _roots: &[String], _p: &Problem) {}
 }
 
 /// No progress reporting.
@@ -126,6 +126,14 @@ impl Collector<'_> {
         offset: u64,
         bundle: Option<(&Bundle, u64, &str)>,
     ) {
+        if let Some(defect) = &co.defect {
+            let what = match bundle {
+                Some((_, at, id)) => format!("bundle at {at:#x}, entry {id}"),
+                None if container == Container::File => "code object".to_string(),
+                None => format!("code object at {offset:#x}"),
+            };
+            self.problems.push(format!("{what}: {defect}"));
+        }
         let r = resolve_code_object(co, self.targets);
         self.code_objects.push(CodeObjectRecord {
             processor: r.processor,
@@ -228,6 +236,8 @@ fn read_file(c: &Candidate, targets: &Targets) -> FileOutcome {
         },
         _ => {}
     }
+    // File order: a code object in a compressed bundle sits where its bundle does.
+    col.code_objects.sort_by_key(|c| (c.bundle_offset.unwrap_or(c.offset), c.offset));
     out.problems = col.problems;
     if !col.code_objects.is_empty() || col.bundles > 0 {
         out.record = Some(FileRecord {
@@ -247,12 +257,13 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
     if roots.is_empty() {
         bail!("no root to scan");
     }
-    let given: Vec<String> = config.roots.iter().map(|p| p.display().to_string()).collect();
+    // Roots that lead to the same tree were merged: indexes refer to the ones kept.
+    let given: Vec<String> = roots.iter().map(|r| r.given.display().to_string()).collect();
     let walked = walk(&roots, config.follow_links, &|| progress.walked());
     progress.reading(walked.candidates.len() as u64);
     let mut problems = walked.problems;
     for p in &problems {
-        progress.problem(&given[p.path.root], p);
+        progress.problem(&given, p);
     }
 
     let pool = rayon::ThreadPoolBuilder::new()
@@ -269,7 +280,7 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
                 for message in &o.problems {
                     let p =
                         Problem { path: RelPath::new(c.root, c.rel.as_os_str()), message: message.clone() };
-                    progress.problem(&given[c.root], &p);
+                    progress.problem(&given, &p);
                 }
                 progress.file_done();
                 (i, o)

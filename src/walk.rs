@@ -97,13 +97,9 @@ fn special_kind(ft: &fs::FileType) -> Option<&'static str> {
 pub fn walk(roots: &[Root], follow_links: bool, tick: &dyn Fn()) -> Walked {
     let mut out = Walked::default();
     for (i, root) in roots.iter().enumerate() {
-        let rel_of = |p: &Path| -> PathBuf {
-            match p.strip_prefix(&root.real) {
-                Ok(r) if !r.as_os_str().is_empty() => r.to_path_buf(),
-                // A root that is itself a file: name it by its file name.
-                _ => p.file_name().map(PathBuf::from).unwrap_or_default(),
-            }
-        };
+        // Relative to the root; empty for the root itself (also when the root is a file).
+        let rel_of =
+            |p: &Path| -> PathBuf { p.strip_prefix(&root.real).map(Path::to_path_buf).unwrap_or_default() };
         for entry in walkdir::WalkDir::new(&root.real).follow_links(follow_links) {
             tick();
             let entry = match entry {

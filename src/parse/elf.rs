@@ -18,12 +18,14 @@ use object::elf::{
     FileHeader64, ProgramHeader64, SectionHeader64, Sym64, EM_AMDGPU, PT_NOTE, SHT_DYNSYM, SHT_NOBITS,
     SHT_NOTE, SHT_SYMTAB, STT_OBJECT,
 };
+use std::borrow::Cow;
+
 use object::pod;
 use object::read::elf::{FileHeader as _, ProgramHeader as _, SectionHeader as _, Sym as _};
 use object::LittleEndian as LE;
 
 use super::msgpack::{leading_kernel_count, parse_kernel_metadata, KernelMetadata};
-use super::{align_up, le16, le32, Blocked, ByteSource, ParseError, Prefetched, Result};
+use super::{align_up, le16, le32, ByteSource, ParseError, Prefetched, Result};
 
 /// `EI_OSABI` of an HSA code object.
 pub const ELFOSABI_AMDGPU_HSA: u8 = 64;
@@ -44,8 +46,11 @@ pub const MAX_NOTES: u64 = 64 << 20;
 pub const MAX_SYMTAB: u64 = 64 << 20;
 
 const EHDR64: usize = 64;
-/// Block size for walking note segments that hold many notes.
-const NOTE_BLOCK: usize = 256 << 10;
+/// Bytes of a metadata descriptor read first: enough for the map header and the kernel list's
+/// length, which LLVM writes first.
+const METADATA_PREFIX: u64 = 4096;
+/// One read per note: its header, a name of up to 64 bytes, and the descriptor prefix.
+const NOTE_WINDOW: u64 = 12 + 64 + METADATA_PREFIX;
 /// Bytes read up front from each code object: its header, program headers and first notes.
 const PREFETCH: usize = 8192;
 const EHDR32: usize = 52;
@@ -181,6 +186,9 @@ pub struct CodeObject {
     pub notes: NoteFacts,
     /// Kernel-descriptor symbols, counted only when no metadata gives the kernel count.
     pub kernel_symbols: Option<u64>,
+    /// Why part of the object could not be read (its tables or notes run past its end, ...).
+    /// The target is still a fact; the scanner reports the defect as a problem.
+    pub defect: Option<ParseError>,
 }
 
 impl CodeObject {
@@ -259,19 +267,9 @@ fn count_v2_yaml_kernels(text: &[u8]) -> u64 {
     count
 }
 
-/// Bytes of the metadata descriptor read first: enough for the map header and the kernel
-/// list's length, which LLVM writes first.
-const METADATA_PREFIX: u64 = 4096;
-
-fn metadata_from(src: &dyn ByteSource, off: u64, len: u64) -> Option<KernelMetadata> {
-    let prefix = src.read_at(off, len.min(METADATA_PREFIX) as usize).ok()?;
-    if let Some(kernels) = leading_kernel_count(&prefix) {
-        return Some(KernelMetadata { kernels: Some(kernels), ..KernelMetadata::default() });
-    }
-    parse_kernel_metadata(&src.read_at(off, len as usize).ok()?).ok()
-}
-
-/// Reads the notes in `[off, off + size)` one at a time, each descriptor only as far as needed.
+/// Reads the notes in `[off, off + size)` one at a time: each costs one read of its header, name
+/// and up to [`METADATA_PREFIX`] bytes of descriptor, which holds every fact gfxscan needs
+/// unless the metadata map does not lead with its kernel list.
 ///
 /// AMDGPUUsage "Note Records": name and desc are padded to 4 bytes, whatever the section's
 /// alignment says (V2 trap handlers declare 8 and are packed at 4).
@@ -279,25 +277,34 @@ fn read_note_range(src: &dyn ByteSource, facts: &mut NoteFacts, off: u64, size: 
     let end = off.checked_add(size).ok_or(ParseError::Malformed { what: "note segment", offset: off })?;
     let mut pos = off;
     while pos + 12 <= end {
-        let head = src.read_at(pos, 12)?;
-        let (Some(namesz), Some(descsz), Some(n_type)) = (le32(&head, 0), le32(&head, 4), le32(&head, 8))
-        else {
+        let win = src.read_at(pos, (end - pos).min(NOTE_WINDOW) as usize)?;
+        let (Some(namesz), Some(descsz), Some(n_type)) = (le32(&win, 0), le32(&win, 4), le32(&win, 8)) else {
             break;
         };
-        let name_off = pos + 12;
-        let desc_off = name_off + align_up(u64::from(namesz), 4);
-        let next = desc_off + align_up(u64::from(descsz), 4);
-        if desc_off + u64::from(descsz) > end || namesz > 64 {
+        let desc_rel = 12 + align_up(u64::from(namesz), 4);
+        let (desc_off, desc_len) = (pos + desc_rel, u64::from(descsz));
+        if namesz > 64 || desc_off + desc_len > end {
             return Err(ParseError::Malformed { what: "note extends past its segment", offset: pos });
         }
-        let name = src.read_at(name_off, namesz as usize)?;
+        let name = win.get(12..12 + namesz as usize).unwrap_or(&[]);
         let name = name.split(|&c| c == 0).next().unwrap_or(&[]);
-        let desc_len = u64::from(descsz);
+        // The first `n` bytes of the descriptor, from the window when it holds them.
+        let desc = |n: u64| -> Result<Cow<'_, [u8]>> {
+            let n = n.min(desc_len);
+            match win.get(desc_rel as usize..(desc_rel + n) as usize) {
+                Some(b) => Ok(Cow::Borrowed(b)),
+                None => src.read_at(desc_off, n as usize),
+            }
+        };
         match (name, n_type) {
             (b"AMDGPU", NT_AMDGPU_METADATA) => {
+                let prefix = desc(METADATA_PREFIX)?;
+                let md = match leading_kernel_count(&prefix) {
+                    Some(k) => Some(KernelMetadata { kernels: Some(k), ..KernelMetadata::default() }),
+                    None => parse_kernel_metadata(&desc(desc_len)?).ok(),
+                };
                 // Objects linked from many (Tensile's merged .co) carry one metadata note per
                 // input: the kernels of all of them count.
-                let md = metadata_from(src, desc_off, desc_len);
                 facts.metadata = match (facts.metadata.take(), md) {
                     (Some(mut a), Some(b)) => {
                         a.kernels = match (a.kernels, b.kernels) {
@@ -313,21 +320,19 @@ fn read_note_range(src: &dyn ByteSource, facts: &mut NoteFacts, off: u64, size: 
             }
             (b"AMD", NT_AMD_HSA_ISA_VERSION) => {
                 // {u16 vendor_size, u16 arch_size, u32 major, u32 minor, u32 stepping, names}
-                let d = src.read_at(desc_off, desc_len.min(16) as usize)?;
+                let d = desc(16)?;
                 if let (Some(ma), Some(mi), Some(st)) = (le32(&d, 4), le32(&d, 8), le32(&d, 12)) {
                     facts.isa_version = Some((ma, mi, st));
                 }
             }
             (b"AMD", NT_AMD_HSA_ISA_NAME) => {
-                let d = src.read_at(desc_off, desc_len.min(256) as usize)?;
+                let d = desc(256)?;
                 facts.isa_name = Some(String::from_utf8_lossy(&d).trim_end_matches('\0').to_string());
             }
-            (b"AMD", NT_AMD_HSA_METADATA) => {
-                facts.v2_kernels = Some(count_v2_yaml_kernels(&src.read_at(desc_off, descsz as usize)?));
-            }
+            (b"AMD", NT_AMD_HSA_METADATA) => facts.v2_kernels = Some(count_v2_yaml_kernels(&desc(desc_len)?)),
             _ => {}
         }
-        pos = next;
+        pos = desc_off + align_up(desc_len, 4);
     }
     Ok(())
 }
@@ -357,9 +362,8 @@ fn parse_notes(src: &dyn ByteSource, h: &Header) -> Result<NoteFacts> {
     if total > MAX_NOTES {
         return Err(ParseError::TooLarge { what: "notes", claimed: total, limit: MAX_NOTES });
     }
-    let blocked = Blocked::new(src, NOTE_BLOCK);
     for (off, size) in ranges {
-        read_note_range(&blocked, &mut facts, off, size)?;
+        read_note_range(src, &mut facts, off, size)?;
     }
     Ok(facts)
 }
@@ -417,12 +421,27 @@ pub fn parse_code_object(src: &dyn ByteSource, size: Option<u64>) -> Result<Code
         Some(s) => s,
         None => code_object_extent(src, &header)?,
     };
-    let mut co = CodeObject { header, size, notes: NoteFacts::default(), kernel_symbols: None };
+    let mut co = CodeObject { header, size, notes: NoteFacts::default(), kernel_symbols: None, defect: None };
     if !header.class64 {
         return Ok(co);
     }
+    let table_end = |off: u64, n: u16, entsize: u16| off.checked_add(u64::from(n) * u64::from(entsize));
+    for end in [
+        table_end(header.shoff, header.shnum, header.shentsize),
+        table_end(header.phoff, header.phnum, header.phentsize),
+    ] {
+        if end.is_none_or(|e| e > size) {
+            co.defect = Some(ParseError::Truncated {
+                what: "code object (its ELF tables run past its end)",
+                offset: size,
+            });
+        }
+    }
     let view = super::Slice::new(src, 0, size);
-    co.notes = parse_notes(&view, &header).unwrap_or_default();
+    match parse_notes(&view, &header) {
+        Ok(notes) => co.notes = notes,
+        Err(e) => co.defect = co.defect.take().or(Some(e)),
+    }
     if co.kernels().is_none() {
         co.kernel_symbols = count_kernel_symbols(&view, &header).ok().flatten();
     }
@@ -497,6 +516,18 @@ mod tests {
         let y =
             b"---\nVersion: [ 1, 0 ]\nKernels:\n  - Name: a\n    Args:\n      - Name: x\n  - Name: b\n...\n";
         assert_eq!(count_v2_yaml_kernels(y), 2);
+    }
+
+    #[test]
+    fn every_truncation_is_a_defect_or_an_error() {
+        let bytes = code_object(&CodeObjectSpec::v4(0x3f, 0, &["k1", "k2"]));
+        for n in 0..bytes.len() {
+            let cut = bytes[..n].to_vec();
+            match parse_code_object(&cut, Some(n as u64)) {
+                Err(_) => assert!(n < 64, "only a cut header may fail outright (cut at {n})"),
+                Ok(co) => assert!(co.defect.is_some(), "cut at {n} of {} went unnoticed", bytes.len()),
+            }
+        }
     }
 
     #[test]

@@ -173,50 +173,6 @@ impl ByteSource for Prefetched<'_> {
     }
 }
 
-/// A source read in blocks: small sequential reads (note headers, one after another) are served
-/// from the last block read, so walking thousands of small records costs one read per block.
-pub struct Blocked<'a> {
-    inner: &'a dyn ByteSource,
-    block: usize,
-    cache: RefCell<(u64, Vec<u8>)>,
-}
-
-impl<'a> Blocked<'a> {
-    /// Reads `inner` in blocks of `block` bytes.
-    pub fn new(inner: &'a dyn ByteSource, block: usize) -> Self {
-        Blocked { inner, block, cache: RefCell::new((0, Vec::new())) }
-    }
-}
-
-impl ByteSource for Blocked<'_> {
-    fn len(&self) -> u64 {
-        self.inner.len()
-    }
-
-    fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>> {
-        check_range(self.inner.len(), offset, len, "data")?;
-        if len >= self.block {
-            return self.inner.read_at(offset, len);
-        }
-        let mut cache = self.cache.borrow_mut();
-        let (start, buf) = &*cache;
-        let hit = offset >= *start && offset + len as u64 <= *start + buf.len() as u64;
-        if !hit {
-            let fresh = self.inner.read_up_to(offset, self.block)?.into_owned();
-            *cache = (offset, fresh);
-        }
-        let (start, buf) = &*cache;
-        let at = (offset - start) as usize;
-        buf.get(at..at + len)
-            .map(|b| Cow::Owned(b.to_vec()))
-            .ok_or(ParseError::Truncated { what: "data", offset })
-    }
-
-    fn release_before(&self, offset: u64) {
-        self.inner.release_before(offset);
-    }
-}
-
 /// Reads a little-endian `u16` at `at` from a slice already read.
 pub(crate) fn le16(b: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_le_bytes(b.get(at..at + 2)?.try_into().ok()?))

@@ -64,14 +64,16 @@ pub fn target_rows(snap: &Snapshot, targets: &Targets, only: &[String]) -> Vec<(
 fn headline(snap: &Snapshot) -> String {
     let s = &snap.summary;
     format!(
-        "gfxscan {} · {} root{} · {} files ({}) · {} with device code · {} code objects · {} problem{}",
+        "gfxscan {} · {} root{} · {} file{} ({}) · {} with device code · {} code object{} · {} problem{}",
         snap.tool.version,
         snap.roots.len(),
         if snap.roots.len() == 1 { "" } else { "s" },
         thousands(s.files),
+        if s.files == 1 { "" } else { "s" },
         human_bytes(s.bytes),
         thousands(s.files_with_device_code),
         thousands(s.code_objects),
+        if s.code_objects == 1 { "" } else { "s" },
         thousands(snap.problems.len() as u64),
         if snap.problems.len() == 1 { "" } else { "s" },
     )
@@ -107,9 +109,13 @@ fn write_problems(snap: &Snapshot, out: &mut dyn Write, markdown: bool) -> io::R
     writeln!(out)?;
     writeln!(out, "{}Problems ({}):", if markdown { "### " } else { "" }, snap.problems.len())?;
     for p in &snap.problems {
-        let root = snap.roots.get(p.path.root).map_or("", String::as_str);
-        let sep = if p.path.path.is_empty() || root.ends_with('/') { "" } else { "/" };
-        writeln!(out, "{}{root}{sep}{}: {}", if markdown { "- " } else { "  " }, p.path.path, p.message)?;
+        writeln!(
+            out,
+            "{}{}: {}",
+            if markdown { "- " } else { "  " },
+            p.path.display(&snap.roots),
+            p.message
+        )?;
     }
     Ok(())
 }
@@ -129,11 +135,13 @@ pub fn write_scan(
             if !only.is_empty() {
                 view.targets = rows.into_iter().collect();
             }
-            serde_json::to_writer_pretty(&mut *out, &view)?;
-            writeln!(out)?;
+            // Serialized first, then written: a closed pipe stays an io::Error the binary knows.
+            let mut text = serde_json::to_vec_pretty(&view)?;
+            text.push(b'\n');
+            out.write_all(&text)?;
         }
         Format::Csv => {
-            let mut w = csv::Writer::from_writer(out);
+            let mut w = csv::Writer::from_writer(Vec::new());
             w.write_record(["target", "code_objects", "kernels", "bytes", "files"])?;
             for (name, c) in &rows {
                 w.write_record([
@@ -144,7 +152,7 @@ pub fn write_scan(
                     c.files.to_string(),
                 ])?;
             }
-            w.flush()?;
+            out.write_all(&w.into_inner().map_err(|e| e.into_error())?)?;
         }
         Format::Table | Format::Markdown => {
             let md = format == Format::Markdown;
@@ -165,11 +173,10 @@ pub fn write_scan(
 pub fn write_targets(targets: &Targets, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
     if json {
         let list: Vec<_> = targets.iter().collect();
-        serde_json::to_writer_pretty(
-            &mut *out,
-            &serde_json::json!({"origin": targets.origin, "targets": list}),
-        )?;
-        writeln!(out)?;
+        let mut text =
+            serde_json::to_vec_pretty(&serde_json::json!({"origin": targets.origin, "targets": list}))?;
+        text.push(b'\n');
+        out.write_all(&text)?;
         return Ok(());
     }
     let mut t = Table::new();

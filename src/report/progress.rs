@@ -54,10 +54,9 @@ impl Progress for Bar {
         self.bar.inc(1);
     }
 
-    fn problem(&self, root: &str, p: &Problem) {
+    fn problem(&self, roots: &[String], p: &Problem) {
         if self.warn {
-            let sep = if p.path.path.is_empty() || root.ends_with('/') { "" } else { "/" };
-            self.bar.println(format!("gfxscan: warning: {root}{sep}{}: {}", p.path.path, p.message));
+            self.bar.println(format!("gfxscan: warning: {}: {}", p.path.display(roots), p.message));
         }
     }
 }
