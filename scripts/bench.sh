@@ -5,10 +5,11 @@
 #
 # DIR defaults to $GFXSCAN_DEBIAN_CORPUS/deb or ~/gfxscan-corpus/deb (the tree built by
 # ../shared/corpus/fetch-debian.sh). Each command runs RUNS times (default 5) after one warm-up
-# run; the median wall time is reported, with files/s, peak RSS and the ratio to `find`.
+# run; the median wall time is reported with files/s, peak RSS and the ratio to `find`.
 # Baselines: `find DIR -type f` (the walk alone) and `grep -rac 'amdgcn-amd-amdhsa--gfx'`
 # (the strings/grep heuristic of USERS.md §1b, which reads every byte).
-# Cold-cache figures need root and /proc/sys/vm/drop_caches; they are skipped where not allowed.
+# Cold cache (needs root and a writable /proc/sys/vm/drop_caches, else skipped): wall time and
+# bytes read from disk (from /sys/block/*/stat) for find and gfxscan.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:-${GFXSCAN_DEBIAN_CORPUS:-$HOME/gfxscan-corpus}/deb}
@@ -21,42 +22,56 @@ bin=$here/target/release/gfxscan
 files=$(find "$dir" -type f | wc -l)
 bytes=$(du -sb "$dir" | cut -f1)
 
-# measure NAME CMD...: median wall seconds and max RSS (KiB) over $runs runs, after a warm-up.
+# measure NAME CMD...: "NAME<TAB>median seconds<TAB>max RSS KiB" over $runs runs after a warm-up.
 measure() {
-  local name=$1; shift
-  "$@" >/dev/null 2>&1 || true
-  local times=() rss=0 out tmp
+  local name=$1 tmp rss=0 t0 t1 r
+  shift
   tmp=$(mktemp)
+  "$@" >/dev/null 2>&1 || true
+  local times=()
   for _ in $(seq "$runs"); do
-    /usr/bin/time -o "$tmp" -f '%e %M' "$@" >/dev/null 2>&1 || true
-    out=$(tail -1 "$tmp")
-    times+=("${out% *}")
-    [ "${out#* }" -gt "$rss" ] && rss=${out#* }
+    t0=$EPOCHREALTIME
+    /usr/bin/time -o "$tmp" -f '%M' "$@" >/dev/null 2>&1 || true
+    t1=$EPOCHREALTIME
+    times+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.4f", b - a}')")
+    r=$(tail -1 "$tmp")
+    [ "$r" -gt "$rss" ] && rss=$r
   done
   rm -f "$tmp"
-  local med
-  med=$(printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
-  printf '%s\t%s\t%s\n' "$name" "$med" "$rss"
+  printf '%s\t%s\t%s\n' "$name" "$(printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}')" "$rss"
 }
 
 results=$(
   measure "find -type f" find "$dir" -type f
-  measure "gfxscan scan -j1" "$bin" scan -q -j 1 --json -o /dev/null "$dir"
+  measure "gfxscan scan -j 1" "$bin" scan -q -j 1 --json -o /dev/null "$dir"
   measure "gfxscan scan" "$bin" scan -q --json -o /dev/null "$dir"
-  measure "grep -rac amdgcn-…--gfx" grep -rac 'amdgcn-amd-amdhsa--gfx' "$dir"
+  measure "grep -rac amdgcn…gfx" grep -rac 'amdgcn-amd-amdhsa--gfx' "$dir"
 )
-base=$(printf '%s\n' "$results" | awk -F'\t' 'NR==1 {print $2}')
+base=$(printf '%s\n' "$results" | awk -F'\t' 'NR == 1 {print $2}')
 echo "tree: $dir ($files files, $((bytes / 1048576)) MiB), $(nproc) cores, median of $runs warm runs"
-printf '%-26s %9s %11s %12s %10s\n' command seconds files/s "peak RSS" "÷ find"
+printf '%-22s %9s %10s %10s %8s\n' command seconds files/s "peak RSS" "÷ find"
 printf '%s\n' "$results" | awk -F'\t' -v files="$files" -v base="$base" '{
-  s = $2 + 0; fps = (s > 0) ? files / s : 0; r = (base > 0) ? s / base : 0
-  printf "%-26s %9.3f %11.0f %9.1f MB %9.1fx\n", $1, s, fps, $3 / 1024, r }'
+  s = $2 + 0
+  printf "%-22s %9.3f %10.0f %7.1f MB %7.1fx\n", $1, s, (s > 0 ? files / s : 0), $3 / 1024, (base > 0 ? s / base : 0) }'
 
-if [ "$(id -u)" = 0 ] && sync && echo 3 2>/dev/null > /proc/sys/vm/drop_caches; then
-  cold() { echo 3 > /proc/sys/vm/drop_caches; /usr/bin/time -o /tmp/gfxscan-cold.$$ -f '%e' "$@" >/dev/null 2>&1 || true; tail -1 /tmp/gfxscan-cold.$$; }
-  f=$(cold find "$dir" -type f); g=$(cold "$bin" scan -q --json -o /dev/null "$dir")
-  echo "cold cache: find ${f}s, gfxscan ${g}s ($(awk -v a="$g" -v b="$f" 'BEGIN {printf "%.1f", a / b}')x find)"
-  rm -f /tmp/gfxscan-cold.$$
+# cold CMD...: "seconds KiB-read" with the page cache dropped first.
+cold() {
+  sync
+  echo 3 > /proc/sys/vm/drop_caches
+  local before after t0 t1
+  before=$(awk '{s += $3} END {print s}' /sys/block/*/stat)
+  t0=$EPOCHREALTIME
+  "$@" >/dev/null 2>&1 || true
+  t1=$EPOCHREALTIME
+  after=$(awk '{s += $3} END {print s}' /sys/block/*/stat)
+  awk -v a="$t0" -v b="$t1" -v r="$(( (after - before) / 2 ))" 'BEGIN {printf "%.3f %d\n", b - a, r}'
+}
+if [ "$(id -u)" = 0 ] && (echo 3 > /proc/sys/vm/drop_caches) 2>/dev/null; then
+  read -r fs fr <<< "$(cold find "$dir" -type f)"
+  read -r gs gr <<< "$(cold "$bin" scan -q --json -o /dev/null "$dir")"
+  echo "cold cache: find ${fs}s (read $((fr / 1024)) MiB), gfxscan ${gs}s (read $((gr / 1024)) MiB," \
+    "$(awk -v r="$gr" -v t="$bytes" 'BEGIN {printf "%.1f", 100 * r * 1024 / t}')% of the tree's bytes):" \
+    "$(awk -v a="$gs" -v b="$fs" 'BEGIN {printf "%.1f", a / b}')x find"
 else
   echo "cold cache: skipped (needs root and a writable /proc/sys/vm/drop_caches)"
 fi

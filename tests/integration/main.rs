@@ -6,5 +6,6 @@ mod determinism;
 mod fixtures;
 mod formats;
 mod hostile;
+mod real_files;
 mod scan_cli;
 mod util;
