@@ -91,6 +91,20 @@ impl ByteSource for [u8] {
     }
 }
 
+impl<T: ByteSource + ?Sized> ByteSource for &T {
+    fn len(&self) -> u64 {
+        (**self).len()
+    }
+
+    fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>> {
+        (**self).read_at(offset, len)
+    }
+
+    fn release_before(&self, offset: u64) {
+        (**self).release_before(offset)
+    }
+}
+
 impl ByteSource for Vec<u8> {
     fn len(&self) -> u64 {
         self.as_slice().len() as u64

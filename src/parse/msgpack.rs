@@ -8,68 +8,103 @@
 
 use rmp::Marker;
 
-use super::{ParseError, Result};
+use super::{ByteSource, ParseError, Result};
 
 /// Deepest nesting the walker follows before calling the data malformed.
 pub const MAX_DEPTH: usize = 64;
+/// Bytes read from the source at a time.
+const CHUNK: usize = 1 << 20;
+/// Longest string the reader will return (keys, names; longer ones are skipped, not read).
+pub const MAX_STR: u64 = 1 << 20;
 
-/// A cursor over one MessagePack document.
+/// A forward cursor over one MessagePack document in a [`ByteSource`], read in chunks so a
+/// document of any size costs one chunk of memory.
 pub struct Reader<'a> {
-    buf: &'a [u8],
-    pos: usize,
+    src: &'a dyn ByteSource,
+    pos: u64,
+    buf: Vec<u8>,
+    buf_start: u64,
 }
 
-fn bad(what: &'static str, offset: usize) -> ParseError {
-    ParseError::Malformed { what, offset: offset as u64 }
+fn bad(what: &'static str, offset: u64) -> ParseError {
+    ParseError::Malformed { what, offset }
 }
 
 impl<'a> Reader<'a> {
-    /// A reader at the start of `buf`.
-    pub fn new(buf: &'a [u8]) -> Self {
-        Reader { buf, pos: 0 }
+    /// A reader at the start of `src`.
+    pub fn new(src: &'a dyn ByteSource) -> Self {
+        Reader { src, pos: 0, buf: Vec::new(), buf_start: 0 }
     }
 
     /// Where the reader stands, in bytes from the start.
-    pub fn position(&self) -> usize {
+    pub fn position(&self) -> u64 {
         self.pos
     }
 
-    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
-        let end = self.pos.checked_add(n).filter(|&e| e <= self.buf.len());
-        match end.and_then(|e| self.buf.get(self.pos..e)) {
-            Some(s) => {
-                self.pos += n;
-                Ok(s)
-            }
-            None => Err(ParseError::Truncated { what: "msgpack value", offset: self.pos as u64 }),
-        }
+    fn remaining(&self) -> u64 {
+        self.src.len().saturating_sub(self.pos)
     }
 
-    fn be(&mut self, n: usize) -> Result<u64> {
+    /// The next `n` bytes (buffered), advancing past them.
+    fn take(&mut self, n: u64) -> Result<Vec<u8>> {
+        if n > self.remaining() {
+            return Err(ParseError::Truncated { what: "msgpack value", offset: self.pos });
+        }
+        let end = self.pos + n;
+        if self.pos < self.buf_start || end > self.buf_start + self.buf.len() as u64 {
+            if n as usize > CHUNK {
+                let out = self.src.read_at(self.pos, n as usize)?.into_owned();
+                self.pos = end;
+                return Ok(out);
+            }
+            self.buf = self.src.read_up_to(self.pos, CHUNK)?.into_owned();
+            self.buf_start = self.pos;
+        }
+        let at = (self.pos - self.buf_start) as usize;
+        let out = self.buf.get(at..at + n as usize).unwrap_or(&[]).to_vec();
+        self.pos = end;
+        Ok(out)
+    }
+
+    /// Moves past `n` bytes without reading them.
+    fn advance(&mut self, n: u64) -> Result<()> {
+        if n > self.remaining() {
+            return Err(ParseError::Truncated { what: "msgpack value", offset: self.pos });
+        }
+        self.pos += n;
+        Ok(())
+    }
+
+    fn be(&mut self, n: u64) -> Result<u64> {
         Ok(self.take(n)?.iter().fold(0u64, |acc, &b| (acc << 8) | u64::from(b)))
     }
 
     /// The next marker.
     pub fn marker(&mut self) -> Result<Marker> {
-        let mut rest = self.buf.get(self.pos..).unwrap_or(&[]);
-        let before = rest.len();
-        let m = rmp::decode::read_marker(&mut rest)
-            .map_err(|_| ParseError::Truncated { what: "msgpack marker", offset: self.pos as u64 })?;
-        self.pos += before - rest.len();
-        Ok(m)
+        let b = self.take(1)?;
+        Ok(Marker::from_u8(b.first().copied().unwrap_or(0xc1)))
+    }
+
+    /// Length of the string whose marker is `m`, if it is one.
+    fn str_len(&mut self, m: Marker) -> Result<Option<u64>> {
+        Ok(Some(match m {
+            Marker::FixStr(n) => u64::from(n),
+            Marker::Str8 => self.be(1)?,
+            Marker::Str16 => self.be(2)?,
+            Marker::Str32 => self.be(4)?,
+            _ => return Ok(None),
+        }))
     }
 
     /// The next value, which must be a string; returned as raw bytes.
-    pub fn str_bytes(&mut self) -> Result<&'a [u8]> {
+    pub fn str_bytes(&mut self) -> Result<Vec<u8>> {
         let at = self.pos;
-        let len = match self.marker()? {
-            Marker::FixStr(n) => usize::from(n),
-            Marker::Str8 => self.be(1)? as usize,
-            Marker::Str16 => self.be(2)? as usize,
-            Marker::Str32 => self.be(4)? as usize,
-            _ => return Err(bad("msgpack string expected", at)),
-        };
-        self.take(len)
+        let m = self.marker()?;
+        match self.str_len(m)? {
+            Some(n) if n <= MAX_STR => self.take(n),
+            Some(_) => Err(bad("msgpack string too long", at)),
+            None => Err(bad("msgpack string expected", at)),
+        }
     }
 
     /// Length of the array or map whose marker is `m` (maps count pairs).
@@ -118,6 +153,32 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// Bytes that follow a scalar marker (strings, binaries and extensions included).
+    fn scalar_len(&mut self, m: Marker, at: u64) -> Result<u64> {
+        if let Some(n) = self.str_len(m)? {
+            return Ok(n);
+        }
+        Ok(match m {
+            Marker::Null | Marker::True | Marker::False | Marker::FixPos(_) | Marker::FixNeg(_) => 0,
+            Marker::U8 | Marker::I8 => 1,
+            Marker::U16 | Marker::I16 => 2,
+            Marker::U32 | Marker::I32 | Marker::F32 => 4,
+            Marker::U64 | Marker::I64 | Marker::F64 => 8,
+            Marker::Bin8 => self.be(1)?,
+            Marker::Bin16 => self.be(2)?,
+            Marker::Bin32 => self.be(4)?,
+            Marker::FixExt1 => 2,
+            Marker::FixExt2 => 3,
+            Marker::FixExt4 => 5,
+            Marker::FixExt8 => 9,
+            Marker::FixExt16 => 17,
+            Marker::Ext8 => self.be(1)? + 1,
+            Marker::Ext16 => self.be(2)? + 1,
+            Marker::Ext32 => self.be(4)? + 1,
+            _ => return Err(bad("msgpack reserved marker", at)),
+        })
+    }
+
     /// Skips one whole value, however deeply nested (up to [`MAX_DEPTH`]).
     pub fn skip(&mut self) -> Result<()> {
         // An explicit stack of "values still to skip" keeps deep data off the call stack.
@@ -134,8 +195,8 @@ impl<'a> Reader<'a> {
                 let items = if is_map { n.checked_mul(2) } else { Some(n) };
                 let items = items.ok_or_else(|| bad("msgpack length overflows", at))?;
                 // Every item takes at least one byte: a longer claim is a lie.
-                if items > (self.buf.len() - self.pos) as u64 {
-                    return Err(ParseError::Truncated { what: "msgpack container", offset: at as u64 });
+                if items > self.remaining() {
+                    return Err(ParseError::Truncated { what: "msgpack container", offset: at });
                 }
                 if pending.len() >= MAX_DEPTH {
                     return Err(bad("msgpack nesting too deep", at));
@@ -143,29 +204,89 @@ impl<'a> Reader<'a> {
                 pending.push(items);
                 continue;
             }
-            let n = match m {
-                Marker::Null | Marker::True | Marker::False | Marker::FixPos(_) | Marker::FixNeg(_) => 0,
-                Marker::U8 | Marker::I8 => 1,
-                Marker::U16 | Marker::I16 => 2,
-                Marker::U32 | Marker::I32 | Marker::F32 => 4,
-                Marker::U64 | Marker::I64 | Marker::F64 => 8,
-                Marker::FixStr(n) => usize::from(n),
-                Marker::Str8 | Marker::Bin8 => self.be(1)? as usize,
-                Marker::Str16 | Marker::Bin16 => self.be(2)? as usize,
-                Marker::Str32 | Marker::Bin32 => self.be(4)? as usize,
-                Marker::FixExt1 => 2,
-                Marker::FixExt2 => 3,
-                Marker::FixExt4 => 5,
-                Marker::FixExt8 => 9,
-                Marker::FixExt16 => 17,
-                Marker::Ext8 => self.be(1)? as usize + 1,
-                Marker::Ext16 => self.be(2)? as usize + 1,
-                Marker::Ext32 => self.be(4)? as usize + 1,
-                _ => return Err(bad("msgpack reserved marker", at)),
-            };
-            self.take(n)?;
+            let n = self.scalar_len(m, at)?;
+            self.advance(n)?;
         }
         Ok(())
+    }
+
+    /// Reads one small value whole: at most `budget` items in all, else an error.
+    pub fn value(&mut self, budget: &mut u32, depth: usize) -> Result<Value> {
+        let at = self.pos;
+        if *budget == 0 || depth > MAX_DEPTH {
+            return Err(bad("msgpack value too large to read whole", at));
+        }
+        *budget -= 1;
+        let m = self.marker()?;
+        if let Some((n, is_map)) = self.container_len(m)? {
+            if n > u64::from(*budget) {
+                return Err(bad("msgpack value too large to read whole", at));
+            }
+            return if is_map {
+                let mut pairs = Vec::with_capacity(n as usize);
+                for _ in 0..n {
+                    let k = self.value(budget, depth + 1)?;
+                    let v = self.value(budget, depth + 1)?;
+                    pairs.push((k, v));
+                }
+                Ok(Value::Map(pairs))
+            } else {
+                let mut items = Vec::with_capacity(n as usize);
+                for _ in 0..n {
+                    items.push(self.value(budget, depth + 1)?);
+                }
+                Ok(Value::Array(items))
+            };
+        }
+        if let Some(n) = self.str_len(m)? {
+            if n > MAX_STR {
+                return Err(bad("msgpack string too long", at));
+            }
+            return Ok(Value::Str(String::from_utf8_lossy(&self.take(n)?).into_owned()));
+        }
+        let value = match m {
+            Marker::FixPos(n) => Value::Int(i128::from(n)),
+            Marker::FixNeg(n) => Value::Int(i128::from(n)),
+            Marker::U8 | Marker::U16 | Marker::U32 | Marker::U64 => {
+                let n = self.scalar_len(m, at)?;
+                Value::Int(i128::from(self.be(n)?))
+            }
+            _ => {
+                let n = self.scalar_len(m, at)?;
+                self.advance(n)?;
+                Value::Other
+            }
+        };
+        Ok(value)
+    }
+}
+
+/// A small MessagePack value read whole (predicates, short maps); large data is never built.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Str(String),
+    Int(i128),
+    Array(Vec<Value>),
+    Map(Vec<(Value, Value)>),
+    /// Booleans, floats, nil, binaries, signed integers: not needed by gfxscan.
+    Other,
+}
+
+impl Value {
+    /// The value of `key` in a map.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        match self {
+            Value::Map(pairs) => pairs.iter().find(|(k, _)| k.as_str() == Some(key)).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    /// The string, if this is one.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::Str(s) => Some(s),
+            _ => None,
+        }
     }
 }
 
@@ -183,7 +304,7 @@ pub struct KernelMetadata {
 /// The kernel count, when `amdhsa.kernels` is the map's first key (LLVM's msgpack writer sorts
 /// keys, so it is), read from a prefix of the descriptor; `None` when the prefix does not say.
 pub fn leading_kernel_count(prefix: &[u8]) -> Option<u64> {
-    let mut rd = Reader::new(prefix);
+    let mut rd = Reader::new(&prefix);
     if rd.map_len().ok()? == 0 || rd.str_bytes().ok()? != b"amdhsa.kernels" {
         return None;
     }
@@ -192,12 +313,12 @@ pub fn leading_kernel_count(prefix: &[u8]) -> Option<u64> {
 
 /// Reads the facts gfxscan needs from a whole `NT_AMDGPU_METADATA` note descriptor.
 pub fn parse_kernel_metadata(buf: &[u8]) -> Result<KernelMetadata> {
-    let mut rd = Reader::new(buf);
+    let mut rd = Reader::new(&buf);
     let mut out = KernelMetadata::default();
     let pairs = rd.map_len()?;
     for _ in 0..pairs {
         let key = rd.str_bytes()?;
-        match key {
+        match key.as_slice() {
             b"amdhsa.kernels" => {
                 let n = rd.array_len()?;
                 out.kernels = Some(n);
@@ -206,7 +327,7 @@ pub fn parse_kernel_metadata(buf: &[u8]) -> Result<KernelMetadata> {
                 }
             }
             b"amdhsa.target" => {
-                out.target = Some(String::from_utf8_lossy(rd.str_bytes()?).into_owned());
+                out.target = Some(String::from_utf8_lossy(&rd.str_bytes()?).into_owned());
             }
             b"amdhsa.version" => {
                 let at = rd.position();
@@ -278,7 +399,9 @@ mod tests {
         let b = [0xdf, 0xff, 0xff, 0xff, 0xff];
         assert!(parse_kernel_metadata(&b).is_err());
         // array32 of 4 billion inside a skip.
-        let mut r = Reader::new(&[0xdd, 0xff, 0xff, 0xff, 0xff, 0x01]);
+        let b = [0xdd, 0xff, 0xff, 0xff, 0xff, 0x01];
+        let b = b.as_slice();
+        let mut r = Reader::new(&b);
         assert!(r.skip().is_err());
     }
 
@@ -286,5 +409,7 @@ mod tests {
     fn deep_nesting_is_refused() {
         let b = vec![0x91u8; 10_000];
         assert!(Reader::new(&b).skip().is_err());
+        let mut budget = 1_000_000;
+        assert!(Reader::new(&b).value(&mut budget, 0).is_err());
     }
 }
