@@ -28,6 +28,10 @@ pub enum Kind {
     Zstd,
     Xz,
     Gzip,
+    /// zlib stream (hipBLASLt `.dat.zlib`).
+    Zlib,
+    /// LLVM bitcode (device libraries).
+    LlvmBitcode,
     /// A git-lfs pointer left where a real file should be.
     GitLfsPointer,
     /// Anything else.
@@ -67,7 +71,20 @@ pub const KINDS: &[Rule] = &[
     Rule { magic: b"\xfd7zXZ\0", check: None, kind: Kind::Xz },
     Rule { magic: b"\x1f\x8b", check: None, kind: Kind::Gzip },
     Rule { magic: b"version https://git-lfs.github.com/spec/", check: None, kind: Kind::GitLfsPointer },
+    Rule { magic: b"BC\xc0\xde", check: None, kind: Kind::LlvmBitcode },
+    Rule { magic: b"\xde\xc0\x17\x0b", check: None, kind: Kind::LlvmBitcode },
+    Rule { magic: b"\x78", check: Some(is_zlib_header), kind: Kind::Zlib },
 ];
+
+/// RFC 1950: CM 8 (deflate), window up to 32 KiB, and the header checksum.
+fn is_zlib_header(b: &[u8]) -> bool {
+    match (b.first(), b.get(1)) {
+        (Some(&cmf), Some(&flg)) => {
+            cmf & 0x0f == 8 && cmf >> 4 <= 7 && (u16::from(cmf) * 256 + u16::from(flg)) % 31 == 0
+        }
+        _ => false,
+    }
+}
 
 /// Classifies a file from its first [`SNIFF_LEN`] bytes (fewer for short files).
 pub fn classify(head: &[u8]) -> Kind {
@@ -94,6 +111,9 @@ mod tests {
         assert_eq!(classify(&elf), Kind::AmdgpuElf);
         assert_eq!(classify(b""), Kind::Other);
         assert_eq!(classify(b"\x7fEL"), Kind::Other);
+        assert_eq!(classify(b"\x78\x9c\x01\x02"), Kind::Zlib);
+        assert_eq!(classify(b"\x78yz"), Kind::Other);
+        assert_eq!(classify(b"BC\xc0\xde\x35\x14"), Kind::LlvmBitcode);
     }
 
     #[test]

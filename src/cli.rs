@@ -63,6 +63,10 @@ pub struct ScanArgs {
     /// Show only these targets, side by side (comma-separated, e.g. gfx900,gfx1030,gfx1100).
     #[arg(long, value_delimiter = ',', value_name = "TARGETS")]
     pub only: Vec<String>,
+    /// Compare targets across artifact families: one table, families by targets (default: the
+    /// targets present). Put ROOTs first or after `--`: `scan /opt/rocm --compare gfx900,gfx1100`.
+    #[arg(long, value_delimiter = ',', num_args = 0..=1, value_name = "TARGETS")]
+    pub compare: Option<Vec<String>>,
     /// Worker threads (default: one per core).
     #[arg(short = 'j', long, value_name = "N")]
     pub threads: Option<usize>,

@@ -10,6 +10,7 @@ pub mod aggregate;
 pub mod classify;
 pub mod cli;
 pub mod exit;
+pub mod family;
 pub mod model;
 pub mod parse;
 pub mod report;
@@ -50,9 +51,11 @@ fn output(path: &Option<std::path::PathBuf>) -> anyhow::Result<Box<dyn Write>> {
 
 fn run_scan(args: ScanArgs) -> anyhow::Result<ExitStatus> {
     let targets = load_targets(&args.table)?;
-    for name in &args.only {
-        if targets.by_name(name).is_none() && !name.starts_with("unknown-") {
-            bail!("--only: unknown target {name:?} (see `gfxscan targets`)");
+    for (flag, names) in [("--only", &args.only), ("--compare", &args.compare.clone().unwrap_or_default())] {
+        for name in names {
+            if targets.by_name(name).is_none() && !name.starts_with("unknown-") {
+                bail!("{flag}: unknown target {name:?} (see `gfxscan targets`)");
+            }
         }
     }
     let roots = if args.roots.is_empty() {
@@ -74,7 +77,10 @@ fn run_scan(args: ScanArgs) -> anyhow::Result<ExitStatus> {
     let snap = snap?;
     let format = if args.json { Format::Json } else { args.format };
     let mut out = output(&args.output)?;
-    report::write_scan(&snap, &targets, &args.only, format, &mut out)?;
+    match &args.compare {
+        Some(chosen) => report::write_compare(&snap, &targets, chosen, format, &mut out)?,
+        None => report::write_scan(&snap, &targets, &args.only, format, &mut out)?,
+    }
     out.flush()?;
     Ok(if snap.problems.is_empty() { ExitStatus::Clean } else { ExitStatus::Problems })
 }

@@ -11,6 +11,7 @@ use std::os::unix::ffi::OsStrExt;
 use serde::{Deserialize, Serialize};
 
 use crate::classify::Kind;
+use crate::parse::firmware::FirmwareHeader;
 
 /// Version of the JSON contract. Bump on any change that an old reader would misread.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -145,6 +146,100 @@ pub struct FileRecord {
     pub bundles: u64,
     /// Its code objects, in file order.
     pub code_objects: Vec<CodeObjectRecord>,
+    /// What it is beyond code objects: a Tensile, MIOpen, firmware or bitcode file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact: Option<Artifact>,
+}
+
+/// Artifact families that decide whether a GPU target can run, beyond host-library code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Family {
+    /// rocBLAS / hipBLASLt Tensile library files.
+    Tensile,
+    /// MIOpen databases and tuning models.
+    Miopen,
+    /// Linux amdgpu (and radeon) firmware blobs.
+    Firmware,
+    /// Device-library ISA bitcode (`oclc_isa_version_<isa>.bc`).
+    Bitcode,
+}
+
+/// A file's place in an artifact family and the facts that decide which targets it serves.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Artifact {
+    pub family: Option<Family>,
+    /// What the file is within its family (`lazy-index`, `code`, `perf-db`, `blob`, `isa`, ...).
+    pub role: String,
+    /// For Tensile files: `rocblas` or `hipblaslt`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub library: Option<String>,
+    /// How it is stored: `msgpack`, `zlib`, `elf`, `bundle`, `text`, `sqlite`, `bzip2`,
+    /// `git-lfs-pointer`, `raw`, `zstd`, `xz`, `bitcode`, ...
+    pub format: String,
+    /// The target its name (or its folder's name) claims, resolved through targets.toml.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name_target: Option<String>,
+    /// Target-feature variant the name states (`xnack+`, `xnack-`, `nosramecc`, `sramecc`, `xnack`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name_variant: Option<String>,
+    /// The targets its content serves, when the content says (index processors, code objects).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_targets: Option<Vec<String>>,
+    /// MIOpen: compute-unit count from the name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cu_count: Option<u32>,
+    /// Database records (text lines, `perf_db` or `kern_db` rows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub records: Option<u64>,
+    /// git-lfs pointer: the size of the file it stands for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lfs_size: Option<u64>,
+    /// Firmware: name prefix (`vega10`, `gc_11_0_0`, `psp_13_0_0`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
+    /// Firmware: folder (`amdgpu` or `radeon`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub firmware_dir: Option<String>,
+    /// Firmware: the common header, when the blob has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header: Option<FirmwareHeader>,
+}
+
+impl Artifact {
+    /// The targets this file counts for: its content's when known, else its name's.
+    pub fn targets(&self) -> Vec<String> {
+        match &self.content_targets {
+            Some(t) => t.clone(),
+            None => self.name_target.iter().cloned().collect(),
+        }
+    }
+}
+
+/// A symbolic link met during the walk (followed only with `--follow-links`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkRecord {
+    #[serde(flatten)]
+    pub path: RelPath,
+    /// Where it points, as stored.
+    pub target: String,
+    /// Its family by name, for links inside artifact folders (firmware, Tensile libraries).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact: Option<Artifact>,
+}
+
+/// A file (or link) whose name claims one target while its content serves others.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Mismatch {
+    #[serde(flatten)]
+    pub path: RelPath,
+    /// The target the name claims.
+    pub name_target: String,
+    /// The targets the content serves.
+    pub content_targets: Vec<String>,
+    /// For a link: the file it points to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via_link: Option<String>,
 }
 
 /// Totals for one processor.
@@ -203,4 +298,13 @@ pub struct Snapshot {
     pub targets: BTreeMap<String, TargetCounts>,
     /// Problems, sorted by root and path.
     pub problems: Vec<Problem>,
+    /// Symbolic links inside artifact folders, sorted.
+    #[serde(default)]
+    pub links: Vec<LinkRecord>,
+    /// Files and links whose name claims a target their content does not serve.
+    #[serde(default)]
+    pub mismatches: Vec<Mismatch>,
+    /// Per artifact family, per target: how much there is (see docs/schema.md).
+    #[serde(default)]
+    pub families: BTreeMap<String, BTreeMap<String, u64>>,
 }

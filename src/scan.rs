@@ -9,19 +9,27 @@
 use std::borrow::Cow;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OpenFlags};
 
 use anyhow::{bail, Context};
 use rayon::prelude::*;
 
 use crate::aggregate::summarize_targets;
 use crate::classify::{classify, Kind, SNIFF_LEN};
+use crate::family;
 use crate::model::{
-    CodeObjectRecord, Container, FileRecord, Problem, RelPath, Snapshot, Summary, Tool, SCHEMA_VERSION,
+    Artifact, CodeObjectRecord, Container, Family, FileRecord, LinkRecord, Problem, RelPath, Snapshot,
+    Summary, Tool, SCHEMA_VERSION,
 };
+use crate::parse::bundle::inflate_stream;
 use crate::parse::bundle::{parse_bundles, Bundle, BundleFormat, Bundles, Compression};
 use crate::parse::elf::{parse_code_object, CodeObject};
+use crate::parse::firmware::{inflate_firmware, parse_firmware_header};
 use crate::parse::host::parse_host_elf;
+use crate::parse::miopen::{count_text_records, parse_lfs_pointer};
+use crate::parse::tensile::parse_tensile_index;
 use crate::parse::{check_range, ByteSource, ParseError};
 use crate::resolve::resolve_code_object;
 use crate::targets::Targets;
@@ -238,17 +246,122 @@ fn read_file(c: &Candidate, targets: &Targets) -> FileOutcome {
     }
     // File order: a code object in a compressed bundle sits where its bundle does.
     col.code_objects.sort_by_key(|c| (c.bundle_offset.unwrap_or(c.offset), c.offset));
+    let artifact = family::detect(&c.path, out.kind, targets).map(|mut a| {
+        gather_facts(&mut a, &src, &c.path, &head, &col.code_objects, &mut col.problems);
+        a
+    });
     out.problems = col.problems;
-    if !col.code_objects.is_empty() || col.bundles > 0 {
+    if !col.code_objects.is_empty() || col.bundles > 0 || artifact.is_some() {
         out.record = Some(FileRecord {
             path: RelPath::new(c.root, c.rel.as_os_str()),
             kind: out.kind,
             size: out.size,
             bundles: col.bundles,
             code_objects: col.code_objects,
+            artifact,
         });
     }
     out
+}
+
+/// Counts the rows of `table` in an SQLite database, opened read-only and immutable (no
+/// locks, no journal or WAL files): SQLite reads only the table's b-tree pages.
+fn sqlite_rows(path: &Path, table: &str) -> Result<u64, String> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut uri = String::from("file:");
+    for &b in path.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-_.~".contains(&b) {
+            uri.push(char::from(b));
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    uri.push_str("?immutable=1");
+    let flags =
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(&uri, flags).map_err(|e| format!("sqlite: {e}"))?;
+    conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get::<_, i64>(0))
+        .map(|n| n.max(0) as u64)
+        .map_err(|e| format!("sqlite: {e}"))
+}
+
+/// Largest compressed firmware blob read whole to reach its header.
+const MAX_COMPRESSED_FIRMWARE: u64 = 64 << 20;
+
+/// Adds what only the content can say: index processors, code-object targets, record counts,
+/// firmware headers. A fact that cannot be read is a problem; the artifact is still listed.
+fn gather_facts(
+    a: &mut Artifact,
+    src: &FileSource,
+    path: &Path,
+    head: &[u8],
+    cos: &[CodeObjectRecord],
+    problems: &mut Vec<String>,
+) {
+    match a.family {
+        Some(Family::Tensile) => {
+            if !cos.is_empty() {
+                let mut procs: Vec<String> = Vec::new();
+                for c in cos {
+                    if !procs.contains(&c.processor) {
+                        procs.push(c.processor.clone());
+                    }
+                }
+                a.content_targets = Some(procs);
+            } else if matches!(a.role.as_str(), "lazy-index" | "index" | "merged-index") && !a.role.is_empty()
+            {
+                let index = match a.format.as_str() {
+                    "msgpack" => parse_tensile_index(src),
+                    "zlib" => inflate_stream(src, Compression::Zlib).and_then(|s| parse_tensile_index(&s)),
+                    _ => return,
+                };
+                match index {
+                    Ok(idx) if idx.library_type.as_deref() == Some("Hardware") => {
+                        a.content_targets = Some(idx.processors)
+                    }
+                    Ok(_) => {}
+                    Err(e) => problems.push(format!("Tensile index: {e}")),
+                }
+            }
+        }
+        Some(Family::Miopen) => match a.format.as_str() {
+            "sqlite" => {
+                let table = if a.role.contains("kernel") { "kern_db" } else { "perf_db" };
+                match sqlite_rows(path, table) {
+                    Ok(n) => a.records = Some(n),
+                    Err(e) => problems.push(e),
+                }
+            }
+            "text" if a.role.ends_with("-db") => match count_text_records(src) {
+                Ok(n) => a.records = Some(n),
+                Err(e) => problems.push(e.to_string()),
+            },
+            "git-lfs-pointer" => {
+                a.lfs_size = src.read_up_to(0, 1024).ok().and_then(|t| parse_lfs_pointer(&t))
+            }
+            _ => {}
+        },
+        Some(Family::Firmware) => {
+            a.header = match a.format.as_str() {
+                "zstd" | "xz" if src.len <= MAX_COMPRESSED_FIRMWARE => {
+                    match src
+                        .read_at(0, src.len as usize)
+                        .map_err(|e| e.to_string())
+                        .and_then(|d| inflate_firmware(&d, a.format == "xz"))
+                    {
+                        Ok(blob) => parse_firmware_header(&blob, blob.len() as u64),
+                        Err(e) => {
+                            problems.push(format!("compressed firmware: {e}"));
+                            None
+                        }
+                    }
+                }
+                "raw" => parse_firmware_header(head, src.len),
+                _ => None,
+            };
+        }
+        _ => {}
+    }
 }
 
 /// Scans the roots and returns the snapshot. Fails only when nothing can be scanned.
@@ -307,6 +420,22 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
     summary.files_with_device_code = files.iter().filter(|f| !f.code_objects.is_empty()).count() as u64;
     summary.code_objects = files.iter().map(|f| f.code_objects.len() as u64).sum();
     let targets_summary = summarize_targets(&files);
+    let mut links: Vec<LinkRecord> = walked
+        .links
+        .iter()
+        .filter_map(|l| {
+            let artifact = family::detect_link(&l.path, targets)?;
+            let target = l.target.to_string_lossy().into_owned();
+            Some(LinkRecord {
+                path: RelPath::new(l.root, l.rel.as_os_str()),
+                target,
+                artifact: Some(artifact),
+            })
+        })
+        .collect();
+    links.sort_by_cached_key(|l| l.path.sort_key());
+    let mismatches = family::mismatches(&files, &links);
+    let families = family::families_table(&files);
     Ok(Snapshot {
         schema_version: SCHEMA_VERSION,
         tool: Tool::current(),
@@ -315,5 +444,8 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
         files,
         targets: targets_summary,
         problems,
+        links,
+        mismatches,
+        families,
     })
 }

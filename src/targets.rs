@@ -256,6 +256,22 @@ impl Targets {
         self.by_v2_isa.get(&v).map(|(i, f)| (&self.list[*i], f.as_str()))
     }
 
+    /// The longest target name that `s` starts with (MIOpen names run the CU count on:
+    /// `gfx90878` is gfx908 with 0x78 CUs, so the longest known name must win).
+    pub fn longest_prefix_of(&self, s: &str) -> Option<&Target> {
+        self.list.iter().filter(|t| s.starts_with(t.name.as_str())).max_by_key(|t| t.name.len())
+    }
+
+    /// The target whose firmware prefixes include `prefix`.
+    pub fn by_firmware(&self, prefix: &str) -> Option<&Target> {
+        self.list.iter().find(|t| t.firmware.iter().any(|p| p == prefix))
+    }
+
+    /// Every firmware prefix in the table.
+    pub fn firmware_prefixes(&self) -> impl Iterator<Item = &str> {
+        self.list.iter().flat_map(|t| t.firmware.iter().map(String::as_str))
+    }
+
     /// Processors whose generic target is `generic`.
     pub fn members_of(&self, generic: &str) -> BTreeSet<&str> {
         self.list.iter().filter(|t| t.generic.as_deref() == Some(generic)).map(|t| t.name.as_str()).collect()

@@ -413,3 +413,77 @@ pub fn host_elf(sections: &[HostSection]) -> Vec<u8> {
     w.write_shstrtab_section_header();
     buf
 }
+
+/// A Tensile master library (`.dat`, MessagePack) with `solutions` dummy solutions and one
+/// `Hardware` row per processor, the first as an `And` with a CU count as real files have.
+pub fn tensile_index(processors: &[&str], solutions: usize) -> Vec<u8> {
+    use rmp::encode::*;
+    let mut b = Vec::new();
+    write_map_len(&mut b, 2).unwrap();
+    write_str(&mut b, "solutions").unwrap();
+    write_array_len(&mut b, solutions as u32).unwrap();
+    for i in 0..solutions {
+        write_map_len(&mut b, 2).unwrap();
+        write_str(&mut b, "name").unwrap();
+        write_str(&mut b, &format!("Cijk_Ailk_Bjlk_S_MT{i}")).unwrap();
+        write_str(&mut b, "index").unwrap();
+        write_uint(&mut b, i as u64).unwrap();
+    }
+    write_str(&mut b, "library").unwrap();
+    write_map_len(&mut b, 2).unwrap();
+    write_str(&mut b, "type").unwrap();
+    write_str(&mut b, "Hardware").unwrap();
+    write_str(&mut b, "rows").unwrap();
+    write_array_len(&mut b, processors.len() as u32).unwrap();
+    for (i, p) in processors.iter().enumerate() {
+        write_map_len(&mut b, 2).unwrap();
+        write_str(&mut b, "predicate").unwrap();
+        write_map_len(&mut b, 2).unwrap();
+        write_str(&mut b, "type").unwrap();
+        write_str(&mut b, "AMDGPU").unwrap();
+        write_str(&mut b, "value").unwrap();
+        let processor = |b: &mut Vec<u8>| {
+            write_map_len(b, 2).unwrap();
+            write_str(b, "type").unwrap();
+            write_str(b, "Processor").unwrap();
+            write_str(b, "value").unwrap();
+            write_str(b, p).unwrap();
+        };
+        if i == 0 {
+            write_map_len(&mut b, 2).unwrap();
+            write_str(&mut b, "type").unwrap();
+            write_str(&mut b, "And").unwrap();
+            write_str(&mut b, "value").unwrap();
+            write_array_len(&mut b, 2).unwrap();
+            processor(&mut b);
+            write_map_len(&mut b, 2).unwrap();
+            write_str(&mut b, "type").unwrap();
+            write_str(&mut b, "CUCount").unwrap();
+            write_str(&mut b, "value").unwrap();
+            write_uint(&mut b, 104).unwrap();
+        } else {
+            processor(&mut b);
+        }
+        write_str(&mut b, "library").unwrap();
+        write_map_len(&mut b, 1).unwrap();
+        write_str(&mut b, "type").unwrap();
+        write_str(&mut b, "ProblemMap").unwrap();
+    }
+    b
+}
+
+/// An amdgpu firmware blob of `size` bytes with a version-1.0 common header.
+pub fn firmware_blob(ucode_version: u32, ip: (u16, u16), size: usize) -> Vec<u8> {
+    let mut b = vec![0u8; size.max(64)];
+    let size = b.len() as u32;
+    b[0..4].copy_from_slice(&size.to_le_bytes());
+    b[4..8].copy_from_slice(&44u32.to_le_bytes());
+    b[8..10].copy_from_slice(&1u16.to_le_bytes());
+    b[12..14].copy_from_slice(&ip.0.to_le_bytes());
+    b[14..16].copy_from_slice(&ip.1.to_le_bytes());
+    b[16..20].copy_from_slice(&ucode_version.to_le_bytes());
+    b[20..24].copy_from_slice(&(size - 256).to_le_bytes());
+    b[24..28].copy_from_slice(&256u32.to_le_bytes());
+    b[28..32].copy_from_slice(&0xdead_beefu32.to_le_bytes());
+    b
+}

@@ -71,10 +71,24 @@ pub struct Candidate {
     pub size: u64,
 }
 
+/// A symbolic link met and not followed.
+#[derive(Debug, Clone)]
+pub struct Link {
+    /// Index of its root.
+    pub root: usize,
+    /// Full path of the link itself.
+    pub path: PathBuf,
+    /// Path relative to the root.
+    pub rel: PathBuf,
+    /// Where it points, as stored.
+    pub target: PathBuf,
+}
+
 /// What a walk found.
 #[derive(Debug, Default)]
 pub struct Walked {
     pub candidates: Vec<Candidate>,
+    pub links: Vec<Link>,
     pub symlinks: u64,
     pub problems: Vec<Problem>,
 }
@@ -118,6 +132,8 @@ pub fn walk(roots: &[Root], follow_links: bool, tick: &dyn Fn()) -> Walked {
             let rel = rel_of(entry.path());
             if ft.is_symlink() {
                 out.symlinks += 1;
+                let target = fs::read_link(entry.path()).unwrap_or_default();
+                out.links.push(Link { root: i, path: entry.into_path(), rel, target });
             } else if ft.is_file() {
                 let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
                 out.candidates.push(Candidate { root: i, path: entry.into_path(), rel, size });

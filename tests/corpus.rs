@@ -161,3 +161,185 @@ fn kernel_counts_match_truth() {
         assert_eq!(check_kernels(Path::new(&dir), &shared().join("truth/deb_files.tsv")), 20);
     }
 }
+
+fn scan_dir(root: &Path) -> Snapshot {
+    let config = ScanConfig { roots: vec![root.to_path_buf()], threads: None, follow_links: false };
+    scan(&config, &Targets::builtin(), &Silent).expect("scan runs")
+}
+
+fn tsv(table: &Path) -> Vec<BTreeMap<String, String>> {
+    let text = std::fs::read_to_string(table).expect("truth table readable");
+    let mut lines = text.lines().filter(|l| !l.starts_with('#'));
+    let header: Vec<String> = lines.next().expect("header").split('\t').map(str::to_string).collect();
+    lines.map(|l| header.iter().cloned().zip(l.split('\t').map(str::to_string)).collect()).collect()
+}
+
+/// Tensile files per arch-in-name of a library dir: (files, .co, .hsaco, .dat, other, bytes).
+fn tensile_counts(snap: &Snapshot, dir: &str) -> BTreeMap<String, [u64; 6]> {
+    let mut out: BTreeMap<String, [u64; 6]> = BTreeMap::new();
+    for f in &snap.files {
+        let (Some(a), Some(name)) = (&f.artifact, f.path.path.strip_prefix(&format!("{dir}/"))) else {
+            continue;
+        };
+        if name.contains('/') || a.family != Some(gfxscan::model::Family::Tensile) {
+            continue;
+        }
+        let arch = a.name_target.clone().unwrap_or_else(|| "(no-arch-in-name)".into());
+        let c = out.entry(arch).or_default();
+        let slot = [".co", ".hsaco", ".dat"].iter().position(|e| name.ends_with(e)).map_or(4, |i| i + 1);
+        c[0] += 1;
+        c[slot] += 1;
+        c[5] += f.size;
+    }
+    out
+}
+
+fn check_tensile(root: &Path, table: &Path, strip: &str) -> usize {
+    let snap = scan_dir(root);
+    let rows = tsv(table);
+    for row in &rows {
+        let dir = row["library_dir"].trim_start_matches(strip);
+        let got = tensile_counts(&snap, dir);
+        let want: [u64; 6] =
+            ["files", ".co", ".hsaco", ".dat", "other", "bytes"].map(|k| row[k].parse().expect("number"));
+        assert_eq!(got.get(&row["arch"]), Some(&want), "{dir} {}", row["arch"]);
+    }
+    rows.len()
+}
+
+#[test]
+fn tensile_counts_match_truth() {
+    if !shared().join("files").is_dir() {
+        eprintln!("skipped: corpus not present");
+        return;
+    }
+    assert_eq!(
+        check_tensile(&shared().join("files"), &shared().join("truth/TRUTH_tensile.tsv"), "subset/"),
+        2
+    );
+    if let Some(dir) = std::env::var_os("GFXSCAN_DEBIAN_CORPUS") {
+        assert_eq!(
+            check_tensile(Path::new(&dir), &shared().join("truth/deb_tensile_arch_counts.tsv"), ""),
+            11
+        );
+    }
+}
+
+#[test]
+fn miopen_records_match_truth() {
+    let root = shared().join("files/github/miopen");
+    if !root.is_dir() {
+        eprintln!("skipped: corpus not present");
+        return;
+    }
+    let snap = scan_dir(&root);
+    // The truth also describes gfx942130.db, which the corpus does not ship.
+    let present = |r: &BTreeMap<String, String>| {
+        walkdir::WalkDir::new(root.join(&r["ref"]))
+            .into_iter()
+            .flatten()
+            .any(|e| e.file_name() == r["file"].as_str())
+    };
+    let rows: Vec<_> = tsv(&shared().join("truth/TRUTH_miopen.tsv")).into_iter().filter(present).collect();
+    for row in &rows {
+        let file = snap
+            .files
+            .iter()
+            .find(|f| {
+                f.path.path.starts_with(&row["ref"]) && f.path.path.ends_with(&format!("/{}", row["file"]))
+            })
+            .unwrap_or_else(|| panic!("{} {} not found", row["ref"], row["file"]));
+        let a = file.artifact.as_ref().expect("a MIOpen artifact");
+        assert_eq!(a.name_target.as_deref(), Some(row["arch"].as_str()), "{}", row["file"]);
+        let cu = row["num_cu"].parse::<u32>().ok();
+        assert_eq!(a.cu_count, cu, "{}", row["file"]);
+        match row["kind"].as_str() {
+            "perfdb-sqlite" | "finddb-text" => {
+                assert_eq!(a.records, Some(row["count"].parse().expect("count")), "{}", row["file"])
+            }
+            "git-lfs-pointer" => {
+                assert_eq!(a.lfs_size, Some(row["count"].parse().expect("size")), "{}", row["file"])
+            }
+            "bzip2" => assert_eq!(a.format, "bzip2"),
+            "tuna-model" => assert_eq!(a.role, "tuning-model"),
+            other => panic!("truth kind {other} not covered"),
+        }
+    }
+    assert_eq!(rows.len(), 8);
+}
+
+/// Firmware per (folder, prefix): regular files, symlinks, bytes of the regular files.
+fn firmware_counts(snap: &Snapshot) -> BTreeMap<(String, String), [u64; 3]> {
+    let mut out: BTreeMap<(String, String), [u64; 3]> = BTreeMap::new();
+    let key = |a: &gfxscan::model::Artifact| {
+        (a.firmware_dir.clone().unwrap_or_default(), a.prefix.clone().unwrap_or_default())
+    };
+    for f in &snap.files {
+        if let Some(a) = f.artifact.as_ref().filter(|a| a.family == Some(gfxscan::model::Family::Firmware)) {
+            let c = out.entry(key(a)).or_default();
+            c[0] += 1;
+            c[2] += f.size;
+        }
+    }
+    for l in &snap.links {
+        if let Some(a) = l.artifact.as_ref().filter(|a| a.family == Some(gfxscan::model::Family::Firmware)) {
+            out.entry(key(a)).or_default()[1] += 1;
+        }
+    }
+    out
+}
+
+/// gfxscan handles the amdgpu and radeon folders; the truth also counts amdnpu and r128.
+fn check_firmware(root: &Path, table: &Path) -> usize {
+    let got = firmware_counts(&scan_dir(root));
+    let rows: Vec<_> =
+        tsv(table).into_iter().filter(|r| matches!(r["dir"].as_str(), "amdgpu" | "radeon")).collect();
+    for row in &rows {
+        let want = ["regular_files", "symlinks", "bytes"].map(|k| row[k].parse::<u64>().expect("number"));
+        assert_eq!(
+            got.get(&(row["dir"].clone(), row["prefix"].clone())),
+            Some(&want),
+            "{}/{}",
+            row["dir"],
+            row["prefix"]
+        );
+    }
+    assert_eq!(got.len(), rows.len(), "gfxscan found prefixes the truth lacks");
+    rows.len()
+}
+
+#[test]
+fn firmware_prefix_counts_match_truth() {
+    const PKG: &str = "deb/trixie/firmware-amd-graphics_20250410-2/usr/lib/firmware";
+    let src = shared().join("files").join(PKG);
+    if !src.is_dir() {
+        eprintln!("skipped: corpus not present");
+        return;
+    }
+    // The shared copy stores symlinks as small files naming their target; MANIFEST.tsv says
+    // which. Rebuild the tree with real links before scanning it.
+    let links: BTreeMap<String, String> = tsv(&shared().join("MANIFEST.tsv"))
+        .into_iter()
+        .filter_map(|r| Some((r["path"].clone(), r["sha256"].strip_prefix("symlink->")?.to_string())))
+        .collect();
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let copy = tmp.path().join("lib/firmware");
+    for entry in walkdir::WalkDir::new(&src).into_iter().map(|e| e.expect("walk")) {
+        let rel = entry.path().strip_prefix(&src).expect("under src");
+        let dst = copy.join(rel);
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&dst).expect("mkdir");
+        } else if let Some(target) = links.get(&format!("{PKG}/{}", rel.display())) {
+            std::os::unix::fs::symlink(target, &dst).expect("symlink");
+        } else {
+            std::fs::copy(entry.path(), &dst).expect("copy");
+        }
+    }
+    let restored = links.keys().filter(|k| k.starts_with(PKG)).count();
+    assert_eq!(restored, 12, "links in the firmware package per MANIFEST");
+    assert_eq!(check_firmware(&copy, &shared().join("truth/TRUTH_firmware_prefix_counts.tsv")), 6);
+    if let Some(dir) = std::env::var_os("GFXSCAN_DEBIAN_CORPUS") {
+        let fw = Path::new(&dir).join(PKG);
+        assert_eq!(check_firmware(&fw, &shared().join("truth/firmware_prefix_counts.tsv")), 165);
+    }
+}

@@ -223,13 +223,9 @@ impl Inflate for ZlibInflate {
     }
 }
 
-/// A stream that inflates the CCOB at the start of `src` (which may run past the CCOB's end).
-pub fn ccob_stream<'a>(src: &'a dyn ByteSource, h: &CcobHeader) -> Result<StreamSource<'a>> {
-    let in_end = h.total_size.unwrap_or(src.len());
-    if in_end > src.len() {
-        return Err(ParseError::Truncated { what: "CCOB payload", offset: src.len() });
-    }
-    let inflate: Box<dyn Inflate> = match h.compression {
+/// A streaming decompressor for `c`.
+pub(crate) fn inflater(c: Compression) -> Result<Box<dyn Inflate>> {
+    Ok(match c {
         Compression::Zstd => {
             let mut d = zstd::stream::raw::Decoder::new()
                 .map_err(|e| ParseError::Decompress { what: "zstd", detail: e.to_string() })?;
@@ -239,7 +235,21 @@ pub fn ccob_stream<'a>(src: &'a dyn ByteSource, h: &CcobHeader) -> Result<Stream
             Box::new(ZstdInflate(d))
         }
         Compression::Zlib => Box::new(ZlibInflate(flate2::Decompress::new(true))),
-    };
+    })
+}
+
+/// The whole of `src` inflated as a stream (a `.dat.zlib` file), up to [`MAX_UNCOMPRESSED`].
+pub fn inflate_stream(src: &dyn ByteSource, c: Compression) -> Result<StreamSource<'_>> {
+    Ok(StreamSource::new(src, 0, src.len(), inflater(c)?, MAX_UNCOMPRESSED))
+}
+
+/// A stream that inflates the CCOB at the start of `src` (which may run past the CCOB's end).
+pub fn ccob_stream<'a>(src: &'a dyn ByteSource, h: &CcobHeader) -> Result<StreamSource<'a>> {
+    let in_end = h.total_size.unwrap_or(src.len());
+    if in_end > src.len() {
+        return Err(ParseError::Truncated { what: "CCOB payload", offset: src.len() });
+    }
+    let inflate = inflater(h.compression)?;
     Ok(StreamSource::new(src, h.header_len, in_end, inflate, h.uncompressed_size))
 }
 

@@ -11,8 +11,11 @@
 
 pub mod bundle;
 pub mod elf;
+pub mod firmware;
 pub mod host;
+pub mod miopen;
 pub mod msgpack;
+pub mod tensile;
 
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -376,6 +379,22 @@ impl ByteSource for StreamSource<'_> {
         let start = (offset - st.window_base) as usize;
         let bytes = st.window.get(start..start + len).unwrap_or(&[]).to_vec();
         Ok(Cow::Owned(bytes))
+    }
+
+    fn read_up_to(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>> {
+        // The declared length may be only a cap (a zlib file stores none): return what exists.
+        let len = self.declared.saturating_sub(offset).min(len as u64) as usize;
+        {
+            let mut st = self.state.borrow_mut();
+            st.fill(self.declared, offset + len as u64)?;
+            let have_end = st.window_base + st.window.len() as u64;
+            if have_end < offset + len as u64 && st.finished {
+                let avail = have_end.saturating_sub(offset) as usize;
+                drop(st);
+                return self.read_at(offset, avail);
+            }
+        }
+        self.read_at(offset, len)
     }
 
     fn release_before(&self, offset: u64) {

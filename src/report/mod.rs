@@ -12,6 +12,7 @@ use comfy_table::presets::{ASCII_MARKDOWN, NOTHING};
 use comfy_table::{CellAlignment, Table};
 
 use crate::cli::Format;
+use crate::family::FAMILY_ROWS;
 use crate::model::{Snapshot, TargetCounts};
 use crate::targets::Targets;
 
@@ -163,8 +164,103 @@ pub fn write_scan(
             } else {
                 writeln!(out, "{}", table_of(&rows, md))?;
             }
+            write_mismatches(snap, out, md)?;
             write_problems(snap, out, md)?;
         }
+    }
+    Ok(())
+}
+
+/// The targets of a comparison: those chosen, else every target any family holds; in
+/// targets.toml order.
+pub fn compare_targets(snap: &Snapshot, targets: &Targets, chosen: &[String]) -> Vec<String> {
+    let mut names: Vec<String> = if chosen.is_empty() {
+        snap.families.values().flat_map(|m| m.keys().cloned()).collect()
+    } else {
+        chosen.to_vec()
+    };
+    names.sort_by_key(|n| (targets.rank(n), n.clone()));
+    names.dedup();
+    names
+}
+
+/// Writes the comparison view: artifact families down, targets across.
+pub fn write_compare(
+    snap: &Snapshot,
+    targets: &Targets,
+    chosen: &[String],
+    format: Format,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let cols = compare_targets(snap, targets, chosen);
+    let count = |row: &str, t: &str| snap.families.get(row).and_then(|m| m.get(t)).copied().unwrap_or(0);
+    match format {
+        Format::Json => {
+            let mut view = snap.clone();
+            view.families = FAMILY_ROWS
+                .iter()
+                .map(|(row, _)| (row.to_string(), cols.iter().map(|t| (t.clone(), count(row, t))).collect()))
+                .collect();
+            let mut text = serde_json::to_vec_pretty(&view)?;
+            text.push(b'\n');
+            out.write_all(&text)?;
+        }
+        Format::Csv => {
+            let mut w = csv::Writer::from_writer(Vec::new());
+            w.write_record(std::iter::once("family".to_string()).chain(cols.iter().cloned()))?;
+            for (row, _) in FAMILY_ROWS {
+                w.write_record(
+                    std::iter::once(row.to_string()).chain(cols.iter().map(|t| count(row, t).to_string())),
+                )?;
+            }
+            out.write_all(&w.into_inner().map_err(|e| e.into_error())?)?;
+        }
+        Format::Table | Format::Markdown => {
+            let md = format == Format::Markdown;
+            writeln!(out, "{}", headline(snap))?;
+            writeln!(out)?;
+            let mut t = Table::new();
+            t.load_preset(if md { ASCII_MARKDOWN } else { NOTHING });
+            t.set_header(
+                std::iter::once(if md { "artifact".to_string() } else { "ARTIFACT".to_string() })
+                    .chain(cols.iter().cloned()),
+            );
+            for (row, label) in FAMILY_ROWS {
+                let cells = cols.iter().map(|c| match count(row, c) {
+                    0 => "—".to_string(),
+                    n => thousands(n),
+                });
+                t.add_row(std::iter::once(label.to_string()).chain(cells));
+            }
+            for i in 1..=cols.len() {
+                if let Some(col) = t.column_mut(i) {
+                    col.set_cell_alignment(CellAlignment::Right);
+                }
+            }
+            writeln!(out, "{t}")?;
+            write_mismatches(snap, out, md)?;
+            write_problems(snap, out, md)?;
+        }
+    }
+    Ok(())
+}
+
+fn write_mismatches(snap: &Snapshot, out: &mut dyn Write, markdown: bool) -> io::Result<()> {
+    if snap.mismatches.is_empty() {
+        return Ok(());
+    }
+    writeln!(out)?;
+    writeln!(out, "{}Names that lie ({}):", if markdown { "### " } else { "" }, snap.mismatches.len())?;
+    for m in &snap.mismatches {
+        let via = m.via_link.as_ref().map(|v| format!(" (a link to {v})")).unwrap_or_default();
+        writeln!(
+            out,
+            "{}{}{via}: named for {}, but serves {}",
+            if markdown { "- " } else { "  " },
+            m.path.display(&snap.roots),
+            m.name_target,
+            m.content_targets.join(", ")
+        )?;
     }
     Ok(())
 }
