@@ -42,8 +42,12 @@ done
 # A Python extension with a compressed (CCOB v3, zstd) .hip_fatbin for 27 targets.
 put whl/jax_rocm7_plugin-0.12.0/jax_rocm7_plugin/_prng.so venv/lib/python3.12/site-packages/jax_rocm7_plugin/_prng.so
 # Firmware: Vega 10 (gfx900) and GC 11.0.0 (gfx1100) blobs.
-for f in vega10_ce.bin vega10_me.bin vega10_pfp.bin vega10_rlc.bin vega10_sdma.bin vega10_sdma1.bin \
+for f in vega10_ce.bin vega10_me.bin vega10_mec.bin vega10_pfp.bin vega10_rlc.bin vega10_sdma.bin vega10_sdma1.bin \
          vega10_gpu_info.bin gc_11_0_0_imu.bin gc_11_0_0_rlc.bin gc_11_0_0_pfp.bin; do
   [ -f "$src/$fw/$f" ] && put "$fw/$f" "lib/firmware/amdgpu/$f"
 done
+# The package ships vega10_mec2.bin as a link to vega10_mec.bin (the corpus stores it as a
+# small file naming its target; MANIFEST.tsv says "symlink->vega10_mec.bin").
+ln -s vega10_mec.bin "$out/lib/firmware/amdgpu/vega10_mec2.bin"
+printf '%s\t%s\t%s\t%s\n' lib/firmware/amdgpu/vega10_mec2.bin "$fw/vega10_mec2.bin" 0 "symlink->vega10_mec.bin" >> "$out/PROVENANCE.tsv"
 echo "sample rebuilt: $(du -sh "$out" | cut -f1), $(($(wc -l < "$out/PROVENANCE.tsv") - 1)) files"

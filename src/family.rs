@@ -340,7 +340,8 @@ fn link_destination(link: &RelPath, target: &str) -> Option<String> {
     Some(out.join("/"))
 }
 
-/// Files and links whose name claims a target their content does not serve.
+/// Files and links whose name claims a target their content does not serve. Content means
+/// what the bytes say (code objects, Tensile hardware rows), never another file's name.
 pub fn mismatches(files: &[FileRecord], links: &[LinkRecord]) -> Vec<Mismatch> {
     let mut out = BTreeSet::new();
     let by_path: BTreeMap<(usize, &str), &FileRecord> =
@@ -372,7 +373,11 @@ pub fn mismatches(files: &[FileRecord], links: &[LinkRecord]) -> Vec<Mismatch> {
                 continue;
             }
             if let Some(file) = by_path.get(&(at.root, d.as_str())) {
-                let served = file.artifact.as_ref().map(|a| a.targets()).unwrap_or_default();
+                // Only content can convict a name: a link to a file known only by its own name
+                // (firmware, which linux-firmware shares across chips by links on purpose;
+                // Tensile sub-libraries) proves nothing.
+                let served =
+                    file.artifact.as_ref().and_then(|a| a.content_targets.clone()).unwrap_or_default();
                 if !served.is_empty() && !served.contains(&name) {
                     out.insert(Mismatch {
                         path: l.path.clone(),
