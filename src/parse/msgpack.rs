@@ -45,25 +45,24 @@ impl<'a> Reader<'a> {
         self.src.len().saturating_sub(self.pos)
     }
 
-    /// The next `n` bytes (buffered), advancing past them.
-    fn take(&mut self, n: u64) -> Result<Vec<u8>> {
+    /// Makes the buffer hold `[pos, pos + n)`, reading a chunk (or `n` bytes) when it does not.
+    fn fill(&mut self, n: u64) -> Result<()> {
         if n > self.remaining() {
             return Err(ParseError::Truncated { what: "msgpack value", offset: self.pos });
         }
-        let end = self.pos + n;
-        if self.pos < self.buf_start || end > self.buf_start + self.buf.len() as u64 {
-            if n as usize > CHUNK {
-                let out = self.src.read_at(self.pos, n as usize)?.into_owned();
-                self.pos = end;
-                return Ok(out);
-            }
-            self.buf = self.src.read_up_to(self.pos, CHUNK)?.into_owned();
+        if self.pos < self.buf_start || self.pos + n > self.buf_start + self.buf.len() as u64 {
+            self.buf = self.src.read_up_to(self.pos, CHUNK.max(n as usize))?.into_owned();
             self.buf_start = self.pos;
         }
+        Ok(())
+    }
+
+    /// The next `n` bytes, advancing past them (for strings; `n` is at most [`MAX_STR`]).
+    fn take(&mut self, n: u64) -> Result<Vec<u8>> {
+        self.fill(n)?;
         let at = (self.pos - self.buf_start) as usize;
-        let out = self.buf.get(at..at + n as usize).unwrap_or(&[]).to_vec();
-        self.pos = end;
-        Ok(out)
+        self.pos += n;
+        Ok(self.buf.get(at..at + n as usize).unwrap_or(&[]).to_vec())
     }
 
     /// Moves past `n` bytes without reading them.
@@ -75,14 +74,22 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
+    /// A big-endian integer of `n` (at most 8) bytes, read in place.
     fn be(&mut self, n: u64) -> Result<u64> {
-        Ok(self.take(n)?.iter().fold(0u64, |acc, &b| (acc << 8) | u64::from(b)))
+        self.fill(n)?;
+        let at = (self.pos - self.buf_start) as usize;
+        self.pos += n;
+        Ok(self
+            .buf
+            .get(at..at + n as usize)
+            .unwrap_or(&[])
+            .iter()
+            .fold(0u64, |acc, &b| (acc << 8) | u64::from(b)))
     }
 
     /// The next marker.
     pub fn marker(&mut self) -> Result<Marker> {
-        let b = self.take(1)?;
-        Ok(Marker::from_u8(b.first().copied().unwrap_or(0xc1)))
+        Ok(Marker::from_u8(self.be(1)? as u8))
     }
 
     /// Length of the string whose marker is `m`, if it is one.

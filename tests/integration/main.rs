@@ -3,6 +3,7 @@
 
 mod commands;
 mod determinism;
+mod families;
 mod fixtures;
 mod formats;
 mod hostile;

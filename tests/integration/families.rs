@@ -1,0 +1,691 @@
+//! Artifact families (Tensile, MIOpen, firmware, device-lib bitcode) on trees built here, for
+//! the variants no real file in the corpus has: text, SQLite and git-lfs MIOpen databases,
+//! per-arch Tensile folders, `.dat.zlib` and merged indexes, compressed firmware and firmware
+//! links, names that lie (copies and links), and the `--compare` view in every format.
+
+use std::io::Write;
+
+use serde_json::{json, Value};
+
+use gfxscan::family::FAMILY_ROWS;
+use gfxscan::testing::{firmware_blob, host_elf, tensile_index, HostSection};
+
+use crate::fixtures::{co, hip_bundle, GFX1030, GFX1100, GFX900, GFX90A, XNACK_ON};
+use crate::util::{file_paths, problems, Tree};
+
+const MIOPEN_DB: &str = "opt/rocm/share/miopen/db";
+const ROCBLAS_LIB: &str = "opt/rocm/lib/rocblas/library";
+const HIPBLASLT_LIB: &str = "opt/rocm/lib/hipblaslt/library";
+const FIRMWARE: &str = "lib/firmware/amdgpu";
+const BITCODE: &str = "opt/rocm/amdgcn/bitcode";
+
+/// An SQLite database at `rel` with `table(id, a, b)` holding `rows` rows.
+fn sqlite_db(tree: &Tree, rel: &str, table: &str, rows: usize) {
+    let path = tree.path(rel);
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("create parent folders");
+    let conn = rusqlite::Connection::open(&path).expect("create sqlite db");
+    conn.execute_batch(&format!(
+        "CREATE TABLE {table} (id INTEGER PRIMARY KEY, solver TEXT, config TEXT, params TEXT);"
+    ))
+    .expect("create table");
+    for i in 0..rows {
+        conn.execute(
+            &format!("INSERT INTO {table} (solver, config, params) VALUES (?1, ?2, ?3)"),
+            (format!("Solver{i}"), format!("cfg{i}"), "1:2:3"),
+        )
+        .expect("insert row");
+    }
+    conn.close().expect("close sqlite db");
+}
+
+fn zlib(bytes: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(bytes).expect("deflate");
+    e.finish().expect("deflate")
+}
+
+fn xz(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    lzma_rs::xz_compress(&mut &bytes[..], &mut out).expect("xz");
+    out
+}
+
+/// A text MIOpen database with `n` record lines.
+fn text_db(n: usize) -> Vec<u8> {
+    (0..n).map(|i| format!("3-32-32-5x5-{i}=ConvOclDirectFwd:{i},8,1,16\n")).collect::<String>().into_bytes()
+}
+
+/// `gfxscan scan ROOT --json`, expecting exit `code`.
+#[track_caller]
+fn snapshot(tree: &Tree, code: i32) -> Value {
+    let (run, snap) = tree.scan_json(&[]);
+    run.expect_code(code);
+    snap
+}
+
+/// The `artifact` of the file record at `path`.
+#[track_caller]
+fn artifact<'a>(snap: &'a Value, path: &str) -> &'a Value {
+    let f = crate::util::file_record(snap, path);
+    assert!(f["artifact"].is_object(), "{path} has no artifact: {f:#}");
+    &f["artifact"]
+}
+
+/// The link record at `path`.
+#[track_caller]
+fn link<'a>(snap: &'a Value, path: &str) -> &'a Value {
+    let links = snap["links"].as_array().expect("links is an array");
+    links.iter().find(|l| l["path"] == path).unwrap_or_else(|| panic!("no link {path:?} in {links:#?}"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. MIOpen databases
+// ---------------------------------------------------------------------------------------------
+
+/// Text perf and find DBs (records = non-empty lines), a `_nosramecc_` name, SQLite perf and
+/// kernel DBs (records = rows of `perf_db` / `kern_db`) and a git-lfs pointer standing for a
+/// kernel DB; then the per-target `families` rows they fill.
+#[test]
+fn miopen_databases_text_sqlite_and_lfs_pointers() {
+    let tree = Tree::new();
+    let mut perf = text_db(3);
+    perf.extend_from_slice(b"\n");
+    perf.extend_from_slice(&text_db(2));
+    tree.file(format!("{MIOPEN_DB}/gfx90a68.db.txt"), &perf);
+    tree.file(format!("{MIOPEN_DB}/gfx1030_36.HIP.fdb.txt"), &text_db(4));
+    tree.file(format!("{MIOPEN_DB}/gfx906_nosramecc_60.db.txt"), &text_db(6));
+    sqlite_db(&tree, &format!("{MIOPEN_DB}/gfx1100_48.db"), "perf_db", 7);
+    sqlite_db(&tree, &format!("{MIOPEN_DB}/gfx1030_36.kdb"), "kern_db", 3);
+    let oid = "4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393";
+    tree.file(
+        format!("{MIOPEN_DB}/gfx942.kdb"),
+        format!("version https://git-lfs.github.com/spec/v1\noid sha256:{oid}\nsize 1234\n").as_bytes(),
+    );
+
+    let snap = snapshot(&tree, 0);
+    assert_eq!(
+        *artifact(&snap, &format!("{MIOPEN_DB}/gfx90a68.db.txt")),
+        json!({"family": "miopen", "role": "perf-db", "format": "text", "name_target": "gfx90a",
+               "cu_count": 104, "records": 5})
+    );
+    assert_eq!(
+        *artifact(&snap, &format!("{MIOPEN_DB}/gfx1030_36.HIP.fdb.txt")),
+        json!({"family": "miopen", "role": "find-db", "format": "text", "name_target": "gfx1030",
+               "cu_count": 36, "records": 4})
+    );
+    assert_eq!(
+        *artifact(&snap, &format!("{MIOPEN_DB}/gfx906_nosramecc_60.db.txt")),
+        json!({"family": "miopen", "role": "perf-db", "format": "text", "name_target": "gfx906",
+               "name_variant": "nosramecc", "cu_count": 60, "records": 6})
+    );
+    assert_eq!(
+        *artifact(&snap, &format!("{MIOPEN_DB}/gfx1100_48.db")),
+        json!({"family": "miopen", "role": "perf-db", "format": "sqlite", "name_target": "gfx1100",
+               "cu_count": 48, "records": 7})
+    );
+    assert_eq!(
+        *artifact(&snap, &format!("{MIOPEN_DB}/gfx1030_36.kdb")),
+        json!({"family": "miopen", "role": "kernel-db", "format": "sqlite", "name_target": "gfx1030",
+               "cu_count": 36, "records": 3})
+    );
+    assert_eq!(
+        *artifact(&snap, &format!("{MIOPEN_DB}/gfx942.kdb")),
+        json!({"family": "miopen", "role": "kernel-db", "format": "git-lfs-pointer",
+               "name_target": "gfx942", "lfs_size": 1234})
+    );
+    assert_eq!(snap["summary"]["kinds"]["sqlite"], 2);
+    assert_eq!(snap["summary"]["kinds"]["git-lfs-pointer"], 1);
+
+    assert_eq!(snap["families"]["miopen-perf-db-records"], json!({"gfx90a": 5, "gfx906": 6, "gfx1100": 7}));
+    assert_eq!(snap["families"]["miopen-find-db-records"], json!({"gfx1030": 4}));
+    // The pointer has no records: gfx942 is not in the row at all.
+    assert_eq!(snap["families"]["miopen-kernel-db-entries"], json!({"gfx1030": 3}));
+    assert_eq!(snap["families"].as_object().expect("families").len(), 3, "{:#}", snap["families"]);
+}
+
+/// A `.db` whose bytes are neither SQLite nor text (no magic gfxscan knows, kind `other`) is
+/// still taken for a *text* perf DB: `format` "text", and every newline-separated run of
+/// binary bytes is counted as a record. Observed behaviour, pinned here; the docs say "a `.db`
+/// must be SQLite or text".
+#[test]
+fn miopen_db_of_binary_garbage_is_counted_as_text_lines() {
+    let tree = Tree::new();
+    let garbage = [0xff, 0xfe, 0x00, 0x13, b'\n', 0x80, 0x81, 0x9c, b'\n', 0x01, 0x02];
+    tree.file(format!("{MIOPEN_DB}/gfx900_56.db"), &garbage);
+    let snap = snapshot(&tree, 0);
+    assert_eq!(snap["summary"]["kinds"]["other"], 1);
+    assert_eq!(
+        *artifact(&snap, &format!("{MIOPEN_DB}/gfx900_56.db")),
+        json!({"family": "miopen", "role": "perf-db", "format": "text", "name_target": "gfx900",
+               "cu_count": 56, "records": 3})
+    );
+    assert_eq!(snap["families"]["miopen-perf-db-records"], json!({"gfx900": 3}));
+}
+
+/// A `.db` outside any MIOpen folder is not a MIOpen database (`.db` alone is not distinctive),
+/// while `.kdb` is, wherever it lies.
+#[test]
+fn plain_db_suffix_needs_a_miopen_folder() {
+    let tree = Tree::new();
+    tree.file("var/cache/gfx90a68.db.txt", &text_db(2));
+    sqlite_db(&tree, "var/cache/gfx1100_48.db", "perf_db", 2);
+    sqlite_db(&tree, "var/cache/gfx1100_48.kdb", "kern_db", 2);
+    let snap = snapshot(&tree, 0);
+    assert_eq!(file_paths(&snap), ["var/cache/gfx1100_48.kdb"]);
+    assert_eq!(artifact(&snap, "var/cache/gfx1100_48.kdb")["records"], 2);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. Tensile per-arch folders
+// ---------------------------------------------------------------------------------------------
+
+/// Files in `library/<target>/` and `library/<target>-xnack±/` whose names carry no target take
+/// the folder's; a name that carries one keeps its own.
+#[test]
+fn tensile_per_arch_folders_name_the_target() {
+    let tree = Tree::new();
+    let sub = "TensileLibrary_Type_SS_Contraction_l_Ailk_Bjlk_Cijk_Dijk.dat";
+    tree.file(format!("{ROCBLAS_LIB}/gfx90a/{sub}"), &tensile_index(&["gfx90a"], 3));
+    tree.file(format!("{ROCBLAS_LIB}/gfx90a-xnack+/Kernels.so-000.hsaco"), &co(GFX90A, XNACK_ON, 2));
+    tree.file(format!("{ROCBLAS_LIB}/gfx90a-xnack-/TensileManifest.txt"), b"a.dat\nb.co\n");
+    tree.file(
+        format!("{ROCBLAS_LIB}/gfx90a/TensileLibrary_lazy_gfx1030.dat"),
+        &tensile_index(&["gfx1030"], 1),
+    );
+    tree.file(format!("{ROCBLAS_LIB}/notatarget/{sub}"), &tensile_index(&["gfx900"], 1));
+
+    let snap = snapshot(&tree, 0);
+    assert_eq!(
+        *artifact(&snap, &format!("{ROCBLAS_LIB}/gfx90a/{sub}")),
+        json!({"family": "tensile", "role": "sub-library", "library": "rocblas", "format": "msgpack",
+               "name_target": "gfx90a"})
+    );
+    assert_eq!(
+        *artifact(&snap, &format!("{ROCBLAS_LIB}/gfx90a-xnack+/Kernels.so-000.hsaco")),
+        json!({"family": "tensile", "role": "source-kernels", "library": "rocblas", "format": "elf",
+               "name_target": "gfx90a", "name_variant": "xnack+", "content_targets": ["gfx90a"]})
+    );
+    assert_eq!(
+        *artifact(&snap, &format!("{ROCBLAS_LIB}/gfx90a-xnack-/TensileManifest.txt")),
+        json!({"family": "tensile", "role": "manifest", "library": "rocblas", "format": "text",
+               "name_target": "gfx90a", "name_variant": "xnack-"})
+    );
+    // The name wins over the folder.
+    assert_eq!(
+        *artifact(&snap, &format!("{ROCBLAS_LIB}/gfx90a/TensileLibrary_lazy_gfx1030.dat")),
+        json!({"family": "tensile", "role": "lazy-index", "library": "rocblas", "format": "msgpack",
+               "name_target": "gfx1030", "content_targets": ["gfx1030"]})
+    );
+    // A folder that names no target gives none.
+    let none = artifact(&snap, &format!("{ROCBLAS_LIB}/notatarget/{sub}"));
+    assert_eq!((none["role"].as_str(), none.get("name_target")), (Some("sub-library"), None), "{none:#}");
+    assert_eq!(snap["families"]["rocblas-files"], json!({"gfx90a": 3, "gfx1030": 1}));
+    assert_eq!(snap["mismatches"], json!([]));
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. `.dat.zlib` and the merged index
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn tensile_zlib_lazy_index_and_merged_index_serve_their_hardware_rows() {
+    let tree = Tree::new();
+    let lazy = zlib(&tensile_index(&["gfx1100"], 50));
+    tree.file(format!("{HIPBLASLT_LIB}/TensileLibrary_lazy_gfx1100.dat.zlib"), &lazy);
+    tree.file(format!("{ROCBLAS_LIB}/TensileLibrary.dat"), &tensile_index(&["gfx90a", "gfx1030"], 2000));
+
+    let snap = snapshot(&tree, 0);
+    assert_eq!(
+        *artifact(&snap, &format!("{HIPBLASLT_LIB}/TensileLibrary_lazy_gfx1100.dat.zlib")),
+        json!({"family": "tensile", "role": "lazy-index", "library": "hipblaslt", "format": "zlib",
+               "name_target": "gfx1100", "content_targets": ["gfx1100"]})
+    );
+    assert_eq!(snap["summary"]["kinds"]["zlib"], 1);
+    assert_eq!(
+        *artifact(&snap, &format!("{ROCBLAS_LIB}/TensileLibrary.dat")),
+        json!({"family": "tensile", "role": "merged-index", "library": "rocblas", "format": "msgpack",
+               "content_targets": ["gfx90a", "gfx1030"]})
+    );
+    assert_eq!(snap["families"]["rocblas-files"], json!({"gfx90a": 1, "gfx1030": 1}));
+    assert_eq!(snap["families"]["hipblaslt-files"], json!({"gfx1100": 1}));
+    assert_eq!(snap["mismatches"], json!([]));
+}
+
+/// A `.dat.zlib` whose stream is cut short is still listed, with a problem and no content.
+#[test]
+fn truncated_dat_zlib_is_a_problem() {
+    let tree = Tree::new();
+    let lazy = zlib(&tensile_index(&["gfx1100"], 50));
+    let rel = format!("{HIPBLASLT_LIB}/TensileLibrary_lazy_gfx1100.dat.zlib");
+    tree.file(&rel, &lazy[..lazy.len() / 2]);
+    let snap = snapshot(&tree, 1);
+    let a = artifact(&snap, &rel);
+    assert_eq!((a["format"].as_str(), a.get("content_targets")), (Some("zlib"), None), "{a:#}");
+    let p = problems(&snap);
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert_eq!(p[0].0, rel);
+    assert!(p[0].1.starts_with("Tensile index: "), "{p:?}");
+    // Counted by its name.
+    assert_eq!(snap["families"]["hipblaslt-files"], json!({"gfx1100": 1}));
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. Firmware
+// ---------------------------------------------------------------------------------------------
+
+fn header(ucode: u32, ip: (u16, u16), size: u32) -> Value {
+    json!({"ucode_version": ucode, "header_version": [1, 0], "ip_version": [ip.0, ip.1],
+           "ucode_size": size - 256, "crc32": 0xdead_beef_u32})
+}
+
+#[test]
+fn compressed_firmware_prefixes_headers_and_links() {
+    let tree = Tree::new();
+    tree.file(
+        format!("{FIRMWARE}/vega10_me.bin.zst"),
+        &zstd::bulk::compress(&firmware_blob(167, (9, 0), 4096), 3).expect("zstd"),
+    );
+    tree.file(format!("{FIRMWARE}/gc_11_0_0_mec.bin.xz"), &xz(&firmware_blob(530, (11, 0), 8192)));
+    tree.file(format!("{FIRMWARE}/vega10_pfp.bin"), &firmware_blob(185, (9, 0), 2048));
+    tree.file(format!("{FIRMWARE}/psp_13_0_0_sos.bin"), &firmware_blob(0x0027_0001, (13, 0), 1024));
+    tree.symlink("vega10_me.bin.zst", format!("{FIRMWARE}/vega10_mec2.bin"));
+
+    let snap = snapshot(&tree, 0);
+    assert_eq!(
+        *artifact(&snap, &format!("{FIRMWARE}/vega10_me.bin.zst")),
+        json!({"family": "firmware", "role": "blob", "format": "zstd", "name_target": "gfx900",
+               "prefix": "vega10", "firmware_dir": "amdgpu", "header": header(167, (9, 0), 4096)})
+    );
+    assert_eq!(
+        *artifact(&snap, &format!("{FIRMWARE}/gc_11_0_0_mec.bin.xz")),
+        json!({"family": "firmware", "role": "blob", "format": "xz", "name_target": "gfx1100",
+               "prefix": "gc_11_0_0", "firmware_dir": "amdgpu", "header": header(530, (11, 0), 8192)})
+    );
+    assert_eq!(
+        *artifact(&snap, &format!("{FIRMWARE}/vega10_pfp.bin")),
+        json!({"family": "firmware", "role": "blob", "format": "raw", "name_target": "gfx900",
+               "prefix": "vega10", "firmware_dir": "amdgpu", "header": header(185, (9, 0), 2048)})
+    );
+    assert_eq!(
+        *artifact(&snap, &format!("{FIRMWARE}/psp_13_0_0_sos.bin")),
+        json!({"family": "firmware", "role": "blob", "format": "raw", "prefix": "psp_13_0_0",
+               "firmware_dir": "amdgpu", "header": header(0x0027_0001, (13, 0), 1024)})
+    );
+
+    // The link is listed among links, with what its name says, and not among files.
+    let l = link(&snap, &format!("{FIRMWARE}/vega10_mec2.bin"));
+    assert_eq!(l["target"], "vega10_me.bin.zst");
+    assert_eq!(l["artifact"]["family"], "firmware");
+    assert_eq!(l["artifact"]["prefix"], "vega10");
+    assert_eq!(l["artifact"]["name_target"], "gfx900");
+    assert!(!file_paths(&snap).iter().any(|p| p.ends_with("vega10_mec2.bin")), "{:?}", file_paths(&snap));
+    assert_eq!(snap["links"].as_array().map(Vec::len), Some(1));
+    assert_eq!(snap["summary"]["symlinks"], 1);
+
+    // Two regular vega10 files; the link is not counted, the psp blob names no target.
+    assert_eq!(snap["families"]["firmware-blobs"], json!({"gfx900": 2, "gfx1100": 1}));
+    assert_eq!(snap["mismatches"], json!([]));
+}
+
+/// A `.bin.zst` / `.bin.xz` with the right magic and a broken stream: listed, no header, a
+/// problem, exit 1.
+#[test]
+fn corrupt_compressed_firmware_is_a_problem() {
+    let tree = Tree::new();
+    let mut zst = b"\x28\xb5\x2f\xfd".to_vec();
+    zst.extend_from_slice(&[0x5a; 60]);
+    tree.file(format!("{FIRMWARE}/vega10_me.bin.zst"), &zst);
+    let mut x = b"\xfd7zXZ\0".to_vec();
+    x.extend_from_slice(&[0xa5; 60]);
+    tree.file(format!("{FIRMWARE}/gc_11_0_0_mec.bin.xz"), &x);
+
+    let snap = snapshot(&tree, 1);
+    let zs = artifact(&snap, &format!("{FIRMWARE}/vega10_me.bin.zst"));
+    assert_eq!((zs["format"].as_str(), zs.get("header")), (Some("zstd"), None), "{zs:#}");
+    let xa = artifact(&snap, &format!("{FIRMWARE}/gc_11_0_0_mec.bin.xz"));
+    assert_eq!((xa["format"].as_str(), xa.get("header")), (Some("xz"), None), "{xa:#}");
+    let p = problems(&snap);
+    assert_eq!(p.len(), 2, "{p:?}");
+    assert_eq!(p[0].0, format!("{FIRMWARE}/gc_11_0_0_mec.bin.xz"));
+    assert!(p[0].1.starts_with("compressed firmware: xz: "), "{p:?}");
+    assert_eq!(p[1].0, format!("{FIRMWARE}/vega10_me.bin.zst"));
+    assert!(p[1].1.starts_with("compressed firmware: zstd: "), "{p:?}");
+    // Still counted by name.
+    assert_eq!(snap["families"]["firmware-blobs"], json!({"gfx900": 1, "gfx1100": 1}));
+}
+
+/// A `.bin.zst` that is not zstd at all (no magic) is judged by content: a raw blob without a
+/// header, and no problem. Observed behaviour, pinned here.
+#[test]
+fn firmware_named_zst_without_zstd_magic_is_raw() {
+    let tree = Tree::new();
+    tree.file(format!("{FIRMWARE}/vega10_me.bin.zst"), &[0x5a; 64]);
+    let snap = snapshot(&tree, 0);
+    assert_eq!(
+        *artifact(&snap, &format!("{FIRMWARE}/vega10_me.bin.zst")),
+        json!({"family": "firmware", "role": "blob", "format": "raw", "name_target": "gfx900",
+               "prefix": "vega10", "firmware_dir": "amdgpu"})
+    );
+}
+
+/// Firmware names outside `firmware/amdgpu` or `firmware/radeon` are not firmware.
+#[test]
+fn firmware_needs_a_firmware_folder() {
+    let tree = Tree::new();
+    tree.file("tmp/amdgpu/vega10_me.bin", &firmware_blob(1, (9, 0), 1024));
+    tree.file("lib/firmware/radeon/tahiti_me.bin", &[0x11; 256]);
+    let snap = snapshot(&tree, 0);
+    assert_eq!(file_paths(&snap), ["lib/firmware/radeon/tahiti_me.bin"]);
+    assert_eq!(
+        *artifact(&snap, "lib/firmware/radeon/tahiti_me.bin"),
+        json!({"family": "firmware", "role": "blob", "format": "raw", "name_target": "gfx600",
+               "prefix": "tahiti", "firmware_dir": "radeon"})
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. Names that lie
+// ---------------------------------------------------------------------------------------------
+
+/// (a) a copy named for gfx1010 holding gfx1030 code; (b) a link named for gfx1010 leading to a
+/// gfx1030 index; (c) honest links (name and content agree), which are no mismatch.
+fn lying_tree() -> Tree {
+    let tree = Tree::new();
+    tree.file(format!("{ROCBLAS_LIB}/TensileLibrary_gfx1010.co"), &co(GFX1030, 0, 2));
+    tree.file(format!("{ROCBLAS_LIB}/TensileLibrary_lazy_gfx1030.dat"), &tensile_index(&["gfx1030"], 1));
+    tree.symlink("TensileLibrary_lazy_gfx1030.dat", format!("{ROCBLAS_LIB}/TensileLibrary_lazy_gfx1010.dat"));
+    tree.file(format!("{ROCBLAS_LIB}/gfx1100/TensileLibrary_gfx1100.co"), &co(GFX1100, 0, 1));
+    tree.symlink("gfx1100/TensileLibrary_gfx1100.co", format!("{ROCBLAS_LIB}/TensileLibrary_gfx1100.co"));
+    tree.file(format!("{ROCBLAS_LIB}/TensileLibrary_lazy_gfx90a.dat"), &tensile_index(&["gfx90a"], 1));
+    tree.symlink(
+        "../library/TensileLibrary_lazy_gfx90a.dat",
+        format!("{ROCBLAS_LIB}/TensileLibrary_lazy_gfx90a-xnack+.dat"),
+    );
+    tree
+}
+
+#[test]
+fn names_that_lie_copies_and_links() {
+    let tree = lying_tree();
+    let snap = snapshot(&tree, 0);
+    let root = tree.root_str();
+    assert_eq!(
+        snap["mismatches"],
+        json!([
+            {"root": 0, "path": format!("{ROCBLAS_LIB}/TensileLibrary_gfx1010.co"),
+             "name_target": "gfx1010", "content_targets": ["gfx1030"]},
+            {"root": 0, "path": format!("{ROCBLAS_LIB}/TensileLibrary_lazy_gfx1010.dat"),
+             "name_target": "gfx1010", "content_targets": ["gfx1030"],
+             "via_link": format!("{ROCBLAS_LIB}/TensileLibrary_lazy_gfx1030.dat")},
+        ]),
+        "{:#}",
+        snap["mismatches"]
+    );
+    // The copy counts for what it holds, not for what it is called.
+    assert_eq!(snap["families"]["rocblas-files"], json!({"gfx1030": 2, "gfx90a": 1, "gfx1100": 1}));
+    let paths: Vec<&str> =
+        snap["links"].as_array().expect("links").iter().filter_map(|l| l["path"].as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            format!("{ROCBLAS_LIB}/TensileLibrary_gfx1100.co"),
+            format!("{ROCBLAS_LIB}/TensileLibrary_lazy_gfx1010.dat"),
+            format!("{ROCBLAS_LIB}/TensileLibrary_lazy_gfx90a-xnack+.dat"),
+        ]
+    );
+
+    let run = tree.scan(&["--compare", "gfx1010,gfx1030"]);
+    run.expect_code(0);
+    let at = run.stdout.find("Names that lie (2):").unwrap_or_else(|| panic!("{}", run.stdout));
+    let lines: Vec<&str> = run.stdout[at..].lines().skip(1).take(2).collect();
+    assert_eq!(
+        lines,
+        [
+            format!(
+                "  {root}/{ROCBLAS_LIB}/TensileLibrary_gfx1010.co: named for gfx1010, but serves gfx1030"
+            ),
+            format!(
+                "  {root}/{ROCBLAS_LIB}/TensileLibrary_lazy_gfx1010.dat (a link to \
+                 {ROCBLAS_LIB}/TensileLibrary_lazy_gfx1030.dat): named for gfx1010, but serves gfx1030"
+            ),
+        ],
+        "{}",
+        run.stdout
+    );
+    let md = tree.scan(&["--compare", "gfx1010", "--format", "markdown"]);
+    md.expect_code(0);
+    assert!(md.stdout.contains("### Names that lie (2):\n- "), "{}", md.stdout);
+}
+
+/// Links are named by their names: the docs list `link` as the format of what is not read.
+#[test]
+fn links_have_format_link() {
+    let tree = lying_tree();
+    tree.file(format!("{FIRMWARE}/vega10_me.bin"), &firmware_blob(1, (9, 0), 1024));
+    tree.symlink("vega10_me.bin", format!("{FIRMWARE}/vega10_mec2.bin"));
+    let snap = snapshot(&tree, 0);
+    let formats: Vec<(&str, &str)> = snap["links"]
+        .as_array()
+        .expect("links")
+        .iter()
+        .map(|l| (l["path"].as_str().unwrap_or(""), l["artifact"]["format"].as_str().unwrap_or("")))
+        .collect();
+    for (path, format) in &formats {
+        assert_eq!(*format, "link", "{path}: {formats:?}");
+    }
+}
+
+/// docs/schema.md: "Only content convicts a name: a link to a file known only by its own name
+/// (firmware blobs, which linux-firmware shares across chips on purpose) is never a mismatch."
+#[test]
+fn links_to_files_known_only_by_name_are_no_mismatch() {
+    let tree = Tree::new();
+    // linux-firmware style: one chip's blob linked under another chip's name.
+    tree.file(format!("{FIRMWARE}/raven_me.bin"), &firmware_blob(1, (9, 1), 1024));
+    tree.symlink("raven_me.bin", format!("{FIRMWARE}/vega10_me.bin"));
+    // A Tensile sub-library (content not read) linked under another target's name.
+    let sub = "TensileLibrary_Type_SS_Contraction_l_Ailk_Bjlk_Cijk_Dijk";
+    tree.file(format!("{ROCBLAS_LIB}/{sub}_gfx1030.dat"), &tensile_index(&["gfx1030"], 1));
+    tree.symlink(format!("{sub}_gfx1030.dat"), format!("{ROCBLAS_LIB}/{sub}_gfx1031.dat"));
+    let snap = snapshot(&tree, 0);
+    assert_eq!(snap["links"].as_array().map(Vec::len), Some(2), "{:#}", snap["links"]);
+    assert_eq!(snap["mismatches"], json!([]), "{:#}", snap["mismatches"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 6. Device-lib bitcode
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn device_lib_bitcode_needs_bitcode_content() {
+    let tree = Tree::new();
+    let mut bc = b"BC\xC0\xDE".to_vec();
+    bc.extend_from_slice(&[0x35, 0x14, 0, 0, 5, 0, 0, 0, 0x62, 0x0c, 0x30, 0x24]);
+    tree.file(format!("{BITCODE}/oclc_isa_version_1030.bc"), &bc);
+    tree.file(format!("{BITCODE}/oclc_isa_version_9999.bc"), &bc);
+    tree.file(format!("other/{BITCODE}/oclc_isa_version_1030.bc"), b"; ModuleID = 'not bitcode'\n");
+    tree.file(format!("{BITCODE}/ocml.bc"), &bc);
+
+    let snap = snapshot(&tree, 0);
+    assert_eq!(
+        file_paths(&snap),
+        [format!("{BITCODE}/oclc_isa_version_1030.bc"), format!("{BITCODE}/oclc_isa_version_9999.bc")]
+    );
+    assert_eq!(
+        *artifact(&snap, &format!("{BITCODE}/oclc_isa_version_1030.bc")),
+        json!({"family": "bitcode", "role": "isa", "format": "bitcode", "name_target": "gfx1030"})
+    );
+    assert_eq!(
+        *artifact(&snap, &format!("{BITCODE}/oclc_isa_version_9999.bc")),
+        json!({"family": "bitcode", "role": "isa", "format": "bitcode"})
+    );
+    assert_eq!(snap["summary"]["kinds"]["llvm-bitcode"], 3);
+    assert_eq!(snap["families"], json!({"device-lib-bitcode": {"gfx1030": 1}}));
+}
+
+// ---------------------------------------------------------------------------------------------
+// 7. `--compare`
+// ---------------------------------------------------------------------------------------------
+
+/// One or two of every family for gfx900 and gfx1100, plus gfx1030 and gfx90a files that a
+/// comparison of gfx900 and gfx1100 must leave out.
+fn compare_tree() -> Tree {
+    let tree = Tree::new();
+    let host = host_elf(&[HostSection::hip_fatbin(&hip_bundle(&[
+        ("gfx900", &co(GFX900, 0, 1)),
+        ("gfx1100", &co(GFX1100, 0, 1)),
+    ]))]);
+    tree.file("opt/rocm/lib/libamdhip64.so", &host);
+    tree.file("opt/rocm/lib/kernels/vadd.co", &co(GFX900, 0, 3));
+    tree.file("opt/rocm/lib/kernels/vadd90a.co", &co(GFX90A, 0, 3));
+    tree.file(format!("{ROCBLAS_LIB}/TensileLibrary_lazy_gfx900.dat"), &tensile_index(&["gfx900"], 2));
+    tree.file(format!("{ROCBLAS_LIB}/TensileLibrary_lazy_gfx1030.dat"), &tensile_index(&["gfx1030"], 2));
+    tree.file(
+        format!("{HIPBLASLT_LIB}/TensileLibrary_lazy_gfx1100.dat.zlib"),
+        &zlib(&tensile_index(&["gfx1100"], 2)),
+    );
+    tree.file(format!("{MIOPEN_DB}/gfx900_56.db.txt"), &text_db(3));
+    tree.file(format!("{MIOPEN_DB}/gfx1100_48.HIP.fdb.txt"), &text_db(2));
+    sqlite_db(&tree, &format!("{MIOPEN_DB}/gfx900_56.kdb"), "kern_db", 4);
+    tree.file(format!("{MIOPEN_DB}/gfx1100.tn.model"), b"{\"model\": 1}\n");
+    tree.file(format!("{FIRMWARE}/vega10_me.bin"), &firmware_blob(1, (9, 0), 1024));
+    tree.file(format!("{FIRMWARE}/gc_11_0_0_mec.bin"), &firmware_blob(2, (11, 0), 1024));
+    tree.file(format!("{FIRMWARE}/gc_11_0_0_pfp.bin"), &firmware_blob(3, (11, 0), 1024));
+    let bc = b"BC\xC0\xDE\x35\x14\0\0";
+    tree.file(format!("{BITCODE}/oclc_isa_version_900.bc"), bc);
+    tree.file(format!("{BITCODE}/oclc_isa_version_1100.bc"), bc);
+    tree
+}
+
+/// `(row key, gfx900, gfx1100)` the compare tree holds.
+const WANT: [(&str, u64, u64); 10] = [
+    ("host-library-code-objects", 1, 1),
+    ("standalone-code-objects", 1, 0),
+    ("rocblas-files", 1, 0),
+    ("hipblaslt-files", 0, 1),
+    ("miopen-perf-db-records", 3, 0),
+    ("miopen-find-db-records", 0, 2),
+    ("miopen-kernel-db-entries", 4, 0),
+    ("miopen-tuning-models", 0, 1),
+    ("firmware-blobs", 1, 2),
+    ("device-lib-bitcode", 1, 1),
+];
+
+#[test]
+fn compare_rows_follow_family_rows() {
+    let keys: Vec<&str> = FAMILY_ROWS.iter().map(|(k, _)| *k).collect();
+    let want: Vec<&str> = WANT.iter().map(|(k, _, _)| *k).collect();
+    assert_eq!(keys, want, "FAMILY_ROWS changed: update WANT");
+}
+
+#[test]
+fn compare_csv_has_exact_counts() {
+    let tree = compare_tree();
+    let run = tree.scan(&["--compare", "gfx900,gfx1100", "--format", "csv"]);
+    run.expect_code(0);
+    let mut want = String::from("family,gfx900,gfx1100\n");
+    for (k, a, b) in WANT {
+        want.push_str(&format!("{k},{a},{b}\n"));
+    }
+    assert_eq!(run.stdout, want);
+    // Targets are put in targets.toml order, whatever order they were asked in.
+    let swapped = tree.scan(&["--compare", "gfx1100,gfx900", "--format", "csv"]);
+    assert_eq!(swapped.stdout, want);
+}
+
+#[test]
+fn compare_table_and_markdown() {
+    let tree = compare_tree();
+    let run = tree.scan(&["--compare", "gfx900,gfx1100"]);
+    run.expect_code(0);
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert!(
+        lines[0].starts_with(&format!("gfxscan {} · 1 root · ", env!("CARGO_PKG_VERSION"))),
+        "{}",
+        lines[0]
+    );
+    let at = lines.iter().position(|l| l.contains("ARTIFACT")).unwrap_or_else(|| panic!("{}", run.stdout));
+    assert_eq!(lines[at].split_whitespace().collect::<Vec<_>>(), ["ARTIFACT", "gfx900", "gfx1100"]);
+    let body = &lines[at + 1..at + 1 + FAMILY_ROWS.len()];
+    for (line, ((_, label), (key, a, b))) in body.iter().zip(FAMILY_ROWS.iter().zip(WANT)) {
+        let rest = line.trim_start().strip_prefix(label).unwrap_or_else(|| panic!("{key}: {line:?}"));
+        let cell = |n: u64| if n == 0 { "—".to_string() } else { n.to_string() };
+        assert_eq!(rest.split_whitespace().collect::<Vec<_>>(), [cell(a), cell(b)], "{key}: {line:?}");
+    }
+    assert!(lines.get(at + 1 + FAMILY_ROWS.len()).is_none_or(|l| l.trim().is_empty()), "{}", run.stdout);
+    assert!(!run.stdout.contains("Names that lie"), "{}", run.stdout);
+
+    let md = tree.scan(&["--compare", "gfx900,gfx1100", "--format", "markdown"]);
+    md.expect_code(0);
+    let rows: Vec<Vec<&str>> = md
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with('|'))
+        .map(|l| l.trim_matches('|').split('|').map(str::trim).collect())
+        .collect();
+    assert_eq!(rows.len(), 2 + FAMILY_ROWS.len(), "{}", md.stdout);
+    assert_eq!(rows[0], ["artifact", "gfx900", "gfx1100"]);
+    assert!(rows[1].iter().all(|c| c.chars().all(|ch| ch == '-' || ch == ':')), "{:?}", rows[1]);
+    for (row, ((_, label), (_, a, b))) in rows[2..].iter().zip(FAMILY_ROWS.iter().zip(WANT)) {
+        let cell = |n: u64| if n == 0 { "—".to_string() } else { n.to_string() };
+        assert_eq!(*row, [label.to_string(), cell(a), cell(b)]);
+    }
+}
+
+#[test]
+fn compare_json_keeps_exactly_the_compared_targets() {
+    let tree = compare_tree();
+    let run = tree.scan(&["--compare", "gfx900,gfx1100", "--json"]);
+    run.expect_code(0);
+    let snap = run.json();
+    let mut want = serde_json::Map::new();
+    for (k, a, b) in WANT {
+        want.insert(k.to_string(), json!({"gfx900": a, "gfx1100": b}));
+    }
+    assert_eq!(snap["families"], Value::Object(want));
+    // The rest of the snapshot is the plain scan's.
+    let (_, plain) = tree.scan_json(&[]);
+    assert_eq!(plain["files"], snap["files"]);
+    assert_eq!(plain["families"]["rocblas-files"], json!({"gfx900": 1, "gfx1030": 1}));
+    assert_eq!(plain["families"]["standalone-code-objects"], json!({"gfx900": 1, "gfx90a": 1}));
+}
+
+#[test]
+fn compare_unknown_target_is_fatal() {
+    let tree = compare_tree();
+    let run = tree.scan(&["--compare", "gfx9999"]);
+    run.expect_code(2);
+    assert_eq!(run.stdout, "");
+    assert!(run.stderr.contains("--compare: unknown target \"gfx9999\""), "{}", run.stderr);
+}
+
+#[test]
+fn compare_without_targets_lists_those_present_in_targets_toml_order() {
+    let tree = compare_tree();
+    let run = tree.scan(&["--compare", "--format", "csv"]);
+    run.expect_code(0);
+    let header = run.stdout.lines().next().expect("header");
+    // mach 0x2c, 0x36, 0x3f, 0x41: not the alphabetical order.
+    assert_eq!(header, "family,gfx900,gfx1030,gfx90a,gfx1100");
+    assert_eq!(run.stdout.lines().count(), 1 + FAMILY_ROWS.len());
+    let table = tree.scan(&["--compare"]);
+    table.expect_code(0);
+    let head = table.stdout.lines().find(|l| l.contains("ARTIFACT")).expect("header row");
+    assert_eq!(
+        head.split_whitespace().collect::<Vec<_>>(),
+        ["ARTIFACT", "gfx900", "gfx1030", "gfx90a", "gfx1100"]
+    );
+}
+
+/// Nothing outside the families: the view still has every row, and every cell is a dash.
+#[test]
+fn compare_on_a_tree_without_artifacts() {
+    let tree = Tree::new();
+    tree.file("readme.txt", b"nothing here");
+    let run = tree.scan(&["--compare", "gfx900", "--format", "csv"]);
+    run.expect_code(0);
+    let want: String = std::iter::once("family,gfx900\n".to_string())
+        .chain(FAMILY_ROWS.iter().map(|(k, _)| format!("{k},0\n")))
+        .collect();
+    assert_eq!(run.stdout, want);
+}
