@@ -191,17 +191,40 @@ const MIOPEN_SUFFIXES: &[(&str, &str)] = &[
     (".db.txt", "perf-db"), (".db", "perf-db"), (".kdb", "kernel-db"),
 ];
 
-/// The family of a file from its real path and content kind, with what its name says.
+/// What is known of a file's bytes when its family is decided.
+#[derive(Debug, Clone, Copy)]
+pub enum Content<'a> {
+    /// A regular file: its kind by magic, and its first bytes.
+    File(Kind, &'a [u8]),
+    /// A symbolic link: no content of its own, judged by its name.
+    Link,
+}
+
+/// True when the first bytes of a file read as text (no NUL, no control bytes but tab, CR, LF).
+pub fn looks_like_text(head: &[u8]) -> bool {
+    head.iter().all(|&b| b >= 0x20 || matches!(b, b'\t' | b'\n' | b'\r'))
+}
+
+/// The family of a file from its real path and content, with what its name says.
 /// Content facts (records, processors, headers) are added by the scanner.
-pub fn detect(path: &Path, kind: Kind, targets: &Targets) -> Option<Artifact> {
+pub fn detect(path: &Path, content: Content, targets: &Targets) -> Option<Artifact> {
     let name = path.file_name()?.to_str()?;
+    let (kind, link) = match content {
+        Content::File(kind, _) => (kind, false),
+        Content::Link => (Kind::Other, true),
+    };
+    let text = match content {
+        Content::File(Kind::Other, head) => looks_like_text(head),
+        _ => false,
+    };
+    let format = |default: &str| if link { "link".to_string() } else { format_of(kind, default) };
     if let Some(dir) = firmware_dir(path) {
         let prefix = firmware_prefix(name, targets);
         let name_target = targets.by_firmware(&prefix).map(|t| t.name.clone());
         return Some(Artifact {
             family: Some(Family::Firmware),
             role: "blob".into(),
-            format: format_of(kind, "raw"),
+            format: format("raw"),
             name_target,
             prefix: Some(prefix),
             firmware_dir: Some(dir),
@@ -209,12 +232,12 @@ pub fn detect(path: &Path, kind: Kind, targets: &Targets) -> Option<Artifact> {
         });
     }
     if let Some(isa) = name.strip_prefix("oclc_isa_version_").and_then(|r| r.strip_suffix(".bc")) {
-        if kind == Kind::LlvmBitcode {
+        if kind == Kind::LlvmBitcode || link {
             let name_target = targets.by_name(&format!("gfx{isa}")).map(|t| t.name.clone());
             return Some(Artifact {
                 family: Some(Family::Bitcode),
                 role: "isa".into(),
-                format: "bitcode".into(),
+                format: format("bitcode"),
                 name_target,
                 ..Artifact::default()
             });
@@ -231,14 +254,16 @@ pub fn detect(path: &Path, kind: Kind, targets: &Targets) -> Option<Artifact> {
             || base.starts_with("gfx") && bz2 && in_miopen
         {
             let (processor, variant, cu) = miopen_name(base, targets).unwrap_or((String::new(), None, None));
-            let text_like = suffix.ends_with(".txt") || suffix.ends_with(".model");
-            let ok_kind = matches!(kind, Kind::Sqlite | Kind::Bzip2 | Kind::GitLfsPointer)
-                || (kind == Kind::Other && (text_like || *suffix == ".db"));
+            // A text database must read as text; models are opaque; a `.db`/`.kdb` is SQLite.
+            let ok_kind = link
+                || matches!(kind, Kind::Sqlite | Kind::Bzip2 | Kind::GitLfsPointer)
+                || (kind == Kind::Other && (suffix.ends_with(".model") || (text && !suffix.ends_with("db"))))
+                || (kind == Kind::Other && text && matches!(*suffix, ".db"));
             if ok_kind {
                 return Some(Artifact {
                     family: Some(Family::Miopen),
                     role: (*role).into(),
-                    format: format_of(kind, "text"),
+                    format: format(if suffix.ends_with(".model") { "model" } else { "text" }),
                     name_target: (!processor.is_empty()).then_some(processor),
                     name_variant: variant,
                     cu_count: cu,
@@ -258,7 +283,7 @@ pub fn detect(path: &Path, kind: Kind, targets: &Targets) -> Option<Artifact> {
             family: Some(Family::Tensile),
             role: tensile_role(name).into(),
             library: Some(library.unwrap_or("rocblas").into()),
-            format: format_of(kind, default),
+            format: format(default),
             name_target,
             name_variant,
             ..Artifact::default()
@@ -395,23 +420,7 @@ pub fn mismatches(files: &[FileRecord], links: &[LinkRecord]) -> Vec<Mismatch> {
 
 /// The family a link's name places it in (links have no content of their own).
 pub fn detect_link(path: &Path, targets: &Targets) -> Option<Artifact> {
-    detect(path, Kind::Other, targets).or_else(|| {
-        // Links to code files carry no content kind of their own: judge them by name.
-        let name = path.file_name()?.to_str()?;
-        (is_tensile_name(name) && TENSILE_EXTENSIONS.iter().any(|e| name.ends_with(e))).then(|| {
-            let (name_target, name_variant) =
-                tensile_name_target(name, targets).map_or((None, None), |(t, v)| (Some(t), v));
-            Artifact {
-                family: Some(Family::Tensile),
-                role: tensile_role(name).into(),
-                library: Some(tensile_library(path).unwrap_or("rocblas").into()),
-                format: "link".into(),
-                name_target,
-                name_variant,
-                ..Artifact::default()
-            }
-        })
-    })
+    detect(path, Content::Link, targets)
 }
 
 #[cfg(test)]
@@ -453,7 +462,7 @@ mod tests {
         let t = t();
         let p = Path::new("/opt/rocm/lib/rocblas/library/gfx90a-xnack+/TensileLibrary_Type_x.dat");
         assert_eq!(folder_target(p, &t), Some(("gfx90a".into(), Some("xnack+".into()))));
-        let a = detect(p, Kind::Other, &t).expect("tensile");
+        let a = detect(p, Content::File(Kind::Other, b"text"), &t).expect("tensile");
         assert_eq!((a.name_target.as_deref(), a.role.as_str()), (Some("gfx90a"), "sub-library"));
     }
 
@@ -490,17 +499,44 @@ mod tests {
         ] {
             assert_eq!(firmware_prefix(name, &t), want, "{name}");
         }
-        let a = detect(Path::new("/lib/firmware/amdgpu/vega10_me.bin"), Kind::Other, &t).expect("firmware");
+        let a = detect(
+            Path::new("/lib/firmware/amdgpu/vega10_me.bin"),
+            Content::File(Kind::Other, b"\x01\x02"),
+            &t,
+        )
+        .expect("firmware");
         assert_eq!(a.name_target.as_deref(), Some("gfx900"));
-        assert!(detect(Path::new("/tmp/amdgpu/vega10_me.bin"), Kind::Other, &t).is_none());
+        assert!(detect(Path::new("/tmp/amdgpu/vega10_me.bin"), Content::File(Kind::Other, b""), &t).is_none());
     }
 
     #[test]
     fn bitcode_needs_bitcode_content() {
         let t = t();
         let p = Path::new("/opt/rocm/amdgcn/bitcode/oclc_isa_version_90a.bc");
-        assert_eq!(detect(p, Kind::LlvmBitcode, &t).and_then(|a| a.name_target), Some("gfx90a".into()));
-        assert!(detect(p, Kind::Other, &t).is_none());
+        assert_eq!(
+            detect(p, Content::File(Kind::LlvmBitcode, b"BC\xc0\xde"), &t).and_then(|a| a.name_target),
+            Some("gfx90a".into())
+        );
+        assert!(detect(p, Content::File(Kind::Other, b"text"), &t).is_none());
+        assert_eq!(detect(p, Content::Link, &t).map(|a| a.format), Some("link".into()));
+    }
+
+    #[test]
+    fn text_databases_must_read_as_text() {
+        let t = t();
+        let p = Path::new("/opt/rocm/share/miopen/db/gfx900_56.db");
+        assert!(detect(p, Content::File(Kind::Other, b"\x00\x01binary"), &t).is_none());
+        assert_eq!(
+            detect(p, Content::File(Kind::Other, b"1-1-1=Solver:1,2\n"), &t).map(|a| a.format),
+            Some("text".into())
+        );
+        assert_eq!(
+            detect(p, Content::File(Kind::Sqlite, b"SQLite format 3\0"), &t).map(|a| a.format),
+            Some("sqlite".into())
+        );
+        let k = Path::new("/opt/rocm/share/miopen/db/gfx90a68.kdb");
+        assert!(detect(k, Content::File(Kind::Other, b"text"), &t).is_none());
+        assert_eq!(detect(k, Content::Link, &t).map(|a| a.role), Some("kernel-db".into()));
     }
 
     #[test]

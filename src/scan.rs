@@ -246,7 +246,7 @@ fn read_file(c: &Candidate, targets: &Targets) -> FileOutcome {
     }
     // File order: a code object in a compressed bundle sits where its bundle does.
     col.code_objects.sort_by_key(|c| (c.bundle_offset.unwrap_or(c.offset), c.offset));
-    let artifact = family::detect(&c.path, out.kind, targets).map(|mut a| {
+    let artifact = family::detect(&c.path, family::Content::File(out.kind, &head), targets).map(|mut a| {
         gather_facts(&mut a, &src, &c.path, &head, &col.code_objects, &mut col.problems);
         a
     });
@@ -356,7 +356,13 @@ fn gather_facts(
                         }
                     }
                 }
-                "raw" => parse_firmware_header(head, src.len),
+                "raw" => {
+                    let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+                    if name.ends_with(".zst") || name.ends_with(".xz") {
+                        problems.push("named as compressed firmware, but holds no zstd or xz data".into());
+                    }
+                    parse_firmware_header(head, src.len)
+                }
                 _ => None,
             };
         }
