@@ -20,6 +20,12 @@ pub enum Command {
     /// With no ROOT, scans every existing one of /opt/rocm, /opt/rocm-*, /usr/lib/ollama,
     /// /usr/local/lib/ollama and /lib/firmware/amdgpu.
     Scan(ScanArgs),
+    /// Say, before a run, whether every library has code for each GPU.
+    ///
+    /// Checks the GPUs given with --gpu, or else every GPU in the kernel's KFD topology,
+    /// honouring HSA_OVERRIDE_GFX_VERSION. Exit 0 when every required piece is present for every
+    /// GPU, 1 when something is missing, 2 on error.
+    Check(CheckArgs),
     /// Print the table of GPU targets in use (built-in, or --targets FILE).
     Targets(TargetsArgs),
 }
@@ -45,28 +51,15 @@ pub struct TableArgs {
     pub targets: Option<PathBuf>,
 }
 
-/// `gfxscan scan`.
+/// What to scan and how: shared by `scan` and `check`.
 #[derive(Debug, Args)]
-pub struct ScanArgs {
+pub struct ScanOpts {
     /// Folders or files to scan (default: the usual ROCm, Ollama and firmware places).
     #[arg(value_name = "ROOT")]
     pub roots: Vec<PathBuf>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
-    /// Short for --format json.
-    #[arg(long, conflicts_with = "format")]
-    pub json: bool,
     /// Write the result to FILE instead of standard output ("-" = standard output).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Show only these targets, side by side (comma-separated, e.g. gfx900,gfx1030,gfx1100).
-    #[arg(long, value_delimiter = ',', value_name = "TARGETS")]
-    pub only: Vec<String>,
-    /// Compare targets across artifact families: one table, families by targets (default: the
-    /// targets present). Put ROOTs first or after `--`: `scan /opt/rocm --compare gfx900,gfx1100`.
-    #[arg(long, value_delimiter = ',', num_args = 0..=1, value_name = "TARGETS")]
-    pub compare: Option<Vec<String>>,
     /// Worker threads (default: one per core).
     #[arg(short = 'j', long, value_name = "N")]
     pub threads: Option<usize>,
@@ -78,6 +71,46 @@ pub struct ScanArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub table: TableArgs,
+}
+
+/// `gfxscan scan`.
+#[derive(Debug, Args)]
+pub struct ScanArgs {
+    #[command(flatten)]
+    pub opts: ScanOpts,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Short for --format json.
+    #[arg(long, conflicts_with = "format")]
+    pub json: bool,
+    /// Show only these targets, side by side (comma-separated, e.g. gfx900,gfx1030,gfx1100).
+    #[arg(long, value_delimiter = ',', value_name = "TARGETS")]
+    pub only: Vec<String>,
+    /// Compare targets across artifact families: one table, families by targets (default: the
+    /// targets present). Put ROOTs first or after `--`: `scan /opt/rocm --compare gfx900,gfx1100`.
+    #[arg(long, value_delimiter = ',', num_args = 0..=1, value_name = "TARGETS")]
+    pub compare: Option<Vec<String>>,
+}
+
+/// `gfxscan check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub opts: ScanOpts,
+    /// A GPU to check, as a target ID (`gfx1151`, `gfx90a:xnack+`); repeatable. Without it,
+    /// the GPUs of the KFD topology.
+    #[arg(long = "gpu", value_name = "TARGET_ID")]
+    pub gpus: Vec<String>,
+    /// Read the KFD topology under DIR instead of / (for containers and tests).
+    #[arg(long, value_name = "DIR")]
+    pub sysfs_root: Option<PathBuf>,
+    /// Output format (table, json or markdown).
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Short for --format json.
+    #[arg(long, conflicts_with = "format")]
+    pub json: bool,
 }
 
 /// `gfxscan targets`.

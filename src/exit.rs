@@ -9,6 +9,8 @@ pub enum ExitStatus {
     Clean,
     /// 1: finished, but some files could not be fully read (listed as problems).
     Problems,
+    /// 1 (`check`): some GPU lacks a required piece.
+    Missing,
     /// 2: could not run (bad arguments, no root, bad targets file, write failure).
     Fatal,
 }
@@ -18,7 +20,7 @@ impl ExitStatus {
     pub fn code(self) -> u8 {
         match self {
             ExitStatus::Clean => 0,
-            ExitStatus::Problems => 1,
+            ExitStatus::Problems | ExitStatus::Missing => 1,
             ExitStatus::Fatal => 2,
         }
     }

@@ -7,8 +7,10 @@
 //! only `walk` and `scan` touch files, only `report` and `main` print.
 
 pub mod aggregate;
+pub mod check;
 pub mod classify;
 pub mod cli;
+pub mod devices;
 pub mod exit;
 pub mod family;
 pub mod model;
@@ -25,7 +27,7 @@ use std::io::{self, BufWriter, Write};
 
 use anyhow::{bail, Context};
 
-use cli::{Cli, Command, Format, ScanArgs, TableArgs};
+use cli::{CheckArgs, Cli, Command, Format, ScanArgs, ScanOpts, TableArgs};
 use exit::ExitStatus;
 use targets::Targets;
 
@@ -49,16 +51,9 @@ fn output(path: &Option<std::path::PathBuf>) -> anyhow::Result<Box<dyn Write>> {
     })
 }
 
-fn run_scan(args: ScanArgs) -> anyhow::Result<ExitStatus> {
-    let targets = load_targets(&args.table)?;
-    for (flag, names) in [("--only", &args.only), ("--compare", &args.compare.clone().unwrap_or_default())] {
-        for name in names {
-            if targets.by_name(name).is_none() && !name.starts_with("unknown-") {
-                bail!("{flag}: unknown target {name:?} (see `gfxscan targets`)");
-            }
-        }
-    }
-    let roots = if args.roots.is_empty() {
+/// Scans what `opts` names (or the default roots), with a progress bar.
+fn scan_for(opts: &ScanOpts, targets: &Targets) -> anyhow::Result<model::Snapshot> {
+    let roots = if opts.roots.is_empty() {
         let found = walk::default_roots();
         if found.is_empty() {
             bail!(
@@ -68,15 +63,31 @@ fn run_scan(args: ScanArgs) -> anyhow::Result<ExitStatus> {
         }
         found
     } else {
-        args.roots
+        opts.roots.clone()
     };
-    let config = scan::ScanConfig { roots, threads: args.threads, follow_links: args.follow_links };
-    let bar = report::progress::Bar::new(args.quiet);
-    let snap = scan::scan(&config, &targets, &bar);
+    let config = scan::ScanConfig { roots, threads: opts.threads, follow_links: opts.follow_links };
+    let bar = report::progress::Bar::new(opts.quiet);
+    let snap = scan::scan(&config, targets, &bar);
     bar.finish();
-    let snap = snap?;
+    snap
+}
+
+fn known_targets(flag: &str, names: &[String], targets: &Targets) -> anyhow::Result<()> {
+    for name in names {
+        if targets.by_name(name).is_none() && !name.starts_with("unknown-") {
+            bail!("{flag}: unknown target {name:?} (see `gfxscan targets`)");
+        }
+    }
+    Ok(())
+}
+
+fn run_scan(args: ScanArgs) -> anyhow::Result<ExitStatus> {
+    let targets = load_targets(&args.opts.table)?;
+    known_targets("--only", &args.only, &targets)?;
+    known_targets("--compare", args.compare.as_deref().unwrap_or_default(), &targets)?;
+    let snap = scan_for(&args.opts, &targets)?;
     let format = if args.json { Format::Json } else { args.format };
-    let mut out = output(&args.output)?;
+    let mut out = output(&args.opts.output)?;
     match &args.compare {
         Some(chosen) => report::write_compare(&snap, &targets, chosen, format, &mut out)?,
         None => report::write_scan(&snap, &targets, &args.only, format, &mut out)?,
@@ -85,10 +96,33 @@ fn run_scan(args: ScanArgs) -> anyhow::Result<ExitStatus> {
     Ok(if snap.problems.is_empty() { ExitStatus::Clean } else { ExitStatus::Problems })
 }
 
+fn run_check(args: CheckArgs) -> anyhow::Result<ExitStatus> {
+    let targets = load_targets(&args.opts.table)?;
+    let env = devices::Env::from_process();
+    let devices = if args.gpus.is_empty() {
+        let root = args.sysfs_root.clone().unwrap_or_else(|| "/".into());
+        let found = devices::from_kfd(&root, &env, &targets).map_err(anyhow::Error::msg)?;
+        if found.is_empty() {
+            bail!("no GPU in the KFD topology under {}: name one with --gpu TARGET_ID", root.display());
+        }
+        found
+    } else {
+        devices::from_args(&args.gpus, &env, &targets).map_err(anyhow::Error::msg)?
+    };
+    let snap = scan_for(&args.opts, &targets)?;
+    let result = check::check(&snap, &devices, &targets);
+    let format = if args.json { Format::Json } else { args.format };
+    let mut out = output(&args.opts.output)?;
+    report::write_check(&result, format, &mut out)?;
+    out.flush()?;
+    Ok(if result.missing() { ExitStatus::Missing } else { ExitStatus::Clean })
+}
+
 /// Runs one command line.
 pub fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
     match cli.command {
         Command::Scan(args) => run_scan(args),
+        Command::Check(args) => run_check(args),
         Command::Targets(args) => {
             let targets = load_targets(&args.table)?;
             let mut out = output(&None)?;

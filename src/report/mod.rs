@@ -11,6 +11,7 @@ use std::io::{self, Write};
 use comfy_table::presets::{ASCII_MARKDOWN, NOTHING};
 use comfy_table::{CellAlignment, Table};
 
+use crate::check::{CheckReport, Status};
 use crate::cli::Format;
 use crate::family::FAMILY_ROWS;
 use crate::model::{Snapshot, TargetCounts};
@@ -260,6 +261,90 @@ fn write_mismatches(snap: &Snapshot, out: &mut dyn Write, markdown: bool) -> io:
             m.path.display(&snap.roots),
             m.name_target,
             m.content_targets.join(", ")
+        )?;
+    }
+    Ok(())
+}
+
+/// Writes the verdicts of `gfxscan check`.
+pub fn write_check(report: &CheckReport, format: Format, out: &mut dyn Write) -> anyhow::Result<()> {
+    if format == Format::Json {
+        let mut text = serde_json::to_vec_pretty(report)?;
+        text.push(b'\n');
+        out.write_all(&text)?;
+        return Ok(());
+    }
+    let md = format == Format::Markdown;
+    for (i, gpu) in report.gpus.iter().enumerate() {
+        let d = &gpu.device;
+        let origin = match d.node {
+            Some(n) => format!("KFD node {n}"),
+            None => "--gpu".to_string(),
+        };
+        let target = match &d.r#override {
+            Some(o) => format!(
+                "{} → checked as {} ({}={})",
+                d.native.target_id, d.effective.target_id, o.variable, o.value
+            ),
+            None => d.native.target_id.clone(),
+        };
+        writeln!(
+            out,
+            "{}GPU {i} · {origin} · {target} · {}",
+            if md { "### " } else { "" },
+            gpu.status().word()
+        )?;
+        writeln!(out)?;
+        if gpu.verdicts.is_empty() {
+            writeln!(out, "No library with device code, Tensile files, MIOpen databases or device-library bitcode found.")?;
+        } else {
+            let mut t = Table::new();
+            t.load_preset(if md { ASCII_MARKDOWN } else { NOTHING });
+            t.set_header(if md { ["library", "status", "detail"] } else { ["LIBRARY", "STATUS", "DETAIL"] });
+            for v in &gpu.verdicts {
+                let mut detail = v.detail.clone();
+                if !v.available.is_empty() {
+                    detail.push_str(&format!(" — has {}", v.available.join(", ")));
+                }
+                if let Some(l) = &v.loads {
+                    if v.status == Status::Ok {
+                        detail.push_str(&format!(" — loads {l}"));
+                    }
+                }
+                t.add_row(vec![v.library.clone(), v.status.word().to_string(), detail]);
+            }
+            writeln!(out, "{t}")?;
+        }
+        for h in &gpu.hints {
+            writeln!(out, "{}hint: {h}", if md { "- " } else { "  " })?;
+        }
+        for w in &gpu.warnings {
+            writeln!(out, "{}warning: {w}", if md { "- " } else { "  " })?;
+        }
+        writeln!(out)?;
+    }
+    let missing: Vec<String> = report
+        .gpus
+        .iter()
+        .filter(|g| g.status() == Status::Missing)
+        .map(|g| g.device.effective.target_id.clone())
+        .collect();
+    writeln!(
+        out,
+        "{} GPU{} checked · {}",
+        report.gpus.len(),
+        if report.gpus.len() == 1 { "" } else { "s" },
+        if missing.is_empty() {
+            "every required piece present".to_string()
+        } else {
+            format!("missing code for {}", missing.join(", "))
+        }
+    )?;
+    if !report.problems.is_empty() {
+        writeln!(
+            out,
+            "{} file(s) could not be fully read; `gfxscan scan` lists them",
+            report.problems.len()
         )?;
     }
     Ok(())
