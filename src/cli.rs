@@ -26,6 +26,12 @@ pub enum Command {
     /// honouring HSA_OVERRIDE_GFX_VERSION. Exit 0 when every required piece is present for every
     /// GPU, 1 when something is missing, 2 on error.
     Check(CheckArgs),
+    /// Compare two installs, or saved JSON snapshots (`scan --json -o FILE`), in any mix.
+    ///
+    /// Libraries are paired by identity (soversion, install prefix and version folders dropped),
+    /// losses of targets come first. Exit 0 when the diff ran, 1 with --fail-on-loss when any
+    /// target lost coverage, 2 on error.
+    Diff(DiffArgs),
     /// Print the table of GPU targets in use (built-in, or --targets FILE).
     Targets(TargetsArgs),
 }
@@ -111,6 +117,37 @@ pub struct CheckArgs {
     /// Short for --format json.
     #[arg(long, conflicts_with = "format")]
     pub json: bool,
+}
+
+/// `gfxscan diff`.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The old side: a folder to scan, or a JSON snapshot.
+    #[arg(value_name = "OLD")]
+    pub old: PathBuf,
+    /// The new side: a folder to scan, or a JSON snapshot.
+    #[arg(value_name = "NEW")]
+    pub new: PathBuf,
+    /// Exit 1 when any target lost coverage in any library.
+    #[arg(long)]
+    pub fail_on_loss: bool,
+    /// Output format (table, json or markdown).
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Short for --format json.
+    #[arg(long, conflicts_with = "format")]
+    pub json: bool,
+    /// Write the result to FILE instead of standard output ("-" = standard output).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Worker threads for scanning (default: one per core).
+    #[arg(short = 'j', long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// No progress bar and no live warnings on standard error.
+    #[arg(short, long)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub table: TableArgs,
 }
 
 /// `gfxscan targets`.

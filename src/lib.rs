@@ -11,6 +11,7 @@ pub mod check;
 pub mod classify;
 pub mod cli;
 pub mod devices;
+pub mod diff;
 pub mod exit;
 pub mod family;
 pub mod model;
@@ -27,7 +28,7 @@ use std::io::{self, BufWriter, Write};
 
 use anyhow::{bail, Context};
 
-use cli::{CheckArgs, Cli, Command, Format, ScanArgs, ScanOpts, TableArgs};
+use cli::{CheckArgs, Cli, Command, DiffArgs, Format, ScanArgs, ScanOpts, TableArgs};
 use exit::ExitStatus;
 use targets::Targets;
 
@@ -118,11 +119,70 @@ fn run_check(args: CheckArgs) -> anyhow::Result<ExitStatus> {
     Ok(if result.missing() { ExitStatus::Missing } else { ExitStatus::Clean })
 }
 
+/// Reads a JSON snapshot written by `gfxscan scan --json`, refusing what it cannot read right.
+pub fn read_snapshot(path: &std::path::Path) -> anyhow::Result<model::Snapshot> {
+    let text = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let value: serde_json::Value =
+        serde_json::from_slice(&text).with_context(|| format!("{}: not a JSON snapshot", path.display()))?;
+    let name = value.pointer("/tool/name").and_then(|v| v.as_str());
+    let version = value.get("schema_version").and_then(|v| v.as_u64());
+    match (name, version) {
+        (Some("gfxscan"), Some(v)) if v == u64::from(model::SCHEMA_VERSION) => {}
+        (Some("gfxscan"), Some(v)) => bail!(
+            "{}: snapshot schema_version {v}; this gfxscan reads schema_version {} — rescan with this version",
+            path.display(),
+            model::SCHEMA_VERSION
+        ),
+        _ => bail!("{}: JSON, but not a gfxscan snapshot (no tool.name \"gfxscan\" and schema_version)", path.display()),
+    }
+    serde_json::from_value(value)
+        .with_context(|| format!("{}: snapshot does not match schema_version 1", path.display()))
+}
+
+/// True when `path` is a file whose content starts like JSON.
+fn is_json_file(path: &std::path::Path) -> bool {
+    use std::io::Read;
+    let Ok(mut f) = File::open(path) else { return false };
+    if !f.metadata().is_ok_and(|m| m.is_file()) {
+        return false;
+    }
+    let mut head = [0u8; 64];
+    let n = f.read(&mut head).unwrap_or(0);
+    head[..n].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+}
+
+fn run_diff(args: DiffArgs) -> anyhow::Result<ExitStatus> {
+    let targets = load_targets(&args.table)?;
+    let side = |p: &std::path::Path| -> anyhow::Result<(model::Snapshot, &'static str)> {
+        if is_json_file(p) {
+            return Ok((read_snapshot(p)?, "snapshot"));
+        }
+        let opts = ScanOpts {
+            roots: vec![p.to_path_buf()],
+            output: None,
+            threads: args.threads,
+            follow_links: false,
+            quiet: args.quiet,
+            table: TableArgs { targets: args.table.targets.clone() },
+        };
+        Ok((scan_for(&opts, &targets)?, "scan"))
+    };
+    let (old, so) = side(&args.old)?;
+    let (new, sn) = side(&args.new)?;
+    let d = diff::diff(&old, &new, (so, sn), &targets);
+    let format = if args.json { Format::Json } else { args.format };
+    let mut out = output(&args.output)?;
+    report::write_diff(&d, format, &mut out)?;
+    out.flush()?;
+    Ok(if args.fail_on_loss && !d.losses.is_empty() { ExitStatus::Missing } else { ExitStatus::Clean })
+}
+
 /// Runs one command line.
 pub fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
     match cli.command {
         Command::Scan(args) => run_scan(args),
         Command::Check(args) => run_check(args),
+        Command::Diff(args) => run_diff(args),
         Command::Targets(args) => {
             let targets = load_targets(&args.table)?;
             let mut out = output(&None)?;

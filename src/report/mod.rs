@@ -6,6 +6,7 @@
 
 pub mod progress;
 
+use std::collections::BTreeSet;
 use std::io::{self, Write};
 
 use comfy_table::presets::{ASCII_MARKDOWN, NOTHING};
@@ -13,6 +14,7 @@ use comfy_table::{CellAlignment, Table};
 
 use crate::check::{CheckReport, Status};
 use crate::cli::Format;
+use crate::diff::SnapshotDiff;
 use crate::family::FAMILY_ROWS;
 use crate::model::{Snapshot, TargetCounts};
 use crate::targets::Targets;
@@ -346,6 +348,166 @@ pub fn write_check(report: &CheckReport, format: Format, out: &mut dyn Write) ->
             "{} file(s) could not be fully read; `gfxscan scan` lists them",
             report.problems.len()
         )?;
+    }
+    Ok(())
+}
+
+fn signed(old: u64, new: u64) -> String {
+    match new.cmp(&old) {
+        std::cmp::Ordering::Equal => "[ = ]".to_string(),
+        std::cmp::Ordering::Greater => format!("+{}", thousands(new - old)),
+        std::cmp::Ordering::Less => format!("-{}", thousands(old - new)),
+    }
+}
+
+/// Writes a diff, most important first: losses, gains, target-ID changes, counts, files.
+pub fn write_diff(d: &SnapshotDiff, format: Format, out: &mut dyn Write) -> anyhow::Result<()> {
+    if format == Format::Json {
+        let mut text = serde_json::to_vec_pretty(d)?;
+        text.push(b'\n');
+        out.write_all(&text)?;
+        return Ok(());
+    }
+    let md = format == Format::Markdown;
+    let (h, li) = if md { ("### ", "- ") } else { ("", "  ") };
+    let side = |s: &crate::diff::Side| {
+        format!(
+            "{} ({}, {} files, {} code objects)",
+            s.roots.join(", "),
+            s.source,
+            thousands(s.files),
+            thousands(s.code_objects)
+        )
+    };
+    writeln!(out, "gfxscan diff · {} → {}", side(&d.old), side(&d.new))?;
+    if d.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "No differences.")?;
+        return Ok(());
+    }
+    let coverage =
+        |title: &str, list: &[crate::diff::Coverage], verb: &str, out: &mut dyn Write| -> io::Result<()> {
+            if list.is_empty() {
+                return Ok(());
+            }
+            writeln!(out)?;
+            writeln!(out, "{h}{title} ({}):", list.len())?;
+            for c in list {
+                let whole = match c.how.as_str() {
+                    "gone" => " (nothing of it left)",
+                    "new" => " (nothing of it before)",
+                    _ => "",
+                };
+                writeln!(out, "{li}{}{whole}: {verb} {}", c.library, c.targets.join(", "))?;
+            }
+            Ok(())
+        };
+    coverage("Targets lost", &d.losses, "lost", out)?;
+    coverage("Targets gained", &d.gains, "gained", out)?;
+    if !d.target_id_changes.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{h}Target-ID changes (a device loses its code only if listed under lost) ({}):",
+            d.target_id_changes.len()
+        )?;
+        for c in &d.target_id_changes {
+            writeln!(out, "{li}{}: {} → {}", c.library, c.old.join(", "), c.new.join(", "))?;
+        }
+    }
+    if !d.libraries.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "{h}Code objects per library ({}):", d.libraries.len())?;
+        for l in &d.libraries {
+            let versions: BTreeSet<&String> =
+                l.old_code_objects.keys().chain(l.new_code_objects.keys()).collect();
+            let mut parts: Vec<String> = versions
+                .into_iter()
+                .map(|v| {
+                    let (a, b) = (
+                        l.old_code_objects.get(v).copied().unwrap_or(0),
+                        l.new_code_objects.get(v).copied().unwrap_or(0),
+                    );
+                    format!("{v} {a} → {b} ({})", signed(a, b))
+                })
+                .collect();
+            if l.old_bundles != l.new_bundles {
+                parts.push(format!(
+                    "bundles {} → {} ({})",
+                    l.old_bundles,
+                    l.new_bundles,
+                    signed(l.old_bundles, l.new_bundles)
+                ));
+            }
+            writeln!(out, "{li}{}: {}", l.library, parts.join(", "))?;
+        }
+    }
+    if d.counts.iter().any(|c| c.old != c.new) {
+        writeln!(out)?;
+        let mut t = Table::new();
+        t.load_preset(if md { ASCII_MARKDOWN } else { NOTHING });
+        t.set_header(if md {
+            ["family", "target", "old", "new", "change"]
+        } else {
+            ["FAMILY", "TARGET", "OLD", "NEW", "CHANGE"]
+        });
+        for c in &d.counts {
+            t.add_row(vec![
+                c.family.clone(),
+                c.target.clone(),
+                thousands(c.old),
+                thousands(c.new),
+                signed(c.old, c.new),
+            ]);
+        }
+        for i in 2..5 {
+            if let Some(col) = t.column_mut(i) {
+                col.set_cell_alignment(CellAlignment::Right);
+            }
+        }
+        writeln!(out, "{h}Per target and family (targets with a change; [ = ] unchanged):")?;
+        writeln!(out, "{t}")?;
+    }
+    let files = d.files_added.len() + d.files_removed.len() + d.files_changed.len();
+    if files > 0 {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{h}Files: {} added, {} removed, {} changed",
+            d.files_added.len(),
+            d.files_removed.len(),
+            d.files_changed.len()
+        )?;
+        for f in &d.files_removed {
+            writeln!(out, "{li}- {} ({}, {})", f.path, human_bytes(f.size), f.targets.join(", "))?;
+        }
+        for f in &d.files_added {
+            writeln!(out, "{li}+ {} ({}, {})", f.path, human_bytes(f.size), f.targets.join(", "))?;
+        }
+        for f in &d.files_changed {
+            let mut what = Vec::new();
+            if f.old_size != f.new_size {
+                what.push(format!("size {} → {}", human_bytes(f.old_size), human_bytes(f.new_size)));
+            }
+            if f.old_code_objects != f.new_code_objects {
+                what.push(format!("code objects {} → {}", f.old_code_objects, f.new_code_objects));
+            }
+            if f.old_targets != f.new_targets {
+                what.push(format!("targets {} → {}", f.old_targets.len(), f.new_targets.len()));
+            }
+            if let Some((a, b)) = f.ucode {
+                what.push(format!("ucode version {a} → {b}"));
+            }
+            if let Some((a, b)) = f.records {
+                what.push(format!("records {} → {} ({})", thousands(a), thousands(b), signed(a, b)));
+            }
+            let path = if f.old_path == f.new_path {
+                f.new_path.clone()
+            } else {
+                format!("{} → {}", f.old_path, f.new_path)
+            };
+            writeln!(out, "{li}~ {path}: {}", what.join("; "))?;
+        }
     }
     Ok(())
 }

@@ -1,0 +1,549 @@
+//! Diff: what changed between two snapshots (two installs, or saved JSON). Pure.
+//!
+//! Libraries are paired by identity, not raw path (see [`identity`]): `librocblas.so.4` in
+//! `/opt/rocm-6.3.0/lib` pairs with `librocblas.so.5` in `/opt/rocm-7.2.0/lib` and with
+//! Debian's `usr/lib/x86_64-linux-gnu/librocblas.so.0.1`. Artifact folders are units of their
+//! own: a Tensile library, MIOpen's databases, the firmware folder, the device-library bitcode.
+//!
+//! A unit serves a set of device variants: each processor with each xnack/sramecc mode it
+//! supports, as the runtime would match (`check::compatible`). A variant served before and not
+//! after is a loss; the other way a gain. A processor served on both sides under other target
+//! IDs is a target-ID change (`gfx90a:xnack-` and `gfx90a:xnack+` become plain `gfx90a`, which
+//! serves both): never a loss by itself.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::check::compatible;
+use crate::devices::DeviceTarget;
+use crate::model::{CodeObjectRecord, Family, FileRecord, Snapshot, Tool};
+use crate::resolve::{target_id, Setting};
+use crate::targets::Targets;
+
+/// Version of the diff JSON document.
+pub const DIFF_SCHEMA_VERSION: u32 = 1;
+
+/// Folder names that say where something is installed, not what it is.
+const PREFIX_DIRS: &[&str] = &[
+    "usr",
+    "opt",
+    "local",
+    "lib",
+    "lib64",
+    "lib32",
+    "x86_64-linux-gnu",
+    "aarch64-linux-gnu",
+    "rocm",
+    "share",
+];
+
+fn version_like(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+        && s.bytes().any(|b| b.is_ascii_digit())
+}
+
+/// A folder name without a version (`rocm-6.3.0` → `rocm`, `llvm-17` → `llvm`).
+fn unversioned(c: &str) -> &str {
+    match c.rsplit_once('-') {
+        Some((base, v)) if version_like(v) => base,
+        _ => c,
+    }
+}
+
+/// A library file name without its soversion (`librocblas.so.4.2` → `librocblas.so`).
+fn unversioned_so(name: &str) -> &str {
+    match name.find(".so.") {
+        Some(i) if version_like(&name[i + 4..]) => &name[..i + 3],
+        _ => name,
+    }
+}
+
+/// The identity of a file across installs and versions.
+///
+/// Artifact families are folder units: `tensile:<rocblas|hipblaslt>`, `miopen`,
+/// `firmware:<amdgpu|radeon>`, `bitcode`. Any other file: its path relative to the root with
+/// install prefixes (`usr`, `opt`, `lib`, `x86_64-linux-gnu`, `rocm`, …), versions (`2.47.0`,
+/// `rocm-6.3.0` → `rocm`) and everything up to `site-packages`/`dist-packages` removed, and its
+/// soversion dropped.
+pub fn identity(f: &FileRecord) -> String {
+    if let Some(a) = &f.artifact {
+        match a.family {
+            Some(Family::Tensile) => return format!("tensile:{}", a.library.as_deref().unwrap_or("rocblas")),
+            Some(Family::Miopen) => return "miopen".to_string(),
+            Some(Family::Firmware) => {
+                return format!("firmware:{}", a.firmware_dir.as_deref().unwrap_or("amdgpu"))
+            }
+            Some(Family::Bitcode) => return "bitcode".to_string(),
+            None => {}
+        }
+    }
+    path_identity(&f.path.path)
+}
+
+/// The path part of [`identity`].
+pub fn path_identity(path: &str) -> String {
+    let parts: Vec<&str> = path.split('/').collect();
+    let start =
+        parts.iter().rposition(|p| *p == "site-packages" || *p == "dist-packages").map_or(0, |i| i + 1);
+    let Some((name, dirs)) = parts[start..].split_last() else { return String::new() };
+    let mut out: Vec<&str> = dirs
+        .iter()
+        .map(|d| unversioned(d))
+        .filter(|d| !version_like(d) && !PREFIX_DIRS.contains(d) && !d.starts_with("python3"))
+        .collect();
+    out.push(unversioned_so(name));
+    out.join("/")
+}
+
+/// What a unit (library or artifact folder) holds on one side.
+#[derive(Debug, Clone, Default)]
+struct Unit {
+    /// Target IDs its code or files are for.
+    target_ids: BTreeSet<String>,
+    /// Files of the unit on this side, by path (with their facts).
+    files: Vec<FileRecord>,
+}
+
+fn units(snap: &Snapshot) -> BTreeMap<String, Unit> {
+    let mut out: BTreeMap<String, Unit> = BTreeMap::new();
+    for f in &snap.files {
+        let u = out.entry(identity(f)).or_default();
+        match &f.artifact {
+            Some(a) if a.family != Some(Family::Tensile) => u.target_ids.extend(a.targets()),
+            Some(a) => {
+                u.target_ids.extend(a.content_targets.clone().unwrap_or_default());
+                if f.code_objects.is_empty() && a.content_targets.is_none() {
+                    u.target_ids.extend(a.name_target.clone());
+                }
+                u.target_ids.extend(f.code_objects.iter().map(|c| c.target_id.clone()));
+            }
+            None => u.target_ids.extend(f.code_objects.iter().map(|c| c.target_id.clone())),
+        }
+        u.files.push(f.clone());
+    }
+    out
+}
+
+/// Every (processor, sramecc, xnack) mode a set of target IDs serves.
+fn variants(ids: &BTreeSet<String>, targets: &Targets) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for id in ids {
+        let processor = id.split(':').next().unwrap_or(id);
+        let t = targets.by_name(processor);
+        let modes = |f: &str| {
+            if t.is_some_and(|t| t.supports(f)) {
+                vec![Setting::Off, Setting::On]
+            } else {
+                vec![Setting::Any]
+            }
+        };
+        let co = CodeObjectRecord {
+            processor: processor.to_string(),
+            target_id: id.clone(),
+            code_object_version: None,
+            size: 0,
+            kernels: None,
+            container: crate::model::Container::File,
+            bundle_entry_id: None,
+            bundle_format: None,
+            compression: None,
+            bundle_offset: None,
+            offset: 0,
+            e_flags: 0,
+            generic_version: None,
+        };
+        for s in modes("sramecc") {
+            for x in modes("xnack") {
+                let dev = DeviceTarget {
+                    processor: processor.to_string(),
+                    sramecc: s,
+                    xnack: x,
+                    target_id: target_id(processor, s, x),
+                };
+                if compatible(&co, &dev, targets) {
+                    out.insert(dev.target_id);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Collapses variants to processors where all of a processor's variants are present.
+fn summarize(vars: &BTreeSet<String>, all_old: &BTreeSet<String>, all_new: &BTreeSet<String>) -> Vec<String> {
+    let mut by_proc: BTreeMap<&str, Vec<&String>> = BTreeMap::new();
+    for v in vars {
+        by_proc.entry(v.split(':').next().unwrap_or(v)).or_default().push(v);
+    }
+    let mut out = Vec::new();
+    for (p, vs) in by_proc {
+        let total = all_old
+            .iter()
+            .chain(all_new)
+            .filter(|v| v.split(':').next() == Some(p))
+            .collect::<BTreeSet<_>>()
+            .len();
+        if vs.len() == total {
+            out.push(p.to_string());
+        } else {
+            out.extend(vs.into_iter().cloned());
+        }
+    }
+    out
+}
+
+/// A change of what a unit serves.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Coverage {
+    /// The unit's identity (`librocblas.so`, `tensile:rocblas`, `firmware:amdgpu`).
+    pub library: String,
+    /// `new` / `gone` when the unit has nothing on one side (no device code, files or
+    /// databases at all: absent, or present without any), else `changed`.
+    pub how: String,
+    /// Targets (or single variants, `gfx90a:xnack+`) lost or gained.
+    pub targets: Vec<String>,
+}
+
+/// A library whose code objects or bundles changed in number.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LibraryChange {
+    pub library: String,
+    /// Code objects per code object version (`v4`: 26), old and new.
+    pub old_code_objects: BTreeMap<String, u64>,
+    pub new_code_objects: BTreeMap<String, u64>,
+    pub old_bundles: u64,
+    pub new_bundles: u64,
+}
+
+/// Target IDs that changed while every device variant stays served.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IdChange {
+    pub library: String,
+    pub processor: String,
+    pub old: Vec<String>,
+    pub new: Vec<String>,
+}
+
+/// One family × target count, old and new.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CountChange {
+    pub family: String,
+    pub target: String,
+    pub old: u64,
+    pub new: u64,
+}
+
+/// A file present on both sides, changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileChange {
+    pub identity: String,
+    pub old_path: String,
+    pub new_path: String,
+    pub old_size: u64,
+    pub new_size: u64,
+    pub old_targets: Vec<String>,
+    pub new_targets: Vec<String>,
+    pub old_code_objects: usize,
+    pub new_code_objects: usize,
+    /// Firmware: ucode version old → new, when it changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ucode: Option<(u32, u32)>,
+    /// MIOpen: records old → new, when they changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub records: Option<(u64, u64)>,
+}
+
+/// A file on one side only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileOnly {
+    pub identity: String,
+    pub path: String,
+    pub size: u64,
+    pub targets: Vec<String>,
+}
+
+/// One side of a diff.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Side {
+    /// `scan` (a root scanned now) or `snapshot` (a JSON file read back).
+    pub source: String,
+    pub roots: Vec<String>,
+    pub files: u64,
+    pub code_objects: u64,
+    pub problems: usize,
+}
+
+/// Everything that changed, most important first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SnapshotDiff {
+    pub schema_version: u32,
+    pub tool: Tool,
+    pub old: Side,
+    pub new: Side,
+    pub losses: Vec<Coverage>,
+    pub gains: Vec<Coverage>,
+    pub target_id_changes: Vec<IdChange>,
+    /// Libraries whose code objects (per version) or bundles changed in number.
+    pub libraries: Vec<LibraryChange>,
+    /// Per family and target, old and new counts for every target whose counts changed in
+    /// some family (`code-objects` counts all code objects); equal rows give context.
+    pub counts: Vec<CountChange>,
+    pub files_added: Vec<FileOnly>,
+    pub files_removed: Vec<FileOnly>,
+    pub files_changed: Vec<FileChange>,
+}
+
+impl SnapshotDiff {
+    /// True when nothing differs.
+    pub fn is_empty(&self) -> bool {
+        self.losses.is_empty()
+            && self.gains.is_empty()
+            && self.target_id_changes.is_empty()
+            && self.libraries.is_empty()
+            && self.counts.iter().all(|c| c.old == c.new)
+            && self.files_added.is_empty()
+            && self.files_removed.is_empty()
+            && self.files_changed.is_empty()
+    }
+}
+
+fn file_targets(f: &FileRecord) -> Vec<String> {
+    let mut t: BTreeSet<String> = f.code_objects.iter().map(|c| c.target_id.clone()).collect();
+    if let Some(a) = &f.artifact {
+        t.extend(a.targets());
+    }
+    t.into_iter().collect()
+}
+
+/// Key of a file within its unit: artifact files by name (and Tensile per-arch folder), other
+/// files by the unit identity itself.
+fn file_key(f: &FileRecord) -> String {
+    let id = identity(f);
+    if f.artifact.is_some() {
+        let parts: Vec<&str> = f.path.path.rsplit('/').take(2).collect();
+        let name = parts.first().copied().unwrap_or("");
+        let folder = parts.get(1).copied().filter(|d| d.starts_with("gfx"));
+        return match folder {
+            Some(d) => format!("{id}/{d}/{name}"),
+            None => format!("{id}/{name}"),
+        };
+    }
+    id
+}
+
+fn side(snap: &Snapshot, source: &str) -> Side {
+    Side {
+        source: source.to_string(),
+        roots: snap.roots.clone(),
+        files: snap.summary.files,
+        code_objects: snap.summary.code_objects,
+        problems: snap.problems.len(),
+    }
+}
+
+/// Compares two snapshots.
+pub fn diff(old: &Snapshot, new: &Snapshot, sources: (&str, &str), targets: &Targets) -> SnapshotDiff {
+    let (uo, un) = (units(old), units(new));
+    let mut losses = Vec::new();
+    let mut gains = Vec::new();
+    let mut id_changes = Vec::new();
+    let empty = Unit::default();
+    for id in uo.keys().chain(un.keys()).collect::<BTreeSet<_>>() {
+        let (a, b) = (uo.get(id).unwrap_or(&empty), un.get(id).unwrap_or(&empty));
+        let (va, vb) = (variants(&a.target_ids, targets), variants(&b.target_ids, targets));
+        let how = match (uo.contains_key(id), un.contains_key(id)) {
+            (true, false) => "gone",
+            (false, true) => "new",
+            _ => "changed",
+        };
+        let lost: BTreeSet<String> = va.difference(&vb).cloned().collect();
+        let won: BTreeSet<String> = vb.difference(&va).cloned().collect();
+        if !lost.is_empty() {
+            losses.push(Coverage {
+                library: id.clone(),
+                how: how.into(),
+                targets: summarize(&lost, &va, &vb),
+            });
+        }
+        if !won.is_empty() {
+            gains.push(Coverage { library: id.clone(), how: how.into(), targets: summarize(&won, &va, &vb) });
+        }
+        // A processor served on both sides under other target IDs: a change of spelling. Any
+        // device variant it gains or loses is listed above with the gains and losses.
+        let procs: BTreeSet<&str> =
+            a.target_ids.iter().chain(&b.target_ids).map(|t| t.split(':').next().unwrap_or(t)).collect();
+        for p in procs {
+            let of = |ids: &BTreeSet<String>| {
+                ids.iter().filter(|t| t.split(':').next() == Some(p)).cloned().collect::<Vec<_>>()
+            };
+            let (oa, ob) = (of(&a.target_ids), of(&b.target_ids));
+            if !oa.is_empty() && !ob.is_empty() && oa != ob {
+                id_changes.push(IdChange { library: id.clone(), processor: p.to_string(), old: oa, new: ob });
+            }
+        }
+    }
+    // Counts per family and target, and all code objects per target.
+    let mut counts = Vec::new();
+    let table = |s: &Snapshot| {
+        let mut t = s.families.clone();
+        t.insert("code-objects".into(), s.targets.iter().map(|(k, v)| (k.clone(), v.code_objects)).collect());
+        t
+    };
+    let (to, tn) = (table(old), table(new));
+    let families: Vec<&String> = to.keys().chain(tn.keys()).collect::<BTreeSet<_>>().into_iter().collect();
+    let get = |t: &BTreeMap<String, BTreeMap<String, u64>>, f: &str, k: &str| {
+        t.get(f).and_then(|m| m.get(k)).copied().unwrap_or(0)
+    };
+    let mut changed_targets: Vec<String> = families
+        .iter()
+        .flat_map(|f| to.get(*f).into_iter().chain(tn.get(*f)).flat_map(|m| m.keys()))
+        .filter(|t| families.iter().any(|f| get(&to, f, t) != get(&tn, f, t)))
+        .cloned()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    changed_targets.sort_by_key(|k| (targets.rank(k), k.clone()));
+    for t in &changed_targets {
+        for fam in &families {
+            let (x, y) = (get(&to, fam, t), get(&tn, fam, t));
+            if x > 0 || y > 0 {
+                counts.push(CountChange { family: (*fam).clone(), target: t.clone(), old: x, new: y });
+            }
+        }
+    }
+    // Libraries whose code objects or bundles changed in number.
+    let mut libraries = Vec::new();
+    for id in uo.keys().chain(un.keys()).collect::<BTreeSet<_>>() {
+        let tally = |u: Option<&Unit>| {
+            let mut by_version: BTreeMap<String, u64> = BTreeMap::new();
+            let mut bundles = 0;
+            for f in u.map(|u| u.files.as_slice()).unwrap_or_default() {
+                bundles += f.bundles;
+                for c in &f.code_objects {
+                    let v = c.code_object_version.map_or_else(|| "other".to_string(), |v| format!("v{v}"));
+                    *by_version.entry(v).or_default() += 1;
+                }
+            }
+            (by_version, bundles)
+        };
+        let ((oc, ob), (nc, nb)) = (tally(uo.get(id)), tally(un.get(id)));
+        if (oc != nc || ob != nb) && !(oc.is_empty() && nc.is_empty()) {
+            libraries.push(LibraryChange {
+                library: id.clone(),
+                old_code_objects: oc,
+                new_code_objects: nc,
+                old_bundles: ob,
+                new_bundles: nb,
+            });
+        }
+    }
+    // Files, paired by key.
+    let index = |s: &Snapshot| {
+        let mut m: BTreeMap<String, Vec<FileRecord>> = BTreeMap::new();
+        for f in &s.files {
+            m.entry(file_key(f)).or_default().push(f.clone());
+        }
+        m
+    };
+    let (fo, fnew) = (index(old), index(new));
+    let only = |f: &FileRecord| FileOnly {
+        identity: identity(f),
+        path: f.path.path.clone(),
+        size: f.size,
+        targets: file_targets(f),
+    };
+    let (mut added, mut removed, mut changed) = (Vec::new(), Vec::new(), Vec::new());
+    for key in fo.keys().chain(fnew.keys()).collect::<BTreeSet<_>>() {
+        match (fo.get(key), fnew.get(key)) {
+            (Some(a), None) => removed.extend(a.iter().map(only)),
+            (None, Some(b)) => added.extend(b.iter().map(only)),
+            (Some(a), Some(b)) => {
+                for (x, y) in a.iter().zip(b) {
+                    let header =
+                        |f: &FileRecord| f.artifact.as_ref().and_then(|a| a.header).map(|h| h.ucode_version);
+                    let records = |f: &FileRecord| f.artifact.as_ref().and_then(|a| a.records);
+                    let ucode = match (header(x), header(y)) {
+                        (Some(p), Some(q)) if p != q => Some((p, q)),
+                        _ => None,
+                    };
+                    let recs = match (records(x), records(y)) {
+                        (Some(p), Some(q)) if p != q => Some((p, q)),
+                        _ => None,
+                    };
+                    let (tx, ty) = (file_targets(x), file_targets(y));
+                    if x.size != y.size
+                        || tx != ty
+                        || x.code_objects.len() != y.code_objects.len()
+                        || ucode.is_some()
+                        || recs.is_some()
+                    {
+                        changed.push(FileChange {
+                            identity: identity(x),
+                            old_path: x.path.path.clone(),
+                            new_path: y.path.path.clone(),
+                            old_size: x.size,
+                            new_size: y.size,
+                            old_targets: tx,
+                            new_targets: ty,
+                            old_code_objects: x.code_objects.len(),
+                            new_code_objects: y.code_objects.len(),
+                            ucode,
+                            records: recs,
+                        });
+                    }
+                }
+                removed.extend(a.iter().skip(b.len()).map(only));
+                added.extend(b.iter().skip(a.len()).map(only));
+            }
+            (None, None) => {}
+        }
+    }
+    SnapshotDiff {
+        schema_version: DIFF_SCHEMA_VERSION,
+        tool: Tool::current(),
+        old: side(old, sources.0),
+        new: side(new, sources.1),
+        losses,
+        gains,
+        target_id_changes: id_changes,
+        libraries,
+        counts,
+        files_added: added,
+        files_removed: removed,
+        files_changed: changed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identities_pair_versions_and_layouts() {
+        for (a, b) in [
+            ("opt/rocm-6.3.0/lib/librocblas.so.4", "opt/rocm-7.2.0/lib/librocblas.so.5"),
+            ("usr/lib/x86_64-linux-gnu/librocblas.so.0.1", "lib/librocblas.so.4.2"),
+            ("usr/lib/x86_64-linux-gnu/libspfft.so.1.0.6", "usr/lib/x86_64-linux-gnu/libspfft.so.1.1.1"),
+            (
+                "venv/lib/python3.11/site-packages/torch/lib/libtorch_hip.so",
+                "lib/python3.12/dist-packages/torch/lib/libtorch_hip.so",
+            ),
+        ] {
+            assert_eq!(path_identity(a), path_identity(b), "{a} ~ {b}");
+        }
+        assert_eq!(path_identity("opt/rocm/lib/librocblas.so.4"), "librocblas.so");
+        assert_ne!(path_identity("lib/ollama/libggml-hip.so"), path_identity("lib/libggml-hip2.so"));
+    }
+
+    #[test]
+    fn plain_ids_serve_every_xnack_variant() {
+        let t = Targets::builtin();
+        let ids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
+        let both = variants(&ids(&["gfx90a:xnack-", "gfx90a:xnack+"]), &t);
+        let plain = variants(&ids(&["gfx90a"]), &t);
+        assert_eq!(both, plain);
+        assert!(variants(&ids(&["gfx90a:xnack-"]), &t).len() < plain.len());
+    }
+}
