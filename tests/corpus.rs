@@ -343,3 +343,115 @@ fn firmware_prefix_counts_match_truth() {
         assert_eq!(check_firmware(&fw, &shared().join("truth/firmware_prefix_counts.tsv")), 165);
     }
 }
+
+fn diff_of(old: &Path, new: &Path) -> gfxscan::diff::SnapshotDiff {
+    gfxscan::diff::diff(&scan_dir(old), &scan_dir(new), ("scan", "scan"), &Targets::builtin())
+}
+
+fn lib<'a>(d: &'a gfxscan::diff::SnapshotDiff, name: &str) -> &'a gfxscan::diff::LibraryChange {
+    d.libraries
+        .iter()
+        .find(|l| l.library == name)
+        .unwrap_or_else(|| panic!("{name} not in {:?}", d.libraries))
+}
+
+fn versions(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
+    pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+}
+
+#[test]
+fn diff_pairs_from_the_corpus() {
+    let deb = shared().join("files/deb");
+    if !deb.is_dir() {
+        eprintln!("skipped: corpus not present");
+        return;
+    }
+    // libspfft 1.0.6 -> 1.1.1: 0 -> 5 bundles, +10 targets, +50 code objects.
+    let d = diff_of(&deb.join("bookworm/libspfft1_1.0.6-1"), &deb.join("trixie/libspfft1_1.1.1-3"));
+    let l = lib(&d, "libspfft.so");
+    assert_eq!((l.old_bundles, l.new_bundles), (0, 5));
+    assert_eq!(l.new_code_objects, versions(&[("v4", 50)]));
+    let gained = &d.gains.iter().find(|g| g.library == "libspfft.so").expect("gains").targets;
+    assert_eq!(gained.len(), 10, "{gained:?}");
+    assert!(d.losses.is_empty());
+
+    // libhsa-runtime64 5.2.3 -> 6.1.2: 26 -> 36 V4 code objects, the 3 V2 trap handlers unchanged.
+    let d = diff_of(
+        &deb.join("bookworm/libhsa-runtime64-1_5.2.3-3"),
+        &deb.join("trixie/libhsa-runtime64-1_6.1.2-3"),
+    );
+    let l = lib(&d, "libhsa-runtime64.so");
+    assert_eq!(
+        (l.old_code_objects.clone(), l.new_code_objects.clone()),
+        (versions(&[("v2", 3), ("v4", 26)]), versions(&[("v2", 3), ("v4", 36)]))
+    );
+    let gained: Vec<&str> = d.gains[0].targets.iter().map(String::as_str).collect();
+    assert_eq!(
+        gained,
+        [
+            "gfx1036", "gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx940", "gfx941",
+            "gfx942"
+        ]
+    );
+    assert!(d.losses.is_empty());
+
+    // device-libs 5.2.3 -> 6.0: +8 ISAs, nothing lost.
+    let d = diff_of(
+        &deb.join("bookworm/rocm-device-libs_5.2.3-2"),
+        &deb.join("trixie/rocm-device-libs-17_6.0+git20231212.5a852ed-2"),
+    );
+    let gained: Vec<&str> = d
+        .gains
+        .iter()
+        .find(|g| g.library == "bitcode")
+        .expect("bitcode")
+        .targets
+        .iter()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        gained,
+        ["gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx941", "gfx942"]
+    );
+    assert!(d.losses.is_empty(), "{:?}", d.losses);
+
+    // MIOpen gfx1030_36.db rocm-5.4.3 -> develop: 9,934 -> 9,872 perf rows.
+    let m = shared().join("files/github/miopen");
+    let d = diff_of(&m.join("rocm-5.4.3/share"), &m.join("develop-2024-10-24/share"));
+    let f = d.files_changed.iter().find(|f| f.new_path.ends_with("gfx1030_36.db")).expect("perf DB changed");
+    assert_eq!(f.records, Some((9934, 9872)));
+
+    // A tree against itself: nothing.
+    let same = diff_of(&deb, &deb);
+    assert!(same.is_empty(), "{same:?}");
+}
+
+#[test]
+fn debian_suites_diff_both_ways() {
+    let Some(dir) = std::env::var_os("GFXSCAN_DEBIAN_CORPUS") else {
+        eprintln!("skipped: set GFXSCAN_DEBIAN_CORPUS to the DIR of fetch-debian.sh");
+        return;
+    };
+    let deb = Path::new(&dir).join("deb");
+    let forward = diff_of(&deb.join("bookworm-root"), &deb.join("trixie-root"));
+    assert!(forward.losses.is_empty(), "bookworm -> trixie loses nothing: {:?}", forward.losses);
+    let rocsparse: Vec<_> =
+        forward.target_id_changes.iter().filter(|c| c.library == "librocsparse.so").collect();
+    let change = rocsparse.iter().find(|c| c.processor == "gfx90a").expect("gfx90a respelled");
+    assert_eq!(
+        (change.old.clone(), change.new.clone()),
+        (vec!["gfx90a:xnack+".into(), "gfx90a:xnack-".into()], vec!["gfx90a".to_string()])
+    );
+    assert!(rocsparse.iter().any(|c| c.old == ["gfx900:xnack-"] && c.new == ["gfx900"]));
+
+    let back = diff_of(&deb.join("trixie-root"), &deb.join("bookworm-root"));
+    let lost = |lib: &str| {
+        back.losses.iter().find(|l| l.library == lib).map(|l| l.targets.clone()).unwrap_or_default()
+    };
+    for whole in ["librocblas.so", "librocsolver.so", "tensile:rocblas", "firmware:amdgpu"] {
+        assert!(back.losses.iter().any(|l| l.library == whole && l.how == "gone"), "{whole} lost whole");
+    }
+    for t in ["gfx1010", "gfx1100", "gfx1101", "gfx1102"] {
+        assert!(lost("librocsparse.so").contains(&t.to_string()), "rocSPARSE loses {t}");
+    }
+}
