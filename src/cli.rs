@@ -49,6 +49,27 @@ pub enum Format {
     Csv,
 }
 
+/// Output formats of `check` and `diff` (no CSV: their results are not one table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    /// Aligned tables for people.
+    Table,
+    /// The versioned JSON document.
+    Json,
+    /// Markdown, to paste into an issue.
+    Markdown,
+}
+
+impl From<ReportFormat> for Format {
+    fn from(f: ReportFormat) -> Format {
+        match f {
+            ReportFormat::Table => Format::Table,
+            ReportFormat::Json => Format::Json,
+            ReportFormat::Markdown => Format::Markdown,
+        }
+    }
+}
+
 /// Options shared by every subcommand that needs the target table.
 #[derive(Debug, Args)]
 pub struct TableArgs {
@@ -111,9 +132,9 @@ pub struct CheckArgs {
     /// Read the KFD topology under DIR instead of / (for containers and tests).
     #[arg(long, value_name = "DIR")]
     pub sysfs_root: Option<PathBuf>,
-    /// Output format (table, json or markdown).
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
+    pub format: ReportFormat,
     /// Short for --format json.
     #[arg(long, conflicts_with = "format")]
     pub json: bool,
@@ -131,9 +152,9 @@ pub struct DiffArgs {
     /// Exit 1 when any target lost coverage in any library.
     #[arg(long)]
     pub fail_on_loss: bool,
-    /// Output format (table, json or markdown).
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
+    pub format: ReportFormat,
     /// Short for --format json.
     #[arg(long, conflicts_with = "format")]
     pub json: bool,

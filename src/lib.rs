@@ -112,7 +112,7 @@ fn run_check(args: CheckArgs) -> anyhow::Result<ExitStatus> {
     };
     let snap = scan_for(&args.opts, &targets)?;
     let result = check::check(&snap, &devices, &targets);
-    let format = if args.json { Format::Json } else { args.format };
+    let format = if args.json { Format::Json } else { args.format.into() };
     let mut out = output(&args.opts.output)?;
     report::write_check(&result, format, &mut out)?;
     out.flush()?;
@@ -170,7 +170,7 @@ fn run_diff(args: DiffArgs) -> anyhow::Result<ExitStatus> {
     let (old, so) = side(&args.old)?;
     let (new, sn) = side(&args.new)?;
     let d = diff::diff(&old, &new, (so, sn), &targets);
-    let format = if args.json { Format::Json } else { args.format };
+    let format = if args.json { Format::Json } else { args.format.into() };
     let mut out = output(&args.output)?;
     report::write_diff(&d, format, &mut out)?;
     out.flush()?;

@@ -1,8 +1,10 @@
 //! Integration tests: the real `gfxscan` binary (and `gfxscan::scan::scan`) over trees built
 //! in a temporary folder from the fixture builders of `gfxscan::testing`.
 
+mod check;
 mod commands;
 mod determinism;
+mod diff;
 mod families;
 mod fixtures;
 mod formats;

@@ -1,0 +1,833 @@
+//! `gfxscan check`: per-GPU, per-library verdicts on trees built here, with GPUs from `--gpu`
+//! or from a fake KFD topology (`--sysfs-root`), and `HSA_OVERRIDE_GFX_VERSION` set (or not)
+//! in the child's environment only. Every acceptance point of the check issue is one test:
+//! exact exit code, exact verdict fields from `--json`, a glance at the table where it speaks.
+
+use std::collections::BTreeSet;
+use std::ffi::OsString;
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use gfxscan::testing::{bundle, code_object, fatbin, host_elf, tensile_index, CodeObjectSpec, HostSection};
+
+use crate::fixtures::{co, hip, hip_bundle, GFX1030, GFX1100, GFX90A, HOST, SRAMECC_ON, XNACK_OFF, XNACK_ON};
+use crate::util::{Run, Tree, RUN_LIMIT};
+
+const ROCBLAS_LIB: &str = "opt/rocm/lib/rocblas/library";
+const OLLAMA_ROCBLAS_LIB: &str = "usr/lib/ollama/rocm/rocblas/library";
+const MIOPEN_DB: &str = "opt/rocm/share/miopen/db";
+
+/// `EF_AMDGPU_MACH` of gfx1036 (targets.toml).
+const GFX1036: u32 = 0x045;
+/// `EF_AMDGPU_MACH` of gfx11-generic, and the V6 generic version 1 in `e_flags`.
+const GFX11_GENERIC: u32 = 0x054;
+const GENERIC_V1: u32 = 1 << 24;
+/// V4 xnack field value 1: "any" (the object runs with xnack on or off).
+const XNACK_ANY: u32 = 0x100;
+
+/// The hang warning an override across ISAs targets.toml does not call compatible must carry.
+const HANG_WARNING: &str = "HSA_OVERRIDE_GFX_VERSION=11.0.0 runs gfx1100 code on a gfx1151: targets.toml does not record these ISAs as compatible; kernels may fault, compute wrong results or hang the GPU";
+
+// ---------------------------------------------------------------------------------------------
+// Harness
+// ---------------------------------------------------------------------------------------------
+
+/// Runs `gfxscan check --quiet ARGS...` with every `HSA_*` variable of the test process removed
+/// from the child's environment and `env` set instead; fails on a hang, a signal or a panic.
+fn check(args: &[OsString], env: &[(&str, &str)]) -> Run {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gfxscan"));
+    cmd.arg("check").arg("--quiet").args(args);
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("HSA_") {
+            cmd.env_remove(&k);
+        }
+    }
+    // Named explicitly too, in case the test process holds them under a non-UTF-8 name.
+    for k in ["HSA_OVERRIDE_GFX_VERSION", "HSA_XNACK"] {
+        cmd.env_remove(k);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let start = Instant::now();
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("gfxscan starts");
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut p) = pipe {
+                p.read_to_end(&mut buf).expect("pipe readable");
+            }
+            buf
+        })
+    };
+    let out = drain(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let err = drain(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait for gfxscan") {
+            break s;
+        }
+        if start.elapsed() > RUN_LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("gfxscan check {args:?} still running after {RUN_LIMIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let elapsed = start.elapsed();
+    let stdout = String::from_utf8(out.join().expect("stdout reader")).expect("stdout is UTF-8");
+    let stderr = String::from_utf8_lossy(&err.join().expect("stderr reader")).into_owned();
+    assert!(!stderr.contains("panicked"), "gfxscan check {args:?} panicked:\n{stderr}");
+    let code = status
+        .code()
+        .unwrap_or_else(|| panic!("gfxscan check {args:?} killed by a signal: {status}\n{stderr}"));
+    Run { code, stdout, stderr, elapsed }
+}
+
+/// Arguments: the scan root, then `extra`.
+fn args(tree: &Tree, extra: &[&str]) -> Vec<OsString> {
+    let mut all = vec![tree.root().as_os_str().to_os_string()];
+    all.extend(extra.iter().map(OsString::from));
+    all
+}
+
+/// `--sysfs-root DIR` of a fake KFD topology.
+fn sysfs(kfd: &Tree) -> Vec<OsString> {
+    vec!["--sysfs-root".into(), kfd.root().as_os_str().to_os_string()]
+}
+
+/// `gfxscan check ROOT --json EXTRA...` with `env`, expecting exit `code`; the parsed report.
+#[track_caller]
+fn check_json(tree: &Tree, extra: &[OsString], env: &[(&str, &str)], code: i32) -> Value {
+    let mut all = args(tree, &["--json"]);
+    all.extend(extra.iter().cloned());
+    let run = check(&all, env);
+    run.expect_code(code);
+    let report = run.json();
+    assert_eq!(report["schema_version"], 1, "{report:#}");
+    report
+}
+
+/// `--gpu` flags for each target ID.
+fn gpus_args(ids: &[&str]) -> Vec<OsString> {
+    ids.iter().flat_map(|g| [OsString::from("--gpu"), OsString::from(g)]).collect()
+}
+
+/// A fake sysfs tree whose KFD topology has one node per `gfx_target_version` (0 = CPU).
+fn kfd(versions: &[u32]) -> Tree {
+    let t = Tree::new();
+    for (n, &v) in versions.iter().enumerate() {
+        let props = if v == 0 {
+            "cpu_cores_count 16\nsimd_count 0\nmem_banks_count 1\ngfx_target_version 0\ncapability 0\n"
+                .to_string()
+        } else {
+            format!(
+                "cpu_cores_count 0\nsimd_count 96\nmem_banks_count 1\ngfx_target_version {v}\ncapability 0\n"
+            )
+        };
+        t.file(format!("sys/class/kfd/kfd/topology/nodes/{n}/properties"), props.as_bytes());
+    }
+    t
+}
+
+/// The GPU reports of a check report.
+#[track_caller]
+fn gpus(report: &Value) -> &Vec<Value> {
+    report["gpus"].as_array().expect("gpus is an array")
+}
+
+/// The one GPU report of a single-GPU check.
+#[track_caller]
+fn only_gpu(report: &Value) -> &Value {
+    let g = gpus(report);
+    assert_eq!(g.len(), 1, "expected one GPU: {report:#}");
+    &g[0]
+}
+
+/// The verdict of `library` (its displayed path, relative to the tree) in a GPU report.
+#[track_caller]
+fn verdict<'a>(gpu: &'a Value, tree: &Tree, library: &str) -> &'a Value {
+    let want = format!("{}/{library}", tree.root_str());
+    let verdicts = gpu["verdicts"].as_array().expect("verdicts is an array");
+    verdicts.iter().find(|v| v["library"] == want.as_str()).unwrap_or_else(|| {
+        let have: Vec<&Value> = verdicts.iter().map(|v| &v["library"]).collect();
+        panic!("no verdict for {want:?}; have {have:?}")
+    })
+}
+
+/// A verdict without its free-text detail, to compare with `json!`.
+fn fields(v: &Value) -> Value {
+    let mut v = v.clone();
+    v.as_object_mut().expect("verdict is an object").remove("detail");
+    v
+}
+
+/// The verdict's detail line.
+fn detail(v: &Value) -> &str {
+    v["detail"].as_str().expect("detail is a string")
+}
+
+/// Every `library` → `status` of a GPU report.
+fn statuses(gpu: &Value) -> Vec<(String, String)> {
+    gpu["verdicts"]
+        .as_array()
+        .expect("verdicts is an array")
+        .iter()
+        .map(|v| {
+            (v["library"].as_str().unwrap_or("").to_string(), v["status"].as_str().unwrap_or("").to_string())
+        })
+        .collect()
+}
+
+/// `{processor, target_id}` of a device target.
+fn target(processor: &str, target_id: &str) -> Value {
+    json!({"processor": processor, "target_id": target_id})
+}
+
+/// The strings of a JSON array field.
+#[track_caller]
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array().expect("an array").iter().map(|s| s.as_str().expect("a string").to_string()).collect()
+}
+
+/// A host library whose `.hip_fatbin` holds one bundle with a device entry per
+/// `(target ID, code object)`.
+fn host_lib(entries: &[(&str, &[u8])]) -> Vec<u8> {
+    let fat = fatbin(&[hip_bundle(entries)]);
+    host_elf(&[HostSection::rodata(".rodata", b"libfoo\0"), HostSection::hip_fatbin(&fat)])
+}
+
+/// A rocBLAS library folder holding only gfx1030: lazy index and code file.
+fn rocblas_gfx1030(tree: &Tree) {
+    tree.file(format!("{ROCBLAS_LIB}/TensileLibrary_lazy_gfx1030.dat"), &tensile_index(&["gfx1030"], 3));
+    tree.file(format!("{ROCBLAS_LIB}/TensileLibrary_gfx1030.co"), &co(GFX1030, 0, 4));
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. gfx1031 against a gfx1030-only rocBLAS: MISSING, and the 10.3.0 override as a hint
+// ---------------------------------------------------------------------------------------------
+
+#[track_caller]
+fn assert_gfx1031_rocblas_missing(tree: &Tree, gpu: &Value) {
+    let v = verdict(gpu, tree, &format!("{ROCBLAS_LIB}/"));
+    assert_eq!(
+        fields(v),
+        json!({"library": format!("{}/{ROCBLAS_LIB}/", tree.root_str()), "kind": "tensile",
+               "status": "missing", "loads": null, "available": ["gfx1030"]})
+    );
+    assert!(detail(v).contains("no Tensile index serves gfx1031"), "{v:#}");
+    assert_eq!(gpu["device"]["native"], target("gfx1031", "gfx1031"));
+    assert_eq!(gpu["device"]["effective"], target("gfx1031", "gfx1031"));
+    assert_eq!(gpu["device"]["override"], Value::Null);
+    let hints = strings(&gpu["hints"]);
+    assert_eq!(hints.len(), 1, "{hints:#?}");
+    assert!(hints[0].starts_with("HSA_OVERRIDE_GFX_VERSION=10.3.0 "), "{hints:#?}");
+    assert!(hints[0].contains("gfx1031 as gfx1030"), "{hints:#?}");
+    assert!(hints[0].contains("HSA_OVERRIDE_GFX_VERSION_<node>"), "{hints:#?}");
+    assert_eq!(strings(&gpu["warnings"]), Vec::<String>::new());
+}
+
+/// A gfx1031 (KFD node, `gfx_target_version 100301`) with a rocBLAS library that only holds
+/// gfx1030 (lazy index and code): rocBLAS is MISSING, exit 1, and the hint names
+/// `HSA_OVERRIDE_GFX_VERSION=10.3.0` (targets.toml: gfx1031 is ISA-compatible with gfx1030).
+#[test]
+fn gfx1031_without_rocblas_code_is_missing_with_override_hint() {
+    let tree = Tree::new();
+    rocblas_gfx1030(&tree);
+    let sys = kfd(&[0, 100301]);
+
+    let report = check_json(&tree, &sysfs(&sys), &[], 1);
+    let gpu = only_gpu(&report);
+    assert_eq!(gpu["device"]["node"], 1);
+    assert_eq!(gpu["device"]["source"], "kfd");
+    assert_gfx1031_rocblas_missing(&tree, gpu);
+
+    let report = check_json(&tree, &gpus_args(&["gfx1031"]), &[], 1);
+    let gpu = only_gpu(&report);
+    assert_eq!(gpu["device"]["node"], Value::Null);
+    assert_eq!(gpu["device"]["source"], "--gpu");
+    assert_gfx1031_rocblas_missing(&tree, gpu);
+
+    // The table says the same.
+    let mut a = args(&tree, &["--gpu", "gfx1031"]);
+    a.extend(sysfs(&sys));
+    let run = check(&a, &[]);
+    run.expect_code(1);
+    let row = run.stdout.lines().find(|l| l.contains(ROCBLAS_LIB)).expect("a rocBLAS row");
+    assert!(row.contains("MISSING"), "{}", run.stdout);
+    assert!(run.stdout.contains("hint: HSA_OVERRIDE_GFX_VERSION=10.3.0"), "{}", run.stdout);
+    assert!(run.stdout.contains("missing code for gfx1031"), "{}", run.stdout);
+
+    // The same install checked as the gfx1030 it holds is fine, and needs no hint.
+    let report = check_json(&tree, &gpus_args(&["gfx1030"]), &[], 0);
+    let gpu = only_gpu(&report);
+    let v = verdict(gpu, &tree, &format!("{ROCBLAS_LIB}/"));
+    assert_eq!(v["status"], "ok", "{v:#}");
+    assert_eq!(v["loads"], format!("{ROCBLAS_LIB}/TensileLibrary_lazy_gfx1030.dat"));
+    assert_eq!(gpu["hints"], json!([]));
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. xnack: a stated xnack- entry does not load on xnack+, an xnack-any entry does
+// ---------------------------------------------------------------------------------------------
+
+/// `--gpu gfx90a:xnack+` with a host library whose only device entry is `gfx90a:xnack-`:
+/// MISSING, exit 1; with a `gfx90a` (xnack any) entry instead: OK, exit 0, loads that entry.
+#[test]
+fn xnack_plus_needs_xnack_plus_or_any_code() {
+    let tree = Tree::new();
+    let off = co(GFX90A, XNACK_OFF, 2);
+    tree.file("lib/libfoo.so", &host_lib(&[("gfx90a:xnack-", &off)]));
+    let lib = format!("{}/lib/libfoo.so", tree.root_str());
+
+    let report = check_json(&tree, &gpus_args(&["gfx90a:xnack+"]), &[], 1);
+    let gpu = only_gpu(&report);
+    assert_eq!(gpu["device"]["native"], target("gfx90a", "gfx90a:xnack+"));
+    assert_eq!(gpu["device"]["effective"], target("gfx90a", "gfx90a:xnack+"));
+    let v = verdict(gpu, &tree, "lib/libfoo.so");
+    assert_eq!(
+        fields(v),
+        json!({"library": lib, "kind": "host-library", "status": "missing", "loads": null,
+               "available": ["gfx90a:xnack-"]})
+    );
+    assert_eq!(detail(v), "no code object for gfx90a:xnack+");
+    assert_eq!(gpu["hints"], json!([]));
+    assert_eq!(gpu["warnings"], json!([]));
+
+    // The same library served xnack-: it loads.
+    let report = check_json(&tree, &gpus_args(&["gfx90a:xnack-"]), &[], 0);
+    assert_eq!(verdict(only_gpu(&report), &tree, "lib/libfoo.so")["loads"], hip("gfx90a:xnack-"));
+
+    // xnack any (V4 field value 1): one object for both modes.
+    let any = co(GFX90A, XNACK_ANY, 2);
+    tree.file("lib/libfoo.so", &host_lib(&[("gfx90a", &any)]));
+    let report = check_json(&tree, &gpus_args(&["gfx90a:xnack+"]), &[], 0);
+    let gpu = only_gpu(&report);
+    assert_eq!(
+        fields(verdict(gpu, &tree, "lib/libfoo.so")),
+        json!({"library": lib, "kind": "host-library", "status": "ok",
+               "loads": "hipv4-amdgcn-amd-amdhsa--gfx90a", "available": []})
+    );
+}
+
+/// A KFD gfx90a states SRAM ECC through its capability bit and XNACK through `HSA_XNACK`: with
+/// `HSA_XNACK=1` and SRAM ECC on, an `xnack-` entry does not load and a `sramecc+:xnack+` one
+/// does; without `HSA_XNACK` the mode is unknown and either xnack entry is taken.
+#[test]
+fn kfd_gpu_features_come_from_capability_and_hsa_xnack() {
+    let tree = Tree::new();
+    let off = co(GFX90A, SRAMECC_ON | XNACK_OFF, 2);
+    tree.file("lib/libfoo.so", &host_lib(&[("gfx90a:sramecc+:xnack-", &off)]));
+    let sys = Tree::new();
+    sys.file(
+        "sys/class/kfd/kfd/topology/nodes/0/properties",
+        b"cpu_cores_count 16\nsimd_count 0\ngfx_target_version 0\n",
+    );
+    let sram = 0x0400_0000u64;
+    sys.file(
+        "sys/class/kfd/kfd/topology/nodes/1/properties",
+        format!("cpu_cores_count 0\nsimd_count 416\ngfx_target_version 90010\ncapability {sram}\n")
+            .as_bytes(),
+    );
+
+    let report = check_json(&tree, &sysfs(&sys), &[("HSA_XNACK", "1")], 1);
+    let gpu = only_gpu(&report);
+    assert_eq!(gpu["device"]["native"], target("gfx90a", "gfx90a:sramecc+:xnack+"));
+    assert_eq!(
+        fields(verdict(gpu, &tree, "lib/libfoo.so")),
+        json!({"library": format!("{}/lib/libfoo.so", tree.root_str()), "kind": "host-library",
+               "status": "missing", "loads": null, "available": ["gfx90a:sramecc+:xnack-"]})
+    );
+
+    let report = check_json(&tree, &sysfs(&sys), &[], 0);
+    let gpu = only_gpu(&report);
+    assert_eq!(gpu["device"]["native"], target("gfx90a", "gfx90a:sramecc+"));
+    assert_eq!(verdict(gpu, &tree, "lib/libfoo.so")["loads"], hip("gfx90a:sramecc+:xnack-"));
+
+    let on = co(GFX90A, SRAMECC_ON | XNACK_ON, 2);
+    tree.file(
+        "lib/libfoo.so",
+        &host_lib(&[("gfx90a:sramecc+:xnack-", &off), ("gfx90a:sramecc+:xnack+", &on)]),
+    );
+    let report = check_json(&tree, &sysfs(&sys), &[("HSA_XNACK", "1")], 0);
+    assert_eq!(verdict(only_gpu(&report), &tree, "lib/libfoo.so")["loads"], hip("gfx90a:sramecc+:xnack+"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. Generic targets
+// ---------------------------------------------------------------------------------------------
+
+/// A gfx1100 against a bundle holding only a `gfx11-generic` object (V6, generic version 1):
+/// OK through the generic entry. A gfx1030 is not in gfx11's family (MISSING), and a
+/// gfx11-generic object without a generic version is not loaded for gfx1100 (MISSING).
+#[test]
+fn gfx1100_loads_gfx11_generic_code() {
+    let tree = Tree::new();
+    let generic = code_object(&CodeObjectSpec::new(4, GFX11_GENERIC | GENERIC_V1, &["k0", "k1"]));
+    let generic_id = hip("gfx11-generic");
+    tree.file("lib/kernels.hsaco", &bundle(&[(HOST, &[]), (&generic_id, &generic)], 4096));
+    let lib = format!("{}/lib/kernels.hsaco", tree.root_str());
+
+    let report = check_json(&tree, &gpus_args(&["gfx1100"]), &[], 0);
+    let gpu = only_gpu(&report);
+    assert_eq!(gpu["device"]["effective"], target("gfx1100", "gfx1100"));
+    assert_eq!(
+        fields(verdict(gpu, &tree, "lib/kernels.hsaco")),
+        json!({"library": lib, "kind": "bundle", "status": "ok",
+               "loads": "hipv4-amdgcn-amd-amdhsa--gfx11-generic", "available": []})
+    );
+
+    // Through a KFD node as well.
+    let sys = kfd(&[0, 110000]);
+    let report = check_json(&tree, &sysfs(&sys), &[], 0);
+    assert_eq!(verdict(only_gpu(&report), &tree, "lib/kernels.hsaco")["loads"], generic_id.as_str());
+
+    let report = check_json(&tree, &gpus_args(&["gfx1030"]), &[], 1);
+    let v = verdict(only_gpu(&report), &tree, "lib/kernels.hsaco");
+    assert_eq!(
+        fields(v),
+        json!({"library": lib, "kind": "bundle", "status": "missing", "loads": null,
+               "available": ["gfx11-generic"]})
+    );
+
+    // Generic version 0: the runtime does not take it for gfx1100.
+    let unversioned = code_object(&CodeObjectSpec::new(4, GFX11_GENERIC, &["k0"]));
+    tree.file("lib/kernels.hsaco", &bundle(&[(HOST, &[]), (&generic_id, &unversioned)], 4096));
+    let report = check_json(&tree, &gpus_args(&["gfx1100"]), &[], 1);
+    assert_eq!(verdict(only_gpu(&report), &tree, "lib/kernels.hsaco")["status"], "missing");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. Two GPUs from KFD
+// ---------------------------------------------------------------------------------------------
+
+/// KFD: node 0 a CPU, node 1 a gfx1100 dGPU, node 2 a gfx1036 iGPU. A gfx1100-only library:
+/// two GPU reports (the CPU skipped), gfx1100 all OK, gfx1036 MISSING, exit 1 because of the
+/// iGPU alone. A library with both: exit 0.
+#[test]
+fn two_gpus_from_kfd_each_judged_on_its_own() {
+    let tree = Tree::new();
+    let c1100 = co(GFX1100, 0, 3);
+    tree.file("lib/libfoo.so", &host_lib(&[("gfx1100", &c1100)]));
+    let lib = format!("{}/lib/libfoo.so", tree.root_str());
+    let sys = kfd(&[0, 110000, 100306]);
+
+    let report = check_json(&tree, &sysfs(&sys), &[], 1);
+    let g = gpus(&report);
+    assert_eq!(g.len(), 2, "{report:#}");
+    assert_eq!(
+        g[0]["device"],
+        json!({"node": 1, "source": "kfd", "native": target("gfx1100", "gfx1100"), "override": null,
+               "effective": target("gfx1100", "gfx1100")})
+    );
+    assert_eq!(
+        g[1]["device"],
+        json!({"node": 2, "source": "kfd", "native": target("gfx1036", "gfx1036"), "override": null,
+               "effective": target("gfx1036", "gfx1036")})
+    );
+    assert_eq!(statuses(&g[0]), vec![(lib.clone(), "ok".to_string())]);
+    assert_eq!(verdict(&g[0], &tree, "lib/libfoo.so")["loads"], hip("gfx1100"));
+    assert_eq!(
+        fields(verdict(&g[1], &tree, "lib/libfoo.so")),
+        json!({"library": lib, "kind": "host-library", "status": "missing", "loads": null,
+               "available": ["gfx1100"]})
+    );
+    // gfx1030 code would not help the gfx1036 either: no hint.
+    assert_eq!(g[1]["hints"], json!([]));
+
+    let run = check(&args(&tree, &[]).into_iter().chain(sysfs(&sys)).collect::<Vec<_>>(), &[]);
+    run.expect_code(1);
+    assert!(run.stdout.contains("GPU 0 · KFD node 1 · gfx1100 · OK"), "{}", run.stdout);
+    assert!(run.stdout.contains("GPU 1 · KFD node 2 · gfx1036 · MISSING"), "{}", run.stdout);
+    assert!(run.stdout.contains("2 GPUs checked · missing code for gfx1036"), "{}", run.stdout);
+
+    let c1036 = co(GFX1036, 0, 3);
+    tree.file("lib/libfoo.so", &host_lib(&[("gfx1100", &c1100), ("gfx1036", &c1036)]));
+    let report = check_json(&tree, &sysfs(&sys), &[], 0);
+    let g = gpus(&report);
+    assert_eq!(g.len(), 2, "{report:#}");
+    assert_eq!(verdict(&g[0], &tree, "lib/libfoo.so")["loads"], hip("gfx1100"));
+    assert_eq!(verdict(&g[1], &tree, "lib/libfoo.so")["loads"], hip("gfx1036"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. HSA_OVERRIDE_GFX_VERSION
+// ---------------------------------------------------------------------------------------------
+
+#[track_caller]
+fn assert_gfx1151_as_gfx1100(tree: &Tree, gpu: &Value, variable: &str) {
+    assert_eq!(gpu["device"]["native"], target("gfx1151", "gfx1151"));
+    assert_eq!(gpu["device"]["effective"], target("gfx1100", "gfx1100"));
+    assert_eq!(gpu["device"]["override"], json!({"variable": variable, "value": "11.0.0"}));
+    let v = verdict(gpu, tree, "lib/libfoo.so");
+    assert_eq!(
+        fields(v),
+        json!({"library": format!("{}/lib/libfoo.so", tree.root_str()), "kind": "host-library",
+               "status": "ok", "loads": hip("gfx1100"), "available": []})
+    );
+    let want = HANG_WARNING.replacen("HSA_OVERRIDE_GFX_VERSION", variable, 1);
+    assert_eq!(strings(&gpu["warnings"]), vec![want]);
+    assert_eq!(gpu["hints"], json!([]));
+}
+
+/// A gfx1151 (`--gpu`, and KFD node 110501) under `HSA_OVERRIDE_GFX_VERSION=11.0.0`: native
+/// gfx1151, effective gfx1100, the override reported, verdicts for gfx1100 (a gfx1100-only
+/// library is OK), and the "may fault … hang the GPU" warning, as targets.toml does not record
+/// gfx1151 as ISA-compatible with gfx1100.
+#[test]
+fn override_checks_the_effective_target_and_warns_across_isas() {
+    let tree = Tree::new();
+    tree.file("lib/libfoo.so", &host_lib(&[("gfx1100", &co(GFX1100, 0, 2))]));
+    let env = [("HSA_OVERRIDE_GFX_VERSION", "11.0.0")];
+
+    let report = check_json(&tree, &gpus_args(&["gfx1151"]), &env, 0);
+    assert_gfx1151_as_gfx1100(&tree, only_gpu(&report), "HSA_OVERRIDE_GFX_VERSION");
+
+    let sys = kfd(&[0, 110501]);
+    let report = check_json(&tree, &sysfs(&sys), &env, 0);
+    let gpu = only_gpu(&report);
+    assert_eq!(gpu["device"]["node"], 1);
+    assert_gfx1151_as_gfx1100(&tree, gpu, "HSA_OVERRIDE_GFX_VERSION");
+
+    // Without the override the gfx1151 has nothing, and no hint: no ISA-compatible target.
+    let report = check_json(&tree, &gpus_args(&["gfx1151"]), &[], 1);
+    let gpu = only_gpu(&report);
+    assert_eq!(gpu["device"]["override"], Value::Null);
+    assert_eq!(verdict(gpu, &tree, "lib/libfoo.so")["status"], "missing");
+    assert_eq!((&gpu["hints"], &gpu["warnings"]), (&json!([]), &json!([])));
+
+    // The table shows what it is checked as, and the warning.
+    let mut a = args(&tree, &["--gpu", "gfx1151"]);
+    a.extend(sysfs(&sys));
+    let run = check(&a, &env);
+    run.expect_code(0);
+    assert!(
+        run.stdout.contains("gfx1151 → checked as gfx1100 (HSA_OVERRIDE_GFX_VERSION=11.0.0)"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains(&format!("warning: {HANG_WARNING}")), "{}", run.stdout);
+}
+
+/// An override between targets targets.toml records as ISA-compatible (gfx1031 as gfx1030)
+/// carries no warning.
+#[test]
+fn override_within_an_isa_does_not_warn() {
+    let tree = Tree::new();
+    rocblas_gfx1030(&tree);
+    let report = check_json(&tree, &gpus_args(&["gfx1031"]), &[("HSA_OVERRIDE_GFX_VERSION", "10.3.0")], 0);
+    let gpu = only_gpu(&report);
+    assert_eq!(gpu["device"]["native"], target("gfx1031", "gfx1031"));
+    assert_eq!(gpu["device"]["effective"], target("gfx1030", "gfx1030"));
+    assert_eq!(verdict(gpu, &tree, &format!("{ROCBLAS_LIB}/"))["status"], "ok");
+    assert_eq!((&gpu["hints"], &gpu["warnings"]), (&json!([]), &json!([])));
+}
+
+/// `HSA_OVERRIDE_GFX_VERSION_<node>` wins over the global variable for its node only; with
+/// `--gpu` the index is the flag's position.
+#[test]
+fn per_node_override_wins_over_the_global_one() {
+    let tree = Tree::new();
+    tree.file("lib/libfoo.so", &host_lib(&[("gfx1100", &co(GFX1100, 0, 2))]));
+    let sys = kfd(&[0, 110501, 110501]);
+    let env = [("HSA_OVERRIDE_GFX_VERSION", "11.0.1"), ("HSA_OVERRIDE_GFX_VERSION_1", "11.0.0")];
+
+    let report = check_json(&tree, &sysfs(&sys), &env, 1);
+    let g = gpus(&report);
+    assert_eq!(g.len(), 2, "{report:#}");
+    assert_eq!(g[0]["device"]["node"], 1);
+    assert_gfx1151_as_gfx1100(&tree, &g[0], "HSA_OVERRIDE_GFX_VERSION_1");
+    assert_eq!(g[1]["device"]["node"], 2);
+    assert_eq!(g[1]["device"]["effective"], target("gfx1101", "gfx1101"));
+    assert_eq!(
+        g[1]["device"]["override"],
+        json!({"variable": "HSA_OVERRIDE_GFX_VERSION", "value": "11.0.1"})
+    );
+    assert_eq!(verdict(&g[1], &tree, "lib/libfoo.so")["status"], "missing");
+
+    // `--gpu`: the per-index variable of position 0 wins.
+    let env = [("HSA_OVERRIDE_GFX_VERSION", "11.0.1"), ("HSA_OVERRIDE_GFX_VERSION_0", "11.0.0")];
+    let report = check_json(&tree, &gpus_args(&["gfx1151"]), &env, 0);
+    assert_gfx1151_as_gfx1100(&tree, only_gpu(&report), "HSA_OVERRIDE_GFX_VERSION_0");
+}
+
+/// An override libhsakmt would reject (`11.0`, `gfx1100`, `64.0.0`) is an error (exit 2) that
+/// says why, for `--gpu` and for KFD GPUs, global or per node.
+#[test]
+fn invalid_override_is_an_error() {
+    let tree = Tree::new();
+    tree.file("lib/libfoo.so", &host_lib(&[("gfx1100", &co(GFX1100, 0, 2))]));
+    let sys = kfd(&[0, 110501]);
+    let cases = [
+        ("11.0", "\"11.0\" is not major.minor.stepping (three numbers)"),
+        ("gfx1100", "\"gfx1100\" is not major.minor.stepping (three numbers)"),
+        ("64.0.0", "\"64.0.0\": out of range (major <= 63, minor and stepping <= 255)"),
+    ];
+    for (value, why) in cases {
+        for (variable, devices) in [
+            ("HSA_OVERRIDE_GFX_VERSION", gpus_args(&["gfx1151"])),
+            ("HSA_OVERRIDE_GFX_VERSION", sysfs(&sys)),
+            ("HSA_OVERRIDE_GFX_VERSION_1", sysfs(&sys)),
+        ] {
+            let mut a = args(&tree, &["--json"]);
+            a.extend(devices);
+            let run = check(&a, &[(variable, value)]);
+            run.expect_code(2);
+            assert_eq!(run.stdout, "", "{variable}={value}");
+            assert!(run.stderr.contains(&format!("{variable}: {why}")), "{variable}={value}: {}", run.stderr);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 6. A lazy index link named for one target that leads to another's index
+// ---------------------------------------------------------------------------------------------
+
+/// `TensileLibrary_lazy_gfx1010.dat -> TensileLibrary_lazy_gfx1030.dat` next to gfx1030 code:
+/// for gfx1010 rocBLAS is MISSING and the detail says the link leads to an index for another
+/// target; for gfx1030 it is OK.
+#[test]
+fn index_link_named_for_another_target_does_not_serve_it() {
+    let tree = Tree::new();
+    rocblas_gfx1030(&tree);
+    tree.symlink("TensileLibrary_lazy_gfx1030.dat", format!("{ROCBLAS_LIB}/TensileLibrary_lazy_gfx1010.dat"));
+    let lib = format!("{}/{ROCBLAS_LIB}/", tree.root_str());
+
+    let report = check_json(&tree, &gpus_args(&["gfx1010"]), &[], 1);
+    let v = verdict(only_gpu(&report), &tree, &format!("{ROCBLAS_LIB}/"));
+    assert_eq!(
+        fields(v),
+        json!({"library": lib, "kind": "tensile", "status": "missing", "loads": null,
+               "available": ["gfx1030"]})
+    );
+    assert!(detail(v).starts_with("no Tensile index serves gfx1010"), "{v:#}");
+    assert!(
+        detail(v).contains(&format!(
+            "{ROCBLAS_LIB}/TensileLibrary_lazy_gfx1010.dat is a link to TensileLibrary_lazy_gfx1030.dat, which serves another target"
+        )),
+        "{v:#}"
+    );
+
+    let report = check_json(&tree, &gpus_args(&["gfx1030"]), &[], 0);
+    assert_eq!(
+        fields(verdict(only_gpu(&report), &tree, &format!("{ROCBLAS_LIB}/"))),
+        json!({"library": lib, "kind": "tensile", "status": "ok",
+               "loads": format!("{ROCBLAS_LIB}/TensileLibrary_lazy_gfx1030.dat"), "available": []})
+    );
+}
+
+/// The same link followed (`--follow-links`): the gfx1010 index is then a file whose content
+/// serves gfx1030, still MISSING for gfx1010.
+#[test]
+fn followed_index_link_named_for_another_target_does_not_serve_it() {
+    let tree = Tree::new();
+    rocblas_gfx1030(&tree);
+    tree.symlink("TensileLibrary_lazy_gfx1030.dat", format!("{ROCBLAS_LIB}/TensileLibrary_lazy_gfx1010.dat"));
+    let mut extra = gpus_args(&["gfx1010"]);
+    extra.push("--follow-links".into());
+    let report = check_json(&tree, &extra, &[], 1);
+    let v = verdict(only_gpu(&report), &tree, &format!("{ROCBLAS_LIB}/"));
+    assert_eq!(v["status"], "missing", "{v:#}");
+    assert_eq!(v["loads"], Value::Null, "{v:#}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 7. The Ollama layout: index names without code never make a target OK
+// ---------------------------------------------------------------------------------------------
+
+/// Ollama's bundled rocBLAS: lazy indexes named (and filled) for gfx1030, gfx1100 and gfx1151,
+/// code files for gfx1030 and gfx1100 only, and `libggml-hip.so` with gfx1030 and gfx1100.
+/// For each target, the targets gfxscan calls OK for every library must be among those with
+/// real code objects; gfx1151's rocBLAS is MISSING (an index without code).
+#[test]
+fn ollama_layout_ok_only_where_code_exists() {
+    let tree = Tree::new();
+    for t in ["gfx1030", "gfx1100", "gfx1151"] {
+        tree.file(format!("{OLLAMA_ROCBLAS_LIB}/TensileLibrary_lazy_{t}.dat"), &tensile_index(&[t], 3));
+    }
+    tree.file(format!("{OLLAMA_ROCBLAS_LIB}/TensileLibrary_gfx1030.co"), &co(GFX1030, 0, 4));
+    tree.file(format!("{OLLAMA_ROCBLAS_LIB}/TensileLibrary_gfx1100.co"), &co(GFX1100, 0, 4));
+    let (c1030, c1100) = (co(GFX1030, 0, 5), co(GFX1100, 0, 5));
+    tree.file("usr/lib/ollama/rocm/libggml-hip.so", &host_lib(&[("gfx1030", &c1030), ("gfx1100", &c1100)]));
+
+    // The targets real code objects exist for, from the scanner's own inventory.
+    let (run, snap) = tree.scan_json(&[]);
+    run.expect_code(0);
+    let with_code: BTreeSet<String> = snap["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .flat_map(|f| f["code_objects"].as_array().cloned().unwrap_or_default())
+        .map(|c| c["processor"].as_str().expect("processor").to_string())
+        .collect();
+    assert_eq!(with_code, BTreeSet::from(["gfx1030".to_string(), "gfx1100".to_string()]));
+
+    let rocblas = format!("{OLLAMA_ROCBLAS_LIB}/");
+    let ggml = "usr/lib/ollama/rocm/libggml-hip.so";
+    let mut all_ok = BTreeSet::new();
+    for (t, code) in [("gfx1030", 0), ("gfx1100", 0), ("gfx1151", 1)] {
+        let report = check_json(&tree, &gpus_args(&[t]), &[], code);
+        let gpu = only_gpu(&report);
+        assert_eq!(statuses(gpu).len(), 2, "{gpu:#}");
+        if statuses(gpu).iter().all(|(_, s)| s == "ok") {
+            all_ok.insert(t.to_string());
+        }
+        if t != "gfx1151" {
+            assert_eq!(
+                verdict(gpu, &tree, &rocblas)["loads"],
+                format!("{OLLAMA_ROCBLAS_LIB}/TensileLibrary_lazy_{t}.dat")
+            );
+            assert_eq!(verdict(gpu, &tree, ggml)["loads"], hip(t));
+        }
+    }
+    assert!(all_ok.is_subset(&with_code), "OK for {all_ok:?}, code only for {with_code:?}");
+    assert_eq!(all_ok, with_code);
+
+    // gfx1151: the index names it, no code file holds it.
+    let report = check_json(&tree, &gpus_args(&["gfx1151"]), &[], 1);
+    let gpu = only_gpu(&report);
+    let v = verdict(gpu, &tree, &rocblas);
+    assert_eq!(
+        fields(v),
+        json!({"library": format!("{}/{rocblas}", tree.root_str()), "kind": "tensile",
+               "status": "missing",
+               "loads": format!("{OLLAMA_ROCBLAS_LIB}/TensileLibrary_lazy_gfx1151.dat"),
+               "available": ["gfx1030", "gfx1100", "gfx1151"]})
+    );
+    assert_eq!(
+        detail(v),
+        format!("{OLLAMA_ROCBLAS_LIB}/TensileLibrary_lazy_gfx1151.dat names gfx1151, but no code file in the library holds code for gfx1151")
+    );
+    assert_eq!(
+        fields(verdict(gpu, &tree, ggml)),
+        json!({"library": format!("{}/{ggml}", tree.root_str()), "kind": "host-library",
+               "status": "missing", "loads": null, "available": ["gfx1030", "gfx1100"]})
+    );
+
+    // All three at once: the same verdicts, one report per GPU.
+    let report = check_json(&tree, &gpus_args(&["gfx1030", "gfx1100", "gfx1151"]), &[], 1);
+    let g = gpus(&report);
+    let ok: Vec<bool> = g.iter().map(|gpu| statuses(gpu).iter().all(|(_, s)| s == "ok")).collect();
+    assert_eq!(ok, [true, true, false]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 8. MIOpen, errors, Markdown
+// ---------------------------------------------------------------------------------------------
+
+/// A MIOpen text database for gfx1030 only: OK for gfx1030, WARN (not MISSING, exit 0) for
+/// gfx1100.
+#[test]
+fn miopen_database_missing_is_only_a_warning() {
+    let tree = Tree::new();
+    tree.file(
+        format!("{MIOPEN_DB}/gfx1030_36.db.txt"),
+        b"3-32-32-5x5-0=ConvOclDirectFwd:0,8,1,16\n3-32-32-5x5-1=ConvOclDirectFwd:1,8,1,16\n3-32-32-5x5-2=ConvOclDirectFwd:2,8,1,16\n",
+    );
+    let lib = format!("{}/{MIOPEN_DB}/", tree.root_str());
+
+    let report = check_json(&tree, &gpus_args(&["gfx1030"]), &[], 0);
+    let v = verdict(only_gpu(&report), &tree, &format!("{MIOPEN_DB}/"));
+    assert_eq!(
+        fields(v),
+        json!({"library": lib, "kind": "miopen", "status": "ok", "loads": null, "available": []})
+    );
+    assert_eq!(detail(v), "gfx1030_36.db.txt (3 records)");
+
+    let report = check_json(&tree, &gpus_args(&["gfx1100"]), &[], 0);
+    let v = verdict(only_gpu(&report), &tree, &format!("{MIOPEN_DB}/"));
+    assert_eq!(
+        fields(v),
+        json!({"library": lib, "kind": "miopen", "status": "warn", "loads": null,
+               "available": ["gfx1030"]})
+    );
+    assert!(detail(v).starts_with("no MIOpen database for gfx1100"), "{v:#}");
+
+    let run = check(&args(&tree, &["--gpu", "gfx1100"]), &[]);
+    run.expect_code(0);
+    assert!(run.stdout.contains("GPU 0 · --gpu · gfx1100 · WARN"), "{}", run.stdout);
+}
+
+/// A KFD topology with only a CPU node: exit 2, and the message suggests `--gpu`.
+#[test]
+fn kfd_without_a_gpu_is_an_error_suggesting_gpu() {
+    let tree = Tree::new();
+    rocblas_gfx1030(&tree);
+    let sys = kfd(&[0]);
+    let mut a = args(&tree, &["--json"]);
+    a.extend(sysfs(&sys));
+    let run = check(&a, &[]);
+    run.expect_code(2);
+    assert_eq!(run.stdout, "");
+    assert!(run.stderr.contains("no GPU in the KFD topology"), "{}", run.stderr);
+    assert!(run.stderr.contains("--gpu"), "{}", run.stderr);
+}
+
+/// A `--sysfs-root` that does not exist: exit 2.
+#[test]
+fn missing_sysfs_root_is_an_error() {
+    let tree = Tree::new();
+    rocblas_gfx1030(&tree);
+    let gone = tree.path("no-such-sysfs");
+    let mut a = args(&tree, &["--json", "--sysfs-root"]);
+    a.push(gone.as_os_str().to_os_string());
+    let run = check(&a, &[]);
+    run.expect_code(2);
+    assert_eq!(run.stdout, "");
+    assert!(run.stderr.contains("gfxscan: error:"), "{}", run.stderr);
+    assert!(run.stderr.contains(&gone.display().to_string()), "{}", run.stderr);
+
+    // A sysfs root without the KFD folder is the same error.
+    let empty = Tree::new();
+    let mut a = args(&tree, &["--json"]);
+    a.extend(sysfs(&empty));
+    check(&a, &[]).expect_code(2);
+}
+
+/// `--format markdown`: a heading per GPU and a pipe table of the verdicts.
+#[test]
+fn markdown_format_is_a_pipe_table() {
+    let tree = Tree::new();
+    rocblas_gfx1030(&tree);
+    let run = check(&args(&tree, &["--format", "markdown", "--gpu", "gfx1031"]), &[]);
+    run.expect_code(1);
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert!(lines.contains(&"### GPU 0 · --gpu · gfx1031 · MISSING"), "{}", run.stdout);
+    let table: Vec<&str> = lines.iter().copied().filter(|l| l.starts_with('|')).collect();
+    assert_eq!(table.len(), 3, "header, separator, one row:\n{}", run.stdout);
+    let cells = |l: &str| l.trim_matches('|').split('|').map(|c| c.trim().to_string()).collect::<Vec<_>>();
+    assert_eq!(cells(table[0]), ["library", "status", "detail"], "{}", run.stdout);
+    assert!(
+        cells(table[1]).iter().all(|c| !c.is_empty() && c.chars().all(|ch| ch == '-' || ch == ':')),
+        "{}",
+        run.stdout
+    );
+    let row = cells(table[2]);
+    assert_eq!(row[0], format!("{}/{ROCBLAS_LIB}/", tree.root_str()));
+    assert_eq!(row[1], "MISSING");
+    assert!(row[2].contains("no Tensile index serves gfx1031"), "{}", run.stdout);
+    assert!(lines.iter().any(|l| l.starts_with("- hint: HSA_OVERRIDE_GFX_VERSION=10.3.0")), "{}", run.stdout);
+}
+
+/// An unknown `--gpu gfx9999`: exit 2 naming it.
+#[test]
+fn unknown_gpu_is_an_error() {
+    let tree = Tree::new();
+    rocblas_gfx1030(&tree);
+    let run = check(&args(&tree, &["--json", "--gpu", "gfx9999"]), &[]);
+    run.expect_code(2);
+    assert_eq!(run.stdout, "");
+    assert!(run.stderr.contains("unknown GPU target \"gfx9999\""), "{}", run.stderr);
+
+    // A feature the processor lacks is refused as well.
+    let run = check(&args(&tree, &["--json", "--gpu", "gfx1100:xnack+"]), &[]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("gfx1100 has no \"xnack\" feature"), "{}", run.stderr);
+}

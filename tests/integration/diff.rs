@@ -1,0 +1,139 @@
+//! `gfxscan diff`: folders and snapshots in any mix, pairing by identity, losses and exit codes.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+use gfxscan::testing::{bundle, code_object, fatbin, firmware_blob, host_elf, CodeObjectSpec, HostSection};
+
+use crate::util::Tree;
+
+fn lib_with(targets: &[(u32, &str)]) -> Vec<u8> {
+    let objects: Vec<(String, Vec<u8>)> = targets
+        .iter()
+        .map(|(mach, id)| {
+            (format!("hipv4-amdgcn-amd-amdhsa--{id}"), code_object(&CodeObjectSpec::v4(*mach, 0, &["k"])))
+        })
+        .collect();
+    let entries: Vec<(&str, &[u8])> = objects.iter().map(|(id, b)| (id.as_str(), b.as_slice())).collect();
+    let fat = fatbin(&[bundle(&entries, 4096)]);
+    host_elf(&[HostSection::hip_fatbin(&fat)])
+}
+
+fn gfxscan(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_gfxscan")).args(args).output().expect("runs");
+    let (so, se) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(!se.contains("panicked"), "{se}");
+    (out.status.code().unwrap_or(-1), so, se)
+}
+
+fn json_diff(old: &str, new: &str, extra: &[&str]) -> (i32, Value) {
+    let mut args = vec!["diff", "-q", "--json", old, new];
+    args.extend_from_slice(extra);
+    let (code, out, err) = gfxscan(&args);
+    (code, serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out} {err}")))
+}
+
+/// Two installs whose libraries differ in soversion and prefix pair up; losses come with
+/// --fail-on-loss exit 1, gains alone exit 0.
+#[test]
+fn libraries_pair_across_versions_and_losses_fail() {
+    let t = Tree::new();
+    t.file("old/opt/rocm-6.3.0/lib/librocblas.so.4", &lib_with(&[(0x2f, "gfx906"), (0x41, "gfx1100")]));
+    t.file("new/opt/rocm-7.2.0/lib/librocblas.so.5", &lib_with(&[(0x41, "gfx1100"), (0x4a, "gfx1151")]));
+    let (old, new) = (t.path("old").display().to_string(), t.path("new").display().to_string());
+    let (code, d) = json_diff(&old, &new, &[]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        d["losses"],
+        serde_json::json!([{"library": "librocblas.so", "how": "changed", "targets": ["gfx906"]}])
+    );
+    assert_eq!(
+        d["gains"],
+        serde_json::json!([{"library": "librocblas.so", "how": "changed", "targets": ["gfx1151"]}])
+    );
+    assert_eq!(json_diff(&old, &new, &["--fail-on-loss"]).0, 1);
+    assert_eq!(json_diff(&new, &new, &["--fail-on-loss"]).0, 0);
+    let (code, table, _) = gfxscan(&["diff", "-q", &old, &new]);
+    assert_eq!(code, 0);
+    let lost = table.find("Targets lost").expect("losses listed");
+    let gained = table.find("Targets gained").expect("gains listed");
+    assert!(lost < gained, "losses come first:\n{table}");
+}
+
+/// A tree against itself, and against its own snapshot, in any mix: no differences, exit 0.
+#[test]
+fn self_diff_is_empty_across_snapshots_and_folders() {
+    let t = Tree::new();
+    t.file("lib/libx.so.1", &lib_with(&[(0x3f, "gfx90a")]));
+    t.file("lib/firmware/amdgpu/vega10_me.bin", &firmware_blob(167, (9, 0), 2048));
+    let root = t.path("lib").display().to_string();
+    let snap = t.path("snap.json").display().to_string();
+    let (code, _, err) = gfxscan(&["scan", "-q", "--json", "-o", &snap, &root]);
+    assert_eq!(code, 0, "{err}");
+    for (a, b) in [(&root, &root), (&snap, &root), (&root, &snap), (&snap, &snap)] {
+        let (code, d) = json_diff(a, b, &["--fail-on-loss"]);
+        assert_eq!(code, 0);
+        for key in [
+            "losses",
+            "gains",
+            "target_id_changes",
+            "libraries",
+            "files_added",
+            "files_removed",
+            "files_changed",
+        ] {
+            assert_eq!(d[key], serde_json::json!([]), "{key} for {a} vs {b}");
+        }
+        let kinds: Vec<&str> =
+            [&d["old"]["source"], &d["new"]["source"]].iter().map(|v| v.as_str().unwrap_or("")).collect();
+        assert_eq!(
+            kinds,
+            [if a == &snap { "snapshot" } else { "scan" }, if b == &snap { "snapshot" } else { "scan" }]
+        );
+    }
+    let (code, table, _) = gfxscan(&["diff", "-q", &root, &snap]);
+    assert_eq!(code, 0);
+    assert!(table.contains("No differences."), "{table}");
+}
+
+/// Snapshots of another schema version, or JSON that is no snapshot, are refused plainly.
+#[test]
+fn foreign_snapshots_are_refused() {
+    let t = Tree::new();
+    t.file("future.json", br#"{"schema_version": 99, "tool": {"name": "gfxscan", "version": "9.0.0"}}"#);
+    t.file("other.json", br#"{"name": "not a snapshot"}"#);
+    t.file("broken.json", b"{ not json");
+    let dir = t.path("").display().to_string();
+    for (file, says) in [
+        ("future.json", "schema_version 99"),
+        ("other.json", "not a gfxscan snapshot"),
+        ("broken.json", "not a JSON snapshot"),
+    ] {
+        let f = t.path(file).display().to_string();
+        let (code, out, err) = gfxscan(&["diff", "-q", &f, &dir]);
+        assert_eq!(code, 2, "{file}: {out}");
+        assert!(err.contains(says), "{file}: {err}");
+    }
+}
+
+/// Firmware blobs whose ucode version changed are listed with both versions.
+#[test]
+fn firmware_ucode_changes_are_listed() {
+    let t = Tree::new();
+    t.file("a/lib/firmware/amdgpu/vega10_me.bin", &firmware_blob(160, (9, 0), 2048));
+    t.file("b/lib/firmware/amdgpu/vega10_me.bin", &firmware_blob(167, (9, 0), 2048));
+    let (code, d) = json_diff(
+        &t.path("a").display().to_string(),
+        &t.path("b").display().to_string(),
+        &["--fail-on-loss"],
+    );
+    assert_eq!(code, 0);
+    let changed = d["files_changed"].as_array().expect("array");
+    assert_eq!(changed.len(), 1);
+    assert_eq!(changed[0]["ucode"], serde_json::json!([160, 167]));
+    assert_eq!(changed[0]["identity"], "firmware:amdgpu");
+}
