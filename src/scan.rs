@@ -8,7 +8,8 @@
 
 use std::borrow::Cow;
 use std::fs::{File, OpenOptions};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags};
@@ -75,10 +76,39 @@ impl ByteSource for FileSource {
 
     fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>, ParseError> {
         check_range(self.len, offset, len, "file data")?;
-        let mut buf = vec![0u8; len];
-        self.file
-            .read_exact_at(&mut buf, offset)
-            .map_err(|e| ParseError::Io { offset, detail: e.to_string() })?;
+        // Every read lands in fresh spare capacity, never zero-filled first: zeroing was a
+        // quarter of a whole scan's instructions (callgrind), for bytes pread overwrites anyway.
+        let mut buf: Vec<u8> = Vec::with_capacity(len);
+        let mut done = 0usize;
+        while done < len {
+            let at = offset + done as u64;
+            let Ok(at) = libc::off_t::try_from(at) else {
+                return Err(ParseError::Io { offset: at, detail: "offset too large".into() });
+            };
+            // SAFETY: `buf` owns `len` bytes of capacity; pread writes at most `len - done`
+            // bytes starting `done` bytes in, all inside that allocation, and nothing reads
+            // them until the loop has filled all `len` and `set_len` below publishes them.
+            let n = unsafe {
+                libc::pread(self.file.as_raw_fd(), buf.as_mut_ptr().add(done).cast(), len - done, at)
+            };
+            match n {
+                n if n > 0 => done += n as usize,
+                0 => {
+                    return Err(ParseError::Truncated {
+                        what: "file (it shrank while being read)",
+                        offset: at as u64,
+                    })
+                }
+                _ => {
+                    let e = std::io::Error::last_os_error();
+                    if e.kind() != std::io::ErrorKind::Interrupted {
+                        return Err(ParseError::Io { offset: at as u64, detail: e.to_string() });
+                    }
+                }
+            }
+        }
+        // SAFETY: the loop above initialised exactly `len` bytes.
+        unsafe { buf.set_len(len) };
         Ok(Cow::Owned(buf))
     }
 }

@@ -21,6 +21,8 @@ pub const MAX_STR: u64 = 1 << 20;
 /// document of any size costs one chunk of memory.
 pub struct Reader<'a> {
     src: &'a dyn ByteSource,
+    /// `src.len()`, asked once.
+    total: u64,
     pos: u64,
     buf: Vec<u8>,
     buf_start: u64,
@@ -33,7 +35,7 @@ fn bad(what: &'static str, offset: u64) -> ParseError {
 impl<'a> Reader<'a> {
     /// A reader at the start of `src`.
     pub fn new(src: &'a dyn ByteSource) -> Self {
-        Reader { src, pos: 0, buf: Vec::new(), buf_start: 0 }
+        Reader { src, total: src.len(), pos: 0, buf: Vec::new(), buf_start: 0 }
     }
 
     /// Where the reader stands, in bytes from the start.
@@ -42,7 +44,7 @@ impl<'a> Reader<'a> {
     }
 
     fn remaining(&self) -> u64 {
-        self.src.len().saturating_sub(self.pos)
+        self.total.saturating_sub(self.pos)
     }
 
     /// Makes the buffer hold `[pos, pos + n)`, reading a chunk (or `n` bytes) when it does not.
@@ -187,6 +189,10 @@ impl<'a> Reader<'a> {
     }
 
     /// Skips one whole value, however deeply nested (up to [`MAX_DEPTH`]).
+    ///
+    /// The hot path of walking a 100 MB Tensile library: each value costs one look at the
+    /// buffer and one table decision ([`value_head`]); string and binary payloads are stepped
+    /// over unread.
     pub fn skip(&mut self) -> Result<()> {
         // An explicit stack of "values still to skip" keeps deep data off the call stack.
         let mut pending: Vec<u64> = vec![1];
@@ -197,22 +203,32 @@ impl<'a> Reader<'a> {
             }
             *top -= 1;
             let at = self.pos;
-            let m = self.marker()?;
-            if let Some((n, is_map)) = self.container_len(m)? {
-                let items = if is_map { n.checked_mul(2) } else { Some(n) };
-                let items = items.ok_or_else(|| bad("msgpack length overflows", at))?;
-                // Every item takes at least one byte: a longer claim is a lie.
-                if items > self.remaining() {
-                    return Err(ParseError::Truncated { what: "msgpack container", offset: at });
-                }
-                if pending.len() >= MAX_DEPTH {
-                    return Err(bad("msgpack nesting too deep", at));
-                }
-                pending.push(items);
-                continue;
+            // Fast path: the buffer already holds the header (at most 9 bytes).
+            let buffered =
+                self.pos >= self.buf_start && self.pos + 9 <= self.buf_start + self.buf.len() as u64;
+            if !buffered {
+                self.fill(self.remaining().min(9))?;
             }
-            let n = self.scalar_len(m, at)?;
-            self.advance(n)?;
+            let start = (self.pos - self.buf_start) as usize;
+            let head = self.buf.get(start..).unwrap_or(&[]);
+            let (len, item) = value_head(head).ok_or_else(|| match head.first() {
+                Some(0xc1) => bad("msgpack reserved marker", at),
+                _ => ParseError::Truncated { what: "msgpack value", offset: at },
+            })?;
+            self.pos += len as u64;
+            match item {
+                Item::Skip(n) => self.advance(n)?,
+                Item::Items(n) => {
+                    // Every item takes at least one byte: a longer claim is a lie.
+                    if n > self.remaining() {
+                        return Err(ParseError::Truncated { what: "msgpack container", offset: at });
+                    }
+                    if pending.len() >= MAX_DEPTH {
+                        return Err(bad("msgpack nesting too deep", at));
+                    }
+                    pending.push(n);
+                }
+            }
         }
         Ok(())
     }
@@ -266,6 +282,52 @@ impl<'a> Reader<'a> {
         };
         Ok(value)
     }
+}
+
+/// What follows a value's header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Item {
+    /// Payload bytes to step over.
+    Skip(u64),
+    /// Values inside a container (maps count keys and values).
+    Items(u64),
+}
+
+/// Decodes a value's header from `b` per the MessagePack spec: `(header length, what follows)`.
+/// `None` when `b` is too short or starts with the reserved marker 0xc1.
+fn value_head(b: &[u8]) -> Option<(usize, Item)> {
+    let be = |n: usize| -> Option<u64> {
+        Some(b.get(1..1 + n)?.iter().fold(0u64, |a, &x| (a << 8) | u64::from(x)))
+    };
+    let m = *b.first()?;
+    Some(match m {
+        0x00..=0x7f | 0xe0..=0xff | 0xc0 | 0xc2 | 0xc3 => (1, Item::Skip(0)),
+        0x80..=0x8f => (1, Item::Items(2 * u64::from(m & 0x0f))),
+        0x90..=0x9f => (1, Item::Items(u64::from(m & 0x0f))),
+        0xa0..=0xbf => (1, Item::Skip(u64::from(m & 0x1f))),
+        0xc4 | 0xd9 => (2, Item::Skip(be(1)?)),
+        0xc5 | 0xda => (3, Item::Skip(be(2)?)),
+        0xc6 | 0xdb => (5, Item::Skip(be(4)?)),
+        0xc7 => (2, Item::Skip(be(1)? + 1)),
+        0xc8 => (3, Item::Skip(be(2)? + 1)),
+        0xc9 => (5, Item::Skip(be(4)? + 1)),
+        0xca => (1, Item::Skip(4)),
+        0xcb => (1, Item::Skip(8)),
+        0xcc | 0xd0 => (1, Item::Skip(1)),
+        0xcd | 0xd1 => (1, Item::Skip(2)),
+        0xce | 0xd2 => (1, Item::Skip(4)),
+        0xcf | 0xd3 => (1, Item::Skip(8)),
+        0xd4 => (1, Item::Skip(2)),
+        0xd5 => (1, Item::Skip(3)),
+        0xd6 => (1, Item::Skip(5)),
+        0xd7 => (1, Item::Skip(9)),
+        0xd8 => (1, Item::Skip(17)),
+        0xdc => (3, Item::Items(be(2)?)),
+        0xdd => (5, Item::Items(be(4)?)),
+        0xde => (3, Item::Items(2 * be(2)?)),
+        0xdf => (5, Item::Items(2 * be(4)?)),
+        0xc1 => return None,
+    })
 }
 
 /// A small MessagePack value read whole (predicates, short maps); large data is never built.
@@ -410,6 +472,35 @@ mod tests {
         let b = b.as_slice();
         let mut r = Reader::new(&b);
         assert!(r.skip().is_err());
+    }
+
+    #[test]
+    fn skip_agrees_with_rmp_on_every_kind_of_value() {
+        use rmp::encode::*;
+        let mut b = Vec::new();
+        write_array_len(&mut b, 12).expect("vec");
+        write_nil(&mut b).expect("vec");
+        write_bool(&mut b, true).expect("vec");
+        write_sint(&mut b, -100_000).expect("vec");
+        write_uint(&mut b, u64::MAX).expect("vec");
+        write_f32(&mut b, 1.5).expect("vec");
+        write_f64(&mut b, 2.5).expect("vec");
+        write_str(&mut b, &"s".repeat(300)).expect("vec");
+        write_bin(&mut b, &[7u8; 70_000]).expect("vec");
+        write_ext_meta(&mut b, 3, 5).expect("vec");
+        b.extend_from_slice(&[1, 2, 3]);
+        write_ext_meta(&mut b, 300, 5).expect("vec");
+        b.extend_from_slice(&[0u8; 300]);
+        write_map_len(&mut b, 20).expect("vec");
+        for i in 0..20u64 {
+            write_uint(&mut b, i).expect("vec");
+            write_array_len(&mut b, 0).expect("vec");
+        }
+        write_str(&mut b, "end").expect("vec");
+        b.push(0x2a); // one more value after the array
+        let mut r = Reader::new(&b);
+        r.skip().expect("skips the array");
+        assert_eq!(r.uint().expect("next value"), 0x2a);
     }
 
     #[test]
