@@ -206,21 +206,12 @@ impl Collector<'_> {
                 }
             }
             if let Some(err) = &b.error {
-                self.problems.push(format!("{region}bundle at {at:#x}: {}", relocated(err, base)));
+                self.problems.push(format!("{region}bundle at {at:#x}: {}", err.clone().rebased(base)));
             }
         }
         if let Some(err) = &found.stopped {
-            self.problems.push(format!("{region}{}", relocated(err, base)));
+            self.problems.push(format!("{region}{}", err.clone().rebased(base)));
         }
-    }
-}
-
-/// Rebases a region-relative error offset to a file offset.
-fn relocated(e: &ParseError, base: u64) -> ParseError {
-    match e.clone() {
-        ParseError::Truncated { what, offset } => ParseError::Truncated { what, offset: offset + base },
-        ParseError::Malformed { what, offset } => ParseError::Malformed { what, offset: offset + base },
-        other => other,
     }
 }
 

@@ -401,12 +401,12 @@ pub fn parse_bundles(src: &dyn ByteSource) -> Bundles {
         let mut bundle = match parse_bundle(&view) {
             Ok(b) => b,
             Err(e) => {
-                out.stopped = Some(relocate(e, pos));
+                out.stopped = Some(e.rebased(pos));
                 break;
             }
         };
         bundle.offset = pos;
-        bundle.error = bundle.error.map(|e| relocate(e, pos));
+        bundle.error = bundle.error.map(|e| e.rebased(pos));
         let size = bundle.stored_size;
         out.bundles.push(bundle);
         if size == 0 {
@@ -416,16 +416,6 @@ pub fn parse_bundles(src: &dyn ByteSource) -> Bundles {
         pos = align_up(pos.saturating_add(size), FATBIN_ALIGN);
     }
     out
-}
-
-/// Rebases an error's offset from a bundle to the region holding it.
-fn relocate(e: ParseError, base: u64) -> ParseError {
-    match e {
-        ParseError::Truncated { what, offset } => ParseError::Truncated { what, offset: offset + base },
-        ParseError::Malformed { what, offset } => ParseError::Malformed { what, offset: offset + base },
-        ParseError::Io { offset, detail } => ParseError::Io { offset: offset + base, detail },
-        other => other,
-    }
 }
 
 #[cfg(test)]

@@ -45,6 +45,19 @@ pub enum ParseError {
     Io { offset: u64, detail: String },
 }
 
+impl ParseError {
+    /// The same error with its offset counted from `base` earlier: from a bundle's start to
+    /// its region's, from a region's to the file's.
+    pub fn rebased(self, base: u64) -> ParseError {
+        match self {
+            ParseError::Truncated { what, offset } => ParseError::Truncated { what, offset: offset + base },
+            ParseError::Malformed { what, offset } => ParseError::Malformed { what, offset: offset + base },
+            ParseError::Io { offset, detail } => ParseError::Io { offset: offset + base, detail },
+            other => other,
+        }
+    }
+}
+
 /// Shorthand used by every parser.
 pub type Result<T> = std::result::Result<T, ParseError>;
 

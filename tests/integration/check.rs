@@ -5,16 +5,14 @@
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
-use std::io::Read;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 use serde_json::{json, Value};
 
 use gfxscan::testing::{bundle, code_object, fatbin, host_elf, tensile_index, CodeObjectSpec, HostSection};
 
 use crate::fixtures::{co, hip, hip_bundle, GFX1030, GFX1100, GFX90A, HOST, SRAMECC_ON, XNACK_OFF, XNACK_ON};
-use crate::util::{Run, Tree, RUN_LIMIT};
+use crate::util::{run, Run, Tree};
 
 const ROCBLAS_LIB: &str = "opt/rocm/lib/rocblas/library";
 const OLLAMA_ROCBLAS_LIB: &str = "usr/lib/ollama/rocm/rocblas/library";
@@ -52,43 +50,7 @@ fn check(args: &[OsString], env: &[(&str, &str)]) -> Run {
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let start = Instant::now();
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("gfxscan starts");
-    let drain = |pipe: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            if let Some(mut p) = pipe {
-                p.read_to_end(&mut buf).expect("pipe readable");
-            }
-            buf
-        })
-    };
-    let out = drain(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
-    let err = drain(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait for gfxscan") {
-            break s;
-        }
-        if start.elapsed() > RUN_LIMIT {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("gfxscan check {args:?} still running after {RUN_LIMIT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    let elapsed = start.elapsed();
-    let stdout = String::from_utf8(out.join().expect("stdout reader")).expect("stdout is UTF-8");
-    let stderr = String::from_utf8_lossy(&err.join().expect("stderr reader")).into_owned();
-    assert!(!stderr.contains("panicked"), "gfxscan check {args:?} panicked:\n{stderr}");
-    let code = status
-        .code()
-        .unwrap_or_else(|| panic!("gfxscan check {args:?} killed by a signal: {status}\n{stderr}"));
-    Run { code, stdout, stderr, elapsed }
+    run(cmd)
 }
 
 /// Arguments: the scan root, then `extra`.

@@ -53,15 +53,18 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    let args: Vec<_> = args.into_iter().map(|a| a.as_ref().to_os_string()).collect();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gfxscan"));
+    cmd.args(args);
+    run(cmd)
+}
+
+/// Runs a prepared gfxscan command (arguments, environment) under the same watch as
+/// [`gfxscan`]: no stdin, a time limit, no panic, no death by signal.
+pub fn run(mut cmd: Command) -> Run {
+    let what = format!("{cmd:?}");
     let start = Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gfxscan"))
-        .args(&args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("gfxscan starts");
+    let mut child =
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("gfxscan starts");
     let drain = |pipe: Option<Box<dyn Read + Send>>| {
         std::thread::spawn(move || {
             let mut buf = Vec::new();
@@ -80,16 +83,15 @@ where
         if start.elapsed() > RUN_LIMIT {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("gfxscan {args:?} still running after {RUN_LIMIT:?}");
+            panic!("{what} still running after {RUN_LIMIT:?}");
         }
         std::thread::sleep(Duration::from_millis(5));
     };
     let elapsed = start.elapsed();
     let stdout = String::from_utf8(out.join().expect("stdout reader")).expect("stdout is UTF-8");
     let stderr = String::from_utf8_lossy(&err.join().expect("stderr reader")).into_owned();
-    assert!(!stderr.contains("panicked"), "gfxscan {args:?} panicked:\n{stderr}");
-    let code =
-        status.code().unwrap_or_else(|| panic!("gfxscan {args:?} killed by a signal: {status}\n{stderr}"));
+    assert!(!stderr.contains("panicked"), "{what} panicked:\n{stderr}");
+    let code = status.code().unwrap_or_else(|| panic!("{what} killed by a signal: {status}\n{stderr}"));
     Run { code, stdout, stderr, elapsed }
 }
 
