@@ -216,10 +216,7 @@ impl Collector<'_> {
 }
 
 fn read_file(c: &Candidate, targets: &Targets) -> FileOutcome {
-    let mut out = FileOutcome { kind: Kind::Other, size: c.size, record: None, problems: Vec::new() };
-    if c.size < 4 {
-        return out;
-    }
+    let mut out = FileOutcome { kind: Kind::Other, size: 0, record: None, problems: Vec::new() };
     let src = match open_regular(&c.path) {
         Ok(s) => s,
         Err(e) => {
@@ -228,6 +225,9 @@ fn read_file(c: &Candidate, targets: &Targets) -> FileOutcome {
         }
     };
     out.size = src.len;
+    if src.len < 4 {
+        return out;
+    }
     let head = match src.read_up_to(0, SNIFF_LEN) {
         Ok(h) => h.into_owned(),
         Err(e) => {

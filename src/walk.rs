@@ -67,8 +67,6 @@ pub struct Candidate {
     pub path: PathBuf,
     /// Path relative to the root.
     pub rel: PathBuf,
-    /// Size from the walk's metadata.
-    pub size: u64,
 }
 
 /// A symbolic link met and not followed.
@@ -135,8 +133,9 @@ pub fn walk(roots: &[Root], follow_links: bool, tick: &dyn Fn()) -> Walked {
                 let target = fs::read_link(entry.path()).unwrap_or_default();
                 out.links.push(Link { root: i, path: entry.into_path(), rel, target });
             } else if ft.is_file() {
-                let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
-                out.candidates.push(Candidate { root: i, path: entry.into_path(), rel, size });
+                // The type comes from the directory listing; the size from fstat after opening:
+                // no second stat per file.
+                out.candidates.push(Candidate { root: i, path: entry.into_path(), rel });
             } else if let Some(kind) = special_kind(&ft) {
                 out.problems.push(Problem {
                     path: RelPath::new(i, rel.as_os_str()),
