@@ -248,6 +248,9 @@ fn read_file(c: &Candidate, targets: &Targets) -> FileOutcome {
                 if let Some((base, found)) = &facts.fatbin {
                     col.bundles(*base, found, ".hip_fatbin: ");
                 }
+                for (section, err) in &facts.unsearched {
+                    col.problems.push(format!("{section} not searched for embedded code objects: {err}"));
+                }
                 for e in &facts.embedded {
                     match &e.code_object {
                         Ok(co) => {

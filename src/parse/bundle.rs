@@ -351,10 +351,21 @@ pub fn parse_bundle(src: &dyn ByteSource) -> Result<Bundle> {
         Ok((entries, _)) => b.entries = entries,
         Err(e) => b.error = Some(e),
     }
-    if h.total_size.is_none() && b.error.is_none() {
-        // V1 stores no size: its end is where the compressed stream ends.
+    if b.error.is_none() {
+        // Inflate the rest: V1 stores no size, so its end is where the compressed stream ends;
+        // every version must inflate to exactly the size its header declares.
         match stream.drain() {
-            Ok(consumed) => b.stored_size = consumed,
+            Ok((consumed, produced)) => {
+                if h.total_size.is_none() {
+                    b.stored_size = consumed;
+                }
+                if produced != h.uncompressed_size {
+                    b.error = Some(ParseError::Malformed {
+                        what: "CCOB inflates to a size other than its header declares",
+                        offset: produced,
+                    });
+                }
+            }
             Err(e) => b.error = Some(e),
         }
     }

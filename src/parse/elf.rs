@@ -51,6 +51,8 @@ const EHDR64: usize = 64;
 const METADATA_PREFIX: u64 = 4096;
 /// One read per note: its header, a name of up to 64 bytes, and the descriptor prefix.
 const NOTE_WINDOW: u64 = 12 + 64 + METADATA_PREFIX;
+/// How far a container's size may run past a code object's section table (alignment padding).
+const SIZE_SLACK: u64 = 64 << 10;
 /// Bytes read up front from each code object: its header, program headers and first notes.
 const PREFETCH: usize = 8192;
 const EHDR32: usize = 52;
@@ -426,6 +428,16 @@ pub fn parse_code_object(src: &dyn ByteSource, size: Option<u64>) -> Result<Code
         return Ok(co);
     }
     let table_end = |off: u64, n: u16, entsize: u16| off.checked_add(u64::from(n) * u64::from(entsize));
+    // The section table ends a linked code object: a container that claims far more than
+    // that (a bundle entry "of a terabyte" around a 4 KiB object) is lying.
+    if let Some(end) = table_end(header.shoff, header.shnum, header.shentsize).filter(|_| header.shnum > 0) {
+        if size > end.saturating_add(SIZE_SLACK) {
+            co.defect = Some(ParseError::Malformed {
+                what: "container claims more bytes than the code object's own tables span",
+                offset: end,
+            });
+        }
+    }
     for end in [
         table_end(header.shoff, header.shnum, header.shentsize),
         table_end(header.phoff, header.phnum, header.phentsize),

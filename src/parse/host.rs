@@ -25,6 +25,10 @@ pub const MAX_SECTIONS: u64 = 1 << 20;
 pub const MAX_SHSTRTAB: u64 = 16 << 20;
 /// Bytes scanned per read when hunting embedded code objects.
 const SCAN_CHUNK: usize = 4 << 20;
+/// The most data-section bytes one file's hunt for embedded code objects reads. Real data
+/// sections are tens of MB (rocRAND's `.rodata` 26 MB); a sparse or lying file claiming a
+/// terabyte of `.rodata` must not cost a terabyte of reads.
+pub const MAX_EMBED_SCAN: u64 = 1 << 30;
 
 /// One section of a host ELF.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,6 +63,8 @@ pub struct HostFacts {
     pub fatbin: Option<(u64, Bundles)>,
     /// Code objects in bundle sections and raw embedded ones, in file order.
     pub embedded: Vec<Embedded>,
+    /// Data sections that could not be searched for embedded code objects, and why.
+    pub unsearched: Vec<(String, ParseError)>,
 }
 
 fn sections_of<H: FileHeader<Endian = Endianness>>(
@@ -150,8 +156,22 @@ fn may_embed(s: &Section) -> bool {
 }
 
 /// Finds AMDGPU code objects stored as plain data inside `[start, start + len)` of `src`.
-fn find_embedded(src: &dyn ByteSource, start: u64, len: u64, out: &mut Vec<Embedded>) -> Result<()> {
+fn find_embedded(
+    src: &dyn ByteSource,
+    start: u64,
+    len: u64,
+    budget: &mut u64,
+    out: &mut Vec<Embedded>,
+) -> Result<()> {
     let end = start.saturating_add(len).min(src.len());
+    if end.saturating_sub(start) > *budget {
+        return Err(ParseError::TooLarge {
+            what: "data sections to search for embedded code objects",
+            claimed: end - start,
+            limit: MAX_EMBED_SCAN,
+        });
+    }
+    *budget -= end.saturating_sub(start);
     let finder = memmem::Finder::new(b"\x7fELF");
     let mut pos = start;
     while pos + 64 <= end {
@@ -183,6 +203,7 @@ fn find_embedded(src: &dyn ByteSource, start: u64, len: u64, out: &mut Vec<Embed
 pub fn parse_host_elf(src: &dyn ByteSource) -> Result<HostFacts> {
     let sections = parse_sections(src)?;
     let mut facts = HostFacts::default();
+    let mut budget = MAX_EMBED_SCAN;
     for s in &sections {
         if s.sh_type == object::elf::SHT_NOBITS {
             continue;
@@ -207,7 +228,10 @@ pub fn parse_host_elf(src: &dyn ByteSource) -> Result<HostFacts> {
                 });
             }
         } else if may_embed(s) {
-            find_embedded(src, s.offset, s.size, &mut facts.embedded)?;
+            // An over-budget section is reported, and what else the file holds is still read.
+            if let Err(e) = find_embedded(src, s.offset, s.size, &mut budget, &mut facts.embedded) {
+                facts.unsearched.push((s.name.clone(), e));
+            }
         }
     }
     facts.embedded.sort_by_key(|e| e.offset);

@@ -293,15 +293,16 @@ impl<'a> StreamSource<'a> {
     }
 
     /// Inflates to the end of the stream, dropping the output, and returns how many compressed
-    /// bytes the stream occupied (its exact end, for formats without a stored size).
-    pub fn drain(&self) -> Result<u64> {
+    /// bytes the stream occupied (its exact end, for formats without a stored size) and how many
+    /// bytes it inflated to.
+    pub fn drain(&self) -> Result<(u64, u64)> {
         let mut st = self.state.borrow_mut();
         while !st.finished {
             let end = st.window_base + st.window.len() as u64;
             st.mark = end;
             st.fill(self.declared, end.saturating_add(OUT_CHUNK as u64))?;
         }
-        Ok(st.consumed())
+        Ok((st.consumed(), st.window_base + st.window.len() as u64))
     }
 }
 
