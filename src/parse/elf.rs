@@ -278,14 +278,16 @@ fn count_v2_yaml_kernels(text: &[u8]) -> u64 {
 fn read_note_range(src: &dyn ByteSource, facts: &mut NoteFacts, off: u64, size: u64) -> Result<()> {
     let end = off.checked_add(size).ok_or(ParseError::Malformed { what: "note segment", offset: off })?;
     let mut pos = off;
-    while pos + 12 <= end {
+    let past = |what| ParseError::Malformed { what, offset: off };
+    while pos.saturating_add(12) <= end {
         let win = src.read_at(pos, (end - pos).min(NOTE_WINDOW) as usize)?;
         let (Some(namesz), Some(descsz), Some(n_type)) = (le32(&win, 0), le32(&win, 4), le32(&win, 8)) else {
             break;
         };
         let desc_rel = 12 + align_up(u64::from(namesz), 4);
-        let (desc_off, desc_len) = (pos + desc_rel, u64::from(descsz));
-        if namesz > 64 || desc_off + desc_len > end {
+        let desc_len = u64::from(descsz);
+        let desc_off = pos.checked_add(desc_rel).ok_or(past("note name past its segment"))?;
+        if namesz > 64 || desc_off.checked_add(desc_len).is_none_or(|e| e > end) {
             return Err(ParseError::Malformed { what: "note extends past its segment", offset: pos });
         }
         let name = win.get(12..12 + namesz as usize).unwrap_or(&[]);
@@ -334,7 +336,7 @@ fn read_note_range(src: &dyn ByteSource, facts: &mut NoteFacts, off: u64, size: 
             (b"AMD", NT_AMD_HSA_METADATA) => facts.v2_kernels = Some(count_v2_yaml_kernels(&desc(desc_len)?)),
             _ => {}
         }
-        pos = desc_off + align_up(desc_len, 4);
+        pos = desc_off.saturating_add(align_up(desc_len, 4));
     }
     Ok(())
 }
@@ -383,12 +385,9 @@ fn count_kernel_symbols(src: &dyn ByteSource, h: &Header) -> Result<Option<u64>>
         .get(symtab.sh_link(LE) as usize)
         .ok_or(ParseError::Malformed { what: "symbol table link", offset: h.shoff })?;
     let (size, str_size) = (symtab.sh_size(LE), strtab.sh_size(LE));
-    if size.saturating_add(str_size) > MAX_SYMTAB {
-        return Err(ParseError::TooLarge {
-            what: "symbol table",
-            claimed: size + str_size,
-            limit: MAX_SYMTAB,
-        });
+    let claimed = size.saturating_add(str_size);
+    if claimed > MAX_SYMTAB {
+        return Err(ParseError::TooLarge { what: "symbol table", claimed, limit: MAX_SYMTAB });
     }
     let syms = src.read_at(symtab.sh_offset(LE), size as usize)?;
     let strs = src.read_at(strtab.sh_offset(LE), str_size as usize)?;
