@@ -71,12 +71,13 @@ pub fn inflate_firmware(data: &[u8], xz: bool) -> Result<Vec<u8>, String> {
         }
     }
     let mut out = Capped(Vec::new());
+    let limit = MAX_FIRMWARE as u64 + 1;
     if xz {
-        let mut input = data;
-        lzma_rs::xz_decompress(&mut input, &mut out).map_err(|e| format!("xz: {e}"))?;
+        let mut d = liblzma::read::XzDecoder::new(data).take(limit);
+        std::io::copy(&mut d, &mut out).map_err(|e| format!("xz: {e}"))?;
     } else {
         let d = zstd::stream::read::Decoder::new(data).map_err(|e| format!("zstd: {e}"))?;
-        std::io::copy(&mut d.take(MAX_FIRMWARE as u64 + 1), &mut out).map_err(|e| format!("zstd: {e}"))?;
+        std::io::copy(&mut d.take(limit), &mut out).map_err(|e| format!("zstd: {e}"))?;
     }
     Ok(out.0)
 }
@@ -99,12 +100,19 @@ mod tests {
         let blob = firmware_blob(42, (11, 0), 8192);
         let z = zstd::bulk::compress(&blob, 3).unwrap();
         assert_eq!(inflate_firmware(&z, false).unwrap(), blob);
-        let mut x = Vec::new();
-        lzma_rs::xz_compress(&mut blob.as_slice(), &mut x).unwrap();
+        let mut enc = liblzma::write::XzEncoder::new(Vec::new(), 6);
+        std::io::Write::write_all(&mut enc, &blob).unwrap();
+        let x = enc.finish().unwrap();
         assert_eq!(inflate_firmware(&x, true).unwrap(), blob);
         let bomb = zstd::bulk::compress(&vec![0u8; MAX_FIRMWARE + 10], 19).unwrap();
         assert!(inflate_firmware(&bomb, false).is_err());
         assert!(inflate_firmware(b"not xz at all", true).is_err());
+        // Found by fuzzing: lzma-rs 0.3 overflowed on an xz index whose backward size is
+        // u32::MAX (`(backward_size + 1) << 2`); liblzma reports it as corrupt data.
+        let mut bad = x.clone();
+        let n = bad.len();
+        bad[n - 8..n - 4].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(inflate_firmware(&bad, true).is_err());
     }
 
     #[test]

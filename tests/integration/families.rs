@@ -46,7 +46,9 @@ fn zlib(bytes: &[u8]) -> Vec<u8> {
 
 fn xz(bytes: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
-    lzma_rs::xz_compress(&mut &bytes[..], &mut out).expect("xz");
+    let mut enc = liblzma::write::XzEncoder::new(Vec::new(), 6);
+    enc.write_all(bytes).expect("xz");
+    out.extend(enc.finish().expect("xz"));
     out
 }
 
