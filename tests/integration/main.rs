@@ -8,6 +8,7 @@ mod diff;
 mod families;
 mod fixtures;
 mod formats;
+mod fuzz_regressions;
 mod hardening;
 mod hostile;
 mod real_files;
