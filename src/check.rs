@@ -223,10 +223,9 @@ fn tensile_verdict(
     let mut candidates: Vec<(usize, String, bool, Option<String>)> = Vec::new();
     let mut served_by_indexes: BTreeSet<String> = BTreeSet::new();
     for f in &files {
-        let a = f.artifact.as_ref().expect("filtered on artifact");
-        if !INDEX_ROLES.contains(&a.role.as_str()) {
+        let Some(a) = f.artifact.as_ref().filter(|a| INDEX_ROLES.contains(&a.role.as_str())) else {
             continue;
-        }
+        };
         served_by_indexes.extend(a.targets());
         let names_it = a.name_target.as_deref() == Some(arch) || a.role == "merged-index";
         if !names_it {

@@ -249,10 +249,10 @@ pub fn detect(path: &Path, content: Content, targets: &Targets) -> Option<Artifa
     if let Some((suffix, role)) = MIOPEN_SUFFIXES.iter().find(|(suf, _)| base_name.ends_with(suf)) {
         let base = &base_name[..base_name.len() - suffix.len()];
         let in_miopen = has_component(path, &["miopen", "kernels", "db"]);
-        let distinctive = !matches!(*suffix, ".db" | ".db.txt");
-        if base.starts_with("gfx") && (in_miopen || distinctive) && !bz2
-            || base.starts_with("gfx") && bz2 && in_miopen
-        {
+        // `.db`, `.db.txt` and bzip2 source forms are too common to trust outside MIOpen's
+        // folders; the other suffixes are MIOpen's alone.
+        let distinctive = !bz2 && !matches!(*suffix, ".db" | ".db.txt");
+        if base.starts_with("gfx") && (in_miopen || distinctive) {
             let (processor, variant, cu) = miopen_name(base, targets).unwrap_or((String::new(), None, None));
             // A text database must read as text; models are opaque; a `.db`/`.kdb` is SQLite.
             let ok_kind = link
