@@ -31,7 +31,7 @@ use crate::parse::firmware::{inflate_firmware, parse_firmware_header};
 use crate::parse::host::parse_host_elf;
 use crate::parse::miopen::{count_text_records, parse_lfs_pointer};
 use crate::parse::tensile::parse_tensile_index;
-use crate::parse::{check_range, ByteSource, ParseError};
+use crate::parse::{check_range, push_unique, ByteSource, ParseError};
 use crate::resolve::resolve_code_object;
 use crate::targets::Targets;
 use crate::walk::{resolve_roots, walk, Candidate, Root};
@@ -327,9 +327,7 @@ fn gather_facts(
             if !cos.is_empty() {
                 let mut procs: Vec<String> = Vec::new();
                 for c in cos {
-                    if !procs.contains(&c.processor) {
-                        procs.push(c.processor.clone());
-                    }
+                    push_unique(&mut procs, &c.processor);
                 }
                 a.content_targets = Some(procs);
             } else if matches!(a.role.as_str(), "lazy-index" | "index" | "merged-index") && !a.role.is_empty()

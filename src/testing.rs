@@ -31,6 +31,8 @@ pub struct CodeObjectSpec {
     pub e_type: u16,
     /// Extra bytes of `.text`, to give the object some body.
     pub text_len: usize,
+    /// How many PT_NOTE program headers name the note section (real objects: one).
+    pub note_phdrs: u32,
 }
 
 impl CodeObjectSpec {
@@ -45,6 +47,7 @@ impl CodeObjectSpec {
             v2_isa: None,
             e_type: elf::ET_DYN,
             text_len: 256,
+            note_phdrs: 1,
         }
     }
 
@@ -158,7 +161,7 @@ pub fn code_object(spec: &CodeObjectSpec) -> Vec<u8> {
     w.reserve_file_header();
     let linked = spec.e_type == elf::ET_DYN;
     if linked {
-        w.reserve_program_headers(1);
+        w.reserve_program_headers(spec.note_phdrs);
     }
     w.reserve_null_section_index();
     let note_name = w.add_section_name(b".note");
@@ -194,6 +197,8 @@ pub fn code_object(spec: &CodeObjectSpec) -> Vec<u8> {
     .unwrap();
     if linked {
         w.write_align_program_headers();
+    }
+    for _ in 0..if linked { spec.note_phdrs } else { 0 } {
         w.write_program_header(&ProgramHeader {
             p_type: elf::PT_NOTE,
             p_flags: elf::PF_R,

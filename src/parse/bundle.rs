@@ -297,6 +297,15 @@ fn read_entries(view: &dyn ByteSource) -> Result<(Vec<Entry>, u64)> {
         table.into_iter().filter(|e| !parse_entry_id(&e.id).is_host() && e.size > 0).collect();
     // Streams read forward: visit entries in data order.
     device.sort_by_key(|e| e.offset);
+    // Entries may not overlap: a table pointing many entries at one object would multiply the
+    // work of parsing it.
+    let mut covered = 0u64;
+    for t in &device {
+        if t.offset < covered {
+            return Err(ParseError::Malformed { what: "bundle entries overlap", offset: t.offset });
+        }
+        covered = t.offset.saturating_add(t.size);
+    }
     let mut out = Vec::with_capacity(device.len());
     for t in device {
         view.release_before(t.offset);
@@ -540,6 +549,21 @@ mod tests {
         assert_eq!(got.bundles.len(), 1);
         assert_eq!(got.bundles[0].entries.len(), 1);
         assert!(got.bundles[0].entries[0].code_object.as_ref().is_some_and(|r| r.is_ok()));
+    }
+
+    #[test]
+    fn overlapping_entries_are_refused() {
+        // Review finding: many entries pointing at one object multiplied the work of parsing it.
+        let a = co(0x2c);
+        let mut b =
+            bundle(&[("hipv4-amdgcn-amd-amdhsa--gfx900", &a), ("hipv4-amdgcn-amd-amdhsa--gfx906", &a)], 4096);
+        // Point the second entry at the first one's bytes.
+        let first_off = b[32..40].to_vec();
+        let second = 32 + 24 + "hipv4-amdgcn-amd-amdhsa--gfx900".len();
+        b[second..second + 8].copy_from_slice(&first_off);
+        let got = parse_bundles(&b);
+        let err = got.bundles[0].error.clone().expect("an error");
+        assert!(err.to_string().contains("bundle entries overlap"), "{err}");
     }
 
     #[test]

@@ -361,7 +361,14 @@ fn parse_notes(src: &dyn ByteSource, h: &Header) -> Result<NoteFacts> {
             ranges.push((s.sh_offset(LE), s.sh_size(LE)));
         }
     }
+    // Each note is read once, however many headers name its bytes.
     ranges.sort_unstable();
+    let mut covered = 0u64;
+    ranges.retain(|&(off, size)| {
+        let fresh = off >= covered;
+        covered = covered.max(off.saturating_add(size));
+        fresh
+    });
     let total: u64 = ranges.iter().map(|r| r.1).fold(0, u64::saturating_add);
     if total > MAX_NOTES {
         return Err(ParseError::TooLarge { what: "notes", claimed: total, limit: MAX_NOTES });
@@ -520,6 +527,16 @@ mod tests {
         let mut notes = NoteFacts::default();
         read_note_range(&twice, &mut notes, 0, twice.len() as u64).expect("notes read");
         assert_eq!(notes.metadata.and_then(|m| m.kernels), Some(4));
+    }
+
+    #[test]
+    fn notes_named_by_two_headers_count_once() {
+        // Review finding: two PT_NOTE headers over the same bytes doubled the kernel count.
+        let mut spec = CodeObjectSpec::v4(0x3f, 0, &["a", "b", "c"]);
+        spec.note_phdrs = 2;
+        let bytes = code_object(&spec);
+        let co = parse_code_object(&bytes, Some(bytes.len() as u64)).expect("parses");
+        assert_eq!(co.kernels(), Some(3));
     }
 
     #[test]

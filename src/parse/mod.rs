@@ -203,6 +203,13 @@ impl ByteSource for Prefetched<'_> {
     }
 }
 
+/// Appends `item` unless `list` already holds it: an ordered set for short lists of names.
+pub fn push_unique(list: &mut Vec<String>, item: &str) {
+    if !list.iter().any(|x| x == item) {
+        list.push(item.to_string());
+    }
+}
+
 /// Reads a little-endian `u16` at `at` from a slice already read.
 pub(crate) fn le16(b: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_le_bytes(b.get(at..at + 2)?.try_into().ok()?))

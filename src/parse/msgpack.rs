@@ -53,6 +53,9 @@ impl<'a> Reader<'a> {
             return Err(ParseError::Truncated { what: "msgpack value", offset: self.pos });
         }
         if self.pos < self.buf_start || self.pos + n > self.buf_start + self.buf.len() as u64 {
+            // Nothing before this point is read again: a stream may drop it (a `.dat.zlib`
+            // index then costs one window, not its whole inflated size).
+            self.src.release_before(self.pos);
             self.buf = self.src.read_up_to(self.pos, CHUNK.max(n as usize))?.into_owned();
             self.buf_start = self.pos;
         }

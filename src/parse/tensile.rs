@@ -9,7 +9,7 @@
 #![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::panic)]
 
 use super::msgpack::{Reader, Value};
-use super::{ByteSource, ParseError, Result};
+use super::{push_unique, ByteSource, ParseError, Result};
 
 /// Most items read whole from one predicate.
 const PREDICATE_BUDGET: u32 = 4096;
@@ -67,10 +67,8 @@ pub fn parse_tensile_index(src: &dyn ByteSource) -> Result<TensileIndex> {
                                 let pred = rd.value(&mut budget, 0)?;
                                 let mut names = Vec::new();
                                 processors_in(&pred, &mut names);
-                                for n in names {
-                                    if !out.processors.contains(&n) {
-                                        out.processors.push(n);
-                                    }
+                                for n in &names {
+                                    push_unique(&mut out.processors, n);
                                 }
                             } else {
                                 rd.skip()?;
@@ -102,6 +100,29 @@ mod tests {
         assert_eq!(idx.library_type.as_deref(), Some("Hardware"));
         assert_eq!(idx.processors, ["gfx90a", "gfx1030"]);
         assert_eq!(idx.rows, 2);
+    }
+
+    #[test]
+    fn a_zlib_index_larger_than_the_stream_window_streams() {
+        // Review finding: the reader never released the stream, so a `.dat.zlib` index over
+        // 64 MiB inflated was refused. 70 MiB of solutions, then the hardware rows.
+        use std::io::Write;
+        let mut b = Vec::new();
+        rmp::encode::write_map_len(&mut b, 2).unwrap();
+        rmp::encode::write_str(&mut b, "solutions").unwrap();
+        rmp::encode::write_bin_len(&mut b, 70 << 20).unwrap();
+        b.resize(b.len() + (70 << 20), 0);
+        let tail = crate::testing::tensile_index(&["gfx90a"], 0);
+        // Reuse the fixture's `library` entry: everything after its (empty) solutions array.
+        let lib_at = tail.windows(8).position(|w| w == b"\xa7library").expect("library key");
+        b.extend_from_slice(&tail[lib_at..]);
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+        z.write_all(&b).unwrap();
+        let z = z.finish().unwrap();
+        let stream =
+            crate::parse::bundle::inflate_stream(&z, crate::parse::bundle::Compression::Zlib).unwrap();
+        let idx = parse_tensile_index(&stream).expect("streams through");
+        assert_eq!(idx.processors, ["gfx90a"]);
     }
 
     #[test]
