@@ -4,7 +4,7 @@
 //! those scans, and determinism of a tree with problems across thread counts.
 
 use std::ffi::{CString, OsStr};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixListener;
@@ -531,17 +531,7 @@ fn run_measured(args: &[&OsStr], uid: Option<u32>, limit: Duration) -> Result<Me
         Err(e) => panic!("gfxscan does not start: {e}"),
     };
     let pid = child.id();
-    let drain = |pipe: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            if let Some(mut p) = pipe {
-                p.read_to_end(&mut buf).expect("pipe readable");
-            }
-            buf
-        })
-    };
-    let out = drain(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
-    let err = drain(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let (out, err) = crate::util::drain_pipes(&mut child);
     let mut polled = 0u64;
     let status = loop {
         if via == PeakVia::ProcStatus {

@@ -7,6 +7,7 @@ use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -58,17 +59,9 @@ where
     run(cmd)
 }
 
-/// Runs a prepared gfxscan command (arguments, environment) under the same watch as
-/// [`gfxscan`]: no stdin, a time limit, no panic, no death by signal.
-pub fn run(mut cmd: Command) -> Run {
-    let what = format!("{cmd:?}");
-    let start = Instant::now();
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("gfxscan starts");
+/// Reads a child's stdout and stderr to the end on two threads, so neither pipe can fill and
+/// stall it.
+pub fn drain_pipes(child: &mut std::process::Child) -> (JoinHandle<Vec<u8>>, JoinHandle<Vec<u8>>) {
     let drain = |pipe: Option<Box<dyn Read + Send>>| {
         std::thread::spawn(move || {
             let mut buf = Vec::new();
@@ -80,6 +73,21 @@ pub fn run(mut cmd: Command) -> Run {
     };
     let out = drain(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
     let err = drain(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    (out, err)
+}
+
+/// Runs a prepared gfxscan command (arguments, environment) under the same watch as
+/// [`gfxscan`]: no stdin, a time limit, no panic, no death by signal.
+pub fn run(mut cmd: Command) -> Run {
+    let what = format!("{cmd:?}");
+    let start = Instant::now();
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("gfxscan starts");
+    let (out, err) = drain_pipes(&mut child);
     let status = loop {
         if let Some(s) = child.try_wait().expect("wait for gfxscan") {
             break s;
