@@ -24,6 +24,18 @@ fn shared() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus")
 }
 
+/// The Debian tree named by `GFXSCAN_DEBIAN_CORPUS`, when its truth tables are here too.
+fn debian_tree() -> Option<std::ffi::OsString> {
+    let dir = std::env::var_os("GFXSCAN_DEBIAN_CORPUS");
+    if dir.is_none() {
+        eprintln!("skipped: set GFXSCAN_DEBIAN_CORPUS to the DIR of fetch-debian.sh");
+    } else if !shared().join("truth").is_dir() {
+        eprintln!("skipped: {} (the truth tables) not present", shared().join("truth").display());
+        return None;
+    }
+    dir
+}
+
 /// Per-file multiset of (target ID or "*" for V2, version, size) from a truth table.
 fn truth(table: &Path) -> BTreeMap<String, BTreeMap<Key, u32>> {
     let text = std::fs::read_to_string(table).expect("truth table readable");
@@ -98,10 +110,7 @@ fn corpus_files_match_truth_codeobjects() {
 
 #[test]
 fn debian_tree_matches_truth_codeobjects() {
-    let Some(dir) = std::env::var_os("GFXSCAN_DEBIAN_CORPUS") else {
-        eprintln!("skipped: set GFXSCAN_DEBIAN_CORPUS to the DIR of fetch-debian.sh");
-        return;
-    };
+    let Some(dir) = debian_tree() else { return };
     let n = compare(Path::new(&dir), &shared().join("truth/deb_codeobjects.tsv"));
     assert!(n > 4000, "{n} code objects");
 }
@@ -157,7 +166,7 @@ fn kernel_counts_match_truth() {
         return;
     }
     assert_eq!(check_kernels(&root, &shared().join("truth/TRUTH_files.tsv")), 60);
-    if let Some(dir) = std::env::var_os("GFXSCAN_DEBIAN_CORPUS") {
+    if let Some(dir) = debian_tree() {
         assert_eq!(check_kernels(Path::new(&dir), &shared().join("truth/deb_files.tsv")), 20);
     }
 }
@@ -217,7 +226,7 @@ fn tensile_counts_match_truth() {
         check_tensile(&shared().join("files"), &shared().join("truth/TRUTH_tensile.tsv"), "subset/"),
         2
     );
-    if let Some(dir) = std::env::var_os("GFXSCAN_DEBIAN_CORPUS") {
+    if let Some(dir) = debian_tree() {
         assert_eq!(
             check_tensile(Path::new(&dir), &shared().join("truth/deb_tensile_arch_counts.tsv"), ""),
             11
@@ -338,7 +347,7 @@ fn firmware_prefix_counts_match_truth() {
     let restored = links.keys().filter(|k| k.starts_with(PKG)).count();
     assert_eq!(restored, 12, "links in the firmware package per MANIFEST");
     assert_eq!(check_firmware(&copy, &shared().join("truth/TRUTH_firmware_prefix_counts.tsv")), 6);
-    if let Some(dir) = std::env::var_os("GFXSCAN_DEBIAN_CORPUS") {
+    if let Some(dir) = debian_tree() {
         let fw = Path::new(&dir).join(PKG);
         assert_eq!(check_firmware(&fw, &shared().join("truth/firmware_prefix_counts.tsv")), 165);
     }
@@ -428,10 +437,7 @@ fn diff_pairs_from_the_corpus() {
 
 #[test]
 fn debian_suites_diff_both_ways() {
-    let Some(dir) = std::env::var_os("GFXSCAN_DEBIAN_CORPUS") else {
-        eprintln!("skipped: set GFXSCAN_DEBIAN_CORPUS to the DIR of fetch-debian.sh");
-        return;
-    };
+    let Some(dir) = debian_tree() else { return };
     let deb = Path::new(&dir).join("deb");
     let forward = diff_of(&deb.join("bookworm-root"), &deb.join("trixie-root"));
     assert!(forward.losses.is_empty(), "bookworm -> trixie loses nothing: {:?}", forward.losses);
