@@ -19,6 +19,24 @@ use crate::family::FAMILY_ROWS;
 use crate::model::{Snapshot, TargetCounts};
 use crate::targets::Targets;
 
+/// Writes one pretty-printed JSON document and a newline. Serialized first, then written, so a
+/// closed pipe stays an `io::Error` the binary recognises.
+fn write_json(out: &mut dyn Write, value: &impl serde::Serialize) -> anyhow::Result<()> {
+    let mut text = serde_json::to_vec_pretty(value)?;
+    text.push(b'\n');
+    out.write_all(&text)?;
+    Ok(())
+}
+
+/// Right-aligns the table's numeric columns.
+fn align_right(t: &mut Table, columns: std::ops::Range<usize>) {
+    for i in columns {
+        if let Some(col) = t.column_mut(i) {
+            col.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+}
+
 /// `1536` → `1.5 KiB`.
 pub fn human_bytes(n: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -98,11 +116,7 @@ fn table_of(rows: &[(String, TargetCounts)], markdown: bool) -> Table {
             thousands(c.files),
         ]);
     }
-    for i in 1..COLUMNS.len() {
-        if let Some(col) = t.column_mut(i) {
-            col.set_cell_alignment(CellAlignment::Right);
-        }
-    }
+    align_right(&mut t, 1..COLUMNS.len());
     t
 }
 
@@ -140,9 +154,7 @@ pub fn write_scan(
                 view.targets = rows.into_iter().collect();
             }
             // Serialized first, then written: a closed pipe stays an io::Error the binary knows.
-            let mut text = serde_json::to_vec_pretty(&view)?;
-            text.push(b'\n');
-            out.write_all(&text)?;
+            write_json(out, &view)?;
         }
         Format::Csv => {
             let mut w = csv::Writer::from_writer(Vec::new());
@@ -204,9 +216,7 @@ pub fn write_compare(
                 .iter()
                 .map(|(row, _)| (row.to_string(), cols.iter().map(|t| (t.clone(), count(row, t))).collect()))
                 .collect();
-            let mut text = serde_json::to_vec_pretty(&view)?;
-            text.push(b'\n');
-            out.write_all(&text)?;
+            write_json(out, &view)?;
         }
         Format::Csv => {
             let mut w = csv::Writer::from_writer(Vec::new());
@@ -235,11 +245,7 @@ pub fn write_compare(
                 });
                 t.add_row(std::iter::once(label.to_string()).chain(cells));
             }
-            for i in 1..=cols.len() {
-                if let Some(col) = t.column_mut(i) {
-                    col.set_cell_alignment(CellAlignment::Right);
-                }
-            }
+            align_right(&mut t, 1..cols.len() + 1);
             writeln!(out, "{t}")?;
             write_mismatches(snap, out, md)?;
             write_problems(snap, out, md)?;
@@ -271,9 +277,7 @@ fn write_mismatches(snap: &Snapshot, out: &mut dyn Write, markdown: bool) -> io:
 /// Writes the verdicts of `gfxscan check`.
 pub fn write_check(report: &CheckReport, format: Format, out: &mut dyn Write) -> anyhow::Result<()> {
     if format == Format::Json {
-        let mut text = serde_json::to_vec_pretty(report)?;
-        text.push(b'\n');
-        out.write_all(&text)?;
+        write_json(out, report)?;
         return Ok(());
     }
     let md = format == Format::Markdown;
@@ -363,9 +367,7 @@ fn signed(old: u64, new: u64) -> String {
 /// Writes a diff, most important first: losses, gains, target-ID changes, counts, files.
 pub fn write_diff(d: &SnapshotDiff, format: Format, out: &mut dyn Write) -> anyhow::Result<()> {
     if format == Format::Json {
-        let mut text = serde_json::to_vec_pretty(d)?;
-        text.push(b'\n');
-        out.write_all(&text)?;
+        write_json(out, d)?;
         return Ok(());
     }
     let md = format == Format::Markdown;
@@ -460,11 +462,7 @@ pub fn write_diff(d: &SnapshotDiff, format: Format, out: &mut dyn Write) -> anyh
                 signed(c.old, c.new),
             ]);
         }
-        for i in 2..5 {
-            if let Some(col) = t.column_mut(i) {
-                col.set_cell_alignment(CellAlignment::Right);
-            }
-        }
+        align_right(&mut t, 2..5);
         writeln!(out, "{h}Per target and family (targets with a change; [ = ] unchanged):")?;
         writeln!(out, "{t}")?;
     }
@@ -516,10 +514,7 @@ pub fn write_diff(d: &SnapshotDiff, format: Format, out: &mut dyn Write) -> anyh
 pub fn write_targets(targets: &Targets, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
     if json {
         let list: Vec<_> = targets.iter().collect();
-        let mut text =
-            serde_json::to_vec_pretty(&serde_json::json!({"origin": targets.origin, "targets": list}))?;
-        text.push(b'\n');
-        out.write_all(&text)?;
+        write_json(out, &serde_json::json!({"origin": targets.origin, "targets": list}))?;
         return Ok(());
     }
     let mut t = Table::new();
