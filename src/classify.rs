@@ -30,6 +30,12 @@ pub enum Kind {
     Gzip,
     /// zlib stream (hipBLASLt `.dat.zlib`).
     Zlib,
+    /// An `ar` archive (Debian packages, static libraries).
+    Ar,
+    /// A zip archive (Python wheels).
+    Zip,
+    /// A tar archive.
+    Tar,
     /// LLVM bitcode (device libraries).
     LlvmBitcode,
     /// A git-lfs pointer left where a real file should be.
@@ -45,8 +51,8 @@ impl Kind {
     }
 }
 
-/// Bytes a classification looks at.
-pub const SNIFF_LEN: usize = 64;
+/// Bytes a classification looks at: one tar header block.
+pub const SNIFF_LEN: usize = 512;
 
 /// One rule: a magic at offset 0, and an optional extra check on the first bytes.
 pub struct Rule {
@@ -74,7 +80,16 @@ pub const KINDS: &[Rule] = &[
     Rule { magic: b"BC\xc0\xde", check: None, kind: Kind::LlvmBitcode },
     Rule { magic: b"\xde\xc0\x17\x0b", check: None, kind: Kind::LlvmBitcode },
     Rule { magic: b"\x78", check: Some(is_zlib_header), kind: Kind::Zlib },
+    Rule { magic: b"!<arch>\n", check: None, kind: Kind::Ar },
+    Rule { magic: b"PK\x03\x04", check: None, kind: Kind::Zip },
+    Rule { magic: b"PK\x05\x06", check: None, kind: Kind::Zip },
+    // tar has no magic at 0: its header block's checksum decides (ustar, GNU and v7 alike).
+    Rule { magic: b"", check: Some(is_tar_block), kind: Kind::Tar },
 ];
+
+fn is_tar_block(b: &[u8]) -> bool {
+    matches!(crate::parse::archive::parse_tar_header(b, 0), Ok(crate::parse::archive::TarBlock::Header(_)))
+}
 
 /// RFC 1950: CM 8 (deflate), window up to 32 KiB, and the header checksum.
 fn is_zlib_header(b: &[u8]) -> bool {

@@ -7,6 +7,7 @@
 //! only `walk` and `scan` touch files, only `report` and `main` print.
 
 pub mod aggregate;
+pub mod archive;
 pub mod check;
 pub mod classify;
 pub mod cli;

@@ -307,4 +307,24 @@ pub struct Snapshot {
     /// Per artifact family, per target: how much there is (see docs/schema.md).
     #[serde(default)]
     pub families: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Archives read as trees (packages, wheels, tarballs, images), sorted; absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub archives: Vec<ArchiveRecord>,
+}
+
+/// An archive whose members were read in place of the archive itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArchiveRecord {
+    /// Root index and path; members are reported under it (`<path>!/<member>`, or just
+    /// `<member>` when the archive is the root).
+    #[serde(flatten)]
+    pub path: RelPath,
+    /// `deb (data.tar.xz xz)`, `zip`, `tar`, `tar+gzip`, `tar+zstd`, `tar+xz`, `docker-image`,
+    /// `oci-image`.
+    pub format: String,
+    /// Regular members read (for an image, the files of its final file system).
+    pub members: u64,
+    /// Layers, for container images.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layers: Option<u32>,
 }

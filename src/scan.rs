@@ -7,10 +7,12 @@
 //! scan goes on. Results are sorted afterwards, so the thread count never changes the output.
 
 use std::borrow::Cow;
+use std::ffi::OsStr;
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use rusqlite::{Connection, OpenFlags};
 
@@ -18,11 +20,12 @@ use anyhow::{bail, Context};
 use rayon::prelude::*;
 
 use crate::aggregate::summarize_targets;
+use crate::archive::{self, budget_for, Budget, Format, Origin};
 use crate::classify::{classify, Kind, SNIFF_LEN};
 use crate::family;
 use crate::model::{
-    Artifact, CodeObjectRecord, Container, Family, FileRecord, LinkRecord, Problem, RelPath, Snapshot,
-    Summary, Tool, SCHEMA_VERSION,
+    ArchiveRecord, Artifact, CodeObjectRecord, Container, Family, FileRecord, LinkRecord, Problem, RelPath,
+    Snapshot, Summary, Tool, SCHEMA_VERSION,
 };
 use crate::parse::bundle::inflate_stream;
 use crate::parse::bundle::{parse_bundles, Bundle, BundleFormat, Bundles, Compression};
@@ -126,12 +129,64 @@ pub fn open_regular(path: &std::path::Path) -> std::io::Result<FileSource> {
     Ok(FileSource { file, len: meta.len() })
 }
 
-/// What reading one file gave.
-struct FileOutcome {
-    kind: Kind,
-    size: u64,
-    record: Option<FileRecord>,
-    problems: Vec<String>,
+/// What reading one regular file (or archive member) gave.
+#[derive(Debug, Clone)]
+pub struct FileOutcome {
+    pub path: RelPath,
+    pub kind: Kind,
+    pub size: u64,
+    pub record: Option<FileRecord>,
+    pub problems: Vec<String>,
+}
+
+impl FileOutcome {
+    /// The same outcome under another path (a hard link's).
+    pub fn set_path(&mut self, path: RelPath) {
+        if let Some(r) = &mut self.record {
+            r.path = path.clone();
+        }
+        self.path = path;
+    }
+}
+
+/// A symbolic link met, in a walked tree or an archive.
+#[derive(Debug, Clone)]
+pub struct LinkSeen {
+    pub path: RelPath,
+    /// The path its family is judged by (its real path, or its path inside the archive).
+    pub name: PathBuf,
+    /// Where it points, as stored.
+    pub target: String,
+}
+
+/// What reading one candidate gave: one file, or the members of an archive.
+#[derive(Debug, Default)]
+pub struct Found {
+    pub files: Vec<FileOutcome>,
+    pub links: Vec<LinkSeen>,
+    pub symlinks: u64,
+    pub problems: Vec<Problem>,
+    pub archives: Vec<ArchiveRecord>,
+}
+
+impl Found {
+    /// Adds a problem at `path`.
+    pub fn problem(&mut self, path: RelPath, message: String) {
+        self.problems.push(Problem { path, message });
+    }
+
+    /// Takes in everything `other` found.
+    pub fn merge(&mut self, other: Found) {
+        self.files.extend(other.files);
+        self.links.extend(other.links);
+        self.symlinks += other.symlinks;
+        self.problems.extend(other.problems);
+        self.archives.extend(other.archives);
+    }
+
+    fn one(file: FileOutcome) -> Found {
+        Found { files: vec![file], ..Found::default() }
+    }
 }
 
 fn format_name(f: BundleFormat) -> String {
@@ -215,35 +270,67 @@ impl Collector<'_> {
     }
 }
 
-fn read_file(c: &Candidate, targets: &Targets) -> FileOutcome {
-    let mut out = FileOutcome { kind: Kind::Other, size: 0, record: None, problems: Vec::new() };
+/// Bytes of the head that family detection and firmware headers look at.
+const FAMILY_HEAD: usize = 64;
+
+fn read_file(c: &Candidate, targets: &Targets) -> Found {
+    let path = RelPath::new(c.root, c.rel.as_os_str());
+    let failed = |path: RelPath, size: u64, message: String| {
+        Found::one(FileOutcome { path, kind: Kind::Other, size, record: None, problems: vec![message] })
+    };
     let src = match open_regular(&c.path) {
         Ok(s) => s,
-        Err(e) => {
-            out.problems.push(e.to_string());
-            return out;
-        }
+        Err(e) => return failed(path, 0, e.to_string()),
     };
-    out.size = src.len;
-    if src.len < 4 {
-        return out;
-    }
     let head = match src.read_up_to(0, SNIFF_LEN) {
         Ok(h) => h.into_owned(),
-        Err(e) => {
-            out.problems.push(e.to_string());
-            return out;
-        }
+        Err(e) => return failed(path, src.len, e.to_string()),
     };
-    out.kind = classify(&head);
+    let kind = classify(&head);
+    if matches!(kind, Kind::Ar | Kind::Zip | Kind::Tar | Kind::Gzip | Kind::Zstd | Kind::Xz) {
+        let src = Arc::new(src);
+        let origin = Arc::new(Origin::file(src.clone()));
+        let budget = Budget::new(budget_for(src.len));
+        if let Some(format) = archive::detect(kind, &head, &origin, &budget) {
+            let ctx = archive::Ctx { targets, budget, depth: 0, base: path };
+            if format == Format::Tar(None) {
+                if let Some(found) = archive::expand_if_image(&origin, &ctx) {
+                    return found;
+                }
+            }
+            return archive::expand(origin, format, &ctx);
+        }
+        return Found::one(inspect(&*src, &head, &c.path, Some(&c.path), path, targets));
+    }
+    Found::one(inspect(&src, &head, &c.path, Some(&c.path), path, targets))
+}
+
+/// Inspects one regular file or archive member: its kind, code objects and family facts.
+/// `name` is the path its family is judged by; `disk` its path on disk, when it has one.
+pub fn inspect(
+    src: &dyn ByteSource,
+    head: &[u8],
+    name: &Path,
+    disk: Option<&Path>,
+    path: RelPath,
+    targets: &Targets,
+) -> FileOutcome {
+    let size = src.len();
+    let kind = classify(head);
+    let mut out = FileOutcome { path, kind, size, record: None, problems: Vec::new() };
+    if size < 4 {
+        out.kind = Kind::Other;
+        return out;
+    }
+    let head = head.get(..FAMILY_HEAD).unwrap_or(head);
     let mut col = Collector { targets, code_objects: Vec::new(), problems: Vec::new(), bundles: 0 };
-    match out.kind {
-        Kind::AmdgpuElf => match parse_code_object(&src, Some(src.len)) {
+    match kind {
+        Kind::AmdgpuElf => match parse_code_object(src, Some(size)) {
             Ok(co) => col.record(&co, Container::File, 0, None),
             Err(e) => col.problems.push(e.to_string()),
         },
-        Kind::OffloadBundle | Kind::CompressedOffloadBundle => col.bundles(0, &parse_bundles(&src), ""),
-        Kind::HostElf => match parse_host_elf(&src) {
+        Kind::OffloadBundle | Kind::CompressedOffloadBundle => col.bundles(0, &parse_bundles(src), ""),
+        Kind::HostElf => match parse_host_elf(src) {
             Ok(facts) => {
                 if let Some((base, found)) = &facts.fatbin {
                     col.bundles(*base, found, ".hip_fatbin: ");
@@ -270,16 +357,16 @@ fn read_file(c: &Candidate, targets: &Targets) -> FileOutcome {
     }
     // File order: a code object in a compressed bundle sits where its bundle does.
     col.code_objects.sort_by_key(|c| (c.bundle_offset.unwrap_or(c.offset), c.offset));
-    let artifact = family::detect(&c.path, family::Content::File(out.kind, &head), targets).map(|mut a| {
-        gather_facts(&mut a, &src, &c.path, &head, &col.code_objects, &mut col.problems);
+    let artifact = family::detect(name, family::Content::File(kind, head), targets).map(|mut a| {
+        gather_facts(&mut a, src, name, disk, head, &col.code_objects, &mut col.problems);
         a
     });
     out.problems = col.problems;
     if !col.code_objects.is_empty() || col.bundles > 0 || artifact.is_some() {
         out.record = Some(FileRecord {
-            path: RelPath::new(c.root, c.rel.as_os_str()),
-            kind: out.kind,
-            size: out.size,
+            path: out.path.clone(),
+            kind,
+            size,
             bundles: col.bundles,
             code_objects: col.code_objects,
             artifact,
@@ -290,7 +377,7 @@ fn read_file(c: &Candidate, targets: &Targets) -> FileOutcome {
 
 /// Counts the rows of `table` in an SQLite database, opened read-only and immutable (no
 /// locks, no journal or WAL files): SQLite reads only the table's b-tree pages.
-fn sqlite_rows(path: &Path, table: &str) -> Result<u64, String> {
+fn sqlite_rows_on_disk(path: &Path, table: &str) -> Result<u64, String> {
     use std::os::unix::ffi::OsStrExt;
     let mut uri = String::from("file:");
     for &b in path.as_os_str().as_bytes() {
@@ -304,9 +391,31 @@ fn sqlite_rows(path: &Path, table: &str) -> Result<u64, String> {
     let flags =
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(&uri, flags).map_err(|e| format!("sqlite: {e}"))?;
+    count_rows(&conn, table)
+}
+
+fn count_rows(conn: &Connection, table: &str) -> Result<u64, String> {
     conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get::<_, i64>(0))
         .map(|n| n.max(0) as u64)
         .map_err(|e| format!("sqlite: {e}"))
+}
+
+/// Largest SQLite database without a path (an archive member) loaded into memory to count rows.
+const SQLITE_IN_MEMORY: u64 = 256 << 20;
+
+/// Counts the rows of `table` in an SQLite database that has no path on disk: it is loaded
+/// read-only into an in-memory database, up to [`SQLITE_IN_MEMORY`] bytes.
+fn sqlite_rows_in_memory(src: &dyn ByteSource, table: &str) -> Result<u64, String> {
+    let len = src.len();
+    if len > SQLITE_IN_MEMORY {
+        return Err(format!(
+            "SQLite database of {len} bytes in an archive, over {SQLITE_IN_MEMORY}: rows not counted"
+        ));
+    }
+    let mut conn = Connection::open_in_memory().map_err(|e| format!("sqlite: {e}"))?;
+    conn.deserialize_read_exact("main", archive::SourceReader::new(src, len), len as usize, true)
+        .map_err(|e| format!("sqlite: {e}"))?;
+    count_rows(&conn, table)
 }
 
 /// Largest compressed firmware blob read whole to reach its header.
@@ -316,8 +425,9 @@ const MAX_COMPRESSED_FIRMWARE: u64 = 64 << 20;
 /// firmware headers. A fact that cannot be read is a problem; the artifact is still listed.
 fn gather_facts(
     a: &mut Artifact,
-    src: &FileSource,
+    src: &dyn ByteSource,
     path: &Path,
+    disk: Option<&Path>,
     head: &[u8],
     cos: &[CodeObjectRecord],
     problems: &mut Vec<String>,
@@ -349,7 +459,11 @@ fn gather_facts(
         Some(Family::Miopen) => match a.format.as_str() {
             "sqlite" => {
                 let table = if a.role.contains("kernel") { "kern_db" } else { "perf_db" };
-                match sqlite_rows(path, table) {
+                let rows = match disk {
+                    Some(p) => sqlite_rows_on_disk(p, table),
+                    None => sqlite_rows_in_memory(src, table),
+                };
+                match rows {
                     Ok(n) => a.records = Some(n),
                     Err(e) => problems.push(e),
                 }
@@ -365,9 +479,9 @@ fn gather_facts(
         },
         Some(Family::Firmware) => {
             a.header = match a.format.as_str() {
-                "zstd" | "xz" if src.len <= MAX_COMPRESSED_FIRMWARE => {
+                "zstd" | "xz" if src.len() <= MAX_COMPRESSED_FIRMWARE => {
                     match src
-                        .read_at(0, src.len as usize)
+                        .read_at(0, src.len() as usize)
                         .map_err(|e| e.to_string())
                         .and_then(|d| inflate_firmware(&d, a.format == "xz"))
                     {
@@ -383,7 +497,7 @@ fn gather_facts(
                     if name.ends_with(".zst") || name.ends_with(".xz") {
                         problems.push("named as compressed firmware, but holds no zstd or xz data".into());
                     }
-                    parse_firmware_header(head, src.len)
+                    parse_firmware_header(head, src.len())
                 }
                 _ => None,
             };
@@ -400,7 +514,12 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
     }
     // Roots that lead to the same tree were merged: indexes refer to the ones kept.
     let given: Vec<String> = roots.iter().map(|r| r.given.display().to_string()).collect();
-    let walked = walk(&roots, config.follow_links, &|| progress.walked());
+    let mut walked = walk(&roots, config.follow_links, &|| progress.walked());
+    // An OCI image layout given as a root is read as the image, not as a folder of blobs.
+    let layouts: Vec<usize> = (0..roots.len()).filter(|&i| archive::is_layout_dir(&roots[i].real)).collect();
+    walked.candidates.retain(|c| !layouts.contains(&c.root));
+    walked.links.retain(|l| !layouts.contains(&l.root));
+    walked.problems.retain(|p| !layouts.contains(&p.path.root));
     progress.reading(walked.candidates.len() as u64);
     let mut problems = walked.problems;
     for p in &problems {
@@ -411,57 +530,83 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
         .num_threads(config.threads.unwrap_or(0))
         .build()
         .context("failed to start worker threads")?;
-    let outcomes: Vec<(usize, FileOutcome)> = pool.install(|| {
-        walked
+    let found: Vec<Found> = pool.install(|| {
+        let mut found: Vec<Found> = walked
             .candidates
             .par_iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let o = read_file(c, targets);
-                for message in &o.problems {
-                    let p =
-                        Problem { path: RelPath::new(c.root, c.rel.as_os_str()), message: message.clone() };
-                    progress.problem(&given, &p);
+            .map(|c| {
+                let found = read_file(c, targets);
+                for p in &found.problems {
+                    progress.problem(&given, p);
+                }
+                for f in &found.files {
+                    for message in &f.problems {
+                        progress.problem(&given, &Problem { path: f.path.clone(), message: message.clone() });
+                    }
                 }
                 progress.file_done();
-                (i, o)
+                found
             })
-            .collect()
+            .collect();
+        let images: Vec<Found> = layouts
+            .par_iter()
+            .filter_map(|&i| {
+                let ctx = archive::Ctx {
+                    targets,
+                    budget: Budget::new(u64::MAX),
+                    depth: 0,
+                    base: RelPath::new(i, OsStr::new("")),
+                };
+                roots.get(i).and_then(|r| archive::expand_layout_dir(&r.real, &ctx))
+            })
+            .collect();
+        found.extend(images);
+        found
     });
 
-    let mut summary = Summary { symlinks: walked.symlinks, ..Summary::default() };
+    let mut summary = Summary::default();
+    let mut all = Found::default();
+    for l in &walked.links {
+        all.symlinks += 1;
+        all.links.push(LinkSeen {
+            path: RelPath::new(l.root, l.rel.as_os_str()),
+            name: l.path.clone(),
+            target: l.target.to_string_lossy().into_owned(),
+        });
+    }
+    for f in found {
+        all.merge(f);
+    }
+    summary.symlinks = all.symlinks;
     let mut files = Vec::new();
-    for (i, o) in outcomes {
-        let c = &walked.candidates[i];
+    for o in all.files {
         summary.files += 1;
         summary.bytes += o.size;
         *summary.kinds.entry(o.kind).or_default() += 1;
         for message in o.problems {
-            problems.push(Problem { path: RelPath::new(c.root, c.rel.as_os_str()), message });
+            problems.push(Problem { path: o.path.clone(), message });
         }
         if let Some(r) = o.record {
             files.push(r);
         }
     }
+    problems.extend(all.problems);
     files.sort_by_cached_key(|f| f.path.sort_key());
     problems.sort_by_cached_key(|p| (p.path.sort_key(), p.message.clone()));
     summary.files_with_device_code = files.iter().filter(|f| !f.code_objects.is_empty()).count() as u64;
     summary.code_objects = files.iter().map(|f| f.code_objects.len() as u64).sum();
     let targets_summary = summarize_targets(&files);
-    let mut links: Vec<LinkRecord> = walked
+    let mut links: Vec<LinkRecord> = all
         .links
         .iter()
         .filter_map(|l| {
-            let artifact = family::detect_link(&l.path, targets)?;
-            let target = l.target.to_string_lossy().into_owned();
-            Some(LinkRecord {
-                path: RelPath::new(l.root, l.rel.as_os_str()),
-                target,
-                artifact: Some(artifact),
-            })
+            let artifact = family::detect_link(&l.name, targets)?;
+            Some(LinkRecord { path: l.path.clone(), target: l.target.clone(), artifact: Some(artifact) })
         })
         .collect();
     links.sort_by_cached_key(|l| l.path.sort_key());
+    let mut archives = all.archives;
+    archives.sort_by_cached_key(|a| a.path.sort_key());
     let mismatches = family::mismatches(&files, &links);
     let families = family::families_table(&files);
     Ok(Snapshot {
@@ -475,5 +620,6 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
         links,
         mismatches,
         families,
+        archives,
     })
 }

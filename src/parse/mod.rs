@@ -9,6 +9,7 @@
 //! panic: malformed input is a [`ParseError`] that names what was wrong and where.
 #![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::panic)]
 
+pub mod archive;
 pub mod bundle;
 pub mod elf;
 pub mod firmware;
@@ -108,6 +109,20 @@ impl ByteSource for [u8] {
 }
 
 impl<T: ByteSource + ?Sized> ByteSource for &T {
+    fn len(&self) -> u64 {
+        (**self).len()
+    }
+
+    fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>> {
+        (**self).read_at(offset, len)
+    }
+
+    fn release_before(&self, offset: u64) {
+        (**self).release_before(offset)
+    }
+}
+
+impl<T: ByteSource + ?Sized> ByteSource for Box<T> {
     fn len(&self) -> u64 {
         (**self).len()
     }

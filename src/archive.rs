@@ -1,0 +1,1263 @@
+//! Archives: packages and images read as the trees they would unpack to, without unpacking.
+//!
+//! A `.deb` (`ar` + `data.tar.*`), a `.whl`/`.zip`, a `.tar` (plain, gzip, zstd or xz) or a
+//! container image (`docker save` archive or OCI layout) is a tree of members; each regular
+//! member goes through the same inspection as a file on disk (`scan::inspect`), under its path
+//! inside the archive. Nothing is written anywhere.
+//!
+//! Bytes come from an [`Origin`]: a range of a file, memory, or the decompressed form of another
+//! origin, which can always be opened again from its start. Members of random-access origins
+//! (a plain tar or a stored zip member on disk) are read in place; members of streams up to
+//! [`IN_MEMORY`] are read once into memory and inspected in parallel while the stream goes on;
+//! larger ones are inspected through a [`ReplaySource`], which reads forward from the live
+//! stream and, when a parser reads backwards (an ELF's section table sits at its end), opens the
+//! origin again: a few passes of decompression, never the member in memory. Every byte inflated
+//! counts against one [`Budget`] per top-level archive, so a decompression bomb ends as a problem.
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ffi::OsStr;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::classify::{classify, Kind};
+use crate::model::{ArchiveRecord, RelPath};
+use crate::parse::archive::{
+    link_escapes, member_path, parse_ar, parse_pax, parse_tar_header, TarBlock, TarHeader, TarType, TAR_BLOCK,
+};
+use crate::parse::{check_range, ByteSource, ParseError, Slice};
+use crate::scan::{inspect, FileSource, Found, LinkSeen};
+use crate::targets::Targets;
+
+/// Members of a stream up to this size are read into memory and inspected in parallel.
+pub const IN_MEMORY: u64 = 64 << 20;
+/// Most member bytes held in memory at once, waiting for inspection, per archive.
+const IN_FLIGHT: u64 = 256 << 20;
+/// Most archives nested in one another (a wheel in a tarball in an image is 3).
+pub const MAX_DEPTH: u32 = 4;
+/// Bytes a [`ReplaySource`] keeps behind its position, for parsers that step back a little.
+const KEEP_BEHIND: u64 = 16 << 20;
+/// The start of a member a [`ReplaySource`] keeps for good (headers are read again and again).
+const KEEP_HEAD: u64 = 1 << 20;
+/// Most times one member's stream is opened: the parsers read an ELF in two passes.
+const MAX_PASSES: u32 = 4;
+/// Largest GNU long name or PAX header read.
+const MAX_TAR_META: u64 = 1 << 20;
+/// Largest JSON document of an image (manifest, index) read.
+const MAX_IMAGE_JSON: u64 = 16 << 20;
+
+/// How much one top-level archive may inflate, all members, passes and nesting together: at
+/// least 4 GiB, else 200 times its size (real packages inflate 3–10 times).
+pub fn budget_for(size: u64) -> u64 {
+    size.saturating_mul(200).max(4 << 30)
+}
+
+/// A running count of inflated bytes, shared by everything read out of one top-level archive.
+pub struct Budget {
+    used: AtomicU64,
+    limit: u64,
+}
+
+impl Budget {
+    pub fn new(limit: u64) -> Arc<Self> {
+        Arc::new(Budget { used: AtomicU64::new(0), limit })
+    }
+
+    fn spend(&self, n: u64) -> io::Result<()> {
+        let used = self.used.fetch_add(n, Ordering::Relaxed) + n;
+        if used > self.limit {
+            return Err(io::Error::other(format!(
+                "archive inflates past {} bytes: a decompression bomb, or bigger than gfxscan reads",
+                self.limit
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// A decompression format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Codec {
+    Gzip,
+    Zstd,
+    Xz,
+    /// Raw deflate, as zip stores it.
+    Deflate,
+}
+
+impl Codec {
+    /// The codec a stream starts with, by magic.
+    fn of(kind: Kind) -> Option<Codec> {
+        match kind {
+            Kind::Gzip => Some(Codec::Gzip),
+            Kind::Zstd => Some(Codec::Zstd),
+            Kind::Xz => Some(Codec::Xz),
+            _ => None,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Codec::Gzip => "gzip",
+            Codec::Zstd => "zstd",
+            Codec::Xz => "xz",
+            Codec::Deflate => "deflate",
+        }
+    }
+
+    fn decoder<'a>(self, input: Box<dyn Read + 'a>) -> io::Result<Box<dyn Read + 'a>> {
+        Ok(match self {
+            Codec::Gzip => Box::new(flate2::read::MultiGzDecoder::new(input)),
+            Codec::Zstd => Box::new(zstd::stream::read::Decoder::new(input)?),
+            Codec::Xz => Box::new(liblzma::read::XzDecoder::new_multi_decoder(input)),
+            Codec::Deflate => Box::new(flate2::read::DeflateDecoder::new(input)),
+        })
+    }
+}
+
+/// Where a stream of bytes comes from, so that it can be opened again from its start.
+#[derive(Clone)]
+pub enum Origin {
+    /// A byte range of a file (random access).
+    File { file: Arc<FileSource>, offset: u64, len: u64 },
+    /// Bytes in memory (random access).
+    Memory { data: Arc<Vec<u8>>, offset: u64, len: u64 },
+    /// The decompressed form of another origin; `len` is its size when known.
+    Decoded { inner: Arc<Origin>, codec: Codec, len: Option<u64>, budget: Arc<Budget> },
+    /// A byte range of a stream.
+    Range { inner: Arc<Origin>, offset: u64, len: u64 },
+}
+
+impl Origin {
+    /// A whole file.
+    pub fn file(file: Arc<FileSource>) -> Origin {
+        let len = file.len();
+        Origin::File { file, offset: 0, len }
+    }
+
+    /// `len` bytes from `offset` of this origin.
+    pub fn range(self: &Arc<Self>, offset: u64, len: u64) -> Origin {
+        match &**self {
+            Origin::File { file, offset: o, .. } => {
+                Origin::File { file: file.clone(), offset: o + offset, len }
+            }
+            Origin::Memory { data, offset: o, .. } => {
+                Origin::Memory { data: data.clone(), offset: o + offset, len }
+            }
+            Origin::Range { inner, offset: o, .. } => {
+                Origin::Range { inner: inner.clone(), offset: o + offset, len }
+            }
+            Origin::Decoded { .. } => Origin::Range { inner: self.clone(), offset, len },
+        }
+    }
+
+    /// Its length, when known without reading it.
+    pub fn len(&self) -> Option<u64> {
+        match self {
+            Origin::File { len, .. } | Origin::Memory { len, .. } | Origin::Range { len, .. } => Some(*len),
+            Origin::Decoded { len, .. } => *len,
+        }
+    }
+
+    /// Random access to it, when it is a range of a file or of memory.
+    pub fn random(&self) -> Option<Box<dyn ByteSource + '_>> {
+        match self {
+            Origin::File { file, offset, len } => Some(Box::new(Slice::new(&**file, *offset, *len))),
+            Origin::Memory { data, offset, len } => Some(Box::new(Slice::new(&**data, *offset, *len))),
+            _ => None,
+        }
+    }
+
+    /// Opens it for reading from its start.
+    pub fn open(&self) -> io::Result<Box<dyn Read + '_>> {
+        match self {
+            Origin::File { .. } | Origin::Memory { .. } => {
+                let len = self.len().unwrap_or(0);
+                Ok(Box::new(SourceReader::new(
+                    self.random().ok_or_else(|| io::Error::other("no source"))?,
+                    len,
+                )))
+            }
+            Origin::Decoded { inner, codec, len, budget } => {
+                let decoded = codec.decoder(inner.open()?)?;
+                Ok(Box::new(Metered { inner: decoded, budget: budget.clone(), produced: 0, cap: *len }))
+            }
+            Origin::Range { inner, offset, len } => {
+                let mut r = inner.open()?;
+                let skipped = io::copy(&mut (&mut r).take(*offset), &mut io::sink())?;
+                if skipped < *offset {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "stream ends before the member",
+                    ));
+                }
+                Ok(Box::new(r.take(*len)))
+            }
+        }
+    }
+
+    /// A [`ByteSource`] over it: random access where it has it, else a [`ReplaySource`].
+    fn source<'a>(&'a self, live: Option<Box<dyn Read + 'a>>) -> Box<dyn ByteSource + 'a> {
+        match self.random() {
+            Some(s) => s,
+            None => Box::new(ReplaySource::new(self, self.len().unwrap_or(u64::MAX), live)),
+        }
+    }
+}
+
+/// Counts what a decoder produces against the budget, and against a declared size.
+struct Metered<R> {
+    inner: R,
+    budget: Arc<Budget>,
+    produced: u64,
+    cap: Option<u64>,
+}
+
+impl<R: Read> Read for Metered<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.produced += n as u64;
+        if self.cap.is_some_and(|c| self.produced > c) {
+            return Err(io::Error::other("member inflates past its declared size"));
+        }
+        self.budget.spend(n as u64)?;
+        Ok(n)
+    }
+}
+
+/// `Read + Seek` over a [`ByteSource`] (for the zip reader, SQLite and decoders).
+pub struct SourceReader<S> {
+    src: S,
+    pos: u64,
+    len: u64,
+}
+
+impl<S: ByteSource> SourceReader<S> {
+    pub fn new(src: S, len: u64) -> Self {
+        SourceReader { src, pos: 0, len }
+    }
+}
+
+const CHUNK: usize = 256 << 10;
+
+impl<S: ByteSource> Read for SourceReader<S> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = (self.len.saturating_sub(self.pos)).min(buf.len().min(CHUNK) as u64) as usize;
+        if n == 0 {
+            return Ok(0);
+        }
+        let data = self.src.read_at(self.pos, n).map_err(io::Error::other)?;
+        let n = data.len().min(n);
+        buf.get_mut(..n).unwrap_or_default().copy_from_slice(data.get(..n).unwrap_or_default());
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl<S: ByteSource> Seek for SourceReader<S> {
+    fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
+        let pos = match to {
+            SeekFrom::Start(p) => Some(p),
+            SeekFrom::End(d) => self.len.checked_add_signed(d),
+            SeekFrom::Current(d) => self.pos.checked_add_signed(d),
+        };
+        self.pos = pos.ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "seek out of range"))?;
+        Ok(self.pos)
+    }
+}
+
+/// A member of a stream, addressed like a file, without holding it whole.
+///
+/// Reads go forward through the stream, keeping the member's first [`KEEP_HEAD`] bytes and the
+/// last [`KEEP_BEHIND`] before the position; a read further back opens the origin again (at
+/// most [`MAX_PASSES`] times). The first pass reads the live stream the archive walk is on.
+pub struct ReplaySource<'a> {
+    origin: &'a Origin,
+    len: u64,
+    state: RefCell<Replay<'a>>,
+}
+
+struct Replay<'a> {
+    reader: Option<Box<dyn Read + 'a>>,
+    pos: u64,
+    passes: u32,
+    head: Vec<u8>,
+    window: Vec<u8>,
+    window_base: u64,
+}
+
+impl<'a> ReplaySource<'a> {
+    pub fn new(origin: &'a Origin, len: u64, live: Option<Box<dyn Read + 'a>>) -> Self {
+        let passes = u32::from(live.is_some());
+        ReplaySource {
+            origin,
+            len,
+            state: RefCell::new(Replay {
+                reader: live,
+                pos: 0,
+                passes,
+                head: Vec::new(),
+                window: Vec::new(),
+                window_base: 0,
+            }),
+        }
+    }
+
+    /// How many times the stream was read.
+    pub fn passes(&self) -> u32 {
+        self.state.borrow().passes
+    }
+}
+
+impl Replay<'_> {
+    fn served(&self, offset: u64, len: usize) -> Option<&[u8]> {
+        let end = offset + len as u64;
+        if end <= self.head.len() as u64 {
+            return self.head.get(offset as usize..end as usize);
+        }
+        let wend = self.window_base + self.window.len() as u64;
+        if offset >= self.window_base && end <= wend {
+            let s = (offset - self.window_base) as usize;
+            return self.window.get(s..s + len);
+        }
+        None
+    }
+}
+
+impl ByteSource for ReplaySource<'_> {
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn read_at(&self, offset: u64, len: usize) -> crate::parse::Result<Cow<'_, [u8]>> {
+        check_range(self.len, offset, len, "archive member")?;
+        let mut st = self.state.borrow_mut();
+        if let Some(b) = st.served(offset, len) {
+            return Ok(Cow::Owned(b.to_vec()));
+        }
+        let io_err = |e: io::Error, at: u64| ParseError::Io { offset: at, detail: e.to_string() };
+        if st.reader.is_none()
+            || offset < st.pos.saturating_sub(st.window.len() as u64)
+            || offset < st.window_base
+        {
+            if st.passes >= MAX_PASSES {
+                return Err(ParseError::TooLarge {
+                    what: "passes over a streamed archive member (its parser reads backwards)",
+                    claimed: u64::from(st.passes) + 1,
+                    limit: u64::from(MAX_PASSES),
+                });
+            }
+            st.passes += 1;
+            st.reader = Some(self.origin.open().map_err(|e| io_err(e, 0))?);
+            st.pos = 0;
+            st.window.clear();
+            st.window_base = 0;
+        }
+        let end = offset + len as u64;
+        let mut buf = vec![0u8; CHUNK];
+        while st.pos < end {
+            let want = (end - st.pos).min(CHUNK as u64) as usize;
+            let Some(reader) = st.reader.as_mut() else { break };
+            let n = match reader.read(buf.get_mut(..want).unwrap_or_default()) {
+                Ok(0) => return Err(ParseError::Truncated { what: "archive member", offset: st.pos }),
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(io_err(e, st.pos)),
+            };
+            let got = buf.get(..n).unwrap_or_default();
+            if st.pos < KEEP_HEAD {
+                let take = (KEEP_HEAD - st.pos).min(n as u64) as usize;
+                if st.head.len() as u64 == st.pos {
+                    st.head.extend_from_slice(got.get(..take).unwrap_or_default());
+                }
+            }
+            let keep_from = offset.saturating_sub(KEEP_BEHIND);
+            if st.pos + n as u64 > keep_from {
+                if st.window.is_empty() {
+                    st.window_base = st.pos;
+                }
+                st.window.extend_from_slice(got);
+                if st.window_base < keep_from {
+                    let drop = ((keep_from - st.window_base) as usize).min(st.window.len());
+                    st.window.drain(..drop);
+                    st.window_base += drop as u64;
+                }
+            }
+            st.pos += n as u64;
+        }
+        st.served(offset, len)
+            .map(|b| Cow::Owned(b.to_vec()))
+            .ok_or(ParseError::Truncated { what: "archive member", offset })
+    }
+}
+
+/// The kinds of archive gfxscan opens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// A Debian package: `ar` with `debian-binary` first.
+    Deb,
+    /// A zip archive (wheels).
+    Zip,
+    /// A tar archive, possibly compressed.
+    Tar(Option<Codec>),
+}
+
+/// True when a 512-byte block is a tar header (its checksum holds).
+fn is_tar_header(block: &[u8]) -> bool {
+    matches!(parse_tar_header(block, 0), Ok(TarBlock::Header(_)))
+}
+
+/// Decides from a file's first bytes (up to 512) whether it is an archive gfxscan opens. Compressed
+/// data is an archive only when it inflates to a tar header.
+pub fn detect(kind: Kind, head: &[u8], origin: &Arc<Origin>, budget: &Arc<Budget>) -> Option<Format> {
+    match kind {
+        Kind::Zip => Some(Format::Zip),
+        Kind::Tar => Some(Format::Tar(None)),
+        Kind::Ar => {
+            let name = head.get(8..24)?;
+            name.starts_with(b"debian-binary").then_some(Format::Deb)
+        }
+        Kind::Gzip | Kind::Zstd | Kind::Xz => {
+            let codec = Codec::of(kind)?;
+            let decoded = Origin::Decoded { inner: origin.clone(), codec, len: None, budget: budget.clone() };
+            let mut block = Vec::with_capacity(TAR_BLOCK);
+            decoded.open().ok()?.take(TAR_BLOCK as u64).read_to_end(&mut block).ok()?;
+            is_tar_header(&block).then_some(Format::Tar(Some(codec)))
+        }
+        _ => None,
+    }
+}
+
+/// What one archive walk needs: the target table, the budget, how deep it is nested, and the
+/// path of the archive itself (root and relative path) under which members are reported.
+#[derive(Clone)]
+pub struct Ctx<'t> {
+    pub targets: &'t Targets,
+    pub budget: Arc<Budget>,
+    pub depth: u32,
+    pub base: RelPath,
+}
+
+impl Ctx<'_> {
+    /// The report path of a member: the archive's own path, `!/`, the member's (just the member's
+    /// path when the archive is the root itself).
+    fn member(&self, path: &Path) -> RelPath {
+        let mut bytes = self.base.bytes();
+        if !bytes.is_empty() {
+            bytes.extend_from_slice(b"!/");
+        }
+        bytes.extend_from_slice(path.as_os_str().as_bytes());
+        RelPath::new(self.base.root, OsStr::from_bytes(&bytes))
+    }
+}
+
+/// A regular member found so far, in order; later duplicates replace earlier ones.
+struct Collected {
+    seq: u64,
+    path: PathBuf,
+    found: Found,
+}
+
+/// The results of one archive, gathered from the walk and its parallel inspections.
+#[derive(Default)]
+struct Gather {
+    members: Mutex<Vec<Collected>>,
+    found: Mutex<Found>,
+}
+
+impl Gather {
+    fn add(&self, seq: u64, path: PathBuf, found: Found) {
+        if let Ok(mut m) = self.members.lock() {
+            m.push(Collected { seq, path, found });
+        }
+    }
+
+    fn problem(&self, ctx: &Ctx, path: &Path, message: String) {
+        if let Ok(mut f) = self.found.lock() {
+            f.problem(ctx.member(path), message);
+        }
+    }
+
+    fn link(&self, ctx: &Ctx, path: &Path, target: &[u8]) {
+        if let Ok(mut f) = self.found.lock() {
+            f.symlinks += 1;
+            f.links.push(LinkSeen {
+                path: ctx.member(path),
+                name: path.to_path_buf(),
+                target: String::from_utf8_lossy(target).into_owned(),
+            });
+        }
+    }
+
+    /// Merges members (the last of each path wins, as extraction would), resolves hard links
+    /// against them, and returns everything with the archive's own record.
+    fn finish(self, ctx: &Ctx, hard_links: Vec<(u64, PathBuf, PathBuf)>, record: ArchiveRecord) -> Found {
+        let mut found = self.found.into_inner().unwrap_or_default();
+        let mut members = self.members.into_inner().unwrap_or_default();
+        members.sort_by_key(|m| m.seq);
+        let mut latest: HashMap<PathBuf, usize> = HashMap::new();
+        for (i, m) in members.iter().enumerate() {
+            if latest.insert(m.path.clone(), i).is_some() {
+                found.problem(
+                    ctx.member(&m.path),
+                    "duplicate member name: the last one is read, as extraction would keep it".into(),
+                );
+            }
+        }
+        let mut keep = vec![false; members.len()];
+        for &i in latest.values() {
+            if let Some(k) = keep.get_mut(i) {
+                *k = true;
+            }
+        }
+        let mut copies = Vec::new();
+        for (seq, link, target) in hard_links {
+            let source = latest.get(&target).and_then(|&i| members.get(i)).filter(|m| m.seq < seq);
+            match source {
+                Some(m) if m.found.files.len() == 1 && m.found.archives.is_empty() => {
+                    let mut copy = m.found.files.clone();
+                    for f in &mut copy {
+                        f.set_path(ctx.member(&link));
+                    }
+                    copies.push(copy);
+                }
+                Some(_) => found.problem(ctx.member(&link), "hard link to an archive: not read twice".into()),
+                None => found.problem(
+                    ctx.member(&link),
+                    format!("hard link to {}, which no earlier member is", target.display()),
+                ),
+            }
+        }
+        let mut record = record;
+        for (m, k) in members.into_iter().zip(keep) {
+            if k {
+                record.members += 1;
+                found.merge(m.found);
+            }
+        }
+        for c in copies {
+            record.members += 1;
+            found.files.extend(c);
+        }
+        found.archives.push(record);
+        found
+    }
+}
+
+/// Expands one archive into what its members hold.
+pub fn expand(origin: Arc<Origin>, format: Format, ctx: &Ctx) -> Found {
+    let record = |format: String| ArchiveRecord { path: ctx.base.clone(), format, members: 0, layers: None };
+    let result = match format {
+        Format::Deb => expand_deb(&origin, ctx),
+        Format::Zip => expand_zip(&origin, ctx, record("zip".into())),
+        Format::Tar(codec) => {
+            let name = codec.map_or("tar".to_string(), |c| format!("tar+{}", c.name()));
+            let stream = match codec {
+                Some(codec) => {
+                    Arc::new(Origin::Decoded { inner: origin, codec, len: None, budget: ctx.budget.clone() })
+                }
+                None => origin,
+            };
+            expand_tar(&stream, ctx, record(name))
+        }
+    };
+    result.unwrap_or_else(|e| {
+        let mut f = Found::default();
+        f.problem(ctx.base.clone(), e);
+        f
+    })
+}
+
+fn expand_deb(origin: &Arc<Origin>, ctx: &Ctx) -> Result<Found, String> {
+    let src = origin.source(None);
+    let members = parse_ar(&*src).map_err(|e| format!("Debian package: {e}"))?;
+    drop(src);
+    let data = members
+        .iter()
+        .find(|m| m.name.starts_with("data.tar"))
+        .ok_or("Debian package without a data.tar member")?;
+    let inner = Arc::new(origin.range(data.offset, data.size));
+    let head = read_head(&inner)?;
+    let stream = match Codec::of(classify(&head)) {
+        Some(codec) => Arc::new(Origin::Decoded { inner, codec, len: None, budget: ctx.budget.clone() }),
+        None if classify(&head) == Kind::Tar => inner,
+        None => return Err(format!("Debian package: {} is neither tar nor gzip, zstd or xz", data.name)),
+    };
+    let name = format!("deb ({})", data.name);
+    let record = ArchiveRecord { path: ctx.base.clone(), format: name, members: 0, layers: None };
+    expand_tar(&stream, ctx, record)
+}
+
+fn read_head(origin: &Origin) -> Result<Vec<u8>, String> {
+    let mut head = Vec::with_capacity(TAR_BLOCK);
+    origin
+        .open()
+        .and_then(|r| r.take(TAR_BLOCK as u64).read_to_end(&mut head))
+        .map_err(|e| format!("cannot read: {e}"))?;
+    Ok(head)
+}
+
+/// A member whose bytes are ready: in place, in memory, or on the live stream.
+enum Bytes<'a> {
+    InPlace,
+    Memory(Arc<Vec<u8>>),
+    Live(Box<dyn Read + 'a>),
+}
+
+/// Inspects one regular member, or expands it when it is an archive itself.
+fn visit(origin: &Arc<Origin>, bytes: Bytes, path: &Path, ctx: &Ctx) -> Found {
+    let at = ctx.member(path);
+    let (memory, live) = match bytes {
+        Bytes::Memory(data) => {
+            let len = data.len() as u64;
+            (Some(Arc::new(Origin::Memory { data, offset: 0, len })), None)
+        }
+        Bytes::Live(r) => (None, Some(r)),
+        Bytes::InPlace => (None, None),
+    };
+    let origin = memory.as_ref().unwrap_or(origin);
+    let src = origin.source(live);
+    let head = match src.read_up_to(0, TAR_BLOCK) {
+        Ok(h) => h.into_owned(),
+        Err(e) => {
+            let mut f = Found::default();
+            f.problem(at, e.to_string());
+            return f;
+        }
+    };
+    let kind = classify(&head);
+    if matches!(kind, Kind::Ar | Kind::Zip | Kind::Tar | Kind::Gzip | Kind::Zstd | Kind::Xz) {
+        if let Some(format) = detect(kind, &head, origin, &ctx.budget) {
+            if ctx.depth + 1 >= MAX_DEPTH {
+                let mut f = Found::default();
+                f.problem(at, format!("archive nested {MAX_DEPTH} deep: not opened"));
+                return f;
+            }
+            if origin.random().is_none() && format == Format::Zip {
+                let mut f = Found::default();
+                f.problem(
+                    at,
+                    format!("zip archive over {IN_MEMORY} bytes inside a compressed stream: not opened"),
+                );
+                return f;
+            }
+            drop(src);
+            let inner =
+                Ctx { targets: ctx.targets, budget: ctx.budget.clone(), depth: ctx.depth + 1, base: at };
+            return expand(origin.clone(), format, &inner);
+        }
+    }
+    let mut found = Found::default();
+    found.files.push(inspect(&*src, &head, path, None, at, ctx.targets));
+    found
+}
+
+/// Waits, doing queued inspections on this thread, until the bytes in flight fit the limit.
+fn wait_for_room(in_flight: &AtomicU64, adding: u64) {
+    while in_flight.load(Ordering::Acquire) + adding > IN_FLIGHT && in_flight.load(Ordering::Acquire) > 0 {
+        if rayon::yield_now() != Some(rayon::Yield::Executed) {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// Reads a tar archive sequentially from its origin.
+struct TarStream<'a> {
+    reader: Box<dyn Read + 'a>,
+    pos: u64,
+}
+
+impl TarStream<'_> {
+    fn read_full(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let mut done = 0;
+        while done < buf.len() {
+            match self.reader.read(buf.get_mut(done..).unwrap_or_default()) {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        self.pos += done as u64;
+        Ok(done)
+    }
+
+    fn skip(&mut self, n: u64) -> io::Result<()> {
+        let got = io::copy(&mut (&mut self.reader).take(n), &mut io::sink())?;
+        self.pos += got;
+        if got < n {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "archive truncated inside a member"));
+        }
+        Ok(())
+    }
+
+    fn read_meta(&mut self, size: u64) -> io::Result<Vec<u8>> {
+        if size > MAX_TAR_META {
+            return Err(io::Error::other(format!(
+                "tar metadata record of {size} bytes, over {MAX_TAR_META}"
+            )));
+        }
+        let mut v = vec![0u8; size as usize];
+        if self.read_full(&mut v)? < v.len() {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "archive truncated in a header"));
+        }
+        self.skip(padding(size))?;
+        Ok(v)
+    }
+}
+
+fn padding(size: u64) -> u64 {
+    (TAR_BLOCK as u64 - size % TAR_BLOCK as u64) % TAR_BLOCK as u64
+}
+
+/// The live bytes of one tar member, read forward from the archive stream.
+struct MemberReader<'s, 'a> {
+    tar: &'s mut TarStream<'a>,
+    left: u64,
+}
+
+impl Read for MemberReader<'_, '_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = buf.len().min(self.left.min(usize::MAX as u64) as usize);
+        let got = self.tar.reader.read(buf.get_mut(..n).unwrap_or_default())?;
+        self.left -= got as u64;
+        self.tar.pos += got as u64;
+        Ok(got)
+    }
+}
+
+/// One header of a tar archive with its long-name and PAX records applied.
+struct TarEntry {
+    header: TarHeader,
+    data: u64,
+    sparse: bool,
+}
+
+/// Reads the next entry's headers, applying GNU long names and PAX records.
+fn next_entry(tar: &mut TarStream) -> Result<Option<TarEntry>, String> {
+    let mut long_name = None;
+    let mut long_link = None;
+    let mut pax = None;
+    loop {
+        let at = tar.pos;
+        let mut block = [0u8; TAR_BLOCK];
+        let n = tar.read_full(&mut block).map_err(|e| format!("tar header at {at:#x}: {e}"))?;
+        if n == 0 {
+            return Ok(None);
+        }
+        if n < TAR_BLOCK {
+            return Err(format!("archive truncated in a tar header at {at:#x}"));
+        }
+        let mut h = match parse_tar_header(&block, at).map_err(|e| e.to_string())? {
+            TarBlock::End => return Ok(None),
+            TarBlock::Header(h) => h,
+        };
+        let meta = |tar: &mut TarStream, h: &TarHeader| {
+            tar.read_meta(h.size).map_err(|e| format!("tar header at {at:#x}: {e}"))
+        };
+        match h.kind {
+            TarType::GnuLongName => long_name = Some(meta(tar, &h)?),
+            TarType::GnuLongLink => long_link = Some(meta(tar, &h)?),
+            TarType::Pax => {
+                pax = Some(parse_pax(&meta(tar, &h)?).map_err(|e| format!("tar PAX header at {at:#x}: {e}"))?)
+            }
+            TarType::PaxGlobal => {
+                meta(tar, &h)?;
+            }
+            _ => {
+                let trim = |mut v: Vec<u8>| {
+                    while v.last() == Some(&0) {
+                        v.pop();
+                    }
+                    v
+                };
+                let mut sparse = h.kind == TarType::Sparse;
+                if let Some(n) = long_name {
+                    h.name = trim(n);
+                }
+                if let Some(l) = long_link {
+                    h.link = trim(l);
+                }
+                if let Some(p) = pax {
+                    if let Some(n) = p.path {
+                        h.name = n;
+                    }
+                    if let Some(l) = p.linkpath {
+                        h.link = l;
+                    }
+                    if let (Some(s), TarType::File | TarType::Sparse | TarType::Other(_)) = (p.size, h.kind) {
+                        h.size = s;
+                    }
+                    sparse |= p.sparse;
+                }
+                return Ok(Some(TarEntry { header: h, data: tar.pos, sparse }));
+            }
+        }
+    }
+}
+
+/// Decides per member path whether a member is read (images hide what later layers replaced).
+type Visible<'v> = &'v (dyn Fn(&Path) -> bool + Sync);
+
+fn expand_tar(stream: &Arc<Origin>, ctx: &Ctx, record: ArchiveRecord) -> Result<Found, String> {
+    let gather = Gather::default();
+    let hard_links = walk_tar(stream, ctx, &gather, &|_| true, &mut |_, _| {})?;
+    Ok(gather.finish(ctx, hard_links, record))
+}
+
+/// Walks a tar stream: every member is checked, inspected (in parallel where it was read into
+/// memory) and gathered; `seen` hears of every member name (for image layers). Returns the hard
+/// links, to be resolved once all members are in.
+fn walk_tar(
+    stream: &Arc<Origin>,
+    ctx: &Ctx,
+    gather: &Gather,
+    visible: Visible,
+    seen: &mut dyn FnMut(&Path, &TarType),
+) -> Result<Vec<(u64, PathBuf, PathBuf)>, String> {
+    let reader = stream.open().map_err(|e| format!("cannot read: {e}"))?;
+    let mut tar = TarStream { reader, pos: 0 };
+    let random = stream.random().is_some();
+    let in_flight = AtomicU64::new(0);
+    let mut hard_links = Vec::new();
+    let mut seq = 0u64;
+    let mut failure = None;
+    rayon::in_place_scope(|scope| loop {
+        let entry = match next_entry(&mut tar) {
+            Ok(Some(e)) => e,
+            Ok(None) => break,
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
+        };
+        seq += 1;
+        let h = &entry.header;
+        let stored = h.size + padding(h.size);
+        let path = match member_path(&h.name) {
+            Ok(Some(p)) => Some(p),
+            Ok(None) => None,
+            Err(why) => {
+                let shown = PathBuf::from(OsStr::from_bytes(&h.name));
+                gather.problem(ctx, &shown, why.to_string());
+                None
+            }
+        };
+        let Some(path) = path else {
+            if let Err(e) = tar.skip(stored) {
+                failure = Some(e.to_string());
+                break;
+            }
+            continue;
+        };
+        seen(&path, &h.kind);
+        let wanted = visible(&path);
+        let mut consumed = 0u64;
+        match h.kind {
+            _ if !wanted => {}
+            TarType::File if entry.sparse => {
+                gather.problem(ctx, &path, "sparse tar member: its data is not stored as-is, not read".into())
+            }
+            TarType::File => {
+                let origin = Arc::new(stream.range(entry.data, h.size));
+                if random {
+                    let (origin, path, ctx) = (origin.clone(), path.clone(), ctx.clone());
+                    scope.spawn(move |_| {
+                        gather.add(seq, path.clone(), visit(&origin, Bytes::InPlace, &path, &ctx))
+                    });
+                } else if h.size <= IN_MEMORY {
+                    wait_for_room(&in_flight, h.size);
+                    let mut data = vec![0u8; h.size as usize];
+                    match tar.read_full(&mut data) {
+                        Ok(n) if n as u64 == h.size => {}
+                        Ok(_) => {
+                            failure = Some(format!("archive truncated inside {}", path.display()));
+                            break;
+                        }
+                        Err(e) => {
+                            failure = Some(format!("{}: {e}", path.display()));
+                            break;
+                        }
+                    }
+                    consumed = h.size;
+                    in_flight.fetch_add(h.size, Ordering::AcqRel);
+                    let (path, ctx, in_flight) = (path.clone(), ctx.clone(), &in_flight);
+                    let data = Arc::new(data);
+                    scope.spawn(move |_| {
+                        let n = data.len() as u64;
+                        gather.add(seq, path.clone(), visit(&origin, Bytes::Memory(data), &path, &ctx));
+                        in_flight.fetch_sub(n, Ordering::AcqRel);
+                    });
+                } else {
+                    let mut live = MemberReader { tar: &mut tar, left: h.size };
+                    let found = visit(&origin, Bytes::Live(Box::new(&mut live)), &path, ctx);
+                    consumed = h.size - live.left;
+                    gather.add(seq, path.clone(), found);
+                }
+            }
+            TarType::Symlink => {
+                if link_escapes(&path, &h.link) {
+                    gather.problem(
+                        ctx,
+                        &path,
+                        format!(
+                            "symbolic link to {}: it leaves the archive's tree",
+                            String::from_utf8_lossy(&h.link)
+                        ),
+                    );
+                }
+                gather.link(ctx, &path, &h.link);
+            }
+            TarType::HardLink => match member_path(&h.link) {
+                Ok(Some(target)) => hard_links.push((seq, path.clone(), target)),
+                _ => gather.problem(
+                    ctx,
+                    &path,
+                    format!("hard link to {}: outside the archive's tree", String::from_utf8_lossy(&h.link)),
+                ),
+            },
+            TarType::Special(what) => {
+                gather.problem(ctx, &path, format!("not a regular file ({what}): not opened"))
+            }
+            TarType::Dir | TarType::Other(_) | TarType::Sparse => {}
+            TarType::GnuLongName | TarType::GnuLongLink | TarType::Pax | TarType::PaxGlobal => {}
+        }
+        if let Err(e) = tar.skip(stored - consumed) {
+            failure = Some(format!("{}: {e}", path.display()));
+            break;
+        }
+    });
+    if let Some(f) = failure {
+        gather.problem(ctx, Path::new(""), f);
+    }
+    Ok(hard_links)
+}
+
+fn expand_zip(origin: &Arc<Origin>, ctx: &Ctx, record: ArchiveRecord) -> Result<Found, String> {
+    let len = origin.len().unwrap_or(0);
+    let src = origin.random().ok_or("zip archive without random access")?;
+    let mut zip = zip::ZipArchive::new(SourceReader::new(src, len)).map_err(|e| format!("zip: {e}"))?;
+    let gather = Gather::default();
+    let mut members = Vec::new();
+    for i in 0..zip.len() {
+        let entry = match zip.by_index_raw(i) {
+            Ok(e) => e,
+            Err(e) => {
+                gather.problem(ctx, Path::new(""), format!("zip entry {i}: {e}"));
+                continue;
+            }
+        };
+        let path = match member_path(entry.name_raw()) {
+            Ok(Some(p)) => p,
+            Ok(None) => continue,
+            Err(why) => {
+                gather.problem(ctx, &PathBuf::from(OsStr::from_bytes(entry.name_raw())), why.to_string());
+                continue;
+            }
+        };
+        if entry.is_dir() {
+            continue;
+        }
+        let Some(start) = entry.data_start() else {
+            gather.problem(ctx, &path, "zip entry without a local header".into());
+            continue;
+        };
+        let (compressed, size, method) = (entry.compressed_size(), entry.size(), entry.compression());
+        let raw = Arc::new(origin.range(start, compressed));
+        let member = match method {
+            m if m == zip::CompressionMethod::STORE && compressed == size => raw.range(0, size),
+            m if m == zip::CompressionMethod::DEFLATE => Origin::Decoded {
+                inner: raw,
+                codec: Codec::Deflate,
+                len: Some(size),
+                budget: ctx.budget.clone(),
+            },
+            other => {
+                gather.problem(ctx, &path, format!("zip compression {other}: not supported, not read"));
+                continue;
+            }
+        };
+        if entry.is_symlink() {
+            drop(entry);
+            let mut target = Vec::new();
+            match member.open().and_then(|r| r.take(4096).read_to_end(&mut target)) {
+                Ok(_) => {
+                    if link_escapes(&path, &target) {
+                        gather.problem(
+                            ctx,
+                            &path,
+                            format!(
+                                "symbolic link to {}: it leaves the archive's tree",
+                                String::from_utf8_lossy(&target)
+                            ),
+                        );
+                    }
+                    gather.link(ctx, &path, &target)
+                }
+                Err(e) => gather.problem(ctx, &path, format!("symbolic link: {e}")),
+            }
+            continue;
+        }
+        members.push((i as u64, path, Arc::new(member)));
+    }
+    drop(zip);
+    use rayon::prelude::*;
+    members.par_iter().for_each(|(seq, path, member)| {
+        let bytes = if member.random().is_some() { Bytes::InPlace } else { read_member(member, path, ctx) };
+        gather.add(*seq, path.clone(), visit(member, bytes, path, ctx));
+    });
+    Ok(gather.finish(ctx, Vec::new(), record))
+}
+
+/// A small compressed member read into memory; a large one is left to stream.
+fn read_member<'a>(member: &'a Origin, _path: &Path, _ctx: &Ctx) -> Bytes<'a> {
+    match member.len() {
+        Some(n) if n <= IN_MEMORY => {
+            let mut data = Vec::with_capacity(n as usize);
+            match member.open().and_then(|r| r.take(n).read_to_end(&mut data)) {
+                Ok(_) if data.len() as u64 == n => Bytes::Memory(Arc::new(data)),
+                _ => Bytes::InPlace,
+            }
+        }
+        _ => Bytes::InPlace,
+    }
+}
+
+/// A container image's layers, bottom first, as origins with their media kinds.
+struct Layers {
+    format: &'static str,
+    layers: Vec<(String, Arc<Origin>)>,
+}
+
+/// Reads an image's layer list from the files of its top level (`manifest.json` of `docker save`,
+/// else `index.json` of an OCI layout); `file` opens one by its path in the image archive.
+fn image_layers(file: &dyn Fn(&str) -> Option<Arc<Origin>>) -> Result<Option<Layers>, String> {
+    let json = |name: &str| -> Result<Option<serde_json::Value>, String> {
+        let Some(origin) = file(name) else { return Ok(None) };
+        let mut text = Vec::new();
+        origin
+            .open()
+            .and_then(|r| r.take(MAX_IMAGE_JSON).read_to_end(&mut text))
+            .map_err(|e| format!("{name}: {e}"))?;
+        serde_json::from_slice(&text).map(Some).map_err(|e| format!("{name}: {e}"))
+    };
+    let blob = |digest: &str| -> Result<Arc<Origin>, String> {
+        let (alg, hex) = digest.split_once(':').ok_or_else(|| format!("image digest {digest:?}"))?;
+        if !alg.bytes().all(|b| b.is_ascii_alphanumeric()) || !hex.bytes().all(|b| b.is_ascii_alphanumeric())
+        {
+            return Err(format!("image digest {digest:?}"));
+        }
+        file(&format!("blobs/{alg}/{hex}")).ok_or_else(|| format!("image blob {digest} is missing"))
+    };
+    if let Some(manifest) = json("manifest.json")? {
+        let images = manifest.as_array().ok_or("manifest.json: not a list of images")?;
+        if images.len() != 1 {
+            return Err(format!(
+                "manifest.json lists {} images; gfxscan reads archives of one",
+                images.len()
+            ));
+        }
+        let names = images
+            .first()
+            .and_then(|i| i.get("Layers"))
+            .and_then(|l| l.as_array())
+            .ok_or("manifest.json: no Layers")?;
+        let mut layers = Vec::new();
+        for n in names {
+            let n = n.as_str().ok_or("manifest.json: a layer that is not a path")?;
+            let origin = file(n).ok_or_else(|| format!("manifest.json names {n}, which is missing"))?;
+            layers.push((n.to_string(), origin));
+        }
+        return Ok(Some(Layers { format: "docker-image", layers }));
+    }
+    let Some(index) = json("index.json")? else { return Ok(None) };
+    if file("oci-layout").is_none() {
+        return Ok(None);
+    }
+    // An index may point at further indexes (multi-platform images); follow to the first
+    // image manifest for linux/amd64, or the only one.
+    let mut index = index;
+    for _ in 0..4 {
+        let manifests =
+            index.get("manifests").and_then(|m| m.as_array()).ok_or("index.json: no manifests")?;
+        let pick = manifests
+            .iter()
+            .find(|m| {
+                m.pointer("/platform/architecture").and_then(|a| a.as_str()) == Some("amd64")
+                    && m.pointer("/platform/os").and_then(|a| a.as_str()) == Some("linux")
+            })
+            .or_else(|| (manifests.len() == 1).then(|| manifests.first()).flatten())
+            .ok_or("OCI index: several manifests and none for linux/amd64")?;
+        let digest =
+            pick.get("digest").and_then(|d| d.as_str()).ok_or("OCI index: manifest without digest")?;
+        let origin = blob(digest)?;
+        let mut text = Vec::new();
+        origin
+            .open()
+            .and_then(|r| r.take(MAX_IMAGE_JSON).read_to_end(&mut text))
+            .map_err(|e| format!("{digest}: {e}"))?;
+        let doc: serde_json::Value = serde_json::from_slice(&text).map_err(|e| format!("{digest}: {e}"))?;
+        if let Some(layers) = doc.get("layers").and_then(|l| l.as_array()) {
+            let mut out = Vec::new();
+            for l in layers {
+                let d =
+                    l.get("digest").and_then(|d| d.as_str()).ok_or("OCI manifest: layer without digest")?;
+                out.push((d.to_string(), blob(d)?));
+            }
+            return Ok(Some(Layers { format: "oci-image", layers: out }));
+        }
+        index = doc;
+    }
+    Err("OCI index nested too deep".into())
+}
+
+/// What the layers above hide from the layers below.
+#[derive(Default)]
+struct Shadow {
+    /// Paths present above (the top layer's wins), with whether each is a directory.
+    present: HashMap<PathBuf, bool>,
+    /// Paths deleted above (`.wh.<name>`).
+    deleted: BTreeSet<PathBuf>,
+    /// Directories whose lower contents are hidden (`.wh..wh..opq`).
+    opaque: BTreeSet<PathBuf>,
+}
+
+impl Shadow {
+    fn hides(&self, path: &Path) -> bool {
+        if self.present.contains_key(path) || self.deleted.contains(path) {
+            return true;
+        }
+        path.ancestors().skip(1).any(|a| {
+            self.opaque.contains(a) || self.deleted.contains(a) || self.present.get(a).is_some_and(|dir| !dir)
+        })
+    }
+}
+
+const WHITEOUT: &str = ".wh.";
+const OPAQUE: &str = ".wh..wh..opq";
+
+/// Expands a container image: its layers, top first, each member read only when no layer above
+/// replaced or deleted it, so the result is the image's final file system.
+fn expand_image(layers: Layers, ctx: &Ctx) -> Found {
+    let gather = Gather::default();
+    let mut shadow = Shadow::default();
+    let mut hard_links = Vec::new();
+    let count = layers.layers.len();
+    for (i, (name, layer)) in layers.layers.iter().enumerate().rev() {
+        let head = match read_head(layer) {
+            Ok(h) => h,
+            Err(e) => {
+                gather.problem(ctx, Path::new(name), format!("layer: {e}"));
+                continue;
+            }
+        };
+        let stream = match Codec::of(classify(&head)) {
+            Some(codec) => Arc::new(Origin::Decoded {
+                inner: layer.clone(),
+                codec,
+                len: None,
+                budget: ctx.budget.clone(),
+            }),
+            None => layer.clone(),
+        };
+        let mut here: Vec<(PathBuf, bool)> = Vec::new();
+        let mut deleted = Vec::new();
+        let mut opaque = Vec::new();
+        let below = &shadow;
+        let visible = |p: &Path| {
+            let name = p.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+            !name.starts_with(WHITEOUT) && !below.hides(p)
+        };
+        // Members of layer i take sequence numbers above every lower layer's.
+        let layer_ctx = ctx.clone();
+        let result = walk_tar(&stream, &layer_ctx, &gather, &visible, &mut |p, kind| {
+            let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let parent = p.parent().map(Path::to_path_buf).unwrap_or_default();
+            if name == OPAQUE {
+                opaque.push(parent);
+            } else if let Some(gone) = name.strip_prefix(WHITEOUT) {
+                deleted.push(parent.join(gone));
+            } else {
+                here.push((p.to_path_buf(), *kind == TarType::Dir));
+            }
+        });
+        match result {
+            Ok(links) => hard_links.extend(links.into_iter().map(|(s, l, t)| (s + ((i as u64) << 40), l, t))),
+            Err(e) => gather.problem(ctx, Path::new(name), format!("layer: {e}")),
+        }
+        for (p, dir) in here {
+            shadow.present.entry(p).or_insert(dir);
+        }
+        shadow.deleted.extend(deleted);
+        shadow.opaque.extend(opaque);
+    }
+    let record = ArchiveRecord {
+        path: ctx.base.clone(),
+        format: layers.format.to_string(),
+        members: 0,
+        layers: Some(count as u32),
+    };
+    gather.finish(ctx, hard_links, record)
+}
+
+/// Lists a random-access tar's members by path (regular files only), for image detection.
+fn list_tar(stream: &Arc<Origin>) -> Result<BTreeMap<String, Arc<Origin>>, String> {
+    let mut tar = TarStream { reader: stream.open().map_err(|e| e.to_string())?, pos: 0 };
+    let mut out = BTreeMap::new();
+    while let Some(e) = next_entry(&mut tar)? {
+        let h = &e.header;
+        if let (TarType::File, Ok(Some(p))) = (h.kind, member_path(&h.name)) {
+            out.insert(p.to_string_lossy().into_owned(), Arc::new(stream.range(e.data, h.size)));
+        }
+        tar.skip(h.size + padding(h.size)).map_err(|e| e.to_string())?;
+    }
+    Ok(out)
+}
+
+/// When a tar on disk is a `docker save` archive or an OCI layout, expands it as an image.
+pub fn expand_if_image(origin: &Arc<Origin>, ctx: &Ctx) -> Option<Found> {
+    origin.random()?;
+    let listing = list_tar(origin).ok()?;
+    if !listing.contains_key("manifest.json") && !listing.contains_key("oci-layout") {
+        return None;
+    }
+    let file = |name: &str| listing.get(name).cloned();
+    match image_layers(&file) {
+        Ok(Some(layers)) => Some(expand_image(layers, ctx)),
+        Ok(None) => None,
+        Err(e) => {
+            let mut f = Found::default();
+            f.problem(ctx.base.clone(), format!("container image: {e}"));
+            Some(f)
+        }
+    }
+}
+
+/// True for a directory that is an OCI image layout (`oci-layout` and `index.json` in it).
+pub fn is_layout_dir(dir: &Path) -> bool {
+    dir.join("oci-layout").is_file() && dir.join("index.json").is_file()
+}
+
+/// When a directory is an OCI image layout, expands it as an image.
+pub fn expand_layout_dir(dir: &Path, ctx: &Ctx) -> Option<Found> {
+    if !is_layout_dir(dir) {
+        return None;
+    }
+    let file = |name: &str| -> Option<Arc<Origin>> {
+        let src = crate::scan::open_regular(&dir.join(name)).ok()?;
+        Some(Arc::new(Origin::file(Arc::new(src))))
+    };
+    Some(match image_layers(&file) {
+        Ok(Some(layers)) => expand_image(layers, ctx),
+        Ok(None) => return None,
+        Err(e) => {
+            let mut f = Found::default();
+            f.problem(ctx.base.clone(), format!("OCI image layout: {e}"));
+            f
+        }
+    })
+}
