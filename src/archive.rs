@@ -156,7 +156,7 @@ impl Origin {
     }
 
     /// Its length, when known without reading it.
-    pub fn len(&self) -> Option<u64> {
+    pub fn known_len(&self) -> Option<u64> {
         match self {
             Origin::File { len, .. } | Origin::Memory { len, .. } | Origin::Range { len, .. } => Some(*len),
             Origin::Decoded { len, .. } => *len,
@@ -176,7 +176,7 @@ impl Origin {
     pub fn open(&self) -> io::Result<Box<dyn Read + '_>> {
         match self {
             Origin::File { .. } | Origin::Memory { .. } => {
-                let len = self.len().unwrap_or(0);
+                let len = self.known_len().unwrap_or(0);
                 Ok(Box::new(SourceReader::new(
                     self.random().ok_or_else(|| io::Error::other("no source"))?,
                     len,
@@ -204,7 +204,7 @@ impl Origin {
     fn source<'a>(&'a self, live: Option<Box<dyn Read + 'a>>) -> Box<dyn ByteSource + 'a> {
         match self.random() {
             Some(s) => s,
-            None => Box::new(ReplaySource::new(self, self.len().unwrap_or(u64::MAX), live)),
+            None => Box::new(ReplaySource::new(self, self.known_len().unwrap_or(u64::MAX), live)),
         }
     }
 }
@@ -938,7 +938,7 @@ fn walk_tar(
 }
 
 fn expand_zip(origin: &Arc<Origin>, ctx: &Ctx, record: ArchiveRecord) -> Result<Found, String> {
-    let len = origin.len().unwrap_or(0);
+    let len = origin.known_len().unwrap_or(0);
     let src = origin.random().ok_or("zip archive without random access")?;
     let mut zip = zip::ZipArchive::new(SourceReader::new(src, len)).map_err(|e| format!("zip: {e}"))?;
     let gather = Gather::default();
@@ -1015,7 +1015,7 @@ fn expand_zip(origin: &Arc<Origin>, ctx: &Ctx, record: ArchiveRecord) -> Result<
 
 /// A small compressed member read into memory; a large one is left to stream.
 fn read_member<'a>(member: &'a Origin, _path: &Path, _ctx: &Ctx) -> Bytes<'a> {
-    match member.len() {
+    match member.known_len() {
         Some(n) if n <= IN_MEMORY => {
             let mut data = Vec::with_capacity(n as usize);
             match member.open().and_then(|r| r.take(n).read_to_end(&mut data)) {
