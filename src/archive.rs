@@ -27,7 +27,8 @@ use std::sync::{Arc, Mutex};
 use crate::classify::{classify, Kind};
 use crate::model::{ArchiveRecord, RelPath};
 use crate::parse::archive::{
-    link_escapes, member_path, parse_ar, parse_pax, parse_tar_header, TarBlock, TarHeader, TarType, TAR_BLOCK,
+    link_escapes, member_path, parse_ar, parse_pax, parse_tar_header, xz_blocks, xz_tail_index, TarBlock,
+    TarHeader, TarType, XzBlock, TAR_BLOCK,
 };
 use crate::parse::{check_range, ByteSource, ParseError, Slice};
 use crate::scan::{inspect, FileSource, Found, LinkSeen};
@@ -43,8 +44,12 @@ pub const MAX_DEPTH: u32 = 4;
 const KEEP_BEHIND: u64 = 16 << 20;
 /// The start of a member a [`ReplaySource`] keeps for good (headers are read again and again).
 const KEEP_HEAD: u64 = 1 << 20;
-/// Most times one member's stream is opened: the parsers read an ELF in two passes.
+/// Most times one member's stream is read from its start: the parsers read an ELF in two passes.
 const MAX_PASSES: u32 = 4;
+/// Most jumps within one member of a seekable stream (each decodes at most one xz block).
+const MAX_JUMPS: u32 = 1024;
+/// How far before a jump's target reading starts, for parsers that step back a little.
+const JUMP_BACK: u64 = 1 << 20;
 /// Largest GNU long name or PAX header read.
 const MAX_TAR_META: u64 = 1 << 20;
 /// Largest JSON document of an image (manifest, index) read.
@@ -126,13 +131,55 @@ pub enum Origin {
     File { file: Arc<FileSource>, offset: u64, len: u64 },
     /// Bytes in memory (random access).
     Memory { data: Arc<Vec<u8>>, offset: u64, len: u64 },
-    /// The decompressed form of another origin; `len` is its size when known.
-    Decoded { inner: Arc<Origin>, codec: Codec, len: Option<u64>, budget: Arc<Budget> },
+    /// The decompressed form of another origin; `len` is its size when known. An xz file of
+    /// several blocks on random access has them listed, to start decoding at any block.
+    Decoded {
+        inner: Arc<Origin>,
+        codec: Codec,
+        len: Option<u64>,
+        budget: Arc<Budget>,
+        blocks: Option<Arc<XzSeek>>,
+    },
     /// A byte range of a stream.
     Range { inner: Arc<Origin>, offset: u64, len: u64 },
 }
 
+/// Where each block of a multi-block xz file starts, compressed and not.
+pub struct XzSeek {
+    blocks: Vec<XzBlock>,
+    index_at: u64,
+    flags: [u8; 2],
+}
+
+/// A gap a reader jumps over (by opening at the target) rather than reads through, when its
+/// origin can start anywhere cheaply.
+const JUMP: u64 = 8 << 20;
+
 impl Origin {
+    /// The decompressed form of `inner`. For xz on random access, the block index is read
+    /// (a few bytes at the end) so that readers can start near any offset.
+    pub fn decoded(inner: Arc<Origin>, codec: Codec, len: Option<u64>, budget: &Arc<Budget>) -> Origin {
+        let blocks = match (codec, inner.random()) {
+            (Codec::Xz, Some(src)) => {
+                xz_blocks(&*src).filter(|(b, _)| b.len() > 1).and_then(|(blocks, index_at)| {
+                    let h = src.read_at(6, 2).ok()?;
+                    Some(Arc::new(XzSeek { blocks, index_at, flags: [*h.first()?, *h.get(1)?] }))
+                })
+            }
+            _ => None,
+        };
+        Origin::Decoded { inner, codec, len, budget: budget.clone(), blocks }
+    }
+
+    /// True when opening it at an offset costs little more than at its start.
+    pub fn seekable(&self) -> bool {
+        match self {
+            Origin::File { .. } | Origin::Memory { .. } => true,
+            Origin::Decoded { blocks, .. } => blocks.is_some(),
+            Origin::Range { inner, .. } => inner.seekable(),
+        }
+    }
+
     /// A whole file.
     pub fn file(file: Arc<FileSource>) -> Origin {
         let len = file.len();
@@ -174,28 +221,45 @@ impl Origin {
 
     /// Opens it for reading from its start.
     pub fn open(&self) -> io::Result<Box<dyn Read + '_>> {
+        self.open_at(0)
+    }
+
+    /// Opens it for reading from `at`: directly on random access, from the nearest xz block
+    /// before it on a seekable stream, else from the start, skipping.
+    pub fn open_at(&self, at: u64) -> io::Result<Box<dyn Read + '_>> {
+        let eof = || io::Error::new(io::ErrorKind::UnexpectedEof, "stream ends before the member");
         match self {
             Origin::File { .. } | Origin::Memory { .. } => {
                 let len = self.known_len().unwrap_or(0);
-                Ok(Box::new(SourceReader::new(
-                    self.random().ok_or_else(|| io::Error::other("no source"))?,
-                    len,
-                )))
+                let mut r =
+                    SourceReader::new(self.random().ok_or_else(|| io::Error::other("no source"))?, len);
+                r.seek(SeekFrom::Start(at))?;
+                Ok(Box::new(r))
             }
-            Origin::Decoded { inner, codec, len, budget } => {
-                let decoded = codec.decoder(inner.open()?)?;
-                Ok(Box::new(Metered { inner: decoded, budget: budget.clone(), produced: 0, cap: *len }))
+            Origin::Decoded { inner, codec, len, budget, blocks } => {
+                let (decoded, start): (Box<dyn Read>, u64) = match blocks.as_deref() {
+                    Some(seek) => {
+                        let i =
+                            seek.blocks.partition_point(|b| b.uncompressed_offset <= at).saturating_sub(1);
+                        let first = seek.blocks.get(i).ok_or_else(eof)?;
+                        let head = inner.open_at(0)?.take(12);
+                        let body = inner.open_at(first.offset)?.take(seek.index_at - first.offset);
+                        let tail = io::Cursor::new(xz_tail_index(&seek.blocks, i, seek.flags));
+                        let stream = Box::new(head.chain(body).chain(tail));
+                        (Box::new(liblzma::read::XzDecoder::new(stream)), first.uncompressed_offset)
+                    }
+                    _ => (codec.decoder(inner.open()?)?, 0),
+                };
+                let mut r: Box<dyn Read> =
+                    Box::new(Metered { inner: decoded, budget: budget.clone(), produced: start, cap: *len });
+                let skip = at - start;
+                if io::copy(&mut (&mut r).take(skip), &mut io::sink())? < skip {
+                    return Err(eof());
+                }
+                Ok(r)
             }
             Origin::Range { inner, offset, len } => {
-                let mut r = inner.open()?;
-                let skipped = io::copy(&mut (&mut r).take(*offset), &mut io::sink())?;
-                if skipped < *offset {
-                    return Err(io::Error::new(
-                        io::ErrorKind::UnexpectedEof,
-                        "stream ends before the member",
-                    ));
-                }
-                Ok(Box::new(r.take(*len)))
+                Ok(Box::new(inner.open_at(offset + at)?.take(len.saturating_sub(at))))
             }
         }
     }
@@ -220,7 +284,7 @@ struct Metered<R> {
 impl<R: Read> Read for Metered<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read(buf)?;
-        self.produced += n as u64;
+        self.produced += n as u64; // counted from the stream's start, for the declared size
         if self.cap.is_some_and(|c| self.produced > c) {
             return Err(io::Error::other("member inflates past its declared size"));
         }
@@ -285,6 +349,7 @@ struct Replay<'a> {
     reader: Option<Box<dyn Read + 'a>>,
     pos: u64,
     passes: u32,
+    jumps: u32,
     head: Vec<u8>,
     window: Vec<u8>,
     window_base: u64,
@@ -300,6 +365,7 @@ impl<'a> ReplaySource<'a> {
                 reader: live,
                 pos: 0,
                 passes,
+                jumps: 0,
                 head: Vec::new(),
                 window: Vec::new(),
                 window_base: 0,
@@ -340,22 +406,27 @@ impl ByteSource for ReplaySource<'_> {
             return Ok(Cow::Owned(b.to_vec()));
         }
         let io_err = |e: io::Error, at: u64| ParseError::Io { offset: at, detail: e.to_string() };
-        if st.reader.is_none()
-            || offset < st.pos.saturating_sub(st.window.len() as u64)
-            || offset < st.window_base
-        {
-            if st.passes >= MAX_PASSES {
+        let have_from = if st.window.is_empty() { st.pos } else { st.window_base };
+        let seekable = self.origin.seekable();
+        let jump = seekable && offset > st.pos.saturating_add(JUMP);
+        if st.reader.is_none() || offset < have_from || jump {
+            // Reopen: at the offset (less a little, for parsers that step back) where the origin
+            // can start anywhere; else from the start, which is a whole new pass.
+            let start = if seekable { offset.saturating_sub(JUMP_BACK) } else { 0 };
+            let (count, limit) =
+                if seekable { (&mut st.jumps, MAX_JUMPS) } else { (&mut st.passes, MAX_PASSES) };
+            if *count >= limit {
                 return Err(ParseError::TooLarge {
-                    what: "passes over a streamed archive member (its parser reads backwards)",
-                    claimed: u64::from(st.passes) + 1,
-                    limit: u64::from(MAX_PASSES),
+                    what: "re-reads of a streamed archive member (its parser reads backwards)",
+                    claimed: u64::from(*count) + 1,
+                    limit: u64::from(limit),
                 });
             }
-            st.passes += 1;
-            st.reader = Some(self.origin.open().map_err(|e| io_err(e, 0))?);
-            st.pos = 0;
+            *count += 1;
+            st.reader = Some(self.origin.open_at(start).map_err(|e| io_err(e, start))?);
+            st.pos = start;
             st.window.clear();
-            st.window_base = 0;
+            st.window_base = start;
         }
         let end = offset + len as u64;
         let mut buf = vec![0u8; CHUNK];
@@ -423,7 +494,13 @@ pub fn detect(kind: Kind, head: &[u8], origin: &Arc<Origin>, budget: &Arc<Budget
         }
         Kind::Gzip | Kind::Zstd | Kind::Xz => {
             let codec = Codec::of(kind)?;
-            let decoded = Origin::Decoded { inner: origin.clone(), codec, len: None, budget: budget.clone() };
+            let decoded = Origin::Decoded {
+                inner: origin.clone(),
+                codec,
+                len: None,
+                budget: budget.clone(),
+                blocks: None,
+            };
             let mut block = Vec::with_capacity(TAR_BLOCK);
             decoded.open().ok()?.take(TAR_BLOCK as u64).read_to_end(&mut block).ok()?;
             is_tar_header(&block).then_some(Format::Tar(Some(codec)))
@@ -557,9 +634,7 @@ pub fn expand(origin: Arc<Origin>, format: Format, ctx: &Ctx) -> Found {
         Format::Tar(codec) => {
             let name = codec.map_or("tar".to_string(), |c| format!("tar+{}", c.name()));
             let stream = match codec {
-                Some(codec) => {
-                    Arc::new(Origin::Decoded { inner: origin, codec, len: None, budget: ctx.budget.clone() })
-                }
+                Some(codec) => Arc::new(Origin::decoded(origin, codec, None, &ctx.budget)),
                 None => origin,
             };
             expand_tar(&stream, ctx, record(name))
@@ -583,7 +658,7 @@ fn expand_deb(origin: &Arc<Origin>, ctx: &Ctx) -> Result<Found, String> {
     let inner = Arc::new(origin.range(data.offset, data.size));
     let head = read_head(&inner)?;
     let stream = match Codec::of(classify(&head)) {
-        Some(codec) => Arc::new(Origin::Decoded { inner, codec, len: None, budget: ctx.budget.clone() }),
+        Some(codec) => Arc::new(Origin::decoded(inner, codec, None, &ctx.budget)),
         None if classify(&head) == Kind::Tar => inner,
         None => return Err(format!("Debian package: {} is neither tar nor gzip, zstd or xz", data.name)),
     };
@@ -667,6 +742,7 @@ fn wait_for_room(in_flight: &AtomicU64, adding: u64) {
 
 /// Reads a tar archive sequentially from its origin.
 struct TarStream<'a> {
+    origin: &'a Origin,
     reader: Box<dyn Read + 'a>,
     pos: u64,
 }
@@ -687,6 +763,11 @@ impl TarStream<'_> {
     }
 
     fn skip(&mut self, n: u64) -> io::Result<()> {
+        if n >= JUMP && self.origin.seekable() {
+            self.reader = self.origin.open_at(self.pos + n)?;
+            self.pos += n;
+            return Ok(());
+        }
         let got = io::copy(&mut (&mut self.reader).take(n), &mut io::sink())?;
         self.pos += got;
         if got < n {
@@ -820,7 +901,7 @@ fn walk_tar(
     seen: &mut dyn FnMut(&Path, &TarType),
 ) -> Result<Vec<(u64, PathBuf, PathBuf)>, String> {
     let reader = stream.open().map_err(|e| format!("cannot read: {e}"))?;
-    let mut tar = TarStream { reader, pos: 0 };
+    let mut tar = TarStream { origin: stream, reader, pos: 0 };
     let random = stream.random().is_some();
     let in_flight = AtomicU64::new(0);
     let mut hard_links = Vec::new();
@@ -970,12 +1051,9 @@ fn expand_zip(origin: &Arc<Origin>, ctx: &Ctx, record: ArchiveRecord) -> Result<
         let raw = Arc::new(origin.range(start, compressed));
         let member = match method {
             m if m == zip::CompressionMethod::STORE && compressed == size => raw.range(0, size),
-            m if m == zip::CompressionMethod::DEFLATE => Origin::Decoded {
-                inner: raw,
-                codec: Codec::Deflate,
-                len: Some(size),
-                budget: ctx.budget.clone(),
-            },
+            m if m == zip::CompressionMethod::DEFLATE => {
+                Origin::decoded(raw, Codec::Deflate, Some(size), &ctx.budget)
+            }
             other => {
                 gather.problem(ctx, &path, format!("zip compression {other}: not supported, not read"));
                 continue;
@@ -1156,12 +1234,7 @@ fn expand_image(layers: Layers, ctx: &Ctx) -> Found {
             }
         };
         let stream = match Codec::of(classify(&head)) {
-            Some(codec) => Arc::new(Origin::Decoded {
-                inner: layer.clone(),
-                codec,
-                len: None,
-                budget: ctx.budget.clone(),
-            }),
+            Some(codec) => Arc::new(Origin::decoded(layer.clone(), codec, None, &ctx.budget)),
             None => layer.clone(),
         };
         let mut here: Vec<(PathBuf, bool)> = Vec::new();
@@ -1206,7 +1279,7 @@ fn expand_image(layers: Layers, ctx: &Ctx) -> Found {
 
 /// Lists a random-access tar's members by path (regular files only), for image detection.
 fn list_tar(stream: &Arc<Origin>) -> Result<BTreeMap<String, Arc<Origin>>, String> {
-    let mut tar = TarStream { reader: stream.open().map_err(|e| e.to_string())?, pos: 0 };
+    let mut tar = TarStream { origin: stream, reader: stream.open().map_err(|e| e.to_string())?, pos: 0 };
     let mut out = BTreeMap::new();
     while let Some(e) = next_entry(&mut tar)? {
         let h = &e.header;

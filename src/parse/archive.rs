@@ -305,6 +305,107 @@ pub fn link_escapes(member: &Path, target: &[u8]) -> bool {
     false
 }
 
+/// One block of a single-stream xz file, from its index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct XzBlock {
+    /// Offset of the block header in the file.
+    pub offset: u64,
+    /// Unpadded size (header + compressed data + check), as the index records it.
+    pub unpadded: u64,
+    /// Offset of its first byte in the uncompressed data.
+    pub uncompressed_offset: u64,
+    pub uncompressed: u64,
+}
+
+/// The blocks of an xz file made of one stream (with no padding after it), from its index:
+/// what lets a reader start decoding at any block. `None` when the file is not that shape.
+pub fn xz_blocks(src: &dyn ByteSource) -> Option<(Vec<XzBlock>, u64)> {
+    const MAX_INDEX: u64 = 16 << 20;
+    let len = src.len();
+    let header = src.read_at(0, 12).ok()?;
+    let footer = src.read_at(len.checked_sub(12)?, 12).ok()?;
+    if !header.starts_with(b"\xfd7zXZ\0")
+        || footer.get(10..12)? != b"YZ"
+        || header.get(6..8) != footer.get(8..10)
+    {
+        return None;
+    }
+    let backward = (u64::from(super::le32(&footer, 4)?) + 1) * 4;
+    if backward > MAX_INDEX {
+        return None;
+    }
+    let index_at = len.checked_sub(12)?.checked_sub(backward)?;
+    let index = src.read_at(index_at, backward as usize).ok()?;
+    let mut pos = 1usize;
+    if *index.first()? != 0 {
+        return None;
+    }
+    let mut varint = || -> Option<u64> {
+        let mut v = 0u64;
+        for i in 0..9 {
+            let b = *index.get(pos)?;
+            pos += 1;
+            v |= u64::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                return Some(v);
+            }
+        }
+        None
+    };
+    let count = varint()?;
+    let mut blocks = Vec::new();
+    let (mut offset, mut uoff) = (12u64, 0u64);
+    for _ in 0..count {
+        let unpadded = varint()?;
+        let uncompressed = varint()?;
+        blocks.push(XzBlock { offset, unpadded, uncompressed_offset: uoff, uncompressed });
+        offset = offset.checked_add(super::align_up(unpadded, 4))?;
+        uoff = uoff.checked_add(uncompressed)?;
+        if blocks.len() as u64 > backward {
+            return None;
+        }
+    }
+    (offset == index_at).then_some((blocks, index_at))
+}
+
+/// A standalone xz stream holding the blocks from `first` on: the file's stream header, then
+/// (to be read from the file) the blocks' bytes, then a new index and footer returned here.
+pub fn xz_tail_index(blocks: &[XzBlock], first: usize, flags: [u8; 2]) -> Vec<u8> {
+    let mut out = vec![0u8];
+    let put = |out: &mut Vec<u8>, mut v: u64| loop {
+        let b = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            out.push(b);
+            break;
+        }
+        out.push(b | 0x80);
+    };
+    let rest = blocks.get(first..).unwrap_or_default();
+    put(&mut out, rest.len() as u64);
+    for b in rest {
+        put(&mut out, b.unpadded);
+        put(&mut out, b.uncompressed);
+    }
+    while out.len() % 4 != 0 {
+        out.push(0);
+    }
+    let crc = |data: &[u8]| {
+        let mut c = flate2::Crc::new();
+        c.update(data);
+        c.sum().to_le_bytes()
+    };
+    let index_crc = crc(&out);
+    out.extend_from_slice(&index_crc);
+    let backward = (out.len() as u32 / 4 - 1).to_le_bytes();
+    let mut tail = backward.to_vec();
+    tail.extend_from_slice(&flags);
+    out.extend_from_slice(&crc(&tail));
+    out.extend_from_slice(&tail);
+    out.extend_from_slice(b"YZ");
+    out
+}
+
 #[cfg(test)]
 #[allow(clippy::indexing_slicing, clippy::unwrap_used, clippy::panic)]
 mod tests {
@@ -362,6 +463,34 @@ mod tests {
         assert!(link_escapes(Path::new("a/link"), b"../../x"));
         assert!(!link_escapes(Path::new("a/b/link"), b"../x"));
         assert!(!link_escapes(Path::new("a/link"), b"/usr/lib/x"));
+    }
+
+    #[test]
+    fn xz_blocks_are_found_and_a_tail_stream_decodes() {
+        use std::io::{Read, Write};
+        // Three blocks: liblzma's multithreaded encoder with a 64 KiB block size.
+        let data: Vec<u8> = (0..200_000u32).flat_map(|i| (i % 251).to_le_bytes()).collect();
+        let stream = liblzma::stream::MtStreamBuilder::new()
+            .block_size(256 << 10)
+            .threads(1)
+            .preset(1)
+            .encoder()
+            .unwrap();
+        let mut enc = liblzma::write::XzEncoder::new_stream(Vec::new(), stream);
+        enc.write_all(&data).unwrap();
+        let xz = enc.finish().unwrap();
+        let (blocks, index_at) = xz_blocks(&xz).unwrap();
+        assert_eq!(blocks.len(), 4);
+        assert_eq!(blocks[2].uncompressed_offset, 512 << 10);
+        let mut tail = xz[..12].to_vec();
+        tail.extend_from_slice(&xz[blocks[2].offset as usize..index_at as usize]);
+        tail.extend_from_slice(&xz_tail_index(&blocks, 2, [xz[6], xz[7]]));
+        let mut out = Vec::new();
+        liblzma::read::XzDecoder::new(tail.as_slice()).read_to_end(&mut out).unwrap();
+        assert_eq!(out, data[512 << 10..]);
+        // Not that shape: no index found, no panic.
+        assert!(xz_blocks(&xz[..xz.len() - 1].to_vec()).is_none());
+        assert!(xz_blocks(&b"\xfd7zXZ\0".to_vec()).is_none());
     }
 
     #[test]
