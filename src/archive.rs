@@ -523,6 +523,9 @@ impl Ctx<'_> {
     /// The report path of a member: the archive's own path, `!/`, the member's (just the member's
     /// path when the archive is the root itself).
     fn member(&self, path: &Path) -> RelPath {
+        if path.as_os_str().is_empty() {
+            return self.base.clone();
+        }
         let mut bytes = self.base.bytes();
         if !bytes.is_empty() {
             bytes.extend_from_slice(b"!/");
@@ -1085,23 +1088,29 @@ fn expand_zip(origin: &Arc<Origin>, ctx: &Ctx, record: ArchiveRecord) -> Result<
     drop(zip);
     use rayon::prelude::*;
     members.par_iter().for_each(|(seq, path, member)| {
-        let bytes = if member.random().is_some() { Bytes::InPlace } else { read_member(member, path, ctx) };
-        gather.add(*seq, path.clone(), visit(member, bytes, path, ctx));
+        let bytes = if member.random().is_some() { Ok(Bytes::InPlace) } else { read_member(member) };
+        match bytes {
+            Ok(bytes) => gather.add(*seq, path.clone(), visit(member, bytes, path, ctx)),
+            Err(e) => gather.problem(ctx, path, e),
+        }
     });
     Ok(gather.finish(ctx, Vec::new(), record))
 }
 
-/// A small compressed member read into memory; a large one is left to stream.
-fn read_member<'a>(member: &'a Origin, _path: &Path, _ctx: &Ctx) -> Bytes<'a> {
+/// A small compressed member read into memory (checked to inflate to exactly its declared
+/// size); a large one is left to stream.
+fn read_member(member: &Origin) -> Result<Bytes<'_>, String> {
     match member.known_len() {
         Some(n) if n <= IN_MEMORY => {
             let mut data = Vec::with_capacity(n as usize);
-            match member.open().and_then(|r| r.take(n).read_to_end(&mut data)) {
-                Ok(_) if data.len() as u64 == n => Bytes::Memory(Arc::new(data)),
-                _ => Bytes::InPlace,
+            // One byte more than declared, so that a member inflating past its size is caught.
+            member.open().and_then(|r| r.take(n + 1).read_to_end(&mut data)).map_err(|e| e.to_string())?;
+            if (data.len() as u64) < n {
+                return Err(format!("member inflates to {} bytes, less than its declared {n}", data.len()));
             }
+            Ok(Bytes::Memory(Arc::new(data)))
         }
-        _ => Bytes::InPlace,
+        _ => Ok(Bytes::InPlace),
     }
 }
 

@@ -1,0 +1,1017 @@
+//! Archives as trees: `.deb`, zip/wheel, tar (plain, gzip, zstd, xz), `docker save` archives and
+//! OCI layouts, as roots and nested in folders and in one another. The same tree gives the same
+//! snapshot whether it is a folder or any of its archives; hostile members are problems and the
+//! scan goes on. Every archive here is written by hand or with `tar::Builder`, in memory.
+
+use std::collections::BTreeSet;
+use std::ffi::{OsStr, OsString};
+use std::io::Write;
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::{json, Value};
+
+use gfxscan::testing::{ccob, fatbin, firmware_blob, host_elf, HostSection, Method};
+
+use crate::fixtures::{co, hip_bundle, GFX1030, GFX1100, GFX900, GFX906, GFX90A, GFX942};
+use crate::util::{file_paths, file_record, gfxscan, problems, run, Run, Tree};
+
+// ---------------------------------------------------------------------------------------------
+// Trees as lists of entries
+// ---------------------------------------------------------------------------------------------
+
+/// One entry of a tree: a regular file or a symbolic link (folders follow from the paths).
+#[derive(Clone)]
+enum Entry {
+    File(String, Vec<u8>),
+    Link(String, String),
+}
+
+fn file(path: &str, data: Vec<u8>) -> Entry {
+    Entry::File(path.to_string(), data)
+}
+
+fn link(path: &str, target: &str) -> Entry {
+    Entry::Link(path.to_string(), target.to_string())
+}
+
+impl Entry {
+    fn path(&self) -> &str {
+        match self {
+            Entry::File(p, _) | Entry::Link(p, _) => p,
+        }
+    }
+}
+
+/// Every folder above the entries, parents first.
+fn folders(entries: &[Entry]) -> Vec<String> {
+    let mut out = BTreeSet::new();
+    for e in entries {
+        let mut p = Path::new(e.path());
+        while let Some(parent) = p.parent().filter(|q| !q.as_os_str().is_empty()) {
+            out.insert(parent.to_string_lossy().into_owned());
+            p = parent;
+        }
+    }
+    out.into_iter().collect()
+}
+
+/// Writes the entries under `tree/base`.
+fn write_dir(tree: &Tree, base: &str, entries: &[Entry]) {
+    std::fs::create_dir_all(tree.path(base)).expect("base folder");
+    for e in entries {
+        let rel = Path::new(base).join(e.path());
+        match e {
+            Entry::File(_, data) => {
+                tree.file(&rel, data);
+            }
+            Entry::Link(_, target) => {
+                std::fs::create_dir_all(tree.path(&rel).parent().expect("parent")).expect("parent folders");
+                tree.symlink(target, &rel);
+            }
+        }
+    }
+}
+
+/// A GNU tar of the entries (folders first), written by `tar::Builder`.
+fn tar_of(entries: &[Entry]) -> Vec<u8> {
+    let mut b = tar::Builder::new(Vec::new());
+    for d in folders(entries) {
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(tar::EntryType::Directory);
+        h.set_mode(0o755);
+        h.set_size(0);
+        b.append_data(&mut h, format!("{d}/"), std::io::empty()).expect("tar folder");
+    }
+    for e in entries {
+        let mut h = tar::Header::new_gnu();
+        match e {
+            Entry::File(p, data) => {
+                h.set_mode(0o644);
+                h.set_size(data.len() as u64);
+                b.append_data(&mut h, p, data.as_slice()).expect("tar file");
+            }
+            Entry::Link(p, target) => {
+                h.set_entry_type(tar::EntryType::Symlink);
+                h.set_mode(0o777);
+                h.set_size(0);
+                b.append_link(&mut h, p, target).expect("tar link");
+            }
+        }
+    }
+    b.into_inner().expect("tar finished")
+}
+
+/// A tar written header by header, for names `tar::Builder` refuses (`..`, absolute, `./`).
+struct RawTar(Vec<u8>);
+
+impl RawTar {
+    fn new() -> Self {
+        RawTar(Vec::new())
+    }
+
+    /// One ustar header (`typeflag`, name and link up to 100 bytes) and its data.
+    fn entry(&mut self, name: &[u8], typeflag: u8, link: &[u8], data: &[u8]) -> &mut Self {
+        assert!(name.len() <= 100 && link.len() <= 100, "raw tar names fit the header");
+        let mut h = [0u8; 512];
+        h[..name.len()].copy_from_slice(name);
+        let mode: &[u8] = if typeflag == b'5' { b"0000755\0" } else { b"0000644\0" };
+        h[100..108].copy_from_slice(mode);
+        h[108..116].copy_from_slice(b"0000000\0");
+        h[116..124].copy_from_slice(b"0000000\0");
+        h[124..136].copy_from_slice(format!("{:011o}\0", data.len()).as_bytes());
+        h[136..148].copy_from_slice(b"00000000000\0");
+        h[156] = typeflag;
+        h[157..157 + link.len()].copy_from_slice(link);
+        h[257..263].copy_from_slice(b"ustar\0");
+        h[263..265].copy_from_slice(b"00");
+        h[148..156].copy_from_slice(b"        ");
+        let sum: u32 = h.iter().map(|&b| u32::from(b)).sum();
+        h[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+        self.0.extend_from_slice(&h);
+        self.0.extend_from_slice(data);
+        self.0.resize(self.0.len().div_ceil(512) * 512, 0);
+        self
+    }
+
+    fn file(&mut self, name: &str, data: &[u8]) -> &mut Self {
+        self.entry(name.as_bytes(), b'0', b"", data)
+    }
+
+    fn symlink(&mut self, name: &str, target: &str) -> &mut Self {
+        self.entry(name.as_bytes(), b'2', target.as_bytes(), b"")
+    }
+
+    fn dir(&mut self, name: &str) -> &mut Self {
+        self.entry(name.as_bytes(), b'5', b"", b"")
+    }
+
+    /// The archive with its end marker (two zero blocks).
+    fn finish(&mut self) -> Vec<u8> {
+        let mut out = std::mem::take(&mut self.0);
+        out.extend_from_slice(&[0u8; 1024]);
+        out
+    }
+}
+
+fn gz(data: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(data).expect("gzip");
+    e.finish().expect("gzip")
+}
+
+fn zst(data: &[u8]) -> Vec<u8> {
+    zstd::encode_all(data, 3).expect("zstd")
+}
+
+fn xz(data: &[u8]) -> Vec<u8> {
+    liblzma::encode_all(data, 6).expect("xz")
+}
+
+fn deflate(data: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(data).expect("deflate");
+    e.finish().expect("deflate")
+}
+
+fn crc32(data: &[u8]) -> u32 {
+    let mut c = flate2::Crc::new();
+    c.update(data);
+    c.sum()
+}
+
+/// One member of a hand-written zip.
+struct ZipMember {
+    name: Vec<u8>,
+    data: Vec<u8>,
+    deflated: bool,
+    /// Unix mode (file type and permissions), stored with "made by" Unix.
+    mode: u32,
+    /// The uncompressed size the headers claim, when not the true one.
+    declared_size: Option<u32>,
+}
+
+impl ZipMember {
+    fn file(name: &str, data: &[u8], deflated: bool) -> Self {
+        ZipMember { name: name.into(), data: data.to_vec(), deflated, mode: 0o100644, declared_size: None }
+    }
+}
+
+/// A zip: local headers and data, central directory, end record (no data descriptors, no zip64).
+fn zip_bytes(members: &[ZipMember]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut central = Vec::new();
+    for m in members {
+        let stored = if m.deflated { deflate(&m.data) } else { m.data.clone() };
+        let method: u16 = if m.deflated { 8 } else { 0 };
+        let crc = crc32(&m.data);
+        let size = m.declared_size.unwrap_or(m.data.len() as u32);
+        let offset = out.len() as u32;
+        out.extend_from_slice(&0x0403_4b50u32.to_le_bytes());
+        out.extend_from_slice(&20u16.to_le_bytes()); // version needed
+        out.extend_from_slice(&0u16.to_le_bytes()); // flags
+        out.extend_from_slice(&method.to_le_bytes());
+        out.extend_from_slice(&0u16.to_le_bytes()); // time
+        out.extend_from_slice(&0x21u16.to_le_bytes()); // date: 1980-01-01
+        out.extend_from_slice(&crc.to_le_bytes());
+        out.extend_from_slice(&(stored.len() as u32).to_le_bytes());
+        out.extend_from_slice(&size.to_le_bytes());
+        out.extend_from_slice(&(m.name.len() as u16).to_le_bytes());
+        out.extend_from_slice(&0u16.to_le_bytes()); // extra
+        out.extend_from_slice(&m.name);
+        out.extend_from_slice(&stored);
+
+        central.extend_from_slice(&0x0201_4b50u32.to_le_bytes());
+        central.extend_from_slice(&0x031eu16.to_le_bytes()); // made by: Unix, 3.0
+        central.extend_from_slice(&20u16.to_le_bytes());
+        central.extend_from_slice(&0u16.to_le_bytes());
+        central.extend_from_slice(&method.to_le_bytes());
+        central.extend_from_slice(&0u16.to_le_bytes());
+        central.extend_from_slice(&0x21u16.to_le_bytes());
+        central.extend_from_slice(&crc.to_le_bytes());
+        central.extend_from_slice(&(stored.len() as u32).to_le_bytes());
+        central.extend_from_slice(&size.to_le_bytes());
+        central.extend_from_slice(&(m.name.len() as u16).to_le_bytes());
+        central.extend_from_slice(&0u16.to_le_bytes()); // extra
+        central.extend_from_slice(&0u16.to_le_bytes()); // comment
+        central.extend_from_slice(&0u16.to_le_bytes()); // disk
+        central.extend_from_slice(&0u16.to_le_bytes()); // internal attributes
+        central.extend_from_slice(&(m.mode << 16).to_le_bytes());
+        central.extend_from_slice(&offset.to_le_bytes());
+        central.extend_from_slice(&m.name);
+    }
+    let cd_offset = out.len() as u32;
+    out.extend_from_slice(&central);
+    out.extend_from_slice(&0x0605_4b50u32.to_le_bytes());
+    out.extend_from_slice(&0u16.to_le_bytes());
+    out.extend_from_slice(&0u16.to_le_bytes());
+    out.extend_from_slice(&(members.len() as u16).to_le_bytes());
+    out.extend_from_slice(&(members.len() as u16).to_le_bytes());
+    out.extend_from_slice(&(central.len() as u32).to_le_bytes());
+    out.extend_from_slice(&cd_offset.to_le_bytes());
+    out.extend_from_slice(&0u16.to_le_bytes());
+    out
+}
+
+/// A zip of the entries: folders as `name/`, files deflated or stored, links as Unix symlinks.
+fn zip_of(entries: &[Entry], deflated: bool) -> Vec<u8> {
+    let mut members: Vec<ZipMember> = folders(entries)
+        .into_iter()
+        .map(|d| ZipMember {
+            name: format!("{d}/").into_bytes(),
+            data: Vec::new(),
+            deflated: false,
+            mode: 0o40755,
+            declared_size: None,
+        })
+        .collect();
+    for e in entries {
+        members.push(match e {
+            Entry::File(p, data) => ZipMember::file(p, data, deflated),
+            Entry::Link(p, target) => ZipMember {
+                name: p.clone().into_bytes(),
+                data: target.clone().into_bytes(),
+                deflated: false,
+                mode: 0o120777,
+                declared_size: None,
+            },
+        });
+    }
+    zip_bytes(&members)
+}
+
+/// A common-format `ar` archive (as dpkg writes `.deb` files).
+fn ar(members: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut out = b"!<arch>\n".to_vec();
+    for (name, data) in members {
+        let header = format!("{name:<16}{:<12}{:<6}{:<6}{:<8}{:<10}`\n", 0, 0, 0, 100644, data.len());
+        assert_eq!(header.len(), 60);
+        out.extend_from_slice(header.as_bytes());
+        out.extend_from_slice(data);
+        if data.len() % 2 == 1 {
+            out.push(b'\n');
+        }
+    }
+    out
+}
+
+/// A `.deb` whose `data.tar.xz` holds the entries under `./` names, as dpkg-deb writes them.
+fn deb_of(entries: &[Entry]) -> Vec<u8> {
+    let mut data = RawTar::new();
+    data.dir("./");
+    for d in folders(entries) {
+        data.dir(&format!("./{d}/"));
+    }
+    for e in entries {
+        match e {
+            Entry::File(p, bytes) => data.file(&format!("./{p}"), bytes),
+            Entry::Link(p, target) => data.symlink(&format!("./{p}"), target),
+        };
+    }
+    let control = RawTar::new()
+        .dir("./")
+        .file("./control", b"Package: gfxscan-test\nVersion: 1.0\nArchitecture: amd64\n")
+        .finish();
+    ar(&[
+        ("debian-binary", b"2.0\n"),
+        ("control.tar.xz", &xz(&control)),
+        ("data.tar.xz", &xz(&data.finish())),
+    ])
+}
+
+/// SHA-256, hex (OCI blobs are named by it).
+fn sha256(data: &[u8]) -> String {
+    const K: [u32; 64] = [
+        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+        0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+        0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+        0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+        0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+        0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+        0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+    ];
+    let mut h: [u32; 8] =
+        [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19];
+    let mut msg = data.to_vec();
+    msg.push(0x80);
+    while msg.len() % 64 != 56 {
+        msg.push(0);
+    }
+    msg.extend_from_slice(&(data.len() as u64 * 8).to_be_bytes());
+    for chunk in msg.chunks(64) {
+        let mut w = [0u32; 64];
+        for (i, word) in chunk.chunks(4).enumerate() {
+            w[i] = u32::from_be_bytes([word[0], word[1], word[2], word[3]]);
+        }
+        for i in 16..64 {
+            let s0 = w[i - 15].rotate_right(7) ^ w[i - 15].rotate_right(18) ^ (w[i - 15] >> 3);
+            let s1 = w[i - 2].rotate_right(17) ^ w[i - 2].rotate_right(19) ^ (w[i - 2] >> 10);
+            w[i] = w[i - 16].wrapping_add(s0).wrapping_add(w[i - 7]).wrapping_add(s1);
+        }
+        let [mut a, mut b, mut c, mut d, mut e, mut f, mut g, mut hh] = h;
+        for i in 0..64 {
+            let s1 = e.rotate_right(6) ^ e.rotate_right(11) ^ e.rotate_right(25);
+            let ch = (e & f) ^ (!e & g);
+            let t1 = hh.wrapping_add(s1).wrapping_add(ch).wrapping_add(K[i]).wrapping_add(w[i]);
+            let s0 = a.rotate_right(2) ^ a.rotate_right(13) ^ a.rotate_right(22);
+            let maj = (a & b) ^ (a & c) ^ (b & c);
+            let t2 = s0.wrapping_add(maj);
+            hh = g;
+            g = f;
+            f = e;
+            e = d.wrapping_add(t1);
+            d = c;
+            c = b;
+            b = a;
+            a = t1.wrapping_add(t2);
+        }
+        for (x, y) in h.iter_mut().zip([a, b, c, d, e, f, g, hh]) {
+            *x = x.wrapping_add(y);
+        }
+    }
+    h.iter().map(|x| format!("{x:08x}")).collect()
+}
+
+/// A deterministic byte stream (64-bit LCG): incompressible filler.
+fn garbage(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed;
+    (0..n)
+        .map(|_| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (x >> 56) as u8
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running
+// ---------------------------------------------------------------------------------------------
+
+/// `gfxscan scan --json ROOT EXTRA...`: the run and its snapshot.
+fn scan_json(root: &Path, extra: &[&str]) -> (Run, Value) {
+    let mut args: Vec<&OsStr> = vec![OsStr::new("scan"), OsStr::new("--json"), root.as_os_str()];
+    args.extend(extra.iter().map(OsStr::new));
+    let run = gfxscan(args);
+    let json = run.json();
+    (run, json)
+}
+
+/// A snapshot without what names the input rather than describes the tree.
+fn tree_part(snap: &Value) -> Value {
+    let mut v = snap.clone();
+    let obj = v.as_object_mut().expect("snapshot is an object");
+    for key in ["roots", "archives", "tool"] {
+        obj.remove(key);
+    }
+    v
+}
+
+/// The snapshot's `archives`, or an empty list when absent.
+fn archives(snap: &Value) -> Vec<Value> {
+    snap.get("archives").and_then(Value::as_array).cloned().unwrap_or_default()
+}
+
+/// The target IDs of one file record's code objects, in file order.
+fn target_ids(record: &Value) -> Vec<String> {
+    record["code_objects"]
+        .as_array()
+        .expect("code_objects")
+        .iter()
+        .map(|c| c["target_id"].as_str().expect("target_id").to_string())
+        .collect()
+}
+
+/// `gfxscan diff -q --json OLD NEW`: exit code and report.
+fn diff_json(old: &Path, new: &Path) -> (i32, Value) {
+    let run = gfxscan([
+        OsStr::new("diff"),
+        OsStr::new("-q"),
+        OsStr::new("--json"),
+        old.as_os_str(),
+        new.as_os_str(),
+    ]);
+    let report = run.json();
+    (run.code, report)
+}
+
+/// Fails unless a diff report says nothing changed.
+#[track_caller]
+fn assert_empty_diff(report: &Value, what: &str) {
+    for key in
+        ["losses", "gains", "target_id_changes", "libraries", "files_added", "files_removed", "files_changed"]
+    {
+        assert_eq!(report[key], json!([]), "{what}: {key} in {report:#}");
+    }
+    for c in report["counts"].as_array().expect("counts") {
+        assert_eq!(c["old"], c["new"], "{what}: {c}");
+    }
+    for key in ["files", "code_objects", "problems"] {
+        assert_eq!(report["old"][key], report["new"][key], "{what}: {key} in {report:#}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. A folder and its archives give the same snapshot
+// ---------------------------------------------------------------------------------------------
+
+/// A small install with every kind of device code a package carries: a host library with a
+/// `.hip_fatbin` (gfx90a, gfx1100) and a link to it, a bare code object (gfx906), a CCOB
+/// (gfx1030), a firmware blob with a link to it, and a text file.
+fn install() -> Vec<Entry> {
+    let fat = fatbin(&[hip_bundle(&[("gfx90a", &co(GFX90A, 0, 2)), ("gfx1100", &co(GFX1100, 0, 3))])]);
+    vec![
+        file("opt/rocm/lib/libamdhip-test.so.6.3", host_elf(&[HostSection::hip_fatbin(&fat)])),
+        link("opt/rocm/lib/libamdhip-test.so", "libamdhip-test.so.6.3"),
+        file("opt/rocm/lib/kernels/k.co", co(GFX906, 0, 4)),
+        file("opt/rocm/lib/b.co", ccob(3, Method::Zstd, &hip_bundle(&[("gfx1030", &co(GFX1030, 0, 5))]))),
+        file("lib/firmware/amdgpu/vega10_me.bin", firmware_blob(167, (9, 0), 2048)),
+        link("lib/firmware/amdgpu/vega12_me.bin", "vega10_me.bin"),
+        file("usr/share/doc/gfxscan-test/README", b"nothing to see\n".to_vec()),
+    ]
+}
+
+#[test]
+fn every_archive_of_a_tree_scans_like_the_tree() {
+    let entries = install();
+    let t = Tree::new();
+    write_dir(&t, "dir", &entries);
+    let dir = t.path("dir");
+    let (run, base) = scan_json(&dir, &[]);
+    run.expect_code(0);
+    // The folder's own snapshot is what we expect it to be, so equality below means something.
+    assert_eq!(base["summary"]["files"], 5, "{base:#}");
+    assert_eq!(base["summary"]["code_objects"], 4, "{base:#}");
+    assert_eq!(base["summary"]["symlinks"], 2, "{base:#}");
+    assert_eq!(target_ids(file_record(&base, "opt/rocm/lib/libamdhip-test.so.6.3")), ["gfx90a", "gfx1100"]);
+    assert_eq!(base["links"].as_array().map(Vec::len), Some(1), "{base:#}");
+    assert_eq!(archives(&base), Vec::<Value>::new());
+
+    let tar = tar_of(&entries);
+    let cases: Vec<(&str, Vec<u8>, &str, u64)> = vec![
+        ("a.tar", tar.clone(), "tar", 5),
+        ("a.tar.gz", gz(&tar), "tar+gzip", 5),
+        ("a.tar.zst", zst(&tar), "tar+zstd", 5),
+        ("a.tar.xz", xz(&tar), "tar+xz", 5),
+        ("a.deb", deb_of(&entries), "deb (data.tar.xz)", 5),
+        ("deflated.zip", zip_of(&entries, true), "zip", 5),
+        ("stored.whl", zip_of(&entries, false), "zip", 5),
+    ];
+    let mut failures = Vec::new();
+    for (name, bytes, format, members) in cases {
+        t.file(name, &bytes);
+        let path = t.path(name);
+        let (run, snap) = scan_json(&path, &[]);
+        if run.code != 0 {
+            failures.push(format!("{name}: exit {} (problems {:?})", run.code, problems(&snap)));
+        }
+        if tree_part(&snap) != tree_part(&base) {
+            failures.push(format!(
+                "{name}: snapshot differs from the folder's\n--- folder\n{:#}\n--- {name}\n{:#}",
+                tree_part(&base),
+                tree_part(&snap)
+            ));
+        }
+        let want = json!([{"root": 0, "path": "", "format": format, "members": members}]);
+        if Value::Array(archives(&snap)) != want {
+            failures.push(format!("{name}: archives {:#}, want {want:#}", snap["archives"]));
+        }
+        let (code, report) = diff_json(&dir, &path);
+        if code != 0 {
+            failures.push(format!("{name}: diff exit {code}"));
+        }
+        if let Err(e) = std::panic::catch_unwind(|| assert_empty_diff(&report, name)) {
+            let msg = e.downcast_ref::<String>().cloned().unwrap_or_default();
+            failures.push(format!("{name}: diff not empty: {msg}"));
+        }
+    }
+    assert!(failures.is_empty(), "{} of 7 archives differ:\n{}", failures.len(), failures.join("\n"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. Archives in folders and in archives
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn a_wheel_in_a_tarball_in_a_folder() {
+    let lib = host_elf(&[HostSection::hip_fatbin(&fatbin(&[hip_bundle(&[("gfx942", &co(GFX942, 0, 2))])]))]);
+    let wheel = zip_bytes(&[
+        ZipMember::file("pkg/__init__.py", b"", true),
+        ZipMember::file("pkg/lib.so", &lib, true),
+    ]);
+    let tarball = gz(&RawTar::new()
+        .dir("wheels/")
+        .file("wheels/a.whl", &wheel)
+        .file("wheels/k.co", &co(GFX900, 0, 1))
+        .finish());
+    let t = Tree::new();
+    t.file("x.tar.gz", &tarball);
+    t.file("plain.co", &co(GFX90A, 0, 1));
+    let (run, snap) = t.scan_json(&[]);
+    run.expect_code(0);
+    assert_eq!(
+        file_paths(&snap),
+        ["plain.co", "x.tar.gz!/wheels/a.whl!/pkg/lib.so", "x.tar.gz!/wheels/k.co"]
+    );
+    assert_eq!(target_ids(file_record(&snap, "x.tar.gz!/wheels/a.whl!/pkg/lib.so")), ["gfx942"]);
+    assert_eq!(target_ids(file_record(&snap, "x.tar.gz!/wheels/k.co")), ["gfx900"]);
+    assert_eq!(
+        snap["archives"],
+        json!([
+            {"root": 0, "path": "x.tar.gz", "format": "tar+gzip", "members": 2},
+            {"root": 0, "path": "x.tar.gz!/wheels/a.whl", "format": "zip", "members": 2},
+        ])
+    );
+    // Files: plain.co, k.co, __init__.py, lib.so (the archives themselves are not files).
+    assert_eq!(snap["summary"]["files"], 4, "{snap:#}");
+    assert_eq!(snap["summary"]["code_objects"], 3);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. Container images
+// ---------------------------------------------------------------------------------------------
+
+/// Three layers: 1 adds A (gfx906), B (gfx900), C (gfx90a) and d/x (gfx1030); 2 replaces A
+/// (gfx1100) and deletes B; 3 makes d/ opaque and adds d/y (gfx942).
+fn layers() -> [Vec<u8>; 3] {
+    let one = tar_of(&[
+        file("A", co(GFX906, 0, 1)),
+        file("B", co(GFX900, 0, 1)),
+        file("C", co(GFX90A, 0, 2)),
+        file("d/x", co(GFX1030, 0, 1)),
+    ]);
+    let two = tar_of(&[file("A", co(GFX1100, 0, 3)), file(".wh.B", Vec::new())]);
+    let three = tar_of(&[file("d/.wh..wh..opq", Vec::new()), file("d/y", co(GFX942, 0, 1))]);
+    [one, two, three]
+}
+
+/// The image's final file system.
+fn final_fs() -> Vec<Entry> {
+    vec![file("A", co(GFX1100, 0, 3)), file("C", co(GFX90A, 0, 2)), file("d/y", co(GFX942, 0, 1))]
+}
+
+/// A `docker save` archive of the three layers.
+fn docker_save() -> Vec<u8> {
+    let [one, two, three] = layers();
+    let manifest = json!([{
+        "Config": "cfg.json",
+        "RepoTags": ["gfxscan/test:latest"],
+        "Layers": ["l1/layer.tar", "l2/layer.tar", "l3/layer.tar"],
+    }]);
+    tar_of(&[
+        file("cfg.json", br#"{"architecture":"amd64","os":"linux"}"#.to_vec()),
+        file("l1/layer.tar", one),
+        file("l2/layer.tar", two),
+        file("l3/layer.tar", three),
+        file("manifest.json", manifest.to_string().into_bytes()),
+        file("repositories", br#"{"gfxscan/test":{"latest":"l3"}}"#.to_vec()),
+    ])
+}
+
+/// An OCI image layout of the three layers, the second gzip-compressed: its entries.
+fn oci_layout() -> Vec<Entry> {
+    let [one, two, three] = layers();
+    let two = gz(&two);
+    let config =
+        br#"{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}}"#.to_vec();
+    let desc = |media: &str, blob: &[u8]| json!({"mediaType": media, "digest": format!("sha256:{}", sha256(blob)), "size": blob.len()});
+    let manifest = json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": desc("application/vnd.oci.image.config.v1+json", &config),
+        "layers": [
+            desc("application/vnd.oci.image.layer.v1.tar", &one),
+            desc("application/vnd.oci.image.layer.v1.tar+gzip", &two),
+            desc("application/vnd.oci.image.layer.v1.tar", &three),
+        ],
+    })
+    .to_string()
+    .into_bytes();
+    let index = json!({
+        "schemaVersion": 2,
+        "manifests": [desc("application/vnd.oci.image.manifest.v1+json", &manifest)],
+    });
+    let mut out = vec![
+        file("oci-layout", br#"{"imageLayoutVersion":"1.0.0"}"#.to_vec()),
+        file("index.json", index.to_string().into_bytes()),
+    ];
+    for blob in [config, manifest, one, two, three] {
+        out.push(file(&format!("blobs/sha256/{}", sha256(&blob)), blob));
+    }
+    out
+}
+
+#[test]
+fn docker_save_archive_is_its_final_file_system() {
+    let t = Tree::new();
+    write_dir(&t, "final", &final_fs());
+    let (run, want) = scan_json(&t.path("final"), &[]);
+    run.expect_code(0);
+    assert_eq!(file_paths(&want), ["A", "C", "d/y"]);
+
+    t.file("image.tar", &docker_save());
+    let (run, snap) = scan_json(&t.path("image.tar"), &[]);
+    run.expect_code(0);
+    assert_eq!(file_paths(&snap), ["A", "C", "d/y"], "{snap:#}");
+    assert_eq!(target_ids(file_record(&snap, "A")), ["gfx1100"], "A comes from layer 2");
+    assert_eq!(
+        snap["archives"],
+        json!([{"root": 0, "path": "", "format": "docker-image", "members": 3, "layers": 3}])
+    );
+    assert_eq!(tree_part(&snap), tree_part(&want));
+}
+
+#[test]
+fn oci_layout_folder_and_tarball_are_their_final_file_system() {
+    assert_eq!(sha256(b"abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    let t = Tree::new();
+    write_dir(&t, "final", &final_fs());
+    let (run, want) = scan_json(&t.path("final"), &[]);
+    run.expect_code(0);
+
+    let layout = oci_layout();
+    write_dir(&t, "layout", &layout);
+    let (run, snap) = scan_json(&t.path("layout"), &[]);
+    run.expect_code(0);
+    assert_eq!(file_paths(&snap), ["A", "C", "d/y"], "{snap:#}");
+    assert_eq!(target_ids(file_record(&snap, "A")), ["gfx1100"], "A comes from layer 2");
+    assert_eq!(
+        snap["archives"],
+        json!([{"root": 0, "path": "", "format": "oci-image", "members": 3, "layers": 3}])
+    );
+    assert_eq!(tree_part(&snap), tree_part(&want));
+
+    t.file("layout.tar", &tar_of(&layout));
+    let (run, snap) = scan_json(&t.path("layout.tar"), &[]);
+    run.expect_code(0);
+    assert_eq!(
+        snap["archives"],
+        json!([{"root": 0, "path": "", "format": "oci-image", "members": 3, "layers": 3}])
+    );
+    assert_eq!(tree_part(&snap), tree_part(&want));
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. Hostile archives
+// ---------------------------------------------------------------------------------------------
+
+/// Scans the archive `name` = `bytes` as the root; expects exit 1.
+#[track_caller]
+fn scan_hostile(name: &str, bytes: &[u8]) -> (Tree, Value) {
+    let t = Tree::new();
+    t.file(name, bytes);
+    let (run, snap) = scan_json(&t.path(name), &[]);
+    run.expect_code(1);
+    (t, snap)
+}
+
+#[test]
+fn tar_members_outside_the_tree_are_not_read() {
+    let tar = RawTar::new()
+        .file("ok/k.co", &co(GFX90A, 0, 1))
+        .file("../evil", &co(GFX900, 0, 1))
+        .file("/abs", &co(GFX1030, 0, 1))
+        .file("a/../../b", &co(GFX942, 0, 1))
+        .file("ok/after.co", &co(GFX1100, 0, 1))
+        .finish();
+    let (_, snap) = scan_hostile("bad.tar", &tar);
+    assert_eq!(file_paths(&snap), ["ok/after.co", "ok/k.co"], "{snap:#}");
+    assert_eq!(
+        snap["targets"].as_object().map(|o| o.keys().cloned().collect::<Vec<_>>()),
+        Some(vec!["gfx1100".to_string(), "gfx90a".to_string()])
+    );
+    let p = problems(&snap);
+    assert_eq!(p.len(), 3, "{p:?}");
+    for name in ["../evil", "/abs", "a/../../b"] {
+        let hit = p.iter().find(|(path, msg)| path == name || msg.contains(name));
+        let (_, msg) = hit.unwrap_or_else(|| panic!("no problem names {name}: {p:?}"));
+        let why = if name.starts_with('/') { "absolute" } else { "`..`" };
+        assert!(msg.contains(why) && msg.contains("not read"), "{name}: {msg}");
+    }
+}
+
+#[test]
+fn symlinks_leaving_the_tree_are_problems() {
+    let tar = RawTar::new()
+        .file("lib/k.co", &co(GFX90A, 0, 1))
+        .symlink("a", "../../etc")
+        .symlink("lib/deep/up", "../../../x")
+        .symlink("lib/fine", "../lib/k.co")
+        .symlink("lib/abs", "/usr/lib/x")
+        .finish();
+    let (_, snap) = scan_hostile("links.tar", &tar);
+    assert_eq!(file_paths(&snap), ["lib/k.co"]);
+    assert_eq!(snap["summary"]["symlinks"], 4);
+    let p = problems(&snap);
+    let paths: Vec<&str> = p.iter().map(|(path, _)| path.as_str()).collect();
+    assert_eq!(paths, ["a", "lib/deep/up"], "{p:?}");
+    assert!(p[0].1.contains("../../etc") && p[0].1.contains("leaves"), "{p:?}");
+    assert!(p[1].1.contains("../../../x"), "{p:?}");
+}
+
+#[test]
+fn duplicate_members_keep_the_last() {
+    let tar = RawTar::new()
+        .file("lib/k.co", &co(GFX900, 0, 1))
+        .file("lib/other.co", &co(GFX90A, 0, 1))
+        .file("lib/k.co", &co(GFX1100, 0, 2))
+        .finish();
+    for (name, bytes) in [("dup.tar", tar.clone()), ("dup.tar.gz", gz(&tar))] {
+        let (_, snap) = scan_hostile(name, &bytes);
+        assert_eq!(file_paths(&snap), ["lib/k.co", "lib/other.co"], "{name}");
+        assert_eq!(target_ids(file_record(&snap, "lib/k.co")), ["gfx1100"], "{name}: the last one counts");
+        assert_eq!(file_record(&snap, "lib/k.co")["code_objects"][0]["kernels"], 2, "{name}");
+        assert_eq!(snap["summary"]["files"], 2, "{name}");
+        assert_eq!(snap["summary"]["code_objects"], 2, "{name}");
+        assert!(snap["targets"].get("gfx900").is_none(), "{name}: {:#}", snap["targets"]);
+        let p = problems(&snap);
+        assert_eq!(p.len(), 1, "{name}: {p:?}");
+        assert_eq!(p[0].0, "lib/k.co", "{name}");
+        assert!(p[0].1.contains("duplicate"), "{name}: {p:?}");
+        assert_eq!(archives(&snap)[0]["members"], 2, "{name}");
+    }
+}
+
+#[test]
+fn truncated_archives_keep_what_came_before_the_cut() {
+    let tar = RawTar::new()
+        .file("first.co", &co(GFX90A, 0, 2))
+        .file("second.co", &co(GFX1100, 0, 1))
+        .file("filler.bin", &garbage(256 << 10, 7))
+        .file("last.co", &co(GFX900, 0, 1))
+        .finish();
+    let compressed = gz(&tar);
+    // Cut inside the incompressible filler: the code objects before it inflate whole.
+    let cut_gz = compressed[..compressed.len() - (100 << 10)].to_vec();
+    let filler_at = crate::util::offset_of(&tar, b"filler.bin") as usize + 512;
+    let cut_tar = tar[..filler_at + (100 << 10)].to_vec();
+    for (name, bytes) in [("cut.tar", cut_tar), ("cut.tar.gz", cut_gz)] {
+        let t = Tree::new();
+        t.file(name, &bytes);
+        t.file("after.co", &co(GFX942, 0, 1));
+        let (run, snap) = t.scan_json(&[]);
+        run.expect_code(1);
+        let paths = file_paths(&snap);
+        assert_eq!(
+            paths,
+            ["after.co".to_string(), format!("{name}!/first.co"), format!("{name}!/second.co")],
+            "{name}: {snap:#}"
+        );
+        let p = problems(&snap);
+        assert!(!p.is_empty(), "{name}: no problem");
+        // The archive is what is broken: the problem names it, not a member and not `NAME!/`.
+        let paths: Vec<&str> = p.iter().map(|(path, _)| path.as_str()).collect();
+        assert!(paths.contains(&name), "{name}: {p:?}");
+        assert!(
+            paths.iter().all(|path| *path == name || path.starts_with(&format!("{name}!/filler"))),
+            "{name}: {p:?}"
+        );
+        assert!(
+            p.iter().any(|(_, m)| ["truncated", "incomplete", "end of file"].iter().any(|w| m.contains(w))),
+            "{name}: {p:?}"
+        );
+    }
+}
+
+#[test]
+fn zip_member_inflating_past_its_declared_size() {
+    let obj = co(GFX90A, 0, 4);
+    let zip = zip_bytes(&[
+        ZipMember::file("ok.co", &co(GFX1100, 0, 1), true),
+        ZipMember { declared_size: Some(200), ..ZipMember::file("bomb.co", &obj, true) },
+    ]);
+    let (_, snap) = scan_hostile("bomb.zip", &zip);
+    assert_eq!(file_paths(&snap), ["ok.co"], "{snap:#}");
+    let p = problems(&snap);
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert_eq!(p[0].0, "bomb.co");
+    assert!(p[0].1.contains("inflates past its declared size"), "{p:?}");
+}
+
+#[test]
+fn archives_nested_five_deep_stop_at_four() {
+    let a4 = zip_bytes(&[ZipMember::file("deep.co", &co(GFX942, 0, 1), true)]);
+    let a3 = gz(&RawTar::new().file("a4.zip", &a4).file("lvl3.co", &co(GFX90A, 0, 1)).finish());
+    let a2 = RawTar::new().file("a3.tar.gz", &a3).finish();
+    let a1 = zip_bytes(&[ZipMember::file("a2.tar", &a2, true)]);
+    let a0 = zst(&RawTar::new().file("a1.zip", &a1).finish());
+    let t = Tree::new();
+    t.file("a0.tar.zst", &a0);
+    let (run, snap) = t.scan_json(&[]);
+    run.expect_code(1);
+    let chain = "a0.tar.zst!/a1.zip!/a2.tar!/a3.tar.gz";
+    assert_eq!(file_paths(&snap), [format!("{chain}!/lvl3.co")], "{snap:#}");
+    let p = problems(&snap);
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert_eq!(p[0].0, format!("{chain}!/a4.zip"));
+    assert!(p[0].1.contains("nested"), "{p:?}");
+    let paths: Vec<Value> = archives(&snap).iter().map(|a| a["path"].clone()).collect();
+    assert_eq!(
+        paths,
+        [json!("a0.tar.zst"), json!("a0.tar.zst!/a1.zip"), json!("a0.tar.zst!/a1.zip!/a2.tar"), json!(chain)]
+    );
+}
+
+#[test]
+fn gnu_long_name_over_a_mebibyte() {
+    let mut tar = RawTar::new();
+    tar.file("before.co", &co(GFX90A, 0, 1));
+    let name = vec![b'n'; (1 << 20) + 10];
+    tar.entry(b"././@LongLink", b'L', b"", &name);
+    tar.file("placeholder", &co(GFX900, 0, 1));
+    let (_, snap) = scan_hostile("long.tar", &tar.finish());
+    assert_eq!(file_paths(&snap), ["before.co"], "{snap:#}");
+    let p = problems(&snap);
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert!(p[0].1.contains("1048586"), "the problem says how long: {p:?}");
+}
+
+#[test]
+fn garbage_after_zip_magic() {
+    let t = Tree::new();
+    let mut junk = b"PK\x03\x04".to_vec();
+    junk.extend(garbage(4000, 3));
+    t.file("junk.whl", &junk);
+    t.file("good.co", &co(GFX1030, 0, 1));
+    let (run, snap) = t.scan_json(&[]);
+    run.expect_code(1);
+    assert_eq!(file_paths(&snap), ["good.co"]);
+    let p = problems(&snap);
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert_eq!(p[0].0, "junk.whl");
+    assert!(p[0].1.contains("zip"), "{p:?}");
+    // Only the magic, nothing else.
+    let (_, snap) = scan_hostile("magic.zip", b"PK\x03\x04");
+    assert_eq!(snap["files"], json!([]));
+    assert_eq!(problems(&snap).len(), 1, "{snap:#}");
+}
+
+#[test]
+fn zip_member_with_parent_name() {
+    let zip = zip_bytes(&[
+        ZipMember::file("../x", &co(GFX900, 0, 1), true),
+        ZipMember::file("/etc/y", &co(GFX906, 0, 1), false),
+        ZipMember::file("pkg/ok.co", &co(GFX1100, 0, 1), true),
+    ]);
+    let (_, snap) = scan_hostile("evil.zip", &zip);
+    assert_eq!(file_paths(&snap), ["pkg/ok.co"]);
+    let p = problems(&snap);
+    assert_eq!(p.len(), 2, "{p:?}");
+    let find = |name: &str| {
+        p.iter()
+            .find(|(path, msg)| path == name || msg.contains(name))
+            .unwrap_or_else(|| panic!("no problem names {name}: {p:?}"))
+            .1
+            .clone()
+    };
+    assert!(find("../x").contains("`..`"), "{p:?}");
+    assert!(find("/etc/y").contains("absolute"), "{p:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. check on a package
+// ---------------------------------------------------------------------------------------------
+
+/// `gfxscan check --quiet --json ROOT --gpu gfx90a`, without the test process's HSA_* variables.
+fn check_gfx90a(root: &Path) -> Run {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gfxscan"));
+    cmd.arg("check").arg("--quiet").arg("--json").arg(root).args(["--gpu", "gfx90a"]);
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("HSA_") {
+            cmd.env_remove(&k);
+        }
+    }
+    cmd.env_remove("HSA_OVERRIDE_GFX_VERSION").env_remove("HSA_XNACK");
+    run(cmd)
+}
+
+/// The verdicts of a check report, with the root prefix taken off library paths.
+fn verdicts(report: &Value, root: &Path) -> Vec<Value> {
+    let prefix = format!("{}/", root.display());
+    let gpus = report["gpus"].as_array().expect("gpus");
+    assert_eq!(gpus.len(), 1, "{report:#}");
+    gpus[0]["verdicts"]
+        .as_array()
+        .expect("verdicts")
+        .iter()
+        .map(|v| {
+            let mut v = v.clone();
+            let lib = v["library"].as_str().expect("library").to_string();
+            v["library"] = json!(lib.strip_prefix(&prefix).unwrap_or(&lib));
+            v
+        })
+        .collect()
+}
+
+#[test]
+fn check_on_a_deb_judges_like_the_unpacked_tree() {
+    let good = fatbin(&[hip_bundle(&[("gfx90a", &co(GFX90A, 0, 1)), ("gfx1100", &co(GFX1100, 0, 1))])]);
+    let bad = fatbin(&[hip_bundle(&[("gfx1100", &co(GFX1100, 0, 1)), ("gfx1030", &co(GFX1030, 0, 1))])]);
+    let entries = vec![
+        file("opt/rocm/lib/libgood.so.1", host_elf(&[HostSection::hip_fatbin(&good)])),
+        file("opt/rocm/lib/libbad.so.1", host_elf(&[HostSection::hip_fatbin(&bad)])),
+        link("opt/rocm/lib/libgood.so", "libgood.so.1"),
+        file("opt/rocm/lib/kernels.hsaco", hip_bundle(&[("gfx90a:xnack-", &co(GFX90A, 0x200, 1))])),
+    ];
+    let t = Tree::new();
+    write_dir(&t, "dir", &entries);
+    t.file("pkg.deb", &deb_of(&entries));
+    let on_dir = check_gfx90a(&t.path("dir"));
+    on_dir.expect_code(1);
+    let on_deb = check_gfx90a(&t.path("pkg.deb"));
+    let (dir_report, deb_report) = (on_dir.json(), on_deb.json());
+    let (want, got) = (verdicts(&dir_report, &t.path("dir")), verdicts(&deb_report, &t.path("pkg.deb")));
+    let status: Vec<(String, String)> = want
+        .iter()
+        .map(|v| {
+            (v["library"].as_str().unwrap_or("").to_string(), v["status"].as_str().unwrap_or("").to_string())
+        })
+        .collect();
+    assert!(status.contains(&("opt/rocm/lib/libbad.so.1".into(), "missing".into())), "{status:?}");
+    assert!(status.contains(&("opt/rocm/lib/libgood.so.1".into(), "ok".into())), "{status:?}");
+    assert_eq!(got, want, "deb verdicts:\n{deb_report:#}\nfolder verdicts:\n{dir_report:#}");
+    assert_eq!(on_deb.code, on_dir.code);
+    assert_eq!(deb_report["gpus"][0]["device"], dir_report["gpus"][0]["device"]);
+    assert_eq!(deb_report["problems"], json!([]));
+}
+
+// ---------------------------------------------------------------------------------------------
+// 6. Determinism
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn thread_count_does_not_change_archive_json() {
+    let objs = [co(GFX900, 0, 1), co(GFX90A, 0, 2), co(GFX1030, 0, 3), co(GFX1100, 0, 4)];
+    let mut entries = Vec::new();
+    for i in 0..50usize {
+        let o = &objs[i % objs.len()];
+        let rel = format!("d{}/sub{}/f{i:02}", i % 7, i % 3);
+        entries.push(match i % 5 {
+            0 => file(&format!("{rel}.co"), o.clone()),
+            1 => file(&format!("{rel}.hsaco"), hip_bundle(&[("gfx90a", o), ("gfx1030", &objs[2])])),
+            2 => file(&format!("{rel}.ccob"), ccob(3, Method::Zstd, &hip_bundle(&[("gfx1100", o)]))),
+            3 => file(&format!("{rel}.bad"), o[..200].to_vec()),
+            _ => file(&format!("{rel}.txt"), format!("member {i}\n").into_bytes()),
+        });
+    }
+    let tar = tar_of(&entries);
+    let t = Tree::new();
+    for (name, bytes) in
+        [("many.tar.gz", gz(&tar)), ("many.tar", tar.clone()), ("many.zip", zip_of(&entries, true))]
+    {
+        t.file(name, &bytes);
+        let path = t.path(name);
+        let one =
+            gfxscan([OsString::from("scan"), "--json".into(), "-j".into(), "1".into(), path.clone().into()]);
+        let four = gfxscan([OsString::from("scan"), "--json".into(), "-j".into(), "4".into(), path.into()]);
+        one.expect_code(1);
+        assert_eq!(four.code, one.code, "{name}");
+        assert!(one.stdout == four.stdout, "{name}: -j 1 and -j 4 differ");
+        let snap = one.json();
+        assert_eq!(snap["summary"]["files"], 50, "{name}");
+        // 10 bundles of 2, 20 single objects, and 10 cut-short objects listed with their problem.
+        assert_eq!(snap["summary"]["code_objects"], 50, "{name}");
+        assert_eq!(problems(&snap).len(), 10, "{name}");
+        assert_eq!(archives(&snap)[0]["members"], 50, "{name}");
+    }
+}
