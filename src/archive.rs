@@ -36,8 +36,12 @@ use crate::targets::Targets;
 
 /// Members of a stream up to this size are read into memory and inspected in parallel.
 pub const IN_MEMORY: u64 = 64 << 20;
-/// Most member bytes held in memory at once, waiting for inspection, per archive.
+/// Most member bytes held in memory at once, waiting for inspection, across every archive a
+/// scan reads at once.
 const IN_FLIGHT: u64 = 256 << 20;
+
+/// Member bytes in memory now, read from streams and not yet inspected.
+static IN_FLIGHT_BYTES: AtomicU64 = AtomicU64::new(0);
 /// Most archives nested in one another (a wheel in a tarball in an image is 3).
 pub const MAX_DEPTH: u32 = 4;
 /// Bytes a [`ReplaySource`] keeps behind its position, for parsers that step back a little.
@@ -734,11 +738,17 @@ fn visit(origin: &Arc<Origin>, bytes: Bytes, path: &Path, ctx: &Ctx) -> Found {
     found
 }
 
-/// Waits, doing queued inspections on this thread, until the bytes in flight fit the limit.
-fn wait_for_room(in_flight: &AtomicU64, adding: u64) {
-    while in_flight.load(Ordering::Acquire) + adding > IN_FLIGHT && in_flight.load(Ordering::Acquire) > 0 {
-        if rayon::yield_now() != Some(rayon::Yield::Executed) {
-            std::thread::yield_now();
+/// Waits, doing queued inspections on this thread, until the bytes in flight fit the limit. When
+/// nothing is queued anywhere for a while (every holder is itself waiting), it goes on anyway:
+/// the limit is then overshot by one member, never deadlocked.
+fn wait_for_room(adding: u64) {
+    let mut idle = 0;
+    while IN_FLIGHT_BYTES.load(Ordering::Acquire) + adding > IN_FLIGHT && idle < 2000 {
+        if rayon::yield_now() == Some(rayon::Yield::Executed) {
+            idle = 0;
+        } else {
+            idle += 1;
+            std::thread::sleep(std::time::Duration::from_millis(1));
         }
     }
 }
@@ -906,7 +916,6 @@ fn walk_tar(
     let reader = stream.open().map_err(|e| format!("cannot read: {e}"))?;
     let mut tar = TarStream { origin: stream, reader, pos: 0 };
     let random = stream.random().is_some();
-    let in_flight = AtomicU64::new(0);
     let mut hard_links = Vec::new();
     let mut seq = 0u64;
     let mut failure = None;
@@ -954,7 +963,7 @@ fn walk_tar(
                         gather.add(seq, path.clone(), visit(&origin, Bytes::InPlace, &path, &ctx))
                     });
                 } else if h.size <= IN_MEMORY {
-                    wait_for_room(&in_flight, h.size);
+                    wait_for_room(h.size);
                     let mut data = vec![0u8; h.size as usize];
                     match tar.read_full(&mut data) {
                         Ok(n) if n as u64 == h.size => {}
@@ -968,13 +977,13 @@ fn walk_tar(
                         }
                     }
                     consumed = h.size;
-                    in_flight.fetch_add(h.size, Ordering::AcqRel);
-                    let (path, ctx, in_flight) = (path.clone(), ctx.clone(), &in_flight);
+                    IN_FLIGHT_BYTES.fetch_add(h.size, Ordering::AcqRel);
+                    let (path, ctx) = (path.clone(), ctx.clone());
                     let data = Arc::new(data);
                     scope.spawn(move |_| {
                         let n = data.len() as u64;
                         gather.add(seq, path.clone(), visit(&origin, Bytes::Memory(data), &path, &ctx));
-                        in_flight.fetch_sub(n, Ordering::AcqRel);
+                        IN_FLIGHT_BYTES.fetch_sub(n, Ordering::AcqRel);
                     });
                 } else {
                     let mut live = MemberReader { tar: &mut tar, left: h.size };

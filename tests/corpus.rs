@@ -461,3 +461,79 @@ fn debian_suites_diff_both_ways() {
         assert!(lost("librocsparse.so").contains(&t.to_string()), "rocSPARSE loses {t}");
     }
 }
+
+/// A snapshot without what names its roots: what must agree between a package and its tree.
+fn content(mut s: Snapshot) -> Snapshot {
+    s.roots.clear();
+    s.archives.clear();
+    s
+}
+
+#[test]
+fn debian_packages_scan_like_their_unpacked_trees() {
+    // Every package fetch-debian.sh downloaded (debs/<suite>/*.deb) against the folder it
+    // unpacked with dpkg -x (deb/<suite>/<package>_<version>); the four largest (rocBLAS,
+    // rocSOLVER, rocSPARSE, RCCL: 80 s together) only with GFXSCAN_CORPUS_ALL set.
+    let Some(dir) = debian_tree() else { return };
+    let all = std::env::var_os("GFXSCAN_CORPUS_ALL").is_some();
+    let mut compared = 0;
+    for suite in ["bookworm", "trixie"] {
+        let debs = Path::new(&dir).join("debs").join(suite);
+        let Ok(entries) = std::fs::read_dir(&debs) else { continue };
+        let mut names: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+        names.sort();
+        for deb in names {
+            let size = std::fs::metadata(&deb).map(|m| m.len()).unwrap_or(0);
+            if size > 100 << 20 && !all {
+                continue;
+            }
+            // <package>_<version>_<arch>.deb unpacks to <package>_<version with ':' as '_'>.
+            let stem = deb.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+            let tree_name = stem.rsplit_once('_').map_or(stem, |(pv, _)| pv).replace("%3a", "_");
+            let tree = Path::new(&dir).join("deb").join(suite).join(&tree_name);
+            assert!(tree.is_dir(), "{} has no unpacked tree at {}", deb.display(), tree.display());
+            let packed = scan_dir(&deb);
+            assert_eq!(packed.archives.len(), 1, "{}", deb.display());
+            assert!(packed.archives[0].format.starts_with("deb ("), "{}", deb.display());
+            assert_eq!(content(packed), content(scan_dir(&tree)), "{} differs from its tree", deb.display());
+            compared += 1;
+        }
+    }
+    assert!(compared >= 28, "only {compared} packages compared");
+}
+
+#[test]
+fn wheels_scan_like_their_files_in_the_corpus() {
+    // Wheels from scripts/fetch-wheels.sh (DIR/wheels) against the files the corpus keeps from
+    // the same releases (files/whl/<name>-<version>/): every corpus file is a member of its wheel,
+    // and gfxscan reads the same code objects from it in place as from the copy on disk.
+    let Some(dir) = debian_tree() else { return };
+    let wheels = Path::new(&dir).join("wheels");
+    let Ok(entries) = std::fs::read_dir(&wheels) else {
+        eprintln!("skipped: no {} (scripts/fetch-wheels.sh)", wheels.display());
+        return;
+    };
+    let mut checked = 0;
+    for whl in entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "whl")) {
+        let name = whl.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let release: String = name.split('-').take(2).collect::<Vec<_>>().join("-");
+        let copies = shared().join("files/whl").join(&release);
+        if !copies.is_dir() {
+            continue;
+        }
+        let packed = scan_dir(&whl);
+        assert_eq!(packed.archives.first().map(|a| a.format.as_str()), Some("zip"), "{name}");
+        let on_disk = scan_dir(&copies);
+        assert!(!on_disk.files.is_empty(), "{release}: the corpus copies hold device code");
+        for f in &on_disk.files {
+            let member = packed.files.iter().find(|m| m.path.path == f.path.path);
+            let member = member.unwrap_or_else(|| panic!("{name} has no {}", f.path.path));
+            assert_eq!(member.code_objects, f.code_objects, "{name}!/{}", f.path.path);
+            assert_eq!((member.kind, member.size, member.bundles), (f.kind, f.size, f.bundles));
+            checked += 1;
+        }
+    }
+    if checked == 0 {
+        eprintln!("skipped: no wheel in {} matches files/whl/", wheels.display());
+    }
+}
