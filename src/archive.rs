@@ -669,7 +669,7 @@ fn expand_deb(origin: &Arc<Origin>, ctx: &Ctx) -> Result<Found, String> {
         None if classify(&head) == Kind::Tar => inner,
         None => return Err(format!("Debian package: {} is neither tar nor gzip, zstd or xz", data.name)),
     };
-    let name = format!("deb ({})", data.name);
+    let name = format!("deb:{}", data.name);
     let record = ArchiveRecord { path: ctx.base.clone(), format: name, members: 0, layers: None };
     expand_tar(&stream, ctx, record)
 }

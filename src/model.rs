@@ -319,7 +319,7 @@ pub struct ArchiveRecord {
     /// `<member>` when the archive is the root).
     #[serde(flatten)]
     pub path: RelPath,
-    /// `deb (data.tar.xz xz)`, `zip`, `tar`, `tar+gzip`, `tar+zstd`, `tar+xz`, `docker-image`,
+    /// `deb:data.tar.xz`, `zip`, `tar`, `tar+gzip`, `tar+zstd`, `tar+xz`, `docker-image`,
     /// `oci-image`.
     pub format: String,
     /// Regular members read (for an image, the files of its final file system).

@@ -85,11 +85,18 @@ pub fn target_rows(snap: &Snapshot, targets: &Targets, only: &[String]) -> Vec<(
 /// The header line of a scan report.
 fn headline(snap: &Snapshot) -> String {
     let s = &snap.summary;
+    // Archives read as trees: the format of a single one, else how many.
+    let archives = match snap.archives.as_slice() {
+        [] => String::new(),
+        [one] => format!(" ({})", one.format),
+        many => format!(" ({} archives)", thousands(many.len() as u64)),
+    };
     format!(
-        "gfxscan {} · {} root{} · {} file{} ({}) · {} with device code · {} code object{} · {} problem{}",
+        "gfxscan {} · {} root{}{} · {} file{} ({}) · {} with device code · {} code object{} · {} problem{}",
         snap.tool.version,
         snap.roots.len(),
         if snap.roots.len() == 1 { "" } else { "s" },
+        archives,
         thousands(s.files),
         if s.files == 1 { "" } else { "s" },
         human_bytes(s.bytes),

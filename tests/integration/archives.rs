@@ -493,7 +493,7 @@ fn every_archive_of_a_tree_scans_like_the_tree() {
         ("a.tar.gz", gz(&tar), "tar+gzip", 5),
         ("a.tar.zst", zst(&tar), "tar+zstd", 5),
         ("a.tar.xz", xz(&tar), "tar+xz", 5),
-        ("a.deb", deb_of(&entries), "deb (data.tar.xz)", 5),
+        ("a.deb", deb_of(&entries), "deb:data.tar.xz", 5),
         ("deflated.zip", zip_of(&entries, true), "zip", 5),
         ("stored.whl", zip_of(&entries, false), "zip", 5),
     ];
