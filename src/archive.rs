@@ -16,7 +16,7 @@
 
 use std::borrow::Cow;
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsStr;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::os::unix::ffi::OsStrExt;
@@ -899,25 +899,31 @@ type Visible<'v> = &'v (dyn Fn(&Path) -> bool + Sync);
 
 fn expand_tar(stream: &Arc<Origin>, ctx: &Ctx, record: ArchiveRecord) -> Result<Found, String> {
     let gather = Gather::default();
-    let hard_links = walk_tar(stream, ctx, &gather, &|_| true, &mut |_, _| {})?;
+    let hard_links = walk_tar(stream, None, 0, ctx, &gather, &|_| true, &mut |_, _| {})?;
     Ok(gather.finish(ctx, hard_links, record))
 }
 
 /// Walks a tar stream: every member is checked, inspected (in parallel where it was read into
 /// memory) and gathered; `seen` hears of every member name (for image layers). Returns the hard
 /// links, to be resolved once all members are in.
-fn walk_tar(
-    stream: &Arc<Origin>,
+#[allow(clippy::too_many_arguments)]
+fn walk_tar<'a>(
+    stream: &'a Arc<Origin>,
+    live: Option<Box<dyn Read + 'a>>,
+    first_seq: u64,
     ctx: &Ctx,
     gather: &Gather,
     visible: Visible,
     seen: &mut dyn FnMut(&Path, &TarType),
 ) -> Result<Vec<(u64, PathBuf, PathBuf)>, String> {
-    let reader = stream.open().map_err(|e| format!("cannot read: {e}"))?;
+    let reader = match live {
+        Some(r) => r,
+        None => stream.open().map_err(|e| format!("cannot read: {e}"))?,
+    };
     let mut tar = TarStream { origin: stream, reader, pos: 0 };
     let random = stream.random().is_some();
     let mut hard_links = Vec::new();
-    let mut seq = 0u64;
+    let mut seq = first_seq;
     let mut failure = None;
     rayon::in_place_scope(|scope| loop {
         let entry = match next_entry(&mut tar) {
@@ -1211,25 +1217,56 @@ fn image_layers(file: &dyn Fn(&str) -> Option<Arc<Origin>>) -> Result<Option<Lay
     Err("OCI index nested too deep".into())
 }
 
-/// What the layers above hide from the layers below.
+/// What each layer of an image holds, by the highest layer index that says so: enough to tell
+/// whether a member of layer `i` survives into the final file system.
 #[derive(Default)]
-struct Shadow {
-    /// Paths present above (the top layer's wins), with whether each is a directory.
-    present: HashMap<PathBuf, bool>,
-    /// Paths deleted above (`.wh.<name>`).
-    deleted: BTreeSet<PathBuf>,
-    /// Directories whose lower contents are hidden (`.wh..wh..opq`).
-    opaque: BTreeSet<PathBuf>,
+struct LayerIndex {
+    /// Paths with an entry, and the highest layer with one.
+    present: HashMap<PathBuf, usize>,
+    /// Paths with a non-directory entry (which hides a lower folder's contents).
+    not_dir: HashMap<PathBuf, usize>,
+    /// Paths deleted (`.wh.<name>`).
+    deleted: HashMap<PathBuf, usize>,
+    /// Folders whose lower contents are hidden (`.wh..wh..opq`).
+    opaque: HashMap<PathBuf, usize>,
 }
 
-impl Shadow {
-    fn hides(&self, path: &Path) -> bool {
-        if self.present.contains_key(path) || self.deleted.contains(path) {
+impl LayerIndex {
+    /// Records one entry of layer `layer`.
+    fn note(&mut self, layer: usize, path: &Path, kind: &TarType) {
+        let up = |m: &mut HashMap<PathBuf, usize>, p: PathBuf| {
+            let e = m.entry(p).or_insert(layer);
+            *e = (*e).max(layer);
+        };
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let parent = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        if name == OPAQUE {
+            up(&mut self.opaque, parent);
+        } else if let Some(gone) = name.strip_prefix(WHITEOUT) {
+            up(&mut self.deleted, parent.join(gone));
+        } else {
+            up(&mut self.present, path.to_path_buf());
+            if *kind != TarType::Dir {
+                up(&mut self.not_dir, path.to_path_buf());
+            }
+        }
+    }
+
+    /// True when a layer above `layer` replaces, deletes or hides `path`.
+    fn hides(&self, layer: usize, path: &Path) -> bool {
+        let above = |m: &HashMap<PathBuf, usize>, p: &Path| m.get(p).is_some_and(|&l| l > layer);
+        if above(&self.present, path) || above(&self.deleted, path) {
             return true;
         }
-        path.ancestors().skip(1).any(|a| {
-            self.opaque.contains(a) || self.deleted.contains(a) || self.present.get(a).is_some_and(|dir| !dir)
-        })
+        path.ancestors()
+            .skip(1)
+            .any(|a| above(&self.opaque, a) || above(&self.deleted, a) || above(&self.not_dir, a))
+    }
+
+    /// True when a member of `layer` at `path` is part of the final file system.
+    fn visible(&self, layer: usize, path: &Path) -> bool {
+        let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+        !name.starts_with(WHITEOUT) && !self.hides(layer, path)
     }
 }
 
@@ -1240,59 +1277,56 @@ const OPAQUE: &str = ".wh..wh..opq";
 /// replaced or deleted it, so the result is the image's final file system.
 fn expand_image(layers: Layers, ctx: &Ctx) -> Found {
     let gather = Gather::default();
-    let mut shadow = Shadow::default();
+    let mut index = LayerIndex::default();
     let mut hard_links = Vec::new();
     let count = layers.layers.len();
+    // Top layer first: when layer i is read, the index holds exactly the layers above it.
     for (i, (name, layer)) in layers.layers.iter().enumerate().rev() {
-        let head = match read_head(layer) {
-            Ok(h) => h,
+        let stream = match layer_stream(layer, ctx) {
+            Ok(s) => s,
             Err(e) => {
                 gather.problem(ctx, Path::new(name), format!("layer: {e}"));
                 continue;
             }
         };
-        let stream = match Codec::of(classify(&head)) {
-            Some(codec) => Arc::new(Origin::decoded(layer.clone(), codec, None, &ctx.budget)),
-            None => layer.clone(),
-        };
-        let mut here: Vec<(PathBuf, bool)> = Vec::new();
-        let mut deleted = Vec::new();
-        let mut opaque = Vec::new();
-        let below = &shadow;
-        let visible = |p: &Path| {
-            let name = p.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
-            !name.starts_with(WHITEOUT) && !below.hides(p)
-        };
-        // Members of layer i take sequence numbers above every lower layer's.
-        let layer_ctx = ctx.clone();
-        let result = walk_tar(&stream, &layer_ctx, &gather, &visible, &mut |p, kind| {
-            let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            let parent = p.parent().map(Path::to_path_buf).unwrap_or_default();
-            if name == OPAQUE {
-                opaque.push(parent);
-            } else if let Some(gone) = name.strip_prefix(WHITEOUT) {
-                deleted.push(parent.join(gone));
-            } else {
-                here.push((p.to_path_buf(), *kind == TarType::Dir));
-            }
+        let mut here = Vec::new();
+        let visible = |p: &Path| index.visible(i, p);
+        let result = walk_tar(&stream, None, layer_seq(i), ctx, &gather, &visible, &mut |p, kind| {
+            here.push((p.to_path_buf(), *kind))
         });
         match result {
-            Ok(links) => hard_links.extend(links.into_iter().map(|(s, l, t)| (s + ((i as u64) << 40), l, t))),
+            Ok(links) => hard_links.extend(links),
             Err(e) => gather.problem(ctx, Path::new(name), format!("layer: {e}")),
         }
-        for (p, dir) in here {
-            shadow.present.entry(p).or_insert(dir);
+        for (p, kind) in here {
+            index.note(i, &p, &kind);
         }
-        shadow.deleted.extend(deleted);
-        shadow.opaque.extend(opaque);
     }
-    let record = ArchiveRecord {
-        path: ctx.base.clone(),
-        format: layers.format.to_string(),
-        members: 0,
-        layers: Some(count as u32),
-    };
+    let record = image_record(ctx, layers.format, count);
     gather.finish(ctx, hard_links, record)
+}
+
+/// Sequence numbers of layer `i`'s members: above every lower layer's.
+fn layer_seq(i: usize) -> u64 {
+    (i as u64) << 40
+}
+
+fn image_record(ctx: &Ctx, format: &str, layers: usize) -> ArchiveRecord {
+    ArchiveRecord {
+        path: ctx.base.clone(),
+        format: format.to_string(),
+        members: 0,
+        layers: Some(layers as u32),
+    }
+}
+
+/// A layer's tar stream: the layer itself, or its gzip/zstd/xz decoding (by magic).
+fn layer_stream(layer: &Arc<Origin>, ctx: &Ctx) -> Result<Arc<Origin>, String> {
+    let head = read_head(layer)?;
+    Ok(match Codec::of(classify(&head)) {
+        Some(codec) => Arc::new(Origin::decoded(layer.clone(), codec, None, &ctx.budget)),
+        None => layer.clone(),
+    })
 }
 
 /// Lists a random-access tar's members by path (regular files only), for image detection.
