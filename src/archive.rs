@@ -77,14 +77,29 @@ impl Budget {
     }
 
     fn spend(&self, n: u64) -> io::Result<()> {
-        let used = self.used.fetch_add(n, Ordering::Relaxed) + n;
+        let used = self.used.fetch_add(n, Ordering::Relaxed).saturating_add(n);
         if used > self.limit {
-            return Err(io::Error::other(format!(
-                "archive inflates past {} bytes: a decompression bomb, or bigger than gfxscan reads",
-                self.limit
-            )));
+            return Err(io::Error::other(self.message()));
         }
         Ok(())
+    }
+
+    fn message(&self) -> String {
+        format!(
+            "archive inflates past {} bytes (200 times its size): a decompression bomb, or more than gfxscan reads; not read",
+            self.limit
+        )
+    }
+
+    /// Checks a finished archive against the budget. Over it, which members were read before
+    /// the budget ran out depends on thread timing, so none are kept: the archive is one problem.
+    pub fn settle(&self, found: Found, at: &RelPath) -> Found {
+        if self.used.load(Ordering::Relaxed) <= self.limit {
+            return found;
+        }
+        let mut f = Found::default();
+        f.problem(at.clone(), self.message());
+        f
     }
 }
 
@@ -351,6 +366,8 @@ pub struct ReplaySource<'a> {
 
 struct Replay<'a> {
     reader: Option<Box<dyn Read + 'a>>,
+    /// One chunk, reused for every read from the stream.
+    buf: Vec<u8>,
     pos: u64,
     passes: u32,
     jumps: u32,
@@ -367,6 +384,7 @@ impl<'a> ReplaySource<'a> {
             len,
             state: RefCell::new(Replay {
                 reader: live,
+                buf: Vec::new(),
                 pos: 0,
                 passes,
                 jumps: 0,
@@ -433,22 +451,26 @@ impl ByteSource for ReplaySource<'_> {
             st.window_base = start;
         }
         let end = offset + len as u64;
-        let mut buf = vec![0u8; CHUNK];
-        while st.pos < end {
-            let want = (end - st.pos).min(CHUNK as u64) as usize;
+        // Read at least a chunk ahead: parsers often step forward a few bytes at a time.
+        let ahead = end.max(st.pos.saturating_add(CHUNK as u64)).min(self.len);
+        let st = &mut *st;
+        if st.buf.is_empty() {
+            st.buf = vec![0u8; CHUNK];
+        }
+        while st.pos < ahead {
+            let want = (ahead - st.pos).min(CHUNK as u64) as usize;
             let Some(reader) = st.reader.as_mut() else { break };
-            let n = match reader.read(buf.get_mut(..want).unwrap_or_default()) {
+            let n = match reader.read(st.buf.get_mut(..want).unwrap_or_default()) {
+                Ok(0) if st.pos >= end => break,
                 Ok(0) => return Err(ParseError::Truncated { what: "archive member", offset: st.pos }),
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(io_err(e, st.pos)),
             };
-            let got = buf.get(..n).unwrap_or_default();
-            if st.pos < KEEP_HEAD {
+            let got = st.buf.get(..n).unwrap_or_default();
+            if st.pos < KEEP_HEAD && st.head.len() as u64 == st.pos {
                 let take = (KEEP_HEAD - st.pos).min(n as u64) as usize;
-                if st.head.len() as u64 == st.pos {
-                    st.head.extend_from_slice(got.get(..take).unwrap_or_default());
-                }
+                st.head.extend_from_slice(got.get(..take).unwrap_or_default());
             }
             let keep_from = offset.saturating_sub(KEEP_BEHIND);
             if st.pos + n as u64 > keep_from {
@@ -456,7 +478,8 @@ impl ByteSource for ReplaySource<'_> {
                     st.window_base = st.pos;
                 }
                 st.window.extend_from_slice(got);
-                if st.window_base < keep_from {
+                // Trim rarely: only once the window holds twice what it must keep.
+                if st.window.len() as u64 > 2 * KEEP_BEHIND + CHUNK as u64 && st.window_base < keep_from {
                     let drop = ((keep_from - st.window_base) as usize).min(st.window.len());
                     st.window.drain(..drop);
                     st.window_base += drop as u64;
@@ -539,21 +562,35 @@ impl Ctx<'_> {
     }
 }
 
-/// A regular member found so far, in order; later duplicates replace earlier ones.
+/// A regular member inspected, with its place in the archive's order.
 struct Collected {
     seq: u64,
     path: PathBuf,
     found: Found,
 }
 
-/// The results of one archive, gathered from the walk and its parallel inspections.
+/// The results of one archive, gathered from the walk and its parallel inspections. Extraction
+/// keeps the last entry at each path, whatever its type: `claims` holds, per path, the sequence
+/// number of the last entry and how many there were, and only entries that are last count.
 #[derive(Default)]
 struct Gather {
     members: Mutex<Vec<Collected>>,
+    claims: Mutex<HashMap<PathBuf, (u64, u32)>>,
+    links: Mutex<Vec<(u64, PathBuf, Vec<u8>)>>,
+    hard_links: Mutex<Vec<(u64, PathBuf, Arc<Origin>)>>,
     found: Mutex<Found>,
 }
 
 impl Gather {
+    /// Records that entry `seq` (of any type but a folder) sits at `path`.
+    fn claim(&self, seq: u64, path: &Path) {
+        if let Ok(mut c) = self.claims.lock() {
+            let e = c.entry(path.to_path_buf()).or_insert((seq, 0));
+            e.0 = e.0.max(seq);
+            e.1 += 1;
+        }
+    }
+
     fn add(&self, seq: u64, path: PathBuf, found: Found) {
         if let Ok(mut m) = self.members.lock() {
             m.push(Collected { seq, path, found });
@@ -566,66 +603,61 @@ impl Gather {
         }
     }
 
-    fn link(&self, ctx: &Ctx, path: &Path, target: &[u8]) {
-        if let Ok(mut f) = self.found.lock() {
-            f.symlinks += 1;
-            f.links.push(LinkSeen {
-                path: ctx.member(path),
-                name: path.to_path_buf(),
-                target: String::from_utf8_lossy(target).into_owned(),
-            });
+    fn link(&self, seq: u64, path: &Path, target: &[u8]) {
+        if let Ok(mut l) = self.links.lock() {
+            l.push((seq, path.to_path_buf(), target.to_vec()));
         }
     }
 
-    /// Merges members (the last of each path wins, as extraction would), resolves hard links
-    /// against them, and returns everything with the archive's own record.
-    fn finish(self, ctx: &Ctx, hard_links: Vec<(u64, PathBuf, PathBuf)>, record: ArchiveRecord) -> Found {
+    fn hard_link(&self, seq: u64, path: &Path, target: Arc<Origin>) {
+        if let Ok(mut h) = self.hard_links.lock() {
+            h.push((seq, path.to_path_buf(), target));
+        }
+    }
+
+    /// Keeps what extraction would keep (the last entry at each path), reads hard links as the
+    /// files they name (under their own names, which decide their families), and returns
+    /// everything with the archive's own record.
+    fn finish(self, ctx: &Ctx, record: ArchiveRecord) -> Found {
         let mut found = self.found.into_inner().unwrap_or_default();
-        let mut members = self.members.into_inner().unwrap_or_default();
-        members.sort_by_key(|m| m.seq);
-        let mut latest: HashMap<PathBuf, usize> = HashMap::new();
-        for (i, m) in members.iter().enumerate() {
-            if latest.insert(m.path.clone(), i).is_some() {
-                found.problem(
-                    ctx.member(&m.path),
-                    "duplicate member name: the last one is read, as extraction would keep it".into(),
-                );
-            }
-        }
-        let mut keep = vec![false; members.len()];
-        for &i in latest.values() {
-            if let Some(k) = keep.get_mut(i) {
-                *k = true;
-            }
-        }
-        let mut copies = Vec::new();
-        for (seq, link, target) in hard_links {
-            let source = latest.get(&target).and_then(|&i| members.get(i)).filter(|m| m.seq < seq);
-            match source {
-                Some(m) if m.found.files.len() == 1 && m.found.archives.is_empty() => {
-                    let mut copy = m.found.files.clone();
-                    for f in &mut copy {
-                        f.set_path(ctx.member(&link));
-                    }
-                    copies.push(copy);
-                }
-                Some(_) => found.problem(ctx.member(&link), "hard link to an archive: not read twice".into()),
-                None => found.problem(
-                    ctx.member(&link),
-                    format!("hard link to {}, which no earlier member is", target.display()),
-                ),
-            }
+        let claims = self.claims.into_inner().unwrap_or_default();
+        let last = |seq: u64, path: &Path| claims.get(path).is_some_and(|&(s, _)| s == seq);
+        let mut dups: Vec<&PathBuf> = claims.iter().filter(|(_, &(_, n))| n > 1).map(|(p, _)| p).collect();
+        dups.sort();
+        for p in dups {
+            found.problem(
+                ctx.member(p),
+                "duplicate member name: the last one is read, as extraction would keep it".into(),
+            );
         }
         let mut record = record;
-        for (m, k) in members.into_iter().zip(keep) {
-            if k {
+        let mut members = self.members.into_inner().unwrap_or_default();
+        members.sort_by_key(|m| m.seq);
+        for m in members {
+            if last(m.seq, &m.path) {
                 record.members += 1;
                 found.merge(m.found);
             }
         }
-        for c in copies {
-            record.members += 1;
-            found.files.extend(c);
+        let mut links = self.links.into_inner().unwrap_or_default();
+        links.sort_by_key(|l| l.0);
+        for (seq, path, target) in links {
+            if last(seq, &path) {
+                found.symlinks += 1;
+                found.links.push(LinkSeen {
+                    path: ctx.member(&path),
+                    name: path.clone(),
+                    target: String::from_utf8_lossy(&target).into_owned(),
+                });
+            }
+        }
+        let mut hard_links = self.hard_links.into_inner().unwrap_or_default();
+        hard_links.sort_by_key(|h| h.0);
+        for (seq, path, target) in hard_links {
+            if last(seq, &path) {
+                record.members += 1;
+                found.merge(visit(&target, Bytes::InPlace, &path, ctx));
+            }
         }
         found.archives.push(record);
         found
@@ -638,12 +670,22 @@ pub fn expand(origin: Arc<Origin>, format: Format, ctx: &Ctx) -> Found {
     let result = match format {
         Format::Deb => expand_deb(&origin, ctx),
         Format::Zip => expand_zip(&origin, ctx, record("zip".into())),
+        Format::Tar(None) if origin.random().is_some() => match expand_if_image(&origin, ctx) {
+            Some(found) => return found,
+            None => expand_tar(&origin, ctx, record("tar".into())),
+        },
         Format::Tar(codec) => {
             let name = codec.map_or("tar".to_string(), |c| format!("tar+{}", c.name()));
             let stream = match codec {
                 Some(codec) => Arc::new(Origin::decoded(origin, codec, None, &ctx.budget)),
                 None => origin,
             };
+            // An image saved and then compressed whole (`docker save | gzip`): read in two passes.
+            if starts_like_image(&stream) {
+                if let Some(found) = expand_streamed_image(&stream, ctx) {
+                    return found;
+                }
+            }
             expand_tar(&stream, ctx, record(name))
         }
     };
@@ -776,9 +818,14 @@ impl TarStream<'_> {
     }
 
     fn skip(&mut self, n: u64) -> io::Result<()> {
+        let eof = || io::Error::new(io::ErrorKind::UnexpectedEof, "archive truncated inside a member");
+        let target = self.pos.checked_add(n).ok_or_else(eof)?;
+        if self.origin.known_len().is_some_and(|len| target > len) {
+            return Err(eof());
+        }
         if n >= JUMP && self.origin.seekable() {
-            self.reader = self.origin.open_at(self.pos + n)?;
-            self.pos += n;
+            self.reader = self.origin.open_at(target)?;
+            self.pos = target;
             return Ok(());
         }
         let got = io::copy(&mut (&mut self.reader).take(n), &mut io::sink())?;
@@ -817,6 +864,10 @@ struct MemberReader<'s, 'a> {
 impl Read for MemberReader<'_, '_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = buf.len().min(self.left.min(usize::MAX as u64) as usize);
+        if n == 0 {
+            // Never ask a decoder for nothing: zstd's reports that as an error.
+            return Ok(0);
+        }
         let got = self.tar.reader.read(buf.get_mut(..n).unwrap_or_default())?;
         self.left -= got as u64;
         self.tar.pos += got as u64;
@@ -827,9 +878,15 @@ impl Read for MemberReader<'_, '_> {
 /// One header of a tar archive with its long-name and PAX records applied.
 struct TarEntry {
     header: TarHeader,
+    /// Offset of its data in the stream.
     data: u64,
+    /// Bytes its data takes in the stream, padding included.
+    stored: u64,
     sparse: bool,
 }
+
+/// Most extension blocks an old GNU sparse header may chain.
+const MAX_SPARSE_BLOCKS: u32 = 4096;
 
 /// Reads the next entry's headers, applying GNU long names and PAX records.
 fn next_entry(tar: &mut TarStream) -> Result<Option<TarEntry>, String> {
@@ -886,9 +943,41 @@ fn next_entry(tar: &mut TarStream) -> Result<Option<TarEntry>, String> {
                     if let (Some(s), TarType::File | TarType::Sparse | TarType::Other(_)) = (p.size, h.kind) {
                         h.size = s;
                     }
+                    if let Some(n) = p.sparse_name {
+                        h.name = n;
+                    }
                     sparse |= p.sparse;
                 }
-                return Ok(Some(TarEntry { header: h, data: tar.pos, sparse }));
+                // Old GNU sparse headers chain extension blocks that the size does not count.
+                let mut extended = h.kind == TarType::Sparse && block.get(482).is_some_and(|&b| b != 0);
+                let mut blocks = 0;
+                while extended {
+                    blocks += 1;
+                    let mut ext = [0u8; TAR_BLOCK];
+                    if blocks > MAX_SPARSE_BLOCKS
+                        || tar.read_full(&mut ext).map_err(|e| e.to_string())? < TAR_BLOCK
+                    {
+                        return Err(format!(
+                            "GNU sparse header at {at:#x}: extension blocks truncated or too many"
+                        ));
+                    }
+                    extended = ext.get(504).is_some_and(|&b| b != 0);
+                }
+                let stored = h
+                    .size
+                    .checked_add(padding(h.size))
+                    .filter(|&n| tar.pos.checked_add(n).is_some())
+                    .ok_or_else(|| format!("tar header at {at:#x}: member size {} out of range", h.size))?;
+                if let Some(len) = tar.origin.known_len() {
+                    if tar.pos + h.size > len {
+                        return Err(format!(
+                            "archive truncated: the member at {at:#x} claims {} bytes, {} remain",
+                            h.size,
+                            len - tar.pos
+                        ));
+                    }
+                }
+                return Ok(Some(TarEntry { header: h, data: tar.pos, stored, sparse }));
             }
         }
     }
@@ -899,13 +988,17 @@ type Visible<'v> = &'v (dyn Fn(&Path) -> bool + Sync);
 
 fn expand_tar(stream: &Arc<Origin>, ctx: &Ctx, record: ArchiveRecord) -> Result<Found, String> {
     let gather = Gather::default();
-    let hard_links = walk_tar(stream, None, 0, ctx, &gather, &|_| true, &mut |_, _| {})?;
-    Ok(gather.finish(ctx, hard_links, record))
+    if let Err(e) = walk_tar(stream, None, 0, ctx, &gather, &|_| true, &mut |_, _| {}) {
+        gather.problem(ctx, Path::new(""), e);
+    }
+    Ok(gather.finish(ctx, record))
 }
 
 /// Walks a tar stream: every member is checked, inspected (in parallel where it was read into
-/// memory) and gathered; `seen` hears of every member name (for image layers). Returns the hard
-/// links, to be resolved once all members are in.
+/// memory) and gathered; `seen` hears of every member name (for image layers). `live` is the
+/// stream when the caller already has it open (an image layer read as it streams by); member
+/// sequence numbers start after `first_seq`. An error is what stopped the walk: members before
+/// it are gathered.
 #[allow(clippy::too_many_arguments)]
 fn walk_tar<'a>(
     stream: &'a Arc<Origin>,
@@ -915,14 +1008,15 @@ fn walk_tar<'a>(
     gather: &Gather,
     visible: Visible,
     seen: &mut dyn FnMut(&Path, &TarType),
-) -> Result<Vec<(u64, PathBuf, PathBuf)>, String> {
+) -> Result<(), String> {
     let reader = match live {
         Some(r) => r,
         None => stream.open().map_err(|e| format!("cannot read: {e}"))?,
     };
     let mut tar = TarStream { origin: stream, reader, pos: 0 };
     let random = stream.random().is_some();
-    let mut hard_links = Vec::new();
+    // Every regular file so far, visible or not: what a later hard link may name.
+    let mut files: HashMap<PathBuf, Arc<Origin>> = HashMap::new();
     let mut seq = first_seq;
     let mut failure = None;
     rayon::in_place_scope(|scope| loop {
@@ -936,7 +1030,7 @@ fn walk_tar<'a>(
         };
         seq += 1;
         let h = &entry.header;
-        let stored = h.size + padding(h.size);
+        let stored = entry.stored;
         let path = match member_path(&h.name) {
             Ok(Some(p)) => Some(p),
             Ok(None) => None,
@@ -953,17 +1047,43 @@ fn walk_tar<'a>(
             }
             continue;
         };
-        seen(&path, &h.kind);
+        // GNU tar extracts entry types it does not know as regular files; so does this walk.
+        let kind = match h.kind {
+            TarType::Other(b'D') => TarType::Dir,
+            TarType::Other(b'V') => TarType::Other(b'V'),
+            TarType::Other(c) => {
+                if visible(&path) {
+                    let shown = char::from(c).escape_default();
+                    let note = format!(
+                        "unknown tar entry type '{shown}': read as a regular file, as GNU tar extracts it"
+                    );
+                    gather.problem(ctx, &path, note);
+                }
+                TarType::File
+            }
+            k => k,
+        };
+        seen(&path, &kind);
         let wanted = visible(&path);
+        if wanted && !matches!(kind, TarType::Dir | TarType::Other(_)) {
+            gather.claim(seq, &path);
+        }
         let mut consumed = 0u64;
-        match h.kind {
-            _ if !wanted => {}
-            TarType::File if entry.sparse => {
-                gather.problem(ctx, &path, "sparse tar member: its data is not stored as-is, not read".into())
+        match kind {
+            TarType::File | TarType::Sparse if entry.sparse || kind == TarType::Sparse => {
+                if wanted {
+                    gather.problem(
+                        ctx,
+                        &path,
+                        "sparse tar member: its data is not stored as-is, not read".into(),
+                    )
+                }
             }
             TarType::File => {
                 let origin = Arc::new(stream.range(entry.data, h.size));
-                if random {
+                files.insert(path.clone(), origin.clone());
+                if !wanted {
+                } else if random {
                     let (origin, path, ctx) = (origin.clone(), path.clone(), ctx.clone());
                     scope.spawn(move |_| {
                         gather.add(seq, path.clone(), visit(&origin, Bytes::InPlace, &path, &ctx))
@@ -998,25 +1118,28 @@ fn walk_tar<'a>(
                     gather.add(seq, path.clone(), found);
                 }
             }
+            _ if !wanted => {}
             TarType::Symlink => {
                 if link_escapes(&path, &h.link) {
+                    let to = String::from_utf8_lossy(&h.link);
                     gather.problem(
                         ctx,
                         &path,
-                        format!(
-                            "symbolic link to {}: it leaves the archive's tree",
-                            String::from_utf8_lossy(&h.link)
-                        ),
+                        format!("symbolic link to {to}: it leaves the archive's tree"),
                     );
                 }
-                gather.link(ctx, &path, &h.link);
+                gather.link(seq, &path, &h.link);
             }
-            TarType::HardLink => match member_path(&h.link) {
-                Ok(Some(target)) => hard_links.push((seq, path.clone(), target)),
-                _ => gather.problem(
+            TarType::HardLink => match member_path(&h.link)
+                .ok()
+                .flatten()
+                .and_then(|t| files.get(&t).map(|o| (t, o)))
+            {
+                Some((_, origin)) => gather.hard_link(seq, &path, origin.clone()),
+                None => gather.problem(
                     ctx,
                     &path,
-                    format!("hard link to {}: outside the archive's tree", String::from_utf8_lossy(&h.link)),
+                    format!("hard link to {}, which no earlier member is", String::from_utf8_lossy(&h.link)),
                 ),
             },
             TarType::Special(what) => {
@@ -1025,15 +1148,15 @@ fn walk_tar<'a>(
             TarType::Dir | TarType::Other(_) | TarType::Sparse => {}
             TarType::GnuLongName | TarType::GnuLongLink | TarType::Pax | TarType::PaxGlobal => {}
         }
-        if let Err(e) = tar.skip(stored - consumed) {
+        if let Err(e) = tar.skip(stored.saturating_sub(consumed)) {
             failure = Some(format!("{}: {e}", path.display()));
             break;
         }
     });
-    if let Some(f) = failure {
-        gather.problem(ctx, Path::new(""), f);
+    match failure {
+        Some(f) => Err(f),
+        None => Ok(()),
     }
-    Ok(hard_links)
 }
 
 fn expand_zip(origin: &Arc<Origin>, ctx: &Ctx, record: ArchiveRecord) -> Result<Found, String> {
@@ -1066,6 +1189,11 @@ fn expand_zip(origin: &Arc<Origin>, ctx: &Ctx, record: ArchiveRecord) -> Result<
             continue;
         };
         let (compressed, size, method) = (entry.compressed_size(), entry.size(), entry.compression());
+        if start.checked_add(compressed).is_none_or(|end| end > len) {
+            gather.problem(ctx, &path, "zip archive truncated: the member's data runs past its end".into());
+            continue;
+        }
+        gather.claim(i as u64, &path);
         let raw = Arc::new(origin.range(start, compressed));
         let member = match method {
             m if m == zip::CompressionMethod::STORE && compressed == size => raw.range(0, size),
@@ -1092,7 +1220,7 @@ fn expand_zip(origin: &Arc<Origin>, ctx: &Ctx, record: ArchiveRecord) -> Result<
                             ),
                         );
                     }
-                    gather.link(ctx, &path, &target)
+                    gather.link(i as u64, &path, &target)
                 }
                 Err(e) => gather.problem(ctx, &path, format!("symbolic link: {e}")),
             }
@@ -1109,7 +1237,7 @@ fn expand_zip(origin: &Arc<Origin>, ctx: &Ctx, record: ArchiveRecord) -> Result<
             Err(e) => gather.problem(ctx, path, e),
         }
     });
-    Ok(gather.finish(ctx, Vec::new(), record))
+    Ok(gather.finish(ctx, record))
 }
 
 /// A small compressed member read into memory (checked to inflate to exactly its declared
@@ -1278,7 +1406,6 @@ const OPAQUE: &str = ".wh..wh..opq";
 fn expand_image(layers: Layers, ctx: &Ctx) -> Found {
     let gather = Gather::default();
     let mut index = LayerIndex::default();
-    let mut hard_links = Vec::new();
     let count = layers.layers.len();
     // Top layer first: when layer i is read, the index holds exactly the layers above it.
     for (i, (name, layer)) in layers.layers.iter().enumerate().rev() {
@@ -1294,16 +1421,15 @@ fn expand_image(layers: Layers, ctx: &Ctx) -> Found {
         let result = walk_tar(&stream, None, layer_seq(i), ctx, &gather, &visible, &mut |p, kind| {
             here.push((p.to_path_buf(), *kind))
         });
-        match result {
-            Ok(links) => hard_links.extend(links),
-            Err(e) => gather.problem(ctx, Path::new(name), format!("layer: {e}")),
+        if let Err(e) = result {
+            gather.problem(ctx, Path::new(name), format!("layer: {e}"));
         }
         for (p, kind) in here {
             index.note(i, &p, &kind);
         }
     }
     let record = image_record(ctx, layers.format, count);
-    gather.finish(ctx, hard_links, record)
+    gather.finish(ctx, record)
 }
 
 /// Sequence numbers of layer `i`'s members: above every lower layer's.
@@ -1329,6 +1455,211 @@ fn layer_stream(layer: &Arc<Origin>, ctx: &Ctx) -> Result<Arc<Origin>, String> {
     })
 }
 
+/// True when a tar stream's first entry is named as `docker save` and OCI layouts name theirs
+/// (`blobs/`, `oci-layout`, `manifest.json`, `index.json`, `repositories`, or a 64-hex-digit
+/// layer folder or config): only then is an image looked for in a stream, which costs a pass.
+fn starts_like_image(stream: &Arc<Origin>) -> bool {
+    let Ok(reader) = stream.open() else { return false };
+    let mut tar = TarStream { origin: stream, reader, pos: 0 };
+    // The first entry with a name (tar run in the image folder starts with `./`).
+    let name = loop {
+        let Ok(Some(e)) = next_entry(&mut tar) else { return false };
+        match member_path(&e.header.name) {
+            Ok(Some(p)) => break p.to_string_lossy().into_owned(),
+            _ if tar.skip(e.stored).is_ok() => continue,
+            _ => return false,
+        }
+    };
+    let hex64 = |s: &str| s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit());
+    name.starts_with("blobs")
+        || ["oci-layout", "manifest.json", "index.json", "repositories"].contains(&name.as_str())
+        || name.split(['/', '.']).next().is_some_and(hex64)
+}
+
+/// What the first pass over a streamed image keeps: its JSON documents, and each tarball
+/// member's entry list (names and types only).
+#[derive(Default)]
+struct StreamedImage {
+    json: HashMap<String, Arc<Vec<u8>>>,
+    listings: HashMap<String, Result<Vec<(PathBuf, TarType)>, String>>,
+    members: HashMap<String, Arc<Origin>>,
+}
+
+/// The tar stream of a layer member whose first bytes are `head`: itself, or its decoding.
+fn layer_codec(head: &[u8]) -> Option<Option<Codec>> {
+    let kind = classify(head);
+    match Codec::of(kind) {
+        Some(c) => Some(Some(c)),
+        None if kind == Kind::Tar => Some(None),
+        None => None,
+    }
+}
+
+/// Pass one over a streamed image: every member is read as it goes by, and nothing is kept but
+/// JSON documents (up to [`MAX_IMAGE_JSON`]) and the entry lists of tarballs.
+fn list_streamed_image(stream: &Arc<Origin>) -> Result<StreamedImage, String> {
+    let mut out = StreamedImage::default();
+    let mut tar = TarStream { origin: stream, reader: stream.open().map_err(|e| e.to_string())?, pos: 0 };
+    while let Some(e) = next_entry(&mut tar)? {
+        let h = &e.header;
+        let (TarType::File, Ok(Some(path))) = (h.kind, member_path(&h.name)) else {
+            tar.skip(e.stored).map_err(|e| e.to_string())?;
+            continue;
+        };
+        let name = path.to_string_lossy().into_owned();
+        let member = Arc::new(stream.range(e.data, h.size));
+        out.members.insert(name.clone(), member.clone());
+        let mut live = MemberReader { tar: &mut tar, left: h.size };
+        let mut head = Vec::new();
+        (&mut live).take(TAR_BLOCK as u64).read_to_end(&mut head).map_err(|e| e.to_string())?;
+        if h.size <= MAX_IMAGE_JSON && matches!(head.first(), Some(b'{' | b'[')) {
+            let mut data = head;
+            live.read_to_end(&mut data).map_err(|e| e.to_string())?;
+            out.json.insert(name, Arc::new(data));
+        } else if let Some(codec) = layer_codec(&head) {
+            let chained: Box<dyn Read + '_> = Box::new(io::Cursor::new(head).chain(&mut live));
+            let (layer, reader): (Arc<Origin>, Box<dyn Read + '_>) = match codec {
+                Some(c) => {
+                    let budget = match &**stream {
+                        Origin::Decoded { budget, .. } => budget.clone(),
+                        _ => Budget::new(u64::MAX),
+                    };
+                    let meter = Metered {
+                        inner: c.decoder(chained).map_err(|e| e.to_string())?,
+                        budget: budget.clone(),
+                        produced: 0,
+                        cap: None,
+                    };
+                    (Arc::new(Origin::decoded(member, c, None, &budget)), Box::new(meter))
+                }
+                None => (member, chained),
+            };
+            let mut lt = TarStream { origin: &layer, reader, pos: 0 };
+            let mut entries = Vec::new();
+            let listed = loop {
+                match next_entry(&mut lt) {
+                    Ok(Some(le)) => {
+                        if let Ok(Some(p)) = member_path(&le.header.name) {
+                            entries.push((p, le.header.kind));
+                        }
+                        if let Err(err) = lt.skip(le.stored) {
+                            break Err(err.to_string());
+                        }
+                    }
+                    Ok(None) => break Ok(entries),
+                    Err(err) => break Err(err),
+                }
+            };
+            drop(lt);
+            out.listings.insert(name, listed);
+        }
+        let consumed = h.size - live.left;
+        tar.skip(e.stored - consumed).map_err(|e| e.to_string())?;
+    }
+    Ok(out)
+}
+
+/// Expands an image that arrives as one stream (a compressed `docker save` archive or OCI
+/// tarball) in two passes: one to list every layer and read the manifests, one to read each
+/// layer as it streams by, keeping only what the layer index says survives. `None` when the
+/// stream holds no image after all.
+fn expand_streamed_image(stream: &Arc<Origin>, ctx: &Ctx) -> Option<Found> {
+    // A stream that fails to list is read as a plain tarball, which reports why.
+    let listed = list_streamed_image(stream).ok()?;
+    let file = |name: &str| -> Option<Arc<Origin>> {
+        match listed.json.get(name) {
+            Some(data) => {
+                Some(Arc::new(Origin::Memory { data: data.clone(), offset: 0, len: data.len() as u64 }))
+            }
+            None => listed.members.get(name).cloned(),
+        }
+    };
+    let layers = match image_layers(&file) {
+        Ok(Some(layers)) => layers,
+        Ok(None) => return None,
+        Err(_) if !listed.json.contains_key("index.json") && !listed.members.contains_key("oci-layout") => {
+            return None
+        }
+        Err(e) => {
+            let mut f = Found::default();
+            f.problem(ctx.base.clone(), format!("container image: {e}"));
+            return Some(f);
+        }
+    };
+    // Layer names as the stream names them (OCI descriptors name blobs by digest).
+    let member_name = |name: &str, origin: &Arc<Origin>| -> Option<String> {
+        if listed.members.contains_key(name) {
+            return Some(name.to_string());
+        }
+        listed.members.iter().find(|(_, o)| Arc::ptr_eq(o, origin)).map(|(n, _)| n.clone())
+    };
+    let gather = Gather::default();
+    let mut index = LayerIndex::default();
+    let mut top_of: HashMap<String, usize> = HashMap::new();
+    for (i, (name, origin)) in layers.layers.iter().enumerate() {
+        let Some(member) = member_name(name, origin) else { continue };
+        match listed.listings.get(&member) {
+            Some(Ok(entries)) => {
+                for (p, kind) in entries {
+                    index.note(i, p, kind);
+                }
+            }
+            Some(Err(e)) => gather.problem(ctx, Path::new(&member), format!("layer: {e}")),
+            None => gather.problem(ctx, Path::new(&member), "layer: not a tarball".into()),
+        }
+        top_of.insert(member, i);
+    }
+    // Pass two: each layer as it streams by (one that appears twice counts as its upper self).
+    let second = (|| -> Result<(), String> {
+        let mut tar = TarStream { origin: stream, reader: stream.open().map_err(|e| e.to_string())?, pos: 0 };
+        while let Some(e) = next_entry(&mut tar)? {
+            let h = &e.header;
+            let name = member_path(&h.name).ok().flatten().map(|p| p.to_string_lossy().into_owned());
+            let (TarType::File, Some(i)) = (h.kind, name.as_ref().and_then(|n| top_of.get(n)).copied())
+            else {
+                tar.skip(e.stored).map_err(|e| e.to_string())?;
+                continue;
+            };
+            let member = Arc::new(stream.range(e.data, h.size));
+            let mut live = MemberReader { tar: &mut tar, left: h.size };
+            let mut head = Vec::new();
+            (&mut live).take(TAR_BLOCK as u64).read_to_end(&mut head).map_err(|e| e.to_string())?;
+            if let Some(codec) = layer_codec(&head) {
+                let chained: Box<dyn Read + '_> = Box::new(io::Cursor::new(head).chain(&mut live));
+                let (layer, reader): (Arc<Origin>, Box<dyn Read + '_>) = match codec {
+                    Some(c) => {
+                        let meter = Metered {
+                            inner: c.decoder(chained).map_err(|e| e.to_string())?,
+                            budget: ctx.budget.clone(),
+                            produced: 0,
+                            cap: None,
+                        };
+                        (Arc::new(Origin::decoded(member, c, None, &ctx.budget)), Box::new(meter))
+                    }
+                    None => (member, chained),
+                };
+                let visible = |p: &Path| index.visible(i, p);
+                if let Err(err) =
+                    walk_tar(&layer, Some(reader), layer_seq(i), ctx, &gather, &visible, &mut |_, _| {})
+                {
+                    gather.problem(
+                        ctx,
+                        Path::new(name.as_deref().unwrap_or_default()),
+                        format!("layer: {err}"),
+                    );
+                }
+            }
+            let consumed = h.size - live.left;
+            tar.skip(e.stored - consumed).map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    })();
+    if let Err(e) = second {
+        gather.problem(ctx, Path::new(""), e);
+    }
+    Some(gather.finish(ctx, image_record(ctx, layers.format, layers.layers.len())))
+}
+
 /// Lists a random-access tar's members by path (regular files only), for image detection.
 fn list_tar(stream: &Arc<Origin>) -> Result<BTreeMap<String, Arc<Origin>>, String> {
     let mut tar = TarStream { origin: stream, reader: stream.open().map_err(|e| e.to_string())?, pos: 0 };
@@ -1338,7 +1669,7 @@ fn list_tar(stream: &Arc<Origin>) -> Result<BTreeMap<String, Arc<Origin>>, Strin
         if let (TarType::File, Ok(Some(p))) = (h.kind, member_path(&h.name)) {
             out.insert(p.to_string_lossy().into_owned(), Arc::new(stream.range(e.data, h.size)));
         }
-        tar.skip(h.size + padding(h.size)).map_err(|e| e.to_string())?;
+        tar.skip(e.stored).map_err(|e| e.to_string())?;
     }
     Ok(out)
 }
@@ -1354,6 +1685,8 @@ pub fn expand_if_image(origin: &Arc<Origin>, ctx: &Ctx) -> Option<Found> {
     match image_layers(&file) {
         Ok(Some(layers)) => Some(expand_image(layers, ctx)),
         Ok(None) => None,
+        // A `manifest.json` that is no image manifest: a plain tarball that happens to hold one.
+        Err(_) if !listing.contains_key("oci-layout") => None,
         Err(e) => {
             let mut f = Found::default();
             f.problem(ctx.base.clone(), format!("container image: {e}"));
@@ -1376,6 +1709,22 @@ pub fn expand_layout_dir(dir: &Path, ctx: &Ctx) -> Option<Found> {
         let src = crate::scan::open_regular(&dir.join(name)).ok()?;
         Some(Arc::new(Origin::file(Arc::new(src))))
     };
+    let found = expand_layout(&file, ctx)?;
+    Some(ctx.budget.settle(found, &ctx.base))
+}
+
+/// The total size of an OCI layout's blobs: what its inflation budget is measured against.
+pub fn layout_size(dir: &Path) -> u64 {
+    walkdir::WalkDir::new(dir.join("blobs"))
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.metadata().ok())
+        .filter(|m| m.is_file())
+        .map(|m| m.len())
+        .sum()
+}
+
+fn expand_layout(file: &dyn Fn(&str) -> Option<Arc<Origin>>, ctx: &Ctx) -> Option<Found> {
     Some(match image_layers(&file) {
         Ok(Some(layers)) => expand_image(layers, ctx),
         Ok(None) => return None,

@@ -20,7 +20,7 @@ use anyhow::{bail, Context};
 use rayon::prelude::*;
 
 use crate::aggregate::summarize_targets;
-use crate::archive::{self, budget_for, Budget, Format, Origin};
+use crate::archive::{self, budget_for, Budget, Origin};
 use crate::classify::{classify, Kind, SNIFF_LEN};
 use crate::family;
 use crate::model::{
@@ -292,13 +292,8 @@ fn read_file(c: &Candidate, targets: &Targets) -> Found {
         let origin = Arc::new(Origin::file(src.clone()));
         let budget = Budget::new(budget_for(src.len));
         if let Some(format) = archive::detect(kind, &head, &origin, &budget) {
-            let ctx = archive::Ctx { targets, budget, depth: 0, base: path };
-            if format == Format::Tar(None) {
-                if let Some(found) = archive::expand_if_image(&origin, &ctx) {
-                    return found;
-                }
-            }
-            return archive::expand(origin, format, &ctx);
+            let ctx = archive::Ctx { targets, budget: budget.clone(), depth: 0, base: path.clone() };
+            return budget.settle(archive::expand(origin, format, &ctx), &path);
         }
         return Found::one(inspect(&*src, &head, &c.path, Some(&c.path), path, targets));
     }

@@ -195,6 +195,8 @@ pub fn parse_tar_header(block: &[u8], offset: u64) -> Result<TarBlock> {
             name = joined;
         }
     }
+    // A pre-POSIX archive marks folders only by a trailing slash.
+    let kind = if kind == TarType::File && name.ends_with(b"/") { TarType::Dir } else { kind };
     // Directories, links and devices hold no data whatever the size field says (POSIX).
     let size = match kind {
         TarType::HardLink | TarType::Symlink | TarType::Dir | TarType::Special(_) => 0,
@@ -211,6 +213,8 @@ pub struct PaxOverrides {
     pub size: Option<u64>,
     /// The member is a PAX sparse file (`GNU.sparse.*` keys): its data is not stored as-is.
     pub sparse: bool,
+    /// The real name of a PAX sparse file (`GNU.sparse.name`).
+    pub sparse_name: Option<Vec<u8>>,
 }
 
 /// Parses PAX records (`"<len> <key>=<value>\n"`), keeping the keys that matter here.
@@ -238,6 +242,10 @@ pub fn parse_pax(data: &[u8]) -> Result<PaxOverrides> {
             b"size" => {
                 out.size =
                     Some(std::str::from_utf8(value).ok().and_then(|s| s.parse().ok()).ok_or(bad.clone())?)
+            }
+            b"GNU.sparse.name" => {
+                out.sparse = true;
+                out.sparse_name = Some(value.to_vec());
             }
             k if k.starts_with(b"GNU.sparse.") => out.sparse = true,
             _ => {}
@@ -330,12 +338,25 @@ pub fn xz_blocks(src: &dyn ByteSource) -> Option<(Vec<XzBlock>, u64)> {
     {
         return None;
     }
+    let crc = |data: &[u8]| {
+        let mut c = flate2::Crc::new();
+        c.update(data);
+        c.sum()
+    };
+    // Both CRC32s must hold: a corrupt index would send block jumps to wrong offsets.
+    if crc(footer.get(4..10)?) != super::le32(&footer, 0)? {
+        return None;
+    }
     let backward = (u64::from(super::le32(&footer, 4)?) + 1) * 4;
     if backward > MAX_INDEX {
         return None;
     }
     let index_at = len.checked_sub(12)?.checked_sub(backward)?;
     let index = src.read_at(index_at, backward as usize).ok()?;
+    let body = index.get(..index.len().checked_sub(4)?)?;
+    if crc(body) != super::le32(&index, index.len() - 4)? {
+        return None;
+    }
     let mut pos = 1usize;
     if *index.first()? != 0 {
         return None;
