@@ -35,10 +35,10 @@ use crate::scan::{inspect, FileSource, Found, LinkSeen};
 use crate::targets::Targets;
 
 /// Members of a stream up to this size are read into memory and inspected in parallel.
-pub const IN_MEMORY: u64 = 64 << 20;
+pub const IN_MEMORY: u64 = 32 << 20;
 /// Most member bytes held in memory at once, waiting for inspection, across every archive a
 /// scan reads at once.
-const IN_FLIGHT: u64 = 256 << 20;
+const IN_FLIGHT: u64 = 128 << 20;
 
 /// Member bytes in memory now, read from streams and not yet inspected.
 static IN_FLIGHT_BYTES: AtomicU64 = AtomicU64::new(0);

@@ -273,10 +273,37 @@ impl Collector<'_> {
 /// Bytes of the head that family detection and firmware headers look at.
 const FAMILY_HEAD: usize = 64;
 
-fn read_file(c: &Candidate, targets: &Targets) -> Found {
+/// What reading a candidate's first bytes gave: a finished file, or an archive to expand.
+enum Read {
+    Done(Found),
+    Archive(Box<PendingArchive>),
+}
+
+/// An archive found by its first bytes, expanded after the plain files (see [`scan`]).
+struct PendingArchive {
+    origin: Arc<Origin>,
+    format: archive::Format,
+    budget: Arc<Budget>,
+    path: RelPath,
+}
+
+impl PendingArchive {
+    fn expand(&self, targets: &Targets) -> Found {
+        let ctx = archive::Ctx { targets, budget: self.budget.clone(), depth: 0, base: self.path.clone() };
+        self.budget.settle(archive::expand(self.origin.clone(), self.format, &ctx), &self.path)
+    }
+}
+
+fn read_file(c: &Candidate, targets: &Targets) -> Read {
     let path = RelPath::new(c.root, c.rel.as_os_str());
     let failed = |path: RelPath, size: u64, message: String| {
-        Found::one(FileOutcome { path, kind: Kind::Other, size, record: None, problems: vec![message] })
+        Read::Done(Found::one(FileOutcome {
+            path,
+            kind: Kind::Other,
+            size,
+            record: None,
+            problems: vec![message],
+        }))
     };
     let src = match open_regular(&c.path) {
         Ok(s) => s,
@@ -292,12 +319,11 @@ fn read_file(c: &Candidate, targets: &Targets) -> Found {
         let origin = Arc::new(Origin::file(src.clone()));
         let budget = Budget::new(budget_for(src.len));
         if let Some(format) = archive::detect(kind, &head, &origin, &budget) {
-            let ctx = archive::Ctx { targets, budget: budget.clone(), depth: 0, base: path.clone() };
-            return budget.settle(archive::expand(origin, format, &ctx), &path);
+            return Read::Archive(Box::new(PendingArchive { origin, format, budget, path }));
         }
-        return Found::one(inspect(&*src, &head, &c.path, Some(&c.path), path, targets));
+        return Read::Done(Found::one(inspect(&*src, &head, &c.path, Some(&c.path), path, targets)));
     }
-    Found::one(inspect(&src, &head, &c.path, Some(&c.path), path, targets))
+    Read::Done(Found::one(inspect(&src, &head, &c.path, Some(&c.path), path, targets)))
 }
 
 /// Inspects one regular file or archive member: its kind, code objects and family facts.
@@ -525,37 +551,61 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
         .num_threads(config.threads.unwrap_or(0))
         .build()
         .context("failed to start worker threads")?;
+    let report = |found: &Found| {
+        for p in &found.problems {
+            progress.problem(&given, p);
+        }
+        for f in &found.files {
+            for message in &f.problems {
+                progress.problem(&given, &Problem { path: f.path.clone(), message: message.clone() });
+            }
+        }
+        progress.file_done();
+    };
+    let threads = pool.current_num_threads().max(1);
     let found: Vec<Found> = pool.install(|| {
-        let mut found: Vec<Found> = walked
-            .candidates
-            .par_iter()
-            .map(|c| {
-                let found = read_file(c, targets);
-                for p in &found.problems {
-                    progress.problem(&given, p);
+        let read: Vec<Read> = walked.candidates.par_iter().map(|c| read_file(c, targets)).collect();
+        let mut found = Vec::with_capacity(read.len());
+        let mut pending = Vec::new();
+        for r in read {
+            match r {
+                Read::Done(f) => {
+                    report(&f);
+                    found.push(f);
                 }
-                for f in &found.files {
-                    for message in &f.problems {
-                        progress.problem(&given, &Problem { path: f.path.clone(), message: message.clone() });
+                Read::Archive(a) => pending.push(a),
+            }
+        }
+        // Archives go after the plain files, read by as many workers as there are threads, each
+        // one archive at a time: a thread waiting on its archive's members can then pick up only
+        // member work or another worker, never start an archive of its own, so memory is bounded
+        // by the thread count, not by the number of archives.
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let expanded = std::sync::Mutex::new(Vec::with_capacity(pending.len()));
+        rayon::scope(|scope| {
+            for _ in 0..threads.min(pending.len()) {
+                scope.spawn(|_| loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(a) = pending.get(i) else { break };
+                    let f = a.expand(targets);
+                    report(&f);
+                    if let Ok(mut e) = expanded.lock() {
+                        e.push((i, f));
                     }
-                }
-                progress.file_done();
-                found
-            })
-            .collect();
-        let images: Vec<Found> = layouts
-            .par_iter()
-            .filter_map(|&i| {
-                let ctx = archive::Ctx {
-                    targets,
-                    budget: Budget::new(u64::MAX),
-                    depth: 0,
-                    base: RelPath::new(i, OsStr::new("")),
-                };
-                roots.get(i).and_then(|r| archive::expand_layout_dir(&r.real, &ctx))
-            })
-            .collect();
-        found.extend(images);
+                });
+            }
+        });
+        let mut expanded = expanded.into_inner().unwrap_or_default();
+        expanded.sort_by_key(|(i, _)| *i);
+        found.extend(expanded.into_iter().map(|(_, f)| f));
+        for &i in &layouts {
+            let Some(r) = roots.get(i) else { continue };
+            let budget = Budget::new(budget_for(archive::layout_size(&r.real)));
+            let ctx = archive::Ctx { targets, budget, depth: 0, base: RelPath::new(i, OsStr::new("")) };
+            if let Some(f) = archive::expand_layout_dir(&r.real, &ctx) {
+                found.push(f);
+            }
+        }
         found
     });
 

@@ -112,26 +112,30 @@ impl RawTar {
 
     /// One ustar header (`typeflag`, name and link up to 100 bytes) and its data.
     fn entry(&mut self, name: &[u8], typeflag: u8, link: &[u8], data: &[u8]) -> &mut Self {
-        assert!(name.len() <= 100 && link.len() <= 100, "raw tar names fit the header");
-        let mut h = [0u8; 512];
-        h[..name.len()].copy_from_slice(name);
-        let mode: &[u8] = if typeflag == b'5' { b"0000755\0" } else { b"0000644\0" };
-        h[100..108].copy_from_slice(mode);
-        h[108..116].copy_from_slice(b"0000000\0");
-        h[116..124].copy_from_slice(b"0000000\0");
-        h[124..136].copy_from_slice(format!("{:011o}\0", data.len()).as_bytes());
-        h[136..148].copy_from_slice(b"00000000000\0");
-        h[156] = typeflag;
-        h[157..157 + link.len()].copy_from_slice(link);
-        h[257..263].copy_from_slice(b"ustar\0");
-        h[263..265].copy_from_slice(b"00");
-        h[148..156].copy_from_slice(b"        ");
-        let sum: u32 = h.iter().map(|&b| u32::from(b)).sum();
-        h[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
-        self.0.extend_from_slice(&h);
+        let size = format!("{:011o}\0", data.len());
+        self.raw(&tar_header(name, typeflag, link, size.as_bytes(), &[]), data)
+    }
+
+    /// A header block as given, then `data` padded to a whole block.
+    fn raw(&mut self, header: &[u8; 512], data: &[u8]) -> &mut Self {
+        self.0.extend_from_slice(header);
         self.0.extend_from_slice(data);
         self.0.resize(self.0.len().div_ceil(512) * 512, 0);
         self
+    }
+
+    /// A PAX extended header holding `records` (key, value), for the member after it.
+    fn pax(&mut self, records: &[(&str, &str)]) -> &mut Self {
+        let mut body = Vec::new();
+        for (key, value) in records {
+            let rest = format!(" {key}={value}\n");
+            let mut len = rest.len() + 1;
+            while len != rest.len() + len.to_string().len() {
+                len = rest.len() + len.to_string().len();
+            }
+            body.extend_from_slice(format!("{len}{rest}").as_bytes());
+        }
+        self.entry(b"PaxHeader", b'x', b"", &body)
     }
 
     fn file(&mut self, name: &str, data: &[u8]) -> &mut Self {
@@ -152,6 +156,31 @@ impl RawTar {
         out.extend_from_slice(&[0u8; 1024]);
         out
     }
+}
+
+/// One ustar header block: `name` and `link` (up to 100 bytes), the 12-byte `size` field as
+/// given (octal text or GNU base-256), then the `patch` byte runs, then the checksum.
+fn tar_header(name: &[u8], typeflag: u8, link: &[u8], size: &[u8], patch: &[(usize, &[u8])]) -> [u8; 512] {
+    assert!(name.len() <= 100 && link.len() <= 100 && size.len() == 12, "raw tar fields fit the header");
+    let mut h = [0u8; 512];
+    h[..name.len()].copy_from_slice(name);
+    let mode: &[u8] = if typeflag == b'5' { b"0000755\0" } else { b"0000644\0" };
+    h[100..108].copy_from_slice(mode);
+    h[108..116].copy_from_slice(b"0000000\0");
+    h[116..124].copy_from_slice(b"0000000\0");
+    h[124..136].copy_from_slice(size);
+    h[136..148].copy_from_slice(b"00000000000\0");
+    h[156] = typeflag;
+    h[157..157 + link.len()].copy_from_slice(link);
+    h[257..263].copy_from_slice(b"ustar\0");
+    h[263..265].copy_from_slice(b"00");
+    for (at, bytes) in patch {
+        h[*at..*at + bytes.len()].copy_from_slice(bytes);
+    }
+    h[148..156].copy_from_slice(b"        ");
+    let sum: u32 = h.iter().map(|&b| u32::from(b)).sum();
+    h[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+    h
 }
 
 fn gz(data: &[u8]) -> Vec<u8> {
@@ -1014,4 +1043,270 @@ fn thread_count_does_not_change_archive_json() {
         assert_eq!(problems(&snap).len(), 10, "{name}");
         assert_eq!(archives(&snap)[0]["members"], 50, "{name}");
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 7. Regressions from review
+// ---------------------------------------------------------------------------------------------
+
+/// Scans a folder holding the archive `name` = `bytes` and a code object `after.co` beside it.
+fn scan_beside(name: &str, bytes: &[u8]) -> (Tree, Run, Value) {
+    let t = Tree::new();
+    t.file(name, bytes);
+    t.file("after.co", &co(GFX942, 0, 1));
+    let (run, snap) = t.scan_json(&[]);
+    (t, run, snap)
+}
+
+/// A `docker save` archive of the given layers (bottom first).
+fn image_of(layers: Vec<Vec<u8>>) -> Vec<u8> {
+    let names: Vec<String> = (0..layers.len()).map(|i| format!("l{i}/layer.tar")).collect();
+    let manifest = json!([{"Config": "cfg.json", "RepoTags": [], "Layers": names}]);
+    let mut entries = vec![file("cfg.json", br#"{"architecture":"amd64","os":"linux"}"#.to_vec())];
+    for (name, layer) in names.iter().zip(layers) {
+        entries.push(file(name, layer));
+    }
+    entries.push(file("manifest.json", manifest.to_string().into_bytes()));
+    tar_of(&entries)
+}
+
+#[test]
+fn tar_member_size_near_u64_max_is_a_problem_not_a_hang() {
+    // GNU base-256 size 2^64 - 512 (a whole number of blocks), then the end marker.
+    let huge = u64::MAX - 511;
+    let mut size = [0u8; 12];
+    size[0] = 0x80;
+    size[4..].copy_from_slice(&huge.to_be_bytes());
+    let base256 = RawTar::new().raw(&tar_header(b"x.bin", b'0', b"", &size, &[]), b"").finish();
+    assert_eq!(base256.len(), 1536);
+    let pax = RawTar::new().pax(&[("size", "18446744073709551615")]).file("b.bin", b"x").finish();
+    for (name, bytes, claimed) in [
+        ("base256.tar", base256.clone(), huge),
+        ("pax.tar", pax.clone(), u64::MAX),
+        ("base256.tar.gz", gz(&base256), huge),
+        ("pax.tar.gz", gz(&pax), u64::MAX),
+    ] {
+        let (_t, run, snap) = scan_beside(name, &bytes);
+        run.expect_code(1);
+        assert_eq!(file_paths(&snap), ["after.co"], "{name}: {snap:#}");
+        assert_eq!(snap["summary"]["files"], 1, "{name}: {snap:#}");
+        let p = problems(&snap);
+        assert_eq!(p.len(), 1, "{name}: {p:?}");
+        assert_eq!(p[0].0, name, "{name}: the archive is what is broken: {p:?}");
+        let msg = &p[0].1;
+        assert!(msg.contains("member size") || msg.contains("truncated"), "{name}: {msg}");
+        assert!(msg.contains(&claimed.to_string()), "{name}: the problem says the size claimed: {msg}");
+    }
+}
+
+#[test]
+fn tar_cut_inside_a_big_member_is_truncated_not_a_short_file() {
+    let big_name = "lib/firmware/amdgpu/vega10_me.bin";
+    let first = co(GFX90A, 0, 1);
+    let tar =
+        RawTar::new().file("first.co", &first).file(big_name, &firmware_blob(167, (9, 0), 2 << 20)).finish();
+    let data_at = crate::util::offset_of(&tar, big_name.as_bytes()) as usize + 512;
+    let cut = tar[..data_at + (1 << 20)].to_vec();
+    // Whole, the firmware blob is a file record (so a clipped one would be seen).
+    let (_t, run, whole) = scan_beside("whole.tar", &tar);
+    run.expect_code(0);
+    assert_eq!(file_record(&whole, &format!("whole.tar!/{big_name}"))["size"], 2 << 20);
+
+    let (_t, run, snap) = scan_beside("cut.tar", &cut);
+    run.expect_code(1);
+    assert_eq!(file_paths(&snap), ["after.co", "cut.tar!/first.co"], "{snap:#}");
+    assert_eq!(snap["summary"]["files"], 2, "{snap:#}");
+    let after_len = co(GFX942, 0, 1).len();
+    assert_eq!(snap["summary"]["bytes"], first.len() + after_len, "no clipped member counted: {snap:#}");
+    assert_eq!(archives(&snap)[0]["members"], 1, "{snap:#}");
+    let p = problems(&snap);
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert_eq!(p[0].0, "cut.tar", "{p:?}");
+    assert!(p[0].1.contains("truncated"), "{p:?}");
+    assert!(p[0].1.contains(&(2u64 << 20).to_string()), "the problem says what the member claims: {p:?}");
+}
+
+#[test]
+fn tar_hard_link_is_named_by_its_own_name() {
+    let gc = "lib/firmware/amdgpu/gc_11_0_0_mes.bin";
+    let navi = "lib/firmware/amdgpu/navi10_sos.bin";
+    let blob = firmware_blob(530, (11, 0), 4096);
+    let tar = RawTar::new()
+        .dir("lib/")
+        .dir("lib/firmware/")
+        .dir("lib/firmware/amdgpu/")
+        .file(gc, &blob)
+        .entry(navi.as_bytes(), b'1', gc.as_bytes(), b"")
+        .finish();
+    let t = Tree::new();
+    // Extracted, a hard link is one more name for the same bytes.
+    write_dir(&t, "dir", &[file(gc, blob.clone()), file(navi, blob.clone())]);
+    t.file("fw.tar", &tar);
+    let (dir_run, want) = scan_json(&t.path("dir"), &[]);
+    let (run, snap) = scan_json(&t.path("fw.tar"), &[]);
+    assert_eq!(problems(&snap), Vec::<(String, String)>::new());
+    assert_eq!(run.code, dir_run.code);
+    assert_eq!(file_paths(&snap), [gc, navi], "{snap:#}");
+    let link = file_record(&snap, navi);
+    assert_eq!(link["artifact"]["prefix"], "navi10", "{link:#}");
+    assert_eq!(link["artifact"]["name_target"], "gfx1010", "{link:#}");
+    assert_eq!(link["size"], 4096, "{link:#}");
+    assert_eq!(file_record(&snap, gc)["artifact"]["prefix"], "gc_11_0_0");
+    assert_eq!(file_record(&want, navi)["artifact"]["prefix"], "navi10");
+    assert_eq!(tree_part(&snap), tree_part(&want));
+    assert_eq!(archives(&snap), [json!({"root": 0, "path": "", "format": "tar", "members": 2})]);
+}
+
+#[test]
+fn image_hard_links_outlive_their_whited_out_or_replaced_target() {
+    let bottom = RawTar::new().file("a.so", &co(GFX90A, 0, 2)).entry(b"b.so", b'1', b"a.so", b"").finish();
+    let cases = [
+        ("whiteout", RawTar::new().file(".wh.a.so", b"").finish(), vec![file("b.so", co(GFX90A, 0, 2))]),
+        (
+            "replaced",
+            RawTar::new().file("a.so", &co(GFX1100, 0, 3)).finish(),
+            vec![file("a.so", co(GFX1100, 0, 3)), file("b.so", co(GFX90A, 0, 2))],
+        ),
+    ];
+    for (what, top, final_fs) in cases {
+        let t = Tree::new();
+        write_dir(&t, "final", &final_fs);
+        let (run, want) = scan_json(&t.path("final"), &[]);
+        run.expect_code(0);
+        t.file("image.tar", &image_of(vec![bottom.clone(), top]));
+        let (run, snap) = scan_json(&t.path("image.tar"), &[]);
+        let p = problems(&snap);
+        assert!(!p.iter().any(|(_, m)| m.contains("which no earlier member")), "{what}: {p:?}");
+        assert_eq!(p, Vec::<(String, String)>::new(), "{what}");
+        run.expect_code(0);
+        let paths: Vec<String> = final_fs.iter().map(|e| e.path().to_string()).collect();
+        assert_eq!(file_paths(&snap), paths, "{what}: {snap:#}");
+        assert_eq!(
+            target_ids(file_record(&snap, "b.so")),
+            ["gfx90a"],
+            "{what}: b.so keeps a.so's first content"
+        );
+        assert_eq!(file_record(&snap, "b.so")["code_objects"][0]["kernels"], 2, "{what}");
+        if what == "replaced" {
+            assert_eq!(target_ids(file_record(&snap, "a.so")), ["gfx1100"]);
+        }
+        assert_eq!(snap["archives"][0]["format"], "docker-image", "{what}");
+        assert_eq!(tree_part(&snap), tree_part(&want), "{what}");
+    }
+}
+
+#[test]
+fn unknown_tar_entry_type_is_read_as_a_regular_file() {
+    let tar = RawTar::new()
+        .entry(b"lib/x.co", b'A', b"", &co(GFX1030, 0, 1))
+        .file("lib/after.co", &co(GFX900, 0, 1))
+        .finish();
+    let (_t, snap) = scan_hostile("unk.tar", &tar);
+    assert_eq!(file_paths(&snap), ["lib/after.co", "lib/x.co"], "{snap:#}");
+    assert_eq!(target_ids(file_record(&snap, "lib/x.co")), ["gfx1030"]);
+    assert_eq!(snap["summary"]["files"], 2, "{snap:#}");
+    assert_eq!(snap["summary"]["code_objects"], 2, "{snap:#}");
+    let p = problems(&snap);
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert_eq!(p[0].0, "lib/x.co", "{p:?}");
+    assert!(p[0].1.contains("unknown tar entry type") && p[0].1.contains("'A'"), "{p:?}");
+}
+
+#[test]
+fn old_gnu_sparse_extension_blocks_are_skipped() {
+    // Old GNU magic; one map entry (0, 512) in the header, real size 1 MiB, and one extension
+    // block (isextended at 482), whose own isextended byte (504) is 0.
+    let number = |v: u64| format!("{v:011o}\0").into_bytes();
+    let (zero, block, real) = (number(0), number(512), number(1 << 20));
+    let header = tar_header(
+        b"sparse.bin",
+        b'S',
+        b"",
+        &block,
+        &[(257, b"ustar  \0"), (386, &zero), (398, &block), (482, &[1]), (483, &real)],
+    );
+    let mut ext = [0u8; 512];
+    ext[..12].copy_from_slice(&number((1 << 20) - 512));
+    ext[12..24].copy_from_slice(&zero);
+    let mut tar = RawTar::new();
+    tar.0.extend_from_slice(&header);
+    tar.0.extend_from_slice(&ext);
+    tar.0.extend_from_slice(&garbage(512, 11));
+    let tar = tar.file("zz.co", &co(GFX942, 0, 3)).finish();
+    let (_t, snap) = scan_hostile("gsparse.tar", &tar);
+    assert_eq!(file_paths(&snap), ["zz.co"], "{snap:#}");
+    assert_eq!(target_ids(file_record(&snap, "zz.co")), ["gfx942"]);
+    assert_eq!(file_record(&snap, "zz.co")["code_objects"][0]["kernels"], 3);
+    let p = problems(&snap);
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert_eq!(p[0].0, "sparse.bin", "{p:?}");
+    assert!(p[0].1.contains("sparse"), "{p:?}");
+}
+
+#[test]
+fn pax_sparse_problem_names_the_real_path() {
+    let mut data = b"1\n0\n512\n".to_vec();
+    data.resize(512, 0);
+    data.extend(garbage(512, 5));
+    let tar = RawTar::new()
+        .pax(&[
+            ("GNU.sparse.major", "1"),
+            ("GNU.sparse.minor", "0"),
+            ("GNU.sparse.name", "real/name.bin"),
+            ("GNU.sparse.realsize", "4096"),
+            ("path", "GNUSparseFile.0/name.bin"),
+        ])
+        .file("GNUSparseFile.0/name.bin", &data)
+        .file("zz.co", &co(GFX90A, 0, 1))
+        .finish();
+    let (_t, snap) = scan_hostile("psparse.tar", &tar);
+    assert_eq!(file_paths(&snap), ["zz.co"], "{snap:#}");
+    let p = problems(&snap);
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert_eq!(p[0].0, "real/name.bin", "{p:?}");
+    assert!(p[0].1.contains("sparse"), "{p:?}");
+}
+
+#[test]
+fn plain_tar_holding_a_manifest_json_is_a_plain_tar() {
+    let tar = tar_of(&[file("manifest.json", br#"{"name":"x"}"#.to_vec()), file("lib.co", co(GFX90A, 0, 1))]);
+    let t = Tree::new();
+    t.file("mj.tar", &tar);
+    let (run, snap) = scan_json(&t.path("mj.tar"), &[]);
+    assert_eq!(problems(&snap), Vec::<(String, String)>::new());
+    run.expect_code(0);
+    assert_eq!(archives(&snap), [json!({"root": 0, "path": "", "format": "tar", "members": 2})]);
+    assert_eq!(file_paths(&snap), ["lib.co"]);
+    assert_eq!(target_ids(file_record(&snap, "lib.co")), ["gfx90a"]);
+    assert_eq!(snap["summary"]["files"], 2, "{snap:#}");
+}
+
+#[test]
+fn a_later_entry_of_another_type_replaces_a_file_and_old_folders_are_folders() {
+    let tar = RawTar::new().file("x.co", &co(GFX90A, 0, 1)).symlink("x.co", "y.co").finish();
+    let (_t, snap) = scan_hostile("filethenlink.tar", &tar);
+    assert_eq!(snap["summary"]["symlinks"], 1, "{snap:#}");
+    assert_eq!(snap["summary"]["files"], 0, "{snap:#}");
+    assert_eq!(snap["summary"]["code_objects"], 0, "{snap:#}");
+    assert_eq!(file_paths(&snap), Vec::<String>::new());
+    assert!(snap["targets"].get("gfx90a").is_none(), "{:#}", snap["targets"]);
+    let p = problems(&snap);
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert_eq!(p[0].0, "x.co", "{p:?}");
+    assert!(p[0].1.contains("duplicate"), "{p:?}");
+
+    // A pre-POSIX folder: typeflag '0', marked only by its trailing slash.
+    let v7 = RawTar::new().entry(b"usr/", b'0', b"", b"").file("usr/k.co", &co(GFX906, 0, 1)).finish();
+    let posix = RawTar::new().dir("usr/").file("usr/k.co", &co(GFX906, 0, 1)).finish();
+    let t = Tree::new();
+    t.file("v7.tar", &v7);
+    t.file("posix.tar", &posix);
+    let (run, snap) = scan_json(&t.path("v7.tar"), &[]);
+    assert_eq!(problems(&snap), Vec::<(String, String)>::new());
+    run.expect_code(0);
+    assert_eq!(snap["summary"]["files"], 1, "{snap:#}");
+    assert_eq!(file_paths(&snap), ["usr/k.co"]);
+    assert_eq!(archives(&snap)[0]["members"], 1, "{snap:#}");
+    let (_, want) = scan_json(&t.path("posix.tar"), &[]);
+    assert_eq!(tree_part(&snap), tree_part(&want));
 }
