@@ -11,8 +11,15 @@
 //! [`IN_MEMORY`] are read once into memory and inspected in parallel while the stream goes on;
 //! larger ones are inspected through a [`ReplaySource`], which reads forward from the live
 //! stream and, when a parser reads backwards (an ELF's section table sits at its end), opens the
-//! origin again: a few passes of decompression, never the member in memory. Every byte inflated
-//! counts against one [`Budget`] per top-level archive, so a decompression bomb ends as a problem.
+//! origin again: a few passes of decompression, never the member in memory. An xz stream of
+//! several blocks (as Debian builds `data.tar.xz`) is opened at the block holding an offset,
+//! through its index, so such jumps cost one block. Every byte inflated counts against one
+//! [`Budget`] per top-level archive, so a decompression bomb ends as a problem.
+//!
+//! Extraction semantics decide what a member is: the last entry at a path wins, hard links are
+//! the files they name, and an image is its final file system — layers applied bottom up through
+//! a `LayerIndex`, top layer first when the image is on disk, in two passes over the stream
+//! when it arrives compressed whole.
 
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -355,9 +362,9 @@ impl<S: ByteSource> Seek for SourceReader<S> {
 
 /// A member of a stream, addressed like a file, without holding it whole.
 ///
-/// Reads go forward through the stream, keeping the member's first [`KEEP_HEAD`] bytes and the
-/// last [`KEEP_BEHIND`] before the position; a read further back opens the origin again (at
-/// most [`MAX_PASSES`] times). The first pass reads the live stream the archive walk is on.
+/// Reads go forward through the stream, keeping the member's first `KEEP_HEAD` bytes and the
+/// last `KEEP_BEHIND` before the position; a read further back opens the origin again (at
+/// most `MAX_PASSES` times). The first pass reads the live stream the archive walk is on.
 pub struct ReplaySource<'a> {
     origin: &'a Origin,
     len: u64,

@@ -194,7 +194,7 @@ impl<'a> Reader<'a> {
     /// Skips one whole value, however deeply nested (up to [`MAX_DEPTH`]).
     ///
     /// The hot path of walking a 100 MB Tensile library: each value costs one look at the
-    /// buffer and one table decision ([`value_head`]); string and binary payloads are stepped
+    /// buffer and one table decision (`value_head`); string and binary payloads are stepped
     /// over unread.
     pub fn skip(&mut self) -> Result<()> {
         // An explicit stack of "values still to skip" keeps deep data off the call stack.
