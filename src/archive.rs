@@ -32,6 +32,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::classify::{classify, Kind};
+use crate::family;
 use crate::model::{ArchiveRecord, RelPath};
 use crate::parse::archive::{
     link_escapes, member_path, parse_ar, parse_pax, parse_tar_header, xz_blocks, xz_tail_index, TarBlock,
@@ -481,7 +482,10 @@ impl ByteSource for ReplaySource<'_> {
             }
             let keep_from = offset.saturating_sub(KEEP_BEHIND);
             if st.pos + n as u64 > keep_from {
-                if st.window.is_empty() {
+                // The window holds one contiguous run of bytes: after a gap (bytes read through
+                // and not kept), it starts again here.
+                if st.window.is_empty() || st.window_base + st.window.len() as u64 != st.pos {
+                    st.window.clear();
                     st.window_base = st.pos;
                 }
                 st.window.extend_from_slice(got);
@@ -576,6 +580,9 @@ struct Collected {
     found: Found,
 }
 
+/// A hard link entry: its sequence number, its path, the path it names and that file's bytes.
+type HardLink = (u64, PathBuf, PathBuf, Arc<Origin>);
+
 /// The results of one archive, gathered from the walk and its parallel inspections. Extraction
 /// keeps the last entry at each path, whatever its type: `claims` holds, per path, the sequence
 /// number of the last entry and how many there were, and only entries that are last count.
@@ -584,7 +591,7 @@ struct Gather {
     members: Mutex<Vec<Collected>>,
     claims: Mutex<HashMap<PathBuf, (u64, u32)>>,
     links: Mutex<Vec<(u64, PathBuf, Vec<u8>)>>,
-    hard_links: Mutex<Vec<(u64, PathBuf, Arc<Origin>)>>,
+    hard_links: Mutex<Vec<HardLink>>,
     found: Mutex<Found>,
 }
 
@@ -616,9 +623,9 @@ impl Gather {
         }
     }
 
-    fn hard_link(&self, seq: u64, path: &Path, target: Arc<Origin>) {
+    fn hard_link(&self, seq: u64, path: &Path, target: &Path, origin: Arc<Origin>) {
         if let Ok(mut h) = self.hard_links.lock() {
-            h.push((seq, path.to_path_buf(), target));
+            h.push((seq, path.to_path_buf(), target.to_path_buf(), origin));
         }
     }
 
@@ -640,11 +647,40 @@ impl Gather {
         let mut record = record;
         let mut members = self.members.into_inner().unwrap_or_default();
         members.sort_by_key(|m| m.seq);
+        let mut hard_links = self.hard_links.into_inner().unwrap_or_default();
+        hard_links.sort_by_key(|h| h.0);
+        // A hard link is the file it names, under its own name. Where its name says nothing
+        // its target's does not (no family by name either way, or the same), the target's
+        // result is taken; otherwise the bytes are read again — in place where the archive
+        // allows, else by decoding the stream again, which the budget counts.
+        let mut linked = Vec::new();
+        for (seq, path, target, origin) in hard_links {
+            if !last(seq, &path) {
+                continue;
+            }
+            let same_name_facts =
+                family::detect_link(&path, ctx.targets) == family::detect_link(&target, ctx.targets);
+            let earlier = members.iter().rev().find(|m| m.seq < seq && m.path == target);
+            match earlier {
+                Some(m) if origin.random().is_none() && same_name_facts && m.found.archives.is_empty() => {
+                    let mut files = m.found.files.clone();
+                    for f in &mut files {
+                        f.set_path(ctx.member(&path));
+                    }
+                    linked.push(Found { files, ..Found::default() });
+                }
+                _ => linked.push(visit(&origin, Bytes::InPlace, &path, ctx)),
+            }
+        }
         for m in members {
             if last(m.seq, &m.path) {
                 record.members += 1;
                 found.merge(m.found);
             }
+        }
+        for l in linked {
+            record.members += 1;
+            found.merge(l);
         }
         let mut links = self.links.into_inner().unwrap_or_default();
         links.sort_by_key(|l| l.0);
@@ -656,14 +692,6 @@ impl Gather {
                     name: path.clone(),
                     target: String::from_utf8_lossy(&target).into_owned(),
                 });
-            }
-        }
-        let mut hard_links = self.hard_links.into_inner().unwrap_or_default();
-        hard_links.sort_by_key(|h| h.0);
-        for (seq, path, target) in hard_links {
-            if last(seq, &path) {
-                record.members += 1;
-                found.merge(visit(&target, Bytes::InPlace, &path, ctx));
             }
         }
         found.archives.push(record);
@@ -787,19 +815,16 @@ fn visit(origin: &Arc<Origin>, bytes: Bytes, path: &Path, ctx: &Ctx) -> Found {
     found
 }
 
-/// Waits, doing queued inspections on this thread, until the bytes in flight fit the limit. When
-/// nothing is queued anywhere for a while (every holder is itself waiting), it goes on anyway:
-/// the limit is then overshot by one member, never deadlocked.
-fn wait_for_room(adding: u64) {
-    let mut idle = 0;
-    while IN_FLIGHT_BYTES.load(Ordering::Acquire) + adding > IN_FLIGHT && idle < 2000 {
-        if rayon::yield_now() == Some(rayon::Yield::Executed) {
-            idle = 0;
-        } else {
-            idle += 1;
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
-    }
+/// Reserves room for `adding` member bytes in memory, if the in-flight limit allows (always when
+/// nothing is in flight). When it does not, the caller inspects the member on its own thread
+/// instead of queueing it: waiting would either stall or, running queued work while waiting,
+/// nest archive inside archive on one stack.
+fn reserve_room(adding: u64) -> bool {
+    IN_FLIGHT_BYTES
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |now| {
+            (now == 0 || now + adding <= IN_FLIGHT).then_some(now + adding)
+        })
+        .is_ok()
 }
 
 /// Reads a tar archive sequentially from its origin.
@@ -990,6 +1015,15 @@ fn next_entry(tar: &mut TarStream) -> Result<Option<TarEntry>, String> {
     }
 }
 
+/// What an entry type becomes on extraction: GNU dump folders (`D`) are folders; other types
+/// GNU tar does not know (all but volume labels, `V`) are regular files.
+fn extracted_kind(kind: TarType) -> TarType {
+    match kind {
+        TarType::Other(b'D') => TarType::Dir,
+        k => k,
+    }
+}
+
 /// Decides per member path whether a member is read (images hide what later layers replaced).
 type Visible<'v> = &'v (dyn Fn(&Path) -> bool + Sync);
 
@@ -1055,10 +1089,8 @@ fn walk_tar<'a>(
             continue;
         };
         // GNU tar extracts entry types it does not know as regular files; so does this walk.
-        let kind = match h.kind {
-            TarType::Other(b'D') => TarType::Dir,
-            TarType::Other(b'V') => TarType::Other(b'V'),
-            TarType::Other(c) => {
+        let kind = match extracted_kind(h.kind) {
+            TarType::Other(c) if c != b'V' => {
                 if visible(&path) {
                     let shown = char::from(c).escape_default();
                     let note = format!(
@@ -1096,7 +1128,6 @@ fn walk_tar<'a>(
                         gather.add(seq, path.clone(), visit(&origin, Bytes::InPlace, &path, &ctx))
                     });
                 } else if h.size <= IN_MEMORY {
-                    wait_for_room(h.size);
                     let mut data = vec![0u8; h.size as usize];
                     match tar.read_full(&mut data) {
                         Ok(n) if n as u64 == h.size => {}
@@ -1110,14 +1141,17 @@ fn walk_tar<'a>(
                         }
                     }
                     consumed = h.size;
-                    IN_FLIGHT_BYTES.fetch_add(h.size, Ordering::AcqRel);
-                    let (path, ctx) = (path.clone(), ctx.clone());
                     let data = Arc::new(data);
-                    scope.spawn(move |_| {
-                        let n = data.len() as u64;
-                        gather.add(seq, path.clone(), visit(&origin, Bytes::Memory(data), &path, &ctx));
-                        IN_FLIGHT_BYTES.fetch_sub(n, Ordering::AcqRel);
-                    });
+                    if !reserve_room(h.size) {
+                        gather.add(seq, path.clone(), visit(&origin, Bytes::Memory(data), &path, ctx));
+                    } else {
+                        let (path, ctx) = (path.clone(), ctx.clone());
+                        scope.spawn(move |_| {
+                            let n = data.len() as u64;
+                            gather.add(seq, path.clone(), visit(&origin, Bytes::Memory(data), &path, &ctx));
+                            IN_FLIGHT_BYTES.fetch_sub(n, Ordering::AcqRel);
+                        });
+                    }
                 } else {
                     let mut live = MemberReader { tar: &mut tar, left: h.size };
                     let found = visit(&origin, Bytes::Live(Box::new(&mut live)), &path, ctx);
@@ -1142,7 +1176,7 @@ fn walk_tar<'a>(
                 .flatten()
                 .and_then(|t| files.get(&t).map(|o| (t, o)))
             {
-                Some((_, origin)) => gather.hard_link(seq, &path, origin.clone()),
+                Some((target, origin)) => gather.hard_link(seq, &path, &target, origin.clone()),
                 None => gather.problem(
                     ctx,
                     &path,
@@ -1479,6 +1513,7 @@ fn starts_like_image(stream: &Arc<Origin>) -> bool {
     };
     let hex64 = |s: &str| s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit());
     name.starts_with("blobs")
+        || name.starts_with("sha256:")
         || ["oci-layout", "manifest.json", "index.json", "repositories"].contains(&name.as_str())
         || name.split(['/', '.']).next().is_some_and(hex64)
 }
@@ -1488,7 +1523,9 @@ fn starts_like_image(stream: &Arc<Origin>) -> bool {
 #[derive(Default)]
 struct StreamedImage {
     json: HashMap<String, Arc<Vec<u8>>>,
-    listings: HashMap<String, Result<Vec<(PathBuf, TarType)>, String>>,
+    listings: HashMap<String, Vec<(PathBuf, TarType)>>,
+    /// Where the last member of each name starts in the stream.
+    data_at: HashMap<String, u64>,
     members: HashMap<String, Arc<Origin>>,
 }
 
@@ -1504,8 +1541,9 @@ fn layer_codec(head: &[u8]) -> Option<Option<Codec>> {
 
 /// Pass one over a streamed image: every member is read as it goes by, and nothing is kept but
 /// JSON documents (up to [`MAX_IMAGE_JSON`]) and the entry lists of tarballs.
-fn list_streamed_image(stream: &Arc<Origin>) -> Result<StreamedImage, String> {
+fn list_streamed_image(stream: &Arc<Origin>, budget: &Arc<Budget>) -> Result<StreamedImage, String> {
     let mut out = StreamedImage::default();
+    let mut json_bytes = 0u64;
     let mut tar = TarStream { origin: stream, reader: stream.open().map_err(|e| e.to_string())?, pos: 0 };
     while let Some(e) = next_entry(&mut tar)? {
         let h = &e.header;
@@ -1515,50 +1553,54 @@ fn list_streamed_image(stream: &Arc<Origin>) -> Result<StreamedImage, String> {
         };
         let name = path.to_string_lossy().into_owned();
         let member = Arc::new(stream.range(e.data, h.size));
+        // The last member of a name is the one extraction keeps; pass two reads only it.
         out.members.insert(name.clone(), member.clone());
+        out.data_at.insert(name.clone(), e.data);
+        out.json.remove(&name);
+        out.listings.remove(&name);
         let mut live = MemberReader { tar: &mut tar, left: h.size };
         let mut head = Vec::new();
         (&mut live).take(TAR_BLOCK as u64).read_to_end(&mut head).map_err(|e| e.to_string())?;
-        if h.size <= MAX_IMAGE_JSON && matches!(head.first(), Some(b'{' | b'[')) {
+        let json = h.size <= MAX_IMAGE_JSON && matches!(head.first(), Some(b'{' | b'['));
+        if json && json_bytes + h.size <= MAX_IMAGE_JSON {
+            json_bytes += h.size;
             let mut data = head;
             live.read_to_end(&mut data).map_err(|e| e.to_string())?;
             out.json.insert(name, Arc::new(data));
+        } else if json {
+            return Err(format!("image JSON documents over {MAX_IMAGE_JSON} bytes in all"));
         } else if let Some(codec) = layer_codec(&head) {
             let chained: Box<dyn Read + '_> = Box::new(io::Cursor::new(head).chain(&mut live));
             let (layer, reader): (Arc<Origin>, Box<dyn Read + '_>) = match codec {
                 Some(c) => {
-                    let budget = match &**stream {
-                        Origin::Decoded { budget, .. } => budget.clone(),
-                        _ => Budget::new(u64::MAX),
-                    };
                     let meter = Metered {
                         inner: c.decoder(chained).map_err(|e| e.to_string())?,
                         budget: budget.clone(),
                         produced: 0,
                         cap: None,
                     };
-                    (Arc::new(Origin::decoded(member, c, None, &budget)), Box::new(meter))
+                    (Arc::new(Origin::decoded(member, c, None, budget)), Box::new(meter))
                 }
                 None => (member, chained),
             };
             let mut lt = TarStream { origin: &layer, reader, pos: 0 };
             let mut entries = Vec::new();
-            let listed = loop {
-                match next_entry(&mut lt) {
-                    Ok(Some(le)) => {
-                        if let Ok(Some(p)) = member_path(&le.header.name) {
-                            entries.push((p, le.header.kind));
-                        }
-                        if let Err(err) = lt.skip(le.stored) {
-                            break Err(err.to_string());
-                        }
-                    }
-                    Ok(None) => break Ok(entries),
-                    Err(err) => break Err(err),
+            // Entries before a failure still count (their whiteouts hide lower files, as on
+            // disk); the failure itself is reported once, by pass two.
+            while let Ok(Some(le)) = next_entry(&mut lt) {
+                if let Ok(Some(p)) = member_path(&le.header.name) {
+                    let kind = match extracted_kind(le.header.kind) {
+                        TarType::Other(c) if c != b'V' => TarType::File,
+                        k => k,
+                    };
+                    entries.push((p, kind));
                 }
-            };
+                if lt.skip(le.stored).is_err() {
+                    break;
+                }
+            }
             drop(lt);
-            out.listings.insert(name, listed);
+            out.listings.insert(name, entries);
         }
         let consumed = h.size - live.left;
         tar.skip(e.stored - consumed).map_err(|e| e.to_string())?;
@@ -1572,7 +1614,7 @@ fn list_streamed_image(stream: &Arc<Origin>) -> Result<StreamedImage, String> {
 /// stream holds no image after all.
 fn expand_streamed_image(stream: &Arc<Origin>, ctx: &Ctx) -> Option<Found> {
     // A stream that fails to list is read as a plain tarball, which reports why.
-    let listed = list_streamed_image(stream).ok()?;
+    let listed = list_streamed_image(stream, &ctx.budget).ok()?;
     let file = |name: &str| -> Option<Arc<Origin>> {
         match listed.json.get(name) {
             Some(data) => {
@@ -1606,12 +1648,11 @@ fn expand_streamed_image(stream: &Arc<Origin>, ctx: &Ctx) -> Option<Found> {
     for (i, (name, origin)) in layers.layers.iter().enumerate() {
         let Some(member) = member_name(name, origin) else { continue };
         match listed.listings.get(&member) {
-            Some(Ok(entries)) => {
+            Some(entries) => {
                 for (p, kind) in entries {
                     index.note(i, p, kind);
                 }
             }
-            Some(Err(e)) => gather.problem(ctx, Path::new(&member), format!("layer: {e}")),
             None => gather.problem(ctx, Path::new(&member), "layer: not a tarball".into()),
         }
         top_of.insert(member, i);
@@ -1622,7 +1663,9 @@ fn expand_streamed_image(stream: &Arc<Origin>, ctx: &Ctx) -> Option<Found> {
         while let Some(e) = next_entry(&mut tar)? {
             let h = &e.header;
             let name = member_path(&h.name).ok().flatten().map(|p| p.to_string_lossy().into_owned());
-            let (TarType::File, Some(i)) = (h.kind, name.as_ref().and_then(|n| top_of.get(n)).copied())
+            let last = name.as_ref().is_some_and(|n| listed.data_at.get(n) == Some(&e.data));
+            let (TarType::File, Some(i), true) =
+                (h.kind, name.as_ref().and_then(|n| top_of.get(n)).copied(), last)
             else {
                 tar.skip(e.stored).map_err(|e| e.to_string())?;
                 continue;

@@ -279,18 +279,27 @@ enum Read {
     Archive(Box<PendingArchive>),
 }
 
-/// An archive found by its first bytes, expanded after the plain files (see [`scan`]).
+/// An archive found by its first bytes, expanded after the plain files (see [`scan`]). It is
+/// opened again then: a tree of thousands of packages must not hold thousands of files open.
 struct PendingArchive {
-    origin: Arc<Origin>,
+    disk: PathBuf,
     format: archive::Format,
-    budget: Arc<Budget>,
     path: RelPath,
 }
 
 impl PendingArchive {
     fn expand(&self, targets: &Targets) -> Found {
-        let ctx = archive::Ctx { targets, budget: self.budget.clone(), depth: 0, base: self.path.clone() };
-        self.budget.settle(archive::expand(self.origin.clone(), self.format, &ctx), &self.path)
+        let src = match open_regular(&self.disk) {
+            Ok(s) => Arc::new(s),
+            Err(e) => {
+                let mut f = Found::default();
+                f.problem(self.path.clone(), e.to_string());
+                return f;
+            }
+        };
+        let budget = Budget::new(budget_for(src.len));
+        let ctx = archive::Ctx { targets, budget: budget.clone(), depth: 0, base: self.path.clone() };
+        budget.settle(archive::expand(Arc::new(Origin::file(src)), self.format, &ctx), &self.path)
     }
 }
 
@@ -319,7 +328,7 @@ fn read_file(c: &Candidate, targets: &Targets) -> Read {
         let origin = Arc::new(Origin::file(src.clone()));
         let budget = Budget::new(budget_for(src.len));
         if let Some(format) = archive::detect(kind, &head, &origin, &budget) {
-            return Read::Archive(Box::new(PendingArchive { origin, format, budget, path }));
+            return Read::Archive(Box::new(PendingArchive { disk: c.path.clone(), format, path }));
         }
         return Read::Done(Found::one(inspect(&*src, &head, &c.path, Some(&c.path), path, targets)));
     }
