@@ -1310,3 +1310,183 @@ fn a_later_entry_of_another_type_replaces_a_file_and_old_folders_are_folders() {
     let (_, want) = scan_json(&t.path("posix.tar"), &[]);
     assert_eq!(tree_part(&snap), tree_part(&want));
 }
+
+// ---------------------------------------------------------------------------------------------
+// 8. Regressions from the second review
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn large_streamed_member_read_past_a_gap_keeps_its_code_objects() {
+    // Over IN_MEMORY (32 MiB), so read live from the stream: the ELF header first, then its
+    // section headers and `.hip_fatbin` near the end, far past what the window had kept.
+    let zeros = vec![0u8; 40 << 20];
+    let fat = fatbin(&[hip_bundle(&[("gfx90a", &co(GFX90A, 0, 2)), ("gfx1100", &co(GFX1100, 0, 1))])]);
+    let lib = host_elf(&[
+        HostSection::rodata(".rodata", &zeros),
+        HostSection::rodata(".data.rel.ro", &zeros[..4 << 20]),
+        HostSection::hip_fatbin(&fat),
+    ]);
+    assert!(lib.len() > 44 << 20);
+    let entries = vec![file("opt/rocm/lib/libbig.so", lib), file("opt/rocm/lib/k.co", co(GFX942, 0, 1))];
+    let t = Tree::new();
+    write_dir(&t, "dir", &entries);
+    let (run, want) = scan_json(&t.path("dir"), &[]);
+    run.expect_code(0);
+    assert_eq!(target_ids(file_record(&want, "opt/rocm/lib/libbig.so")), ["gfx90a", "gfx1100"]);
+    assert_eq!(want["summary"]["code_objects"], 3, "{want:#}");
+
+    let tar = tar_of(&entries);
+    for (name, bytes, format) in
+        [("big.tar.gz", gz(&tar), "tar+gzip"), ("big.tar.zst", zst(&tar), "tar+zstd")]
+    {
+        t.file(name, &bytes);
+        let (run, snap) = scan_json(&t.path(name), &[]);
+        assert_eq!(problems(&snap), Vec::<(String, String)>::new(), "{name}");
+        run.expect_code(0);
+        assert_eq!(target_ids(file_record(&snap, "opt/rocm/lib/libbig.so")), ["gfx90a", "gfx1100"], "{name}");
+        assert_eq!(archives(&snap), [json!({"root": 0, "path": "", "format": format, "members": 2})]);
+        assert_eq!(tree_part(&snap), tree_part(&want), "{name}");
+    }
+}
+
+#[test]
+fn many_nested_archives_after_big_members_do_not_overflow_the_stack() {
+    const NESTED: usize = 400;
+    let inner = gz(&RawTar::new().file("k.co", &co(GFX90A, 0, 1)).finish());
+    // Four members of zeros held in memory (each at most IN_MEMORY, 32 MiB) that, with the
+    // nested archives after them, fill the in-flight limit (128 MiB) exactly: each nested
+    // archive's own member then finds no room.
+    let zeros = vec![0u8; 32 << 20];
+    let last = zeros.len() - NESTED * inner.len();
+    let mut outer = RawTar::new();
+    for (i, size) in [zeros.len(), zeros.len(), zeros.len(), last].into_iter().enumerate() {
+        outer.file(&format!("zeros{i}.bin"), &zeros[..size]);
+    }
+    for i in 0..NESTED {
+        outer.file(&format!("nested/n{i:04}.tar.gz"), &inner);
+    }
+    let t = Tree::new();
+    t.file("outer.tar.gz", &gz(&outer.finish()));
+    let run = gfxscan([
+        OsString::from("scan"),
+        "--json".into(),
+        "-j".into(),
+        "1".into(),
+        t.path("outer.tar.gz").into(),
+    ]);
+    run.expect_code(0);
+    let snap = run.json();
+    assert_eq!(problems(&snap), Vec::<(String, String)>::new());
+    assert_eq!(snap["summary"]["code_objects"], NESTED, "{:#}", snap["summary"]);
+    assert_eq!(snap["summary"]["files"], NESTED + 4, "{:#}", snap["summary"]);
+    let last = format!("nested/n{:04}.tar.gz!/k.co", NESTED - 1);
+    assert_eq!(target_ids(file_record(&snap, &last)), ["gfx90a"]);
+    assert_eq!(archives(&snap).len(), NESTED + 1);
+}
+
+/// The name of layer `i` in [`saved_image`]: a folder of 64 hex digits, as `docker save` writes.
+fn saved_layer(i: usize) -> String {
+    format!("{}/layer.tar", sha256(format!("layer {i}").as_bytes()))
+}
+
+/// A `docker save` archive named as Docker names it (so a compressed one is seen as an image by
+/// its first entry): the layer tarballs `(i, tar)` in the order given, under [`saved_layer`]`(i)`,
+/// a manifest listing layers `0..layers`, bottom first.
+fn saved_image(members: Vec<(usize, Vec<u8>)>, layers: usize) -> Vec<u8> {
+    let config = br#"{"architecture":"amd64","os":"linux"}"#.to_vec();
+    let config_name = format!("{}.json", sha256(&config));
+    let names: Vec<String> = (0..layers).map(saved_layer).collect();
+    let manifest = json!([{"Config": config_name, "RepoTags": ["gfxscan/test:latest"], "Layers": names}]);
+    let mut entries = vec![file(&config_name, config)];
+    for (i, layer) in members {
+        entries.push(file(&saved_layer(i), layer));
+    }
+    entries.push(file("manifest.json", manifest.to_string().into_bytes()));
+    tar_of(&entries)
+}
+
+#[test]
+fn streamed_image_reads_only_the_last_member_of_a_name() {
+    let stale = tar_of(&[file("stale.co", co(GFX900, 0, 1)), file("A", co(GFX906, 0, 1))]);
+    let lower = tar_of(&[file("A", co(GFX90A, 0, 2)), file("B", co(GFX1030, 0, 1))]);
+    let upper = tar_of(&[file("C", co(GFX942, 0, 1))]);
+    let image = saved_image(vec![(0, stale), (0, lower), (1, upper)], 2);
+    let t = Tree::new();
+    t.file("image.tar", &image);
+    t.file("image.tar.gz", &gz(&image));
+    let (run, want) = scan_json(&t.path("image.tar"), &[]);
+    run.expect_code(0);
+    assert_eq!(file_paths(&want), ["A", "B", "C"], "{want:#}");
+    assert_eq!(target_ids(file_record(&want, "A")), ["gfx90a"]);
+    let (run, snap) = scan_json(&t.path("image.tar.gz"), &[]);
+    assert_eq!(problems(&snap), Vec::<(String, String)>::new());
+    run.expect_code(0);
+    assert_eq!(file_paths(&snap), ["A", "B", "C"], "{snap:#}");
+    assert_eq!(target_ids(file_record(&snap, "A")), ["gfx90a"], "A comes from the last layer of its name");
+    assert!(snap["targets"].get("gfx900").is_none(), "stale layer read: {:#}", snap["targets"]);
+    assert_eq!(snap["summary"]["code_objects"], 3, "{snap:#}");
+    assert_eq!(
+        snap["archives"],
+        json!([{"root": 0, "path": "", "format": "docker-image", "members": 3, "layers": 2}])
+    );
+    assert_eq!(tree_part(&snap), tree_part(&want));
+}
+
+#[test]
+fn go_containerregistry_tarball_compressed_whole_is_an_image() {
+    let lower = gz(&tar_of(&[file("A", co(GFX906, 0, 1)), file("B", co(GFX900, 0, 1))]));
+    let upper = gz(&tar_of(&[file(".wh.B", Vec::new()), file("C", co(GFX90A, 0, 2))]));
+    let config =
+        br#"{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}}"#.to_vec();
+    let config_name = format!("sha256:{}", sha256(&config));
+    let (lower_name, upper_name) =
+        (format!("{}.tar.gz", sha256(&lower)), format!("{}.tar.gz", sha256(&upper)));
+    let manifest = json!([{"Config": config_name, "RepoTags": ["gfxscan/ggcr:latest"], "Layers": [lower_name, upper_name]}]);
+    // As `crane` / go-containerregistry's tarball.Write lays it out: config, layers, manifest.
+    let image = RawTar::new()
+        .file(&config_name, &config)
+        .file(&lower_name, &lower)
+        .file(&upper_name, &upper)
+        .file("manifest.json", &manifest.to_string().into_bytes())
+        .finish();
+    let t = Tree::new();
+    write_dir(&t, "final", &[file("A", co(GFX906, 0, 1)), file("C", co(GFX90A, 0, 2))]);
+    let (run, want) = scan_json(&t.path("final"), &[]);
+    run.expect_code(0);
+    for name in ["ggcr.tar", "ggcr.tar.gz"] {
+        t.file(name, &if name.ends_with(".gz") { gz(&image) } else { image.clone() });
+        let (run, snap) = scan_json(&t.path(name), &[]);
+        assert_eq!(problems(&snap), Vec::<(String, String)>::new(), "{name}");
+        run.expect_code(0);
+        assert_eq!(file_paths(&snap), ["A", "C"], "{name}: B is whited out: {snap:#}");
+        assert_eq!(
+            snap["archives"],
+            json!([{"root": 0, "path": "", "format": "docker-image", "members": 2, "layers": 2}]),
+            "{name}"
+        );
+        assert_eq!(tree_part(&snap), tree_part(&want), "{name}");
+    }
+}
+
+#[test]
+fn streamed_image_layer_cut_after_its_whiteout_still_hides_the_lower_file() {
+    let lower = tar_of(&[file("A", co(GFX906, 0, 1)), file("B", co(GFX900, 0, 1))]);
+    let whole = RawTar::new().file(".wh.B", b"").file("C", &co(GFX90A, 0, 2)).finish();
+    // The upper layer ends 100 bytes into C's data: the whiteout entry before it is whole.
+    let cut_at = crate::util::offset_of(&whole, b"C\0") as usize + 512 + 100;
+    let upper = whole[..cut_at].to_vec();
+    let image = saved_image(vec![(0, lower), (1, upper)], 2);
+    let t = Tree::new();
+    for name in ["image.tar", "image.tar.gz"] {
+        t.file(name, &if name.ends_with(".gz") { gz(&image) } else { image.clone() });
+        let (run, snap) = scan_json(&t.path(name), &[]);
+        run.expect_code(1);
+        assert_eq!(file_paths(&snap), ["A"], "{name}: B stays whited out: {snap:#}");
+        assert!(snap["targets"].get("gfx900").is_none(), "{name}: {:#}", snap["targets"]);
+        let p = problems(&snap);
+        assert_eq!(p.len(), 1, "{name}: {p:?}");
+        assert_eq!(p[0].0, saved_layer(1), "{name}: {p:?}");
+        assert!(p[0].1.contains("truncated"), "{name}: {p:?}");
+        assert_eq!(snap["archives"][0]["format"], "docker-image", "{name}");
+    }
+}
