@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use gfxscan::testing::{ccob, fatbin, firmware_blob, host_elf, HostSection, Method};
 
 use crate::fixtures::{co, hip_bundle, GFX1030, GFX1100, GFX900, GFX906, GFX90A, GFX942};
-use crate::util::{file_paths, file_record, gfxscan, problems, run, Run, Tree};
+use crate::util::{file_paths, file_record, garbage, gfxscan, problems, run, Run, Tree};
 
 // ---------------------------------------------------------------------------------------------
 // Trees as lists of entries
@@ -400,17 +400,6 @@ fn sha256(data: &[u8]) -> String {
         }
     }
     h.iter().map(|x| format!("{x:08x}")).collect()
-}
-
-/// A deterministic byte stream (64-bit LCG): incompressible filler.
-fn garbage(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed;
-    (0..n)
-        .map(|_| {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (x >> 56) as u8
-        })
-        .collect()
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ use gfxscan::targets::Targets;
 use gfxscan::testing::{bundle, ccob, fatbin, host_elf, HostSection, Method};
 
 use crate::fixtures::{co, hip, hip_bundle, GFX1100, GFX900, GFX90A, GFX942};
-use crate::util::{file_paths, offset_of, problems, Tree};
+use crate::util::{file_paths, garbage, offset_of, problems, Tree};
 
 /// Scans a tree holding only `name` = `bytes`; expects exit 1 and only problems naming `name`.
 /// Returns the snapshot and the problem messages.
@@ -30,17 +30,6 @@ fn scan_broken(name: &str, bytes: &[u8]) -> (Value, Vec<String>) {
     }
     assert_eq!(snap["summary"]["files"], 1);
     (snap, p.into_iter().map(|(_, m)| m).collect())
-}
-
-/// A deterministic byte stream (64-bit LCG) for "garbage".
-fn garbage(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed;
-    (0..n)
-        .map(|_| {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (x >> 56) as u8
-        })
-        .collect()
 }
 
 /// The first 100 bytes of a code object: header and part of the program header table.

@@ -214,3 +214,14 @@ pub fn problems(snap: &Value) -> Vec<(String, String)> {
 pub fn offset_of(hay: &[u8], needle: &[u8]) -> u64 {
     memchr::memmem::find(hay, needle).expect("needle present") as u64
 }
+
+/// A deterministic byte stream (64-bit LCG): incompressible filler and "garbage".
+pub fn garbage(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed;
+    (0..n)
+        .map(|_| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (x >> 56) as u8
+        })
+        .collect()
+}
