@@ -740,12 +740,8 @@ fn expand_deb(origin: &Arc<Origin>, ctx: &Ctx) -> Result<Found, String> {
         .find(|m| m.name.starts_with("data.tar"))
         .ok_or("Debian package without a data.tar member")?;
     let inner = Arc::new(origin.range(data.offset, data.size));
-    let head = read_head(&inner)?;
-    let stream = match Codec::of(classify(&head)) {
-        Some(codec) => Arc::new(Origin::decoded(inner, codec, None, &ctx.budget)),
-        None if classify(&head) == Kind::Tar => inner,
-        None => return Err(format!("Debian package: {} is neither tar nor gzip, zstd or xz", data.name)),
-    };
+    let stream = tar_stream(&inner, &ctx.budget)?
+        .ok_or_else(|| format!("Debian package: {} is neither tar nor gzip, zstd or xz", data.name))?;
     let name = format!("deb:{}", data.name);
     let record = ArchiveRecord { path: ctx.base.clone(), format: name, members: 0, layers: None };
     expand_tar(&stream, ctx, record)
@@ -1489,11 +1485,39 @@ fn image_record(ctx: &Ctx, format: &str, layers: usize) -> ArchiveRecord {
 
 /// A layer's tar stream: the layer itself, or its gzip/zstd/xz decoding (by magic).
 fn layer_stream(layer: &Arc<Origin>, ctx: &Ctx) -> Result<Arc<Origin>, String> {
-    let head = read_head(layer)?;
-    Ok(match Codec::of(classify(&head)) {
-        Some(codec) => Arc::new(Origin::decoded(layer.clone(), codec, None, &ctx.budget)),
-        None => layer.clone(),
-    })
+    tar_stream(layer, &ctx.budget)?.ok_or_else(|| "not a tarball".to_string())
+}
+
+/// The tar stream an origin holds, by its first bytes: itself, or its gzip/zstd/xz decoding;
+/// `None` when it is neither tar nor compressed.
+fn tar_stream(origin: &Arc<Origin>, budget: &Arc<Budget>) -> Result<Option<Arc<Origin>>, String> {
+    let head = read_head(origin)?;
+    Ok(layer_codec(&head).map(|codec| match codec {
+        Some(c) => Arc::new(Origin::decoded(origin.clone(), c, None, budget)),
+        None => origin.clone(),
+    }))
+}
+
+/// A layer tarball read as it streams by: `head` (its first bytes, already read) then `live`,
+/// decoded when compressed and metered against the budget, with the origin that reopens it.
+/// `None` when it is neither tar nor compressed.
+#[allow(clippy::type_complexity)]
+fn live_layer<'a>(
+    member: Arc<Origin>,
+    head: Vec<u8>,
+    live: &'a mut dyn Read,
+    budget: &Arc<Budget>,
+) -> Result<Option<(Arc<Origin>, Box<dyn Read + 'a>)>, String> {
+    let Some(codec) = layer_codec(&head) else { return Ok(None) };
+    let chained: Box<dyn Read + 'a> = Box::new(io::Cursor::new(head).chain(live));
+    Ok(Some(match codec {
+        Some(c) => {
+            let inner = c.decoder(chained).map_err(|e| e.to_string())?;
+            let meter = Metered { inner, budget: budget.clone(), produced: 0, cap: None };
+            (Arc::new(Origin::decoded(member, c, None, budget)), Box::new(meter))
+        }
+        None => (member, chained),
+    }))
 }
 
 /// True when a tar stream's first entry is named as `docker save` and OCI layouts name theirs
@@ -1569,20 +1593,7 @@ fn list_streamed_image(stream: &Arc<Origin>, budget: &Arc<Budget>) -> Result<Str
             out.json.insert(name, Arc::new(data));
         } else if json {
             return Err(format!("image JSON documents over {MAX_IMAGE_JSON} bytes in all"));
-        } else if let Some(codec) = layer_codec(&head) {
-            let chained: Box<dyn Read + '_> = Box::new(io::Cursor::new(head).chain(&mut live));
-            let (layer, reader): (Arc<Origin>, Box<dyn Read + '_>) = match codec {
-                Some(c) => {
-                    let meter = Metered {
-                        inner: c.decoder(chained).map_err(|e| e.to_string())?,
-                        budget: budget.clone(),
-                        produced: 0,
-                        cap: None,
-                    };
-                    (Arc::new(Origin::decoded(member, c, None, budget)), Box::new(meter))
-                }
-                None => (member, chained),
-            };
+        } else if let Some((layer, reader)) = live_layer(member, head, &mut live, budget)? {
             let mut lt = TarStream { origin: &layer, reader, pos: 0 };
             let mut entries = Vec::new();
             // Entries before a failure still count (their whiteouts hide lower files, as on
@@ -1674,20 +1685,7 @@ fn expand_streamed_image(stream: &Arc<Origin>, ctx: &Ctx) -> Option<Found> {
             let mut live = MemberReader { tar: &mut tar, left: h.size };
             let mut head = Vec::new();
             (&mut live).take(TAR_BLOCK as u64).read_to_end(&mut head).map_err(|e| e.to_string())?;
-            if let Some(codec) = layer_codec(&head) {
-                let chained: Box<dyn Read + '_> = Box::new(io::Cursor::new(head).chain(&mut live));
-                let (layer, reader): (Arc<Origin>, Box<dyn Read + '_>) = match codec {
-                    Some(c) => {
-                        let meter = Metered {
-                            inner: c.decoder(chained).map_err(|e| e.to_string())?,
-                            budget: ctx.budget.clone(),
-                            produced: 0,
-                            cap: None,
-                        };
-                        (Arc::new(Origin::decoded(member, c, None, &ctx.budget)), Box::new(meter))
-                    }
-                    None => (member, chained),
-                };
+            if let Some((layer, reader)) = live_layer(member, head, &mut live, &ctx.budget)? {
                 let visible = |p: &Path| index.visible(i, p);
                 if let Err(err) =
                     walk_tar(&layer, Some(reader), layer_seq(i), ctx, &gather, &visible, &mut |_, _| {})

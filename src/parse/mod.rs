@@ -108,33 +108,25 @@ impl ByteSource for [u8] {
     }
 }
 
-impl<T: ByteSource + ?Sized> ByteSource for &T {
-    fn len(&self) -> u64 {
-        (**self).len()
-    }
+/// A reference or a box of a source is the same source.
+macro_rules! forward_byte_source {
+    ($($wrapper:ty),*) => {$(
+        impl<T: ByteSource + ?Sized> ByteSource for $wrapper {
+            fn len(&self) -> u64 {
+                (**self).len()
+            }
 
-    fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>> {
-        (**self).read_at(offset, len)
-    }
+            fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>> {
+                (**self).read_at(offset, len)
+            }
 
-    fn release_before(&self, offset: u64) {
-        (**self).release_before(offset)
-    }
+            fn release_before(&self, offset: u64) {
+                (**self).release_before(offset)
+            }
+        }
+    )*};
 }
-
-impl<T: ByteSource + ?Sized> ByteSource for Box<T> {
-    fn len(&self) -> u64 {
-        (**self).len()
-    }
-
-    fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>> {
-        (**self).read_at(offset, len)
-    }
-
-    fn release_before(&self, offset: u64) {
-        (**self).release_before(offset)
-    }
-}
+forward_byte_source!(&T, Box<T>);
 
 impl ByteSource for Vec<u8> {
     fn len(&self) -> u64 {
