@@ -7,10 +7,11 @@
 //! scan goes on. Results are sorted afterwards, so the thread count never changes the output.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -70,7 +71,12 @@ impl Progress for Silent {}
 pub struct FileSource {
     file: File,
     len: u64,
+    /// Device and inode: which file this is, whatever name opened it.
+    id: FileId,
 }
+
+/// A file's device and inode numbers.
+type FileId = (u64, u64);
 
 impl ByteSource for FileSource {
     fn len(&self) -> u64 {
@@ -116,6 +122,18 @@ impl ByteSource for FileSource {
     }
 }
 
+impl FileSource {
+    /// Turns the kernel's readahead off for this file. A host library's facts are headers
+    /// scattered through a `.hip_fatbin` of up to gigabytes, a few KiB every few dozen KiB:
+    /// readahead fetched 128 KiB around each, four times the bytes on a cold cache, for no gain
+    /// in time. Its sections searched whole are read in 4 MiB pieces, which need no readahead.
+    fn read_scattered(&self) {
+        // SAFETY: posix_fadvise only reads its integer arguments; the descriptor is open.
+        // Its result is ignored: advice that does not take changes nothing but speed.
+        unsafe { libc::posix_fadvise(self.file.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM) };
+    }
+}
+
 /// Opens a candidate for reading: no link following, no blocking, regular files only.
 pub fn open_regular(path: &std::path::Path) -> std::io::Result<FileSource> {
     let file = OpenOptions::new()
@@ -126,7 +144,7 @@ pub fn open_regular(path: &std::path::Path) -> std::io::Result<FileSource> {
     if !meta.is_file() {
         return Err(std::io::Error::other("no longer a regular file"));
     }
-    Ok(FileSource { file, len: meta.len() })
+    Ok(FileSource { file, len: meta.len(), id: (meta.dev(), meta.ino()) })
 }
 
 /// What reading one regular file (or archive member) gave.
@@ -303,7 +321,8 @@ impl PendingArchive {
     }
 }
 
-fn read_file(c: &Candidate, targets: &Targets) -> Read {
+/// Reads one candidate; also says which file it opened, for its hard links (see [`read_link`]).
+fn read_file(c: &Candidate, targets: &Targets) -> (Read, Option<FileId>) {
     let path = RelPath::new(c.root, c.rel.as_os_str());
     let failed = |path: RelPath, size: u64, message: String| {
         Read::Done(Found::one(FileOutcome {
@@ -316,23 +335,68 @@ fn read_file(c: &Candidate, targets: &Targets) -> Read {
     };
     let src = match open_regular(&c.path) {
         Ok(s) => s,
-        Err(e) => return failed(path, 0, e.to_string()),
+        Err(e) => return (failed(path, 0, e.to_string()), None),
     };
+    let id = Some(src.id);
     let head = match src.read_up_to(0, SNIFF_LEN) {
         Ok(h) => h.into_owned(),
-        Err(e) => return failed(path, src.len, e.to_string()),
+        Err(e) => return (failed(path, src.len, e.to_string()), id),
     };
     let kind = classify(&head);
+    if kind == Kind::HostElf {
+        src.read_scattered();
+    }
     if matches!(kind, Kind::Ar | Kind::Zip | Kind::Tar | Kind::Gzip | Kind::Zstd | Kind::Xz) {
         let src = Arc::new(src);
         let origin = Arc::new(Origin::file(src.clone()));
         let budget = Budget::new(budget_for(src.len));
         if let Some(format) = archive::detect(kind, &head, &origin, &budget) {
-            return Read::Archive(Box::new(PendingArchive { disk: c.path.clone(), format, path }));
+            return (Read::Archive(Box::new(PendingArchive { disk: c.path.clone(), format, path })), id);
         }
-        return Read::Done(Found::one(inspect(&*src, &head, &c.path, Some(&c.path), path, targets)));
+        return (Read::Done(Found::one(inspect(&*src, &head, &c.path, Some(&c.path), path, targets))), id);
     }
-    Read::Done(Found::one(inspect(&src, &head, &c.path, Some(&c.path), path, targets)))
+    (Read::Done(Found::one(inspect(&src, &head, &c.path, Some(&c.path), path, targets))), id)
+}
+
+/// For each candidate, the earlier candidate it may be a hard link to: the first one listed
+/// with the same inode number. Device and inode are confirmed before a result is shared.
+fn hard_link_leaders(candidates: &[Candidate]) -> Vec<Option<usize>> {
+    let mut first: HashMap<u64, usize> = HashMap::new();
+    candidates
+        .iter()
+        .enumerate()
+        .map(|(i, c)| first.get(&c.ino).copied().or_else(|| first.insert(c.ino, i).and(None)))
+        .collect()
+}
+
+/// Reads `c`, a name that may be a hard link to `leader`, already read as `read` from the file
+/// `id`. A hard link is the same bytes, so when `c` is still that very file and its name says
+/// what the leader's says (the same family by name, or none), the leader's result is taken
+/// under `c`'s path; otherwise `c` is read on its own.
+fn read_link(
+    c: &Candidate,
+    leader: &Candidate,
+    (read, id): &(Read, Option<FileId>),
+    targets: &Targets,
+) -> Read {
+    let same_file = id.is_some_and(|id| {
+        std::fs::symlink_metadata(&c.path).is_ok_and(|m| m.is_file() && (m.dev(), m.ino()) == id)
+    });
+    match read {
+        Read::Done(f)
+            if same_file
+                && f.archives.is_empty()
+                && f.files.len() == 1
+                && family::detect_link(&c.path, targets) == family::detect_link(&leader.path, targets) =>
+        {
+            let mut files = f.files.clone();
+            for o in &mut files {
+                o.set_path(RelPath::new(c.root, c.rel.as_os_str()));
+            }
+            Read::Done(Found { files, ..Found::default() })
+        }
+        _ => read_file(c, targets).0,
+    }
 }
 
 /// Inspects one regular file or archive member: its kind, code objects and family facts.
@@ -573,8 +637,25 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
     };
     let threads = pool.current_num_threads().max(1);
     let found: Vec<Found> = pool.install(|| {
-        let read: Vec<Read> = walked.candidates.par_iter().map(|c| read_file(c, targets)).collect();
-        let mut found = Vec::with_capacity(read.len());
+        // Each file is read once, however many hard links name it: the first name is read,
+        // then the others take its result.
+        let cands = &walked.candidates;
+        let leaders = hard_link_leaders(cands);
+        let first: Vec<Option<(Read, Option<FileId>)>> =
+            cands.par_iter().zip(&leaders).map(|(c, l)| l.is_none().then(|| read_file(c, targets))).collect();
+        let later: Vec<Option<Read>> = cands
+            .par_iter()
+            .zip(&leaders)
+            .map(|(c, l)| {
+                let l = (*l)?;
+                let (Some(leader), Some(Some(read))) = (cands.get(l), first.get(l)) else {
+                    return Some(read_file(c, targets).0);
+                };
+                Some(read_link(c, leader, read, targets))
+            })
+            .collect();
+        let read = first.into_iter().zip(later).filter_map(|(f, l)| f.map(|f| f.0).or(l));
+        let mut found = Vec::with_capacity(cands.len());
         let mut pending = Vec::new();
         for r in read {
             match r {

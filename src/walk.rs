@@ -9,6 +9,8 @@ use std::fs;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
+use walkdir::DirEntryExt;
+
 use crate::model::{Problem, RelPath};
 
 /// The places ROCm, Ollama and the amdgpu firmware live, scanned when no root is given.
@@ -67,6 +69,8 @@ pub struct Candidate {
     pub path: PathBuf,
     /// Path relative to the root.
     pub rel: PathBuf,
+    /// Inode number from the directory listing: names sharing one may be hard links to one file.
+    pub ino: u64,
 }
 
 /// A symbolic link met and not followed.
@@ -135,7 +139,8 @@ pub fn walk(roots: &[Root], follow_links: bool, tick: &dyn Fn()) -> Walked {
             } else if ft.is_file() {
                 // The type comes from the directory listing; the size from fstat after opening:
                 // no second stat per file.
-                out.candidates.push(Candidate { root: i, path: entry.into_path(), rel });
+                let ino = entry.ino();
+                out.candidates.push(Candidate { root: i, path: entry.into_path(), rel, ino });
             } else if let Some(kind) = special_kind(&ft) {
                 out.problems.push(Problem {
                     path: RelPath::new(i, rel.as_os_str()),

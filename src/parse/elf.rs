@@ -48,9 +48,11 @@ pub const MAX_SYMTAB: u64 = 64 << 20;
 const EHDR64: usize = 64;
 /// Bytes of a metadata descriptor read first: enough for the map header and the kernel list's
 /// length, which LLVM writes first.
-const METADATA_PREFIX: u64 = 4096;
-/// One read per note: its header, a name of up to 64 bytes, and the descriptor prefix.
+const METADATA_PREFIX: u64 = 64;
+/// What one note needs in view: its header, a name of up to 64 bytes, and the descriptor prefix.
 const NOTE_WINDOW: u64 = 12 + 64 + METADATA_PREFIX;
+/// Bytes of a note segment read at a time.
+const NOTE_CHUNK: u64 = 16 << 10;
 /// How far a container's size may run past a code object's section table (alignment padding).
 const SIZE_SLACK: u64 = 64 << 10;
 /// Bytes read up front from each code object: its header, program headers and first notes.
@@ -269,9 +271,9 @@ fn count_v2_yaml_kernels(text: &[u8]) -> u64 {
     count
 }
 
-/// Reads the notes in `[off, off + size)` one at a time: each costs one read of its header, name
-/// and up to [`METADATA_PREFIX`] bytes of descriptor, which holds every fact gfxscan needs
-/// unless the metadata map does not lead with its kernel list.
+/// Reads the notes in `[off, off + size)` in order, in chunks of [`NOTE_CHUNK`]: each note needs
+/// its header, name and up to [`METADATA_PREFIX`] bytes of descriptor, which hold every fact
+/// gfxscan needs unless the metadata map does not lead with its kernel list.
 ///
 /// AMDGPUUsage "Note Records": name and desc are padded to 4 bytes, whatever the section's
 /// alignment says (V2 trap handlers declare 8 and are packed at 4).
@@ -279,9 +281,22 @@ fn read_note_range(src: &dyn ByteSource, facts: &mut NoteFacts, off: u64, size: 
     let end = off.checked_add(size).ok_or(ParseError::Malformed { what: "note segment", offset: off })?;
     let mut pos = off;
     let past = |what| ParseError::Malformed { what, offset: off };
+    // One read serves every note it holds: a linked Tensile `.co` has one metadata note per
+    // kernel, ~4 KiB apart, and a read per note cost more in calls than the bytes do.
+    // The first note is read alone: most code objects have one, whose descriptor is skipped.
+    let mut chunk: Cow<'_, [u8]> = Cow::Borrowed(&[]);
+    let mut chunk_at = pos;
+    let mut want = NOTE_WINDOW;
     while pos.saturating_add(12) <= end {
-        let win = src.read_at(pos, (end - pos).min(NOTE_WINDOW) as usize)?;
-        let (Some(namesz), Some(descsz), Some(n_type)) = (le32(&win, 0), le32(&win, 4), le32(&win, 8)) else {
+        let need = (end - pos).min(NOTE_WINDOW);
+        let rel = pos - chunk_at;
+        if rel.saturating_add(need) > chunk.len() as u64 {
+            chunk = src.read_at(pos, (end - pos).min(want) as usize)?;
+            chunk_at = pos;
+            want = NOTE_CHUNK;
+        }
+        let win = chunk.get((pos - chunk_at) as usize..).unwrap_or(&[]);
+        let (Some(namesz), Some(descsz), Some(n_type)) = (le32(win, 0), le32(win, 4), le32(win, 8)) else {
             break;
         };
         let desc_rel = 12 + align_up(u64::from(namesz), 4);
@@ -527,6 +542,42 @@ mod tests {
         let mut notes = NoteFacts::default();
         read_note_range(&twice, &mut notes, 0, twice.len() as u64).expect("notes read");
         assert_eq!(notes.metadata.and_then(|m| m.kernels), Some(4));
+    }
+
+    #[test]
+    fn many_notes_count_across_read_chunks() {
+        // A linked Tensile `.co` holds thousands of metadata notes, read a chunk at a time:
+        // 300 notes of every size (other vendors' notes between), far more than one chunk.
+        let note_of = |kernels: &[&str]| {
+            let one = code_object(&CodeObjectSpec::v4(0x3f, 0, kernels));
+            let start = one.windows(6).position(|w| w == b"AMDGPU").expect("note") - 12;
+            let (namesz, descsz) =
+                (le32(&one, start).expect("namesz"), le32(&one, start + 4).expect("descsz"));
+            let len = 12 + align_up(u64::from(namesz), 4) as usize + align_up(u64::from(descsz), 4) as usize;
+            one[start..start + len].to_vec()
+        };
+        let mut seg = Vec::new();
+        let mut want = 0u64;
+        for i in 0..300usize {
+            let names: Vec<String> =
+                (0..i % 7 + 1).map(|k| format!("kernel_{i}_{k}_{}", "x".repeat(i % 97))).collect();
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            seg.extend_from_slice(&note_of(&names));
+            want += names.len() as u64;
+            if i % 11 == 0 {
+                // A GNU build-id note of an odd descriptor size.
+                seg.extend_from_slice(&[4, 0, 0, 0, 9 + (i % 5) as u8, 0, 0, 0, 3, 0, 0, 0]);
+                seg.extend_from_slice(b"GNU\0");
+                seg.extend_from_slice(&vec![0xab; align_up(9 + (i % 5) as u64, 4) as usize]);
+            }
+        }
+        assert!(seg.len() as u64 > 4 * NOTE_CHUNK);
+        let mut notes = NoteFacts::default();
+        read_note_range(&seg, &mut notes, 0, seg.len() as u64).expect("notes read");
+        assert_eq!(notes.metadata.and_then(|m| m.kernels), Some(want));
+        // Cut short, the last note runs past its segment: an error, not a smaller count.
+        let mut notes = NoteFacts::default();
+        assert!(read_note_range(&seg, &mut notes, 0, seg.len() as u64 - 100).is_err());
     }
 
     #[test]

@@ -75,3 +75,51 @@ fn library_snapshots_are_equal_across_thread_counts() {
     psorted.sort();
     assert_eq!(pkeys, psorted);
 }
+
+/// Each file is read once however many hard links name it, and every name is reported as a
+/// copy of the file would be: its own path, and the family and mismatches its own name gives.
+#[test]
+fn hard_links_report_like_copies() {
+    let tensile = "rocblas/library/TensileLibrary_gfx1030.co";
+    let extra = [
+        // Same name facts as the first name: the first name's result is taken.
+        ("d0/sub0/f00.co", "again/f00.co"),
+        (tensile, "other/rocblas/library/TensileLibrary_gfx1030.co"),
+        // A name that claims another target (a "fix" by link): read under its own name.
+        (tensile, "rocblas/library/TensileLibrary_gfx1031.co"),
+        // A broken file: its problem is reported under each name.
+        ("d3/sub0/f03.bad", "again/f03.bad"),
+    ];
+    let build = |link: bool| {
+        let m = busy_tree();
+        m.tree.file(tensile, &co(GFX1030, 0, 5));
+        for (from, to) in extra {
+            let dest = m.tree.path(to);
+            std::fs::create_dir_all(dest.parent().expect("has a folder")).expect("mkdir");
+            if link {
+                std::fs::hard_link(m.tree.path(from), &dest).expect("hard link");
+            } else {
+                std::fs::copy(m.tree.path(from), &dest).expect("copy");
+            }
+        }
+        m
+    };
+    let (copies, links) = (build(false), build(true));
+    let snapshot = |m: &Mixed, threads: &str| {
+        let mut snap = m.tree.scan(&["--json", "-j", threads]).expect_code(1).json();
+        snap["roots"] = serde_json::Value::Null;
+        snap
+    };
+    let with_copies = snapshot(&copies, "2");
+    for threads in ["1", "2", "8"] {
+        assert_eq!(snapshot(&links, threads), with_copies, "hard links differ from copies at -j {threads}");
+    }
+    let paths = crate::util::file_paths(&with_copies);
+    for (_, to) in extra {
+        assert!(paths.iter().any(|p| p == to), "{to} is reported");
+    }
+    let mismatches = with_copies["mismatches"].to_string();
+    assert!(mismatches.contains("TensileLibrary_gfx1031.co"), "the lying name is caught: {mismatches}");
+    let problems = crate::util::problems(&with_copies);
+    assert!(problems.iter().any(|(p, _)| p == "again/f03.bad"), "{problems:?}");
+}
