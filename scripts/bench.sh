@@ -54,6 +54,47 @@ printf '%s\n' "$results" | awk -F'\t' -v files="$files" -v base="$base" '{
   s = $2 + 0
   printf "%-22s %9.3f %10.0f %7.1f MB %7.1fx\n", $1, s, (s > 0 ? files / s : 0), $3 / 1024, (base > 0 ? s / base : 0) }'
 
+# Floors: what the facts themselves cost, whatever the reader does.
+# 1. The largest Tensile index scanned alone: its MessagePack is walked value by value, and each
+#    value's position depends on the one before, so it is one core's work.
+index=$(find "$dir" -type f -name 'TensileLibrary*.dat' -printf '%s %p\n' | sort -n | tail -1 | cut -d' ' -f2-)
+if [ -n "$index" ]; then
+  r=$(measure "index" "$bin" scan -q --json -o /dev/null "$index")
+  printf '%s\n' "$r" | awk -F'\t' -v base="$base" -v f="$(basename "$index")" -v sz="$(stat -c %s "$index")" \
+    '{printf "floor: %s (%d MiB) alone takes %.3f s, %.1fx find of the whole tree\n", f, sz / 1048576, $2, $2 / base}'
+fi
+# 2. Bytes that must be read page by page: the note segments of AMDGPU code-object files (a
+#    linked Tensile .co holds one metadata note per kernel, each needed for the kernel count) and
+#    Tensile MessagePack indexes (processors sit after the solutions), each file once.
+python3 - "$dir" "$bytes" <<'PY'
+import os, struct, sys
+root, tree = sys.argv[1], int(sys.argv[2])
+seen, notes, index = set(), 0, 0
+for d, _, names in os.walk(root):
+    for n in names:
+        p = os.path.join(d, n)
+        st = os.lstat(p)
+        if not os.path.isfile(p) or os.path.islink(p) or (st.st_dev, st.st_ino) in seen:
+            continue
+        seen.add((st.st_dev, st.st_ino))
+        if n.startswith("TensileLibrary") and n.endswith(".dat"):
+            index += st.st_size
+            continue
+        with open(p, "rb") as f:
+            h = f.read(64)
+            if len(h) < 64 or h[:5] != b"\x7fELF\x02" or struct.unpack_from("<H", h, 18)[0] != 224:
+                continue
+            phoff, = struct.unpack_from("<Q", h, 32)
+            phnum, = struct.unpack_from("<H", h, 56)
+            f.seek(phoff)
+            ph = f.read(56 * phnum)
+            notes += sum(struct.unpack_from("<Q", ph, 56 * i + 32)[0] for i in range(phnum)
+                         if len(ph) >= 56 * (i + 1) and struct.unpack_from("<I", ph, 56 * i)[0] == 4)
+mib = 1 << 20
+print(f"floor: code-object notes {notes // mib} MiB + Tensile indexes {index // mib} MiB"
+      f" = {100 * (notes + index) / tree:.1f}% of the tree's bytes, read page by page")
+PY
+
 # cold CMD...: "seconds KiB-read" with the page cache dropped first.
 cold() {
   sync
