@@ -17,6 +17,7 @@ mkdir -p "$work"
 (cd "$here" && cargo build --release --quiet)
 bin=$here/target/release/gfxscan
 command -v zstd >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq zstd >/dev/null; }
+command -v /usr/bin/time >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq time >/dev/null; }
 
 median3() { # CMD...: median wall seconds of 3 runs after a warm-up
   "$@" >/dev/null 2>&1 || true
@@ -29,7 +30,7 @@ median3() { # CMD...: median wall seconds of 3 runs after a warm-up
 }
 
 echo "== time against file count ($(nproc) cores, warm cache)"
-printf '%-9s %10s %10s %8s %14s\n' files "find s" "gfxscan s" "÷ find" "gfxscan µs/file"
+printf '%-9s %10s %10s %8s %14s %12s\n' files "find s" "gfxscan s" "÷ find" "gfxscan µs/file" "peak RSS"
 for n in 10000 100000 1000000; do
   dir=$work/files-$n
   if [ ! -f "$dir/.complete" ]; then
@@ -49,7 +50,11 @@ PY
   fi
   f=$(median3 find "$dir" -type f)
   g=$(median3 "$bin" scan -q --json -o /dev/null "$dir")
-  awk -v n="$n" -v f="$f" -v g="$g" 'BEGIN {printf "%-9d %10.3f %10.3f %7.1fx %14.2f\n", n, f, g, g / f, 1e6 * g / n}'
+  tmp=$(mktemp)
+  /usr/bin/time -o "$tmp" -f '%M' "$bin" scan -q --json -o /dev/null "$dir" >/dev/null 2>&1 || true
+  rss=$(tail -1 "$tmp"); rm -f "$tmp"
+  awk -v n="$n" -v f="$f" -v g="$g" -v r="$rss" \
+    'BEGIN {printf "%-9d %10.3f %10.3f %7.1fx %14.2f %9.0f MB\n", n, f, g, g / f, 1e6 * g / n, r / 1024}'
 done
 
 echo "== compressed bundles: gfxscan against the zstd -d floor"

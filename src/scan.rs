@@ -7,7 +7,7 @@
 //! scan goes on. Results are sorted afterwards, so the thread count never changes the output.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
@@ -369,33 +369,90 @@ fn hard_link_leaders(candidates: &[Candidate]) -> Vec<Option<usize>> {
         .collect()
 }
 
-/// Reads `c`, a name that may be a hard link to `leader`, already read as `read` from the file
-/// `id`. A hard link is the same bytes, so when `c` is still that very file and its name says
-/// what the leader's says (the same family by name, or none), the leader's result is taken
-/// under `c`'s path; otherwise `c` is read on its own.
+/// Reads `c`, a name that may be a hard link to `leader`, whose one file was read as `kept`
+/// from the file `id` (`None` when the leader's result was not one file: an archive, or a
+/// file that could not be opened). A hard link is the same bytes, so when `c` is still that
+/// very file and its name says what the leader's says (the same family by name, or none), the
+/// leader's result is taken under `c`'s path; otherwise `c` is read on its own.
 fn read_link(
     c: &Candidate,
     leader: &Candidate,
-    (read, id): &(Read, Option<FileId>),
+    kept: Option<&(FileOutcome, FileId)>,
     targets: &Targets,
 ) -> Read {
-    let same_file = id.is_some_and(|id| {
-        std::fs::symlink_metadata(&c.path).is_ok_and(|m| m.is_file() && (m.dev(), m.ino()) == id)
+    let same = kept.filter(|(_, id)| {
+        std::fs::symlink_metadata(&c.path).is_ok_and(|m| m.is_file() && (m.dev(), m.ino()) == *id)
+            && family::detect_link(&c.path, targets) == family::detect_link(&leader.path, targets)
     });
-    match read {
-        Read::Done(f)
-            if same_file
-                && f.archives.is_empty()
-                && f.files.len() == 1
-                && family::detect_link(&c.path, targets) == family::detect_link(&leader.path, targets) =>
-        {
-            let mut files = f.files.clone();
-            for o in &mut files {
-                o.set_path(RelPath::new(c.root, c.rel.as_os_str()));
-            }
-            Read::Done(Found { files, ..Found::default() })
+    match same {
+        Some((outcome, _)) => {
+            let mut outcome = outcome.clone();
+            outcome.set_path(RelPath::new(c.root, c.rel.as_os_str()));
+            Read::Done(Found::one(outcome))
         }
-        _ => read_file(c, targets).0,
+        None => read_file(c, targets).0,
+    }
+}
+
+/// What a scan has gathered: summary counts, the records of files worth reporting, problems,
+/// links and archives. Files are counted and dropped as they come, unless they have a record.
+#[derive(Default)]
+struct Tally {
+    summary: Summary,
+    files: Vec<FileRecord>,
+    problems: Vec<Problem>,
+    links: Vec<LinkSeen>,
+    archives: Vec<ArchiveRecord>,
+}
+
+impl Tally {
+    fn add(&mut self, found: Found) {
+        for o in found.files {
+            self.summary.files += 1;
+            self.summary.bytes += o.size;
+            *self.summary.kinds.entry(o.kind).or_default() += 1;
+            for message in o.problems {
+                self.problems.push(Problem { path: o.path.clone(), message });
+            }
+            self.files.extend(o.record);
+        }
+        self.summary.symlinks += found.symlinks;
+        self.links.extend(found.links);
+        self.problems.extend(found.problems);
+        self.archives.extend(found.archives);
+    }
+
+    /// Both tallies in one; everything is sorted at the end, so the order of merging is free.
+    fn merge(mut self, other: Tally) -> Tally {
+        self.summary.files += other.summary.files;
+        self.summary.bytes += other.summary.bytes;
+        self.summary.symlinks += other.summary.symlinks;
+        for (kind, n) in other.summary.kinds {
+            *self.summary.kinds.entry(kind).or_default() += n;
+        }
+        self.files.extend(other.files);
+        self.problems.extend(other.problems);
+        self.links.extend(other.links);
+        self.archives.extend(other.archives);
+        self
+    }
+}
+
+/// One worker's share of the reading: its tally, the archives it found (expanded later, in
+/// candidate order), and the results it keeps for hard links to the files it read.
+#[derive(Default)]
+struct Part {
+    tally: Tally,
+    pending: Vec<(usize, Box<PendingArchive>)>,
+    kept: Vec<(usize, FileOutcome, FileId)>,
+}
+
+impl Part {
+    fn merge(mut self, other: Part) -> Part {
+        self.tally = self.tally.merge(other.tally);
+        self.pending.extend(other.pending);
+        self.kept.extend(other.kept);
+        self
     }
 }
 
@@ -636,103 +693,99 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
         progress.file_done();
     };
     let threads = pool.current_num_threads().max(1);
-    let found: Vec<Found> = pool.install(|| {
+    let mut tally = pool.install(|| {
         // Each file is read once, however many hard links name it: the first name is read,
-        // then the others take its result.
+        // then the others take its result (see `read_link`). Results are folded into tallies as
+        // they come, so a tree of millions of files holds only what its report needs.
         let cands = &walked.candidates;
         let leaders = hard_link_leaders(cands);
-        let first: Vec<Option<(Read, Option<FileId>)>> =
-            cands.par_iter().zip(&leaders).map(|(c, l)| l.is_none().then(|| read_file(c, targets))).collect();
-        let later: Vec<Option<Read>> = cands
-            .par_iter()
-            .zip(&leaders)
-            .map(|(c, l)| {
-                let l = (*l)?;
-                let (Some(leader), Some(Some(read))) = (cands.get(l), first.get(l)) else {
-                    return Some(read_file(c, targets).0);
-                };
-                Some(read_link(c, leader, read, targets))
-            })
-            .collect();
-        let read = first.into_iter().zip(later).filter_map(|(f, l)| f.map(|f| f.0).or(l));
-        let mut found = Vec::with_capacity(cands.len());
-        let mut pending = Vec::new();
-        for r in read {
-            match r {
+        let followed: HashSet<usize> = leaders.iter().flatten().copied().collect();
+        let take = |mut part: Part, i: usize, read: Read| {
+            match read {
                 Read::Done(f) => {
                     report(&f);
-                    found.push(f);
+                    part.tally.add(f);
                 }
-                Read::Archive(a) => pending.push(a),
+                Read::Archive(a) => part.pending.push((i, a)),
             }
-        }
+            part
+        };
+        let mut first = (0..cands.len())
+            .into_par_iter()
+            .filter(|&i| leaders.get(i).is_some_and(Option::is_none))
+            .fold(Part::default, |mut part, i| {
+                let Some(c) = cands.get(i) else { return part };
+                let (read, id) = read_file(c, targets);
+                if let (Read::Done(f), Some(id)) = (&read, id) {
+                    if followed.contains(&i) {
+                        if let ([one], true) = (f.files.as_slice(), f.archives.is_empty()) {
+                            part.kept.push((i, one.clone(), id));
+                        }
+                    }
+                }
+                take(part, i, read)
+            })
+            .reduce(Part::default, Part::merge);
+        let kept: HashMap<usize, (FileOutcome, FileId)> =
+            std::mem::take(&mut first.kept).into_iter().map(|(i, o, id)| (i, (o, id))).collect();
+        let later = (0..cands.len())
+            .into_par_iter()
+            .filter_map(|i| Some((i, (*leaders.get(i)?)?)))
+            .fold(Part::default, |part, (i, l)| {
+                let (Some(c), Some(leader)) = (cands.get(i), cands.get(l)) else { return part };
+                let read = read_link(c, leader, kept.get(&l), targets);
+                take(part, i, read)
+            })
+            .reduce(Part::default, Part::merge);
+        let Part { mut tally, mut pending, .. } = first.merge(later);
+        pending.sort_by_key(|(i, _)| *i);
         // Archives go after the plain files, read by as many workers as there are threads, each
         // one archive at a time: a thread waiting on its archive's members can then pick up only
         // member work or another worker, never start an archive of its own, so memory is bounded
         // by the thread count, not by the number of archives.
         let next = std::sync::atomic::AtomicUsize::new(0);
-        let expanded = std::sync::Mutex::new(Vec::with_capacity(pending.len()));
+        let expanded = std::sync::Mutex::new(Tally::default());
         rayon::scope(|scope| {
             for _ in 0..threads.min(pending.len()) {
                 scope.spawn(|_| loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(a) = pending.get(i) else { break };
+                    let Some((_, a)) = pending.get(i) else { break };
                     let f = a.expand(targets);
                     report(&f);
                     if let Ok(mut e) = expanded.lock() {
-                        e.push((i, f));
+                        e.add(f);
                     }
                 });
             }
         });
-        let mut expanded = expanded.into_inner().unwrap_or_default();
-        expanded.sort_by_key(|(i, _)| *i);
-        found.extend(expanded.into_iter().map(|(_, f)| f));
+        tally = tally.merge(expanded.into_inner().unwrap_or_default());
         for &i in &layouts {
             let Some(r) = roots.get(i) else { continue };
             let budget = Budget::new(budget_for(archive::layout_size(&r.real)));
             let ctx = archive::Ctx { targets, budget, depth: 0, base: RelPath::new(i, OsStr::new("")) };
             if let Some(f) = archive::expand_layout_dir(&r.real, &ctx) {
-                found.push(f);
+                tally.add(f);
             }
         }
-        found
+        tally
     });
 
-    let mut summary = Summary::default();
-    let mut all = Found::default();
     for l in &walked.links {
-        all.symlinks += 1;
-        all.links.push(LinkSeen {
+        tally.summary.symlinks += 1;
+        tally.links.push(LinkSeen {
             path: RelPath::new(l.root, l.rel.as_os_str()),
             name: l.path.clone(),
             target: l.target.to_string_lossy().into_owned(),
         });
     }
-    for f in found {
-        all.merge(f);
-    }
-    summary.symlinks = all.symlinks;
-    let mut files = Vec::new();
-    for o in all.files {
-        summary.files += 1;
-        summary.bytes += o.size;
-        *summary.kinds.entry(o.kind).or_default() += 1;
-        for message in o.problems {
-            problems.push(Problem { path: o.path.clone(), message });
-        }
-        if let Some(r) = o.record {
-            files.push(r);
-        }
-    }
-    problems.extend(all.problems);
+    let Tally { mut summary, mut files, problems: found_problems, links: all_links, mut archives } = tally;
+    problems.extend(found_problems);
     files.sort_by_cached_key(|f| f.path.sort_key());
     problems.sort_by_cached_key(|p| (p.path.sort_key(), p.message.clone()));
     summary.files_with_device_code = files.iter().filter(|f| !f.code_objects.is_empty()).count() as u64;
     summary.code_objects = files.iter().map(|f| f.code_objects.len() as u64).sum();
     let targets_summary = summarize_targets(&files);
-    let mut links: Vec<LinkRecord> = all
-        .links
+    let mut links: Vec<LinkRecord> = all_links
         .iter()
         .filter_map(|l| {
             let artifact = family::detect_link(&l.name, targets)?;
@@ -740,7 +793,6 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
         })
         .collect();
     links.sort_by_cached_key(|l| l.path.sort_key());
-    let mut archives = all.archives;
     archives.sort_by_cached_key(|a| a.path.sort_key());
     let mismatches = family::mismatches(&files, &links);
     let families = family::families_table(&files);
