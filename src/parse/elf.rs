@@ -291,6 +291,10 @@ fn read_note_range(src: &dyn ByteSource, facts: &mut NoteFacts, off: u64, size: 
         let need = (end - pos).min(NOTE_WINDOW);
         let rel = pos - chunk_at;
         if rel.saturating_add(need) > chunk.len() as u64 {
+            if want == NOTE_CHUNK && chunk_at == off {
+                // A second note: the walk goes on to the segment's end, every page of it.
+                src.will_need(pos, end - pos);
+            }
             chunk = src.read_at(pos, (end - pos).min(want) as usize)?;
             chunk_at = pos;
             want = NOTE_CHUNK;
@@ -578,6 +582,38 @@ mod tests {
         // Cut short, the last note runs past its segment: an error, not a smaller count.
         let mut notes = NoteFacts::default();
         assert!(read_note_range(&seg, &mut notes, 0, seg.len() as u64 - 100).is_err());
+    }
+
+    #[test]
+    fn the_rest_of_a_many_note_segment_is_asked_for_once() {
+        // A source that records the ranges a parser says it will need.
+        struct Recording(Vec<u8>, std::cell::RefCell<Vec<(u64, u64)>>);
+        impl ByteSource for Recording {
+            fn len(&self) -> u64 {
+                self.0.len() as u64
+            }
+            fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>> {
+                self.0.read_at(offset, len)
+            }
+            fn will_need(&self, offset: u64, len: u64) {
+                self.1.borrow_mut().push((offset, len));
+            }
+        }
+        let one = code_object(&CodeObjectSpec::v4(0x3f, 0, &["a"]));
+        let start = one.windows(6).position(|w| w == b"AMDGPU").expect("note") - 12;
+        let (namesz, descsz) = (le32(&one, start).expect("namesz"), le32(&one, start + 4).expect("descsz"));
+        let len = 12 + align_up(u64::from(namesz), 4) as usize + align_up(u64::from(descsz), 4) as usize;
+        let note = &one[start..start + len];
+        // One note: its descriptor is skipped, nothing more is asked for.
+        let single = Recording(note.to_vec(), Default::default());
+        read_note_range(&single, &mut NoteFacts::default(), 0, note.len() as u64).expect("read");
+        assert!(single.1.borrow().is_empty());
+        // Many: after the first, the rest of the segment, once.
+        let many = Recording(note.repeat(500), Default::default());
+        let mut facts = NoteFacts::default();
+        read_note_range(&many, &mut facts, 0, many.len()).expect("read");
+        assert_eq!(facts.metadata.and_then(|m| m.kernels), Some(500));
+        assert_eq!(*many.1.borrow(), [(len as u64, many.len() - len as u64)]);
     }
 
     #[test]
