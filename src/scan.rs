@@ -147,10 +147,15 @@ impl FileSource {
 
 /// Opens a candidate for reading: no link following, no blocking, regular files only.
 pub fn open_regular(path: &std::path::Path) -> std::io::Result<FileSource> {
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)?;
+    open_file(path, false)
+}
+
+/// [`open_regular`], following a last symbolic link when `follow` (a link the walk followed at
+/// the user's request).
+fn open_file(path: &std::path::Path, follow: bool) -> std::io::Result<FileSource> {
+    let flags = if follow { 0 } else { libc::O_NOFOLLOW };
+    let file =
+        OpenOptions::new().read(true).custom_flags(flags | libc::O_NONBLOCK | libc::O_NOCTTY).open(path)?;
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Err(std::io::Error::other("no longer a regular file"));
@@ -312,13 +317,15 @@ enum Read {
 /// opened again then: a tree of thousands of packages must not hold thousands of files open.
 struct PendingArchive {
     disk: PathBuf,
+    /// Opened through a symbolic link the walk followed.
+    followed: bool,
     format: archive::Format,
     path: RelPath,
 }
 
 impl PendingArchive {
     fn expand(&self, targets: &Targets) -> Found {
-        let src = match open_regular(&self.disk) {
+        let src = match open_file(&self.disk, self.followed) {
             Ok(s) => Arc::new(s),
             Err(e) => {
                 let mut f = Found::default();
@@ -344,7 +351,7 @@ fn read_file(c: &Candidate, targets: &Targets) -> (Read, Option<FileId>) {
             problems: vec![message],
         }))
     };
-    let src = match open_regular(&c.path) {
+    let src = match open_file(&c.path, c.followed) {
         Ok(s) => s,
         Err(e) => return (failed(path, 0, e.to_string()), None),
     };
@@ -362,7 +369,15 @@ fn read_file(c: &Candidate, targets: &Targets) -> (Read, Option<FileId>) {
         let origin = Arc::new(Origin::file(src.clone()));
         let budget = Budget::new(budget_for(src.len));
         if let Some(format) = archive::detect(kind, &head, &origin, &budget) {
-            return (Read::Archive(Box::new(PendingArchive { disk: c.path.clone(), format, path })), id);
+            return (
+                Read::Archive(Box::new(PendingArchive {
+                    disk: c.path.clone(),
+                    followed: c.followed,
+                    format,
+                    path,
+                })),
+                id,
+            );
         }
         return (Read::Done(Found::one(inspect(&*src, &head, &c.path, Some(&c.path), path, targets))), id);
     }

@@ -71,6 +71,8 @@ pub struct Candidate {
     pub rel: PathBuf,
     /// Inode number from the directory listing: names sharing one may be hard links to one file.
     pub ino: u64,
+    /// A symbolic link to a regular file, met with `--follow-links`: opened through the link.
+    pub followed: bool,
 }
 
 /// A symbolic link met and not followed.
@@ -139,8 +141,8 @@ pub fn walk(roots: &[Root], follow_links: bool, tick: &dyn Fn()) -> Walked {
             } else if ft.is_file() {
                 // The type comes from the directory listing; the size from fstat after opening:
                 // no second stat per file.
-                let ino = entry.ino();
-                out.candidates.push(Candidate { root: i, path: entry.into_path(), rel, ino });
+                let (ino, followed) = (entry.ino(), entry.path_is_symlink());
+                out.candidates.push(Candidate { root: i, path: entry.into_path(), rel, ino, followed });
             } else if let Some(kind) = special_kind(&ft) {
                 out.problems.push(Problem {
                     path: RelPath::new(i, rel.as_os_str()),

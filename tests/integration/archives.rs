@@ -1479,3 +1479,29 @@ fn streamed_image_layer_cut_after_its_whiteout_still_hides_the_lower_file() {
         assert_eq!(snap["archives"][0]["format"], "docker-image", "{name}");
     }
 }
+
+/// With `--follow-links`, a link to a file is read through the link, under the link's name, and
+/// a link to an archive is opened as the archive; without it, both are links, not read.
+#[test]
+fn followed_links_to_files_and_archives_are_read() {
+    let tree = Tree::new();
+    let k = co(GFX90A, 0, 2);
+    tree.file("store/k.co", &k);
+    tree.file("store/pkg.tar", &tar_of(&[file("lib/in.co", co(GFX1030, 0, 1))]));
+    std::fs::create_dir_all(tree.path("lib")).expect("mkdir");
+    tree.symlink("../store/k.co", "lib/k-link.co");
+    tree.symlink("../store/pkg.tar", "lib/pkg-link.tar");
+
+    let (run, snap) = scan_json(tree.root(), &["--follow-links"]);
+    run.expect_code(0);
+    assert_eq!(problems(&snap), Vec::<(String, String)>::new());
+    assert_eq!(target_ids(file_record(&snap, "lib/k-link.co")), target_ids(file_record(&snap, "store/k.co")));
+    assert_eq!(file_record(&snap, "lib/k-link.co")["size"], k.len() as u64);
+    assert_eq!(target_ids(file_record(&snap, "lib/pkg-link.tar!/lib/in.co")), ["gfx1030"]);
+
+    let (run, snap) = scan_json(tree.root(), &[]);
+    run.expect_code(0);
+    assert_eq!(snap["summary"]["symlinks"], 2);
+    let paths = file_paths(&snap);
+    assert!(paths.iter().all(|p| !p.starts_with("lib/")), "{paths:?}");
+}
