@@ -71,12 +71,18 @@ impl Progress for Silent {}
 pub struct FileSource {
     file: File,
     len: u64,
-    /// Device and inode: which file this is, whatever name opened it.
+    /// Which file this is, whatever name opened it, and as it was when opened.
     id: FileId,
 }
 
-/// A file's device and inode numbers.
-type FileId = (u64, u64);
+/// A file's identity and state: device, inode, size, and modification and change times (s, ns).
+/// The times tell a file from a later one given a freed inode number: a new file, or a link
+/// count that changed, sets a new change time.
+type FileId = (u64, u64, u64, i64, i64, i64, i64);
+
+fn file_id(m: &std::fs::Metadata) -> FileId {
+    (m.dev(), m.ino(), m.len(), m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec())
+}
 
 impl ByteSource for FileSource {
     fn len(&self) -> u64 {
@@ -122,7 +128,8 @@ impl ByteSource for FileSource {
     }
 
     fn will_need(&self, offset: u64, len: u64) {
-        let (Ok(offset), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
+        // A length of 0 would mean "to the end of the file".
+        let (Ok(offset), Ok(len @ 1..)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
             return;
         };
         // SAFETY: posix_fadvise only reads its integer arguments; the descriptor is open. Its
@@ -160,7 +167,7 @@ fn open_file(path: &std::path::Path, follow: bool) -> std::io::Result<FileSource
     if !meta.is_file() {
         return Err(std::io::Error::other("no longer a regular file"));
     }
-    Ok(FileSource { file, len: meta.len(), id: (meta.dev(), meta.ino()) })
+    Ok(FileSource { file, len: meta.len(), id: file_id(&meta) })
 }
 
 /// What reading one regular file (or archive member) gave.
@@ -339,8 +346,15 @@ impl PendingArchive {
     }
 }
 
-/// Reads one candidate; also says which file it opened, for its hard links (see [`read_link`]).
-fn read_file(c: &Candidate, targets: &Targets) -> (Read, Option<FileId>) {
+/// What reading a file leaves for its hard links (see [`read_link`]): which file it was, and
+/// the first bytes its family was judged by.
+struct Opened {
+    id: FileId,
+    head: Vec<u8>,
+}
+
+/// Reads one candidate; also says which file it opened, for its hard links.
+fn read_file(c: &Candidate, targets: &Targets) -> (Read, Option<Opened>) {
     let path = RelPath::new(c.root, c.rel.as_os_str());
     let failed = |path: RelPath, size: u64, message: String| {
         Read::Done(Found::one(FileOutcome {
@@ -355,10 +369,9 @@ fn read_file(c: &Candidate, targets: &Targets) -> (Read, Option<FileId>) {
         Ok(s) => s,
         Err(e) => return (failed(path, 0, e.to_string()), None),
     };
-    let id = Some(src.id);
     let head = match src.read_up_to(0, SNIFF_LEN) {
         Ok(h) => h.into_owned(),
-        Err(e) => return (failed(path, src.len, e.to_string()), id),
+        Err(e) => return (failed(path, src.len, e.to_string()), None),
     };
     let kind = classify(&head);
     if kind == Kind::HostElf {
@@ -376,12 +389,14 @@ fn read_file(c: &Candidate, targets: &Targets) -> (Read, Option<FileId>) {
                     format,
                     path,
                 })),
-                id,
+                None,
             );
         }
-        return (Read::Done(Found::one(inspect(&*src, &head, &c.path, Some(&c.path), path, targets))), id);
+        let found = Found::one(inspect(&*src, &head, &c.path, Some(&c.path), path, targets));
+        return (Read::Done(found), Some(Opened { id: src.id, head }));
     }
-    (Read::Done(Found::one(inspect(&src, &head, &c.path, Some(&c.path), path, targets))), id)
+    let found = Found::one(inspect(&src, &head, &c.path, Some(&c.path), path, targets));
+    (Read::Done(found), Some(Opened { id: src.id, head }))
 }
 
 /// For each candidate, the earlier candidate it may be a hard link to: the first one listed
@@ -396,19 +411,27 @@ fn hard_link_leaders(candidates: &[Candidate]) -> Vec<Option<usize>> {
 }
 
 /// Reads `c`, a name that may be a hard link to `leader`, whose one file was read as `kept`
-/// from the file `id` (`None` when the leader's result was not one file: an archive, or a
-/// file that could not be opened). A hard link is the same bytes, so when `c` is still that
-/// very file and its name says what the leader's says (the same family by name, or none), the
-/// leader's result is taken under `c`'s path; otherwise `c` is read on its own.
+/// (`None` when the leader's result was not one file: an archive, or a file that could not be
+/// opened or read). A hard link is the same bytes, so `c` takes the leader's result under its
+/// own path when all of these hold; otherwise it is read on its own:
+/// - `c` is still that very file, unchanged: `lstat` gives the device, inode, size and times
+///   the leader's `fstat` gave;
+/// - both names end in the same file name (names decide checks such as "named `.zst` but not
+///   zstd" and the format a family expects);
+/// - the family judged from each full path and the shared first bytes is the same (folders
+///   decide families too: a `library` folder makes a Tensile file).
 fn read_link(
     c: &Candidate,
     leader: &Candidate,
-    kept: Option<&(FileOutcome, FileId)>,
+    kept: Option<&(FileOutcome, Opened)>,
     targets: &Targets,
 ) -> Read {
-    let same = kept.filter(|(_, id)| {
-        std::fs::symlink_metadata(&c.path).is_ok_and(|m| m.is_file() && (m.dev(), m.ino()) == *id)
-            && family::detect_link(&c.path, targets) == family::detect_link(&leader.path, targets)
+    let same = kept.filter(|(outcome, opened)| {
+        let head = opened.head.get(..FAMILY_HEAD).unwrap_or(&opened.head);
+        let family = |p: &Path| family::detect(p, family::Content::File(outcome.kind, head), targets);
+        c.path.file_name() == leader.path.file_name()
+            && std::fs::symlink_metadata(&c.path).is_ok_and(|m| m.is_file() && file_id(&m) == opened.id)
+            && family(&c.path) == family(&leader.path)
     });
     match same {
         Some((outcome, _)) => {
@@ -470,7 +493,7 @@ impl Tally {
 struct Part {
     tally: Tally,
     pending: Vec<(usize, Box<PendingArchive>)>,
-    kept: Vec<(usize, FileOutcome, FileId)>,
+    kept: Vec<(usize, FileOutcome, Opened)>,
 }
 
 impl Part {
@@ -741,18 +764,18 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
             .filter(|&i| leaders.get(i).is_some_and(Option::is_none))
             .fold(Part::default, |mut part, i| {
                 let Some(c) = cands.get(i) else { return part };
-                let (read, id) = read_file(c, targets);
-                if let (Read::Done(f), Some(id)) = (&read, id) {
+                let (read, opened) = read_file(c, targets);
+                if let (Read::Done(f), Some(opened)) = (&read, opened) {
                     if followed.contains(&i) {
                         if let ([one], true) = (f.files.as_slice(), f.archives.is_empty()) {
-                            part.kept.push((i, one.clone(), id));
+                            part.kept.push((i, one.clone(), opened));
                         }
                     }
                 }
                 take(part, i, read)
             })
             .reduce(Part::default, Part::merge);
-        let kept: HashMap<usize, (FileOutcome, FileId)> =
+        let kept: HashMap<usize, (FileOutcome, Opened)> =
             std::mem::take(&mut first.kept).into_iter().map(|(i, o, id)| (i, (o, id))).collect();
         let later = (0..cands.len())
             .into_par_iter()
@@ -835,4 +858,48 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
         families,
         archives,
     })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+mod tests {
+    use super::*;
+    use crate::testing::{code_object, CodeObjectSpec};
+
+    /// Review finding: a follower trusted device and inode alone. Between the leader's read and
+    /// the follower's check, both names can go and a new file take the follower's name and the
+    /// freed inode number (ext4 reuses them at once): it must be read, not given the old result.
+    #[test]
+    fn a_new_file_on_a_reused_inode_is_read_not_given_the_old_result() {
+        let targets = Targets::builtin();
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a/lib/k.co"), dir.path().join("b/lib/k.co"));
+        for p in [&a, &b] {
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        }
+        std::fs::write(&a, code_object(&CodeObjectSpec::v4(0x3f, 0, &["k1", "k2", "k3"]))).unwrap();
+        std::fs::hard_link(&a, &b).unwrap();
+        let cand = |p: &Path| Candidate {
+            root: 0,
+            path: p.to_path_buf(),
+            rel: p.strip_prefix(dir.path()).unwrap().to_path_buf(),
+            ino: std::fs::metadata(p).unwrap().ino(),
+            followed: false,
+        };
+        let (ca, cb) = (cand(&a), cand(&b));
+        let (Read::Done(f), Some(opened)) = read_file(&ca, &targets) else { panic!("read") };
+        let kept = (f.files[0].clone(), opened);
+        // Unchanged, the follower takes the leader's result under its own path.
+        let Read::Done(shared) = read_link(&cb, &ca, Some(&kept), &targets) else { panic!("read") };
+        assert_eq!(shared.files[0].path, RelPath::new(0, cb.rel.as_os_str()));
+        // Replaced, whatever inode the new file gets, it is read on its own.
+        std::fs::remove_file(&a).unwrap();
+        std::fs::remove_file(&b).unwrap();
+        std::fs::write(&b, code_object(&CodeObjectSpec::v4(0x30, 0, &["only"]))).unwrap();
+        let kernels = |r: Read| match r {
+            Read::Done(f) => f.files[0].record.as_ref().map(|r| r.code_objects[0].kernels),
+            Read::Archive(_) => panic!("not an archive"),
+        };
+        assert_eq!(kernels(read_link(&cb, &ca, Some(&kept), &targets)), Some(Some(1)));
+    }
 }

@@ -295,7 +295,12 @@ fn read_note_range(src: &dyn ByteSource, facts: &mut NoteFacts, off: u64, size: 
                 // A second note: the walk goes on to the segment's end, every page of it.
                 src.will_need(pos, end - pos);
             }
-            chunk = src.read_at(pos, (end - pos).min(want) as usize)?;
+            // A chunk may run past the data where a segment lies about its size: then the
+            // note alone, which is an error only if it runs past the data itself.
+            chunk = match src.read_up_to(pos, (end - pos).min(want) as usize) {
+                Ok(c) if c.len() as u64 >= need => c,
+                _ => src.read_at(pos, need as usize)?,
+            };
             chunk_at = pos;
             want = NOTE_CHUNK;
         }
@@ -614,6 +619,29 @@ mod tests {
         read_note_range(&many, &mut facts, 0, many.len()).expect("read");
         assert_eq!(facts.metadata.and_then(|m| m.kernels), Some(500));
         assert_eq!(*many.1.borrow(), [(len as u64, many.len() - len as u64)]);
+    }
+
+    #[test]
+    fn a_chunk_past_the_data_does_not_fail_notes_inside_it() {
+        // Review finding: reading notes in chunks failed where a segment claims more bytes than
+        // the data holds, though every note read lies inside the data. Note 1: the ISA version
+        // (9.0.0); note 2: unnamed, its descriptor claimed to the segment's end, past the data.
+        let mut seg = vec![4u8, 0, 0, 0, 16, 0, 0, 0, 3, 0, 0, 0];
+        seg.extend(b"AMD\0");
+        seg.extend([4, 0, 7, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        let second = seg.len() as u64;
+        let data_len = second + 5000;
+        let end = data_len + 10_000;
+        seg.extend([0, 0, 0, 0]);
+        seg.extend(((end - second - 12) as u32).to_le_bytes());
+        seg.extend([0, 0, 0, 0]);
+        seg.resize(data_len as usize, 0);
+        let mut facts = NoteFacts::default();
+        read_note_range(&seg, &mut facts, 0, end).expect("the notes read lie inside the data");
+        assert_eq!(facts.isa_version, Some((9, 0, 0)));
+        // A note header past the data is still an error.
+        let mut facts = NoteFacts::default();
+        assert!(read_note_range(&seg[..second as usize + 8].to_vec(), &mut facts, 0, end).is_err());
     }
 
     #[test]

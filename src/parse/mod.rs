@@ -176,7 +176,10 @@ impl ByteSource for Slice<'_> {
     }
 
     fn will_need(&self, offset: u64, len: u64) {
-        self.inner.will_need(self.base.saturating_add(offset), len.min(self.len.saturating_sub(offset)));
+        let len = len.min(self.len.saturating_sub(offset));
+        if len > 0 {
+            self.inner.will_need(self.base.saturating_add(offset), len);
+        }
     }
 }
 

@@ -2,7 +2,7 @@
 
 use gfxscan::scan::{scan, ScanConfig, Silent};
 use gfxscan::targets::Targets;
-use gfxscan::testing::{ccob, Method};
+use gfxscan::testing::{ccob, firmware_blob, Method};
 
 use crate::fixtures::{co, hip_bundle, mixed, Mixed, GFX1030, GFX1100, GFX900, GFX90A};
 
@@ -122,4 +122,53 @@ fn hard_links_report_like_copies() {
     assert!(mismatches.contains("TensileLibrary_gfx1031.co"), "the lying name is caught: {mismatches}");
     let problems = crate::util::problems(&with_copies);
     assert!(problems.iter().any(|(p, _)| p == "again/f03.bad"), "{problems:?}");
+}
+
+/// Review finding: a hard link took its first name's result whenever both names had the same
+/// family by name alone, but the file name and the folders decide more than that. Each pair is
+/// one file under two names; as hard links it must scan exactly as the same two names as copies.
+#[test]
+fn hard_links_whose_names_or_folders_decide_are_read_again() {
+    let pairs: [(&str, &str, Vec<u8>); 4] = [
+        // The name says compressed firmware; the bytes are raw.
+        (
+            "lib/firmware/amdgpu/navi10_sos.bin",
+            "lib/firmware/amdgpu/navi10_sos.bin.zst",
+            firmware_blob(0x21, (11, 0), 256),
+        ),
+        // A text perf DB under a name that must be SQLite.
+        ("share/miopen/db/gfx90a_104.udb.txt", "share/miopen/db/gfx90a_104.udb", b"k1=v1\nk2=v2\n".to_vec()),
+        // The file name decides the format a Tensile file is taken for.
+        (
+            "lib/rocblas/library/TensileLibrary_gfx90a.co",
+            "lib/rocblas/library/TensileLibrary_gfx90a.txt",
+            b"text\n".to_vec(),
+        ),
+        // Same file name, but only one is in a `library` folder.
+        ("lib/rocblas/library/gfx90a_104.fdb.txt", "other/gfx90a_104.fdb.txt", crate::util::garbage(300, 7)),
+    ];
+    let build = |link: bool| {
+        let tree = crate::util::Tree::new();
+        for (from, to, bytes) in &pairs {
+            tree.file(from, bytes);
+            let dest = tree.path(to);
+            std::fs::create_dir_all(dest.parent().expect("has a folder")).expect("mkdir");
+            if link {
+                std::fs::hard_link(tree.path(from), &dest).expect("hard link");
+            } else {
+                std::fs::copy(tree.path(from), &dest).expect("copy");
+            }
+        }
+        tree
+    };
+    let (copies, links) = (build(false), build(true));
+    let snapshot = |t: &crate::util::Tree, threads: &str| {
+        let mut snap = t.scan(&["--json", "-j", threads]).json();
+        snap["roots"] = serde_json::Value::Null;
+        snap
+    };
+    let with_copies = snapshot(&copies, "1");
+    for threads in ["1", "2"] {
+        assert_eq!(snapshot(&links, threads), with_copies, "hard links differ from copies at -j {threads}");
+    }
 }
