@@ -353,6 +353,13 @@ struct Opened {
     head: Vec<u8>,
 }
 
+impl Opened {
+    fn new(id: FileId, mut head: Vec<u8>) -> Opened {
+        head.truncate(FAMILY_HEAD);
+        Opened { id, head }
+    }
+}
+
 /// Reads one candidate; also says which file it opened, for its hard links.
 fn read_file(c: &Candidate, targets: &Targets) -> (Read, Option<Opened>) {
     let path = RelPath::new(c.root, c.rel.as_os_str());
@@ -393,14 +400,14 @@ fn read_file(c: &Candidate, targets: &Targets) -> (Read, Option<Opened>) {
             );
         }
         let found = Found::one(inspect(&*src, &head, &c.path, Some(&c.path), path, targets));
-        return (Read::Done(found), Some(Opened { id: src.id, head }));
+        return (Read::Done(found), Some(Opened::new(src.id, head)));
     }
     let found = Found::one(inspect(&src, &head, &c.path, Some(&c.path), path, targets));
-    (Read::Done(found), Some(Opened { id: src.id, head }))
+    (Read::Done(found), Some(Opened::new(src.id, head)))
 }
 
 /// For each candidate, the earlier candidate it may be a hard link to: the first one listed
-/// with the same inode number. Device and inode are confirmed before a result is shared.
+/// with the same inode number; [`read_link`] confirms it is the same file before sharing.
 fn hard_link_leaders(candidates: &[Candidate]) -> Vec<Option<usize>> {
     let mut first: HashMap<u64, usize> = HashMap::new();
     candidates
@@ -427,8 +434,7 @@ fn read_link(
     targets: &Targets,
 ) -> Read {
     let same = kept.filter(|(outcome, opened)| {
-        let head = opened.head.get(..FAMILY_HEAD).unwrap_or(&opened.head);
-        let family = |p: &Path| family::detect(p, family::Content::File(outcome.kind, head), targets);
+        let family = |p: &Path| family::detect(p, family::Content::File(outcome.kind, &opened.head), targets);
         c.path.file_name() == leader.path.file_name()
             && std::fs::symlink_metadata(&c.path).is_ok_and(|m| m.is_file() && file_id(&m) == opened.id)
             && family(&c.path) == family(&leader.path)
