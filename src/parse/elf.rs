@@ -496,6 +496,15 @@ mod tests {
     use super::*;
     use crate::testing::{code_object, CodeObjectSpec};
 
+    /// The `NT_AMDGPU_METADATA` note, header to padded end, of a V4 code object with `kernels`.
+    fn metadata_note(kernels: &[&str]) -> Vec<u8> {
+        let one = code_object(&CodeObjectSpec::v4(0x3f, 0, kernels));
+        let start = one.windows(6).position(|w| w == b"AMDGPU").expect("note") - 12;
+        let (namesz, descsz) = (le32(&one, start).expect("namesz"), le32(&one, start + 4).expect("descsz"));
+        let len = 12 + align_up(u64::from(namesz), 4) as usize + align_up(u64::from(descsz), 4) as usize;
+        one[start..start + len].to_vec()
+    }
+
     #[test]
     fn reads_v4_header_notes_and_kernels() {
         let spec = CodeObjectSpec::v4(0x03f, 0x300, &["k1", "k2", "k3"])
@@ -543,11 +552,8 @@ mod tests {
     fn kernels_of_every_metadata_note_count() {
         // Tensile's merged code objects carry one metadata note per linked input: lay the
         // fixture's metadata note twice in a row and both lists must count.
-        let one = code_object(&CodeObjectSpec::v4(0x3f, 0, &["a", "b"]));
-        let start = one.windows(6).position(|w| w == b"AMDGPU").expect("note") - 12;
-        let (namesz, descsz) = (le32(&one, start).expect("namesz"), le32(&one, start + 4).expect("descsz"));
-        let len = 12 + align_up(u64::from(namesz), 4) as usize + align_up(u64::from(descsz), 4) as usize;
-        let twice = [&one[start..start + len], &one[start..start + len]].concat();
+        let note = metadata_note(&["a", "b"]);
+        let twice = [&note[..], &note[..]].concat();
         let mut notes = NoteFacts::default();
         read_note_range(&twice, &mut notes, 0, twice.len() as u64).expect("notes read");
         assert_eq!(notes.metadata.and_then(|m| m.kernels), Some(4));
@@ -557,21 +563,13 @@ mod tests {
     fn many_notes_count_across_read_chunks() {
         // A linked Tensile `.co` holds thousands of metadata notes, read a chunk at a time:
         // 300 notes of every size (other vendors' notes between), far more than one chunk.
-        let note_of = |kernels: &[&str]| {
-            let one = code_object(&CodeObjectSpec::v4(0x3f, 0, kernels));
-            let start = one.windows(6).position(|w| w == b"AMDGPU").expect("note") - 12;
-            let (namesz, descsz) =
-                (le32(&one, start).expect("namesz"), le32(&one, start + 4).expect("descsz"));
-            let len = 12 + align_up(u64::from(namesz), 4) as usize + align_up(u64::from(descsz), 4) as usize;
-            one[start..start + len].to_vec()
-        };
         let mut seg = Vec::new();
         let mut want = 0u64;
         for i in 0..300usize {
             let names: Vec<String> =
                 (0..i % 7 + 1).map(|k| format!("kernel_{i}_{k}_{}", "x".repeat(i % 97))).collect();
             let names: Vec<&str> = names.iter().map(String::as_str).collect();
-            seg.extend_from_slice(&note_of(&names));
+            seg.extend_from_slice(&metadata_note(&names));
             want += names.len() as u64;
             if i % 11 == 0 {
                 // A GNU build-id note of an odd descriptor size.
@@ -604,11 +602,8 @@ mod tests {
                 self.1.borrow_mut().push((offset, len));
             }
         }
-        let one = code_object(&CodeObjectSpec::v4(0x3f, 0, &["a"]));
-        let start = one.windows(6).position(|w| w == b"AMDGPU").expect("note") - 12;
-        let (namesz, descsz) = (le32(&one, start).expect("namesz"), le32(&one, start + 4).expect("descsz"));
-        let len = 12 + align_up(u64::from(namesz), 4) as usize + align_up(u64::from(descsz), 4) as usize;
-        let note = &one[start..start + len];
+        let note = &metadata_note(&["a"]);
+        let len = note.len();
         // One note: its descriptor is skipped, nothing more is asked for.
         let single = Recording(note.to_vec(), Default::default());
         read_note_range(&single, &mut NoteFacts::default(), 0, note.len() as u64).expect("read");

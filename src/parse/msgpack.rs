@@ -70,10 +70,11 @@ impl<'a> Reader<'a> {
         Ok(self.buf.get(at..at + n as usize).unwrap_or(&[]).to_vec())
     }
 
-    /// Moves past `n` bytes without reading them.
-    fn advance(&mut self, n: u64) -> Result<()> {
+    /// Moves past the `n` payload bytes of the value whose header is at `at` (blamed if they run
+    /// past the end), without reading them.
+    fn advance(&mut self, n: u64, at: u64) -> Result<()> {
         if n > self.remaining() {
-            return Err(ParseError::Truncated { what: "msgpack value", offset: self.pos });
+            return Err(ParseError::Truncated { what: "msgpack value", offset: at });
         }
         self.pos += n;
         Ok(())
@@ -224,10 +225,7 @@ impl<'a> Reader<'a> {
             left -= 1;
             match item {
                 // A payload past the end is blamed on its header, as in `skip_buffered`.
-                Item::Skip(n) if n > self.remaining() => {
-                    return Err(ParseError::Truncated { what: "msgpack value", offset: at })
-                }
-                Item::Skip(n) => self.pos += n,
+                Item::Skip(n) => self.advance(n, at)?,
                 Item::Items(n) => left = add_items(left, n, self.remaining(), at)?,
             }
         }
@@ -277,7 +275,7 @@ impl<'a> Reader<'a> {
             }
             _ => {
                 let n = self.scalar_len(m, at)?;
-                self.advance(n)?;
+                self.advance(n, at)?;
                 Value::Other
             }
         };

@@ -670,13 +670,20 @@ fn docker_save_archive_is_its_final_file_system() {
     t.file("image.tar", &docker_save());
     let (run, snap) = scan_json(&t.path("image.tar"), &[]);
     run.expect_code(0);
-    assert_eq!(file_paths(&snap), ["A", "C", "d/y"], "{snap:#}");
-    assert_eq!(target_ids(file_record(&snap, "A")), ["gfx1100"], "A comes from layer 2");
+    assert_final_fs(&snap, &want, "docker-image");
+}
+
+/// `snap`, the scan of the test image as `format`, is its final file system `want`: A from
+/// layer 2, C, d/y, in one archive record of 3 members and 3 layers.
+#[track_caller]
+fn assert_final_fs(snap: &Value, want: &Value, format: &str) {
+    assert_eq!(file_paths(snap), ["A", "C", "d/y"], "{snap:#}");
+    assert_eq!(target_ids(file_record(snap, "A")), ["gfx1100"], "A comes from layer 2");
     assert_eq!(
         snap["archives"],
-        json!([{"root": 0, "path": "", "format": "docker-image", "members": 3, "layers": 3}])
+        json!([{"root": 0, "path": "", "format": format, "members": 3, "layers": 3}])
     );
-    assert_eq!(tree_part(&snap), tree_part(&want));
+    assert_eq!(tree_part(snap), tree_part(want));
 }
 
 #[test]
@@ -691,22 +698,12 @@ fn oci_layout_folder_and_tarball_are_their_final_file_system() {
     write_dir(&t, "layout", &layout);
     let (run, snap) = scan_json(&t.path("layout"), &[]);
     run.expect_code(0);
-    assert_eq!(file_paths(&snap), ["A", "C", "d/y"], "{snap:#}");
-    assert_eq!(target_ids(file_record(&snap, "A")), ["gfx1100"], "A comes from layer 2");
-    assert_eq!(
-        snap["archives"],
-        json!([{"root": 0, "path": "", "format": "oci-image", "members": 3, "layers": 3}])
-    );
-    assert_eq!(tree_part(&snap), tree_part(&want));
+    assert_final_fs(&snap, &want, "oci-image");
 
     t.file("layout.tar", &tar_of(&layout));
     let (run, snap) = scan_json(&t.path("layout.tar"), &[]);
     run.expect_code(0);
-    assert_eq!(
-        snap["archives"],
-        json!([{"root": 0, "path": "", "format": "oci-image", "members": 3, "layers": 3}])
-    );
-    assert_eq!(tree_part(&snap), tree_part(&want));
+    assert_final_fs(&snap, &want, "oci-image");
 }
 
 // ---------------------------------------------------------------------------------------------
