@@ -20,13 +20,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::devices::{split_version, Device, DeviceTarget};
+use crate::devices::{split_version, Device, DeviceTarget, Gpus, UnknownGpu};
+use crate::install::{install_of, Install};
 use crate::model::{CodeObjectRecord, Family, FileRecord, Problem, Snapshot, Tool};
 use crate::resolve::Setting;
 use crate::targets::Targets;
 
-/// Version of the check JSON document.
-pub const CHECK_SCHEMA_VERSION: u32 = 1;
+/// Version of the check JSON document (2: verdicts per install, an overall `outcome`).
+pub const CHECK_SCHEMA_VERSION: u32 = 2;
 
 /// A library's verdict for one GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -48,23 +49,163 @@ impl Status {
     }
 }
 
+/// What kind of library a verdict is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LibraryKind {
+    /// A host library with device code (`.hip_fatbin`, embedded code objects).
+    HostLibrary,
+    /// A standalone offload bundle.
+    Bundle,
+    /// A Tensile library folder (rocBLAS, hipBLASLt).
+    Tensile,
+    /// MIOpen's database folder.
+    Miopen,
+    /// The device-library bitcode folder.
+    Bitcode,
+}
+
+/// What a library does when the code for the device is not there, as its source shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gap {
+    /// Host code with no code object for the device.
+    HostCode,
+    /// rocBLAS with no Tensile index file for the device and no merged one.
+    RocblasNoIndex,
+    /// rocBLAS with a merged `TensileLibrary.dat` whose hardware rows do not serve the device.
+    RocblasMergedNoRow,
+    /// rocBLAS with an index for the device but no code file holding its code.
+    RocblasCode,
+    /// hipBLASLt without an index or code for the device.
+    Hipblaslt,
+    /// MIOpen without a database for the device.
+    Miopen,
+    /// No device-library bitcode for the device.
+    Bitcode,
+}
+
+/// One row of the gap table: how bad a gap is and what the user will see.
+#[derive(Debug, Clone, Copy)]
+pub struct GapRule {
+    pub gap: Gap,
+    /// MISSING when the program stops or its calls fail; WARN when it runs slower or without
+    /// one optional path.
+    pub status: Status,
+    /// What happens, in the library's own words where it prints some.
+    pub consequence: &'static str,
+}
+
+/// The gap table. Each rule cites the source it was read from (ROCm/clr f9f995c6, rocBLAS
+/// b520bc83 and tags rocm-5.5.0…6.2.0, hipBLASLt 7d9fb683, MIOpen 2d1fd997, PyTorch main).
+pub const GAP_RULES: &[GapRule] = &[
+    // clr hipamd/src/hip_fatbin.cpp `FatBinaryInfo::ExtractFatBinaryUsingCOMGR` finds no code
+    // object for the device ("No compatible code objects found for: gfx…" with AMD_LOG_LEVEL);
+    // hip_platform.cpp `ihipLaunchKernel` then fails each launch of the library's kernels with
+    // hipErrorNoBinaryForGpu / hipErrorInvalidDeviceFunction. Registration is lazy
+    // (HIP_ENABLE_DEFERRED_LOADING=1), so only this library's kernels fail.
+    GapRule {
+        gap: Gap::HostCode,
+        status: Status::Missing,
+        consequence: "its kernel launches fail with hipErrorNoBinaryForGpu / \"invalid device function\"",
+    },
+    // rocBLAS library/src/tensile_host.cpp `TensileHost::initialize` (l.799-842): none of
+    // TensileLibrary_lazy_<arch>.dat, TensileLibrary_<arch>.dat, TensileLibrary.dat exists →
+    // the message below, then rocblas_abort() (std::abort) at the first GEMM-type call.
+    GapRule {
+        gap: Gap::RocblasNoIndex,
+        status: Status::Missing,
+        consequence: "at its first GEMM rocBLAS prints \"rocBLAS error: Cannot read …/TensileLibrary.dat: No such file or directory for GPU arch : <arch>\" and aborts the process",
+    },
+    // rocBLAS tensile_host.cpp l.874-952 and `runContractionProblem` (l.1119-1262): a merged
+    // index loads; with no code file for the arch it warns "No paths matched <path>/*<arch>*co",
+    // and with no row serving it each GEMM prints "rocBLAS error: No Tensile solution found"
+    // and returns rocblas_status_not_implemented. Not an abort, but no GEMM runs.
+    GapRule {
+        gap: Gap::RocblasMergedNoRow,
+        status: Status::Missing,
+        consequence: "rocBLAS does not abort, but every GEMM fails: \"rocBLAS error: No Tensile solution found …\" and rocblas_status_not_implemented",
+    },
+    // rocBLAS tensile_host.cpp l.874-952 (merged: "rocBLAS warning: No paths matched
+    // <path>/*<arch>*co"); lazy: Tensile HipSolutionAdapter `launchKernel` cannot load the code
+    // file and the call returns a HIP error converted to a rocBLAS status.
+    GapRule {
+        gap: Gap::RocblasCode,
+        status: Status::Missing,
+        consequence: "the index loads, but the GEMMs it selects fail: their code file is absent (\"rocBLAS warning: No paths matched …*<arch>*co\" or a HIP error per call)",
+    },
+    // hipBLASLt library/src/amd_detail/rocblaslt/src/tensile_host.cpp l.1381-1437: "rocblaslt
+    // error: Cannot read …/TensileLibrary_lazy_<arch>.dat"; rocblaslt_abort() is commented
+    // out; matmuls then return HIPBLAS_STATUS_INVALID_VALUE. PyTorch (aten Context.cpp
+    // `blasPreferredBackend`) uses hipBLASLt only on its supported archs and otherwise
+    // rocBLAS; rocBLAS (handle.cpp l.252-266) uses hipBLASLt by default only on gfx1200/1201
+    // and falls back to Tensile when it fails (tensile_host.cpp l.1147).
+    GapRule {
+        gap: Gap::Hipblaslt,
+        status: Status::Warn,
+        consequence: "hipBLASLt does not abort: it prints \"rocblaslt error: Cannot read …TensileLibrary_lazy_<arch>.dat\" and its matmuls return HIPBLAS_STATUS_INVALID_VALUE; PyTorch and rocBLAS use rocBLAS GEMMs on such GPUs",
+    },
+    // MIOpen execution_context.hpp `GetPerfDbPathFile`, find_db.cpp `GetInstalledPathFile`,
+    // binary_cache.cpp `GetDb`, hip/handlehip.cpp `LoadProgram`: a missing system database is
+    // an info-level log line; solvers use default tuning and kernels compile at first use.
+    GapRule {
+        gap: Gap::Miopen,
+        status: Status::Warn,
+        consequence: "MIOpen runs with default tuning and compiles kernels at first use (slow first runs, nothing fails)",
+    },
+    // comgr links oclc_isa_version_<isa>.bc when compiling at run time (hipRTC, MIOpen's
+    // runtime kernels, OpenCL).
+    GapRule {
+        gap: Gap::Bitcode,
+        status: Status::Warn,
+        consequence: "runtime compilation (hipRTC, OpenCL, MIOpen's kernels) fails for this GPU; prebuilt code is unaffected",
+    },
+];
+
+/// The rule for a gap.
+pub fn gap_rule(gap: Gap) -> &'static GapRule {
+    GAP_RULES.iter().find(|r| r.gap == gap).unwrap_or(&GAP_RULES[0])
+}
+
 /// One library's verdict.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Verdict {
     /// The library: a file, or a folder for Tensile, MIOpen and bitcode.
     pub library: String,
-    /// `host-library`, `bundle`, `tensile`, `miopen`, `bitcode`.
-    pub kind: String,
+    pub kind: LibraryKind,
+    /// For Tensile folders: `rocblas` or `hipblaslt`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub component: Option<String>,
     pub status: Status,
     /// One line: what was found or what is missing.
     pub detail: String,
+    /// What the gap costs at run time, when something is missing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consequence: Option<String>,
     /// What would load: the bundle entry or index file.
     pub loads: Option<String>,
-    /// Processors the library has instead, when something is missing.
+    /// Targets the library has instead, when something is missing.
     pub available: Vec<String>,
 }
 
-/// Everything said about one GPU.
+impl Verdict {
+    /// A verdict with the status and consequence its gap's rule gives (for the device's
+    /// `arch`), or OK without a gap.
+    fn judged(library: String, kind: LibraryKind, gap: Option<Gap>, detail: String, arch: &str) -> Verdict {
+        let rule = gap.map(gap_rule);
+        Verdict {
+            library,
+            kind,
+            component: None,
+            status: rule.map_or(Status::Ok, |r| r.status),
+            detail,
+            consequence: rule.map(|r| r.consequence.replace("<arch>", arch)),
+            loads: None,
+            available: Vec::new(),
+        }
+    }
+}
+
+/// Everything said about one GPU in one install.
 #[derive(Debug, Clone, Serialize)]
 pub struct GpuReport {
     pub device: Device,
@@ -82,21 +223,60 @@ impl GpuReport {
     }
 }
 
+/// The verdicts for one install.
+#[derive(Debug, Clone, Serialize)]
+pub struct InstallReport {
+    #[serde(flatten)]
+    pub install: Install,
+    /// The worst status of its GPUs.
+    pub status: Status,
+    pub gpus: Vec<GpuReport>,
+}
+
+/// The overall answer of a check, and its exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// Every checked install has every required piece for every GPU (warnings allowed).
+    Ok,
+    /// Some install lacks a required piece for some GPU.
+    Missing,
+    /// Nothing required is missing in what was read, but some files could not be read.
+    Incomplete,
+    /// No library with device code was found: nothing was checked.
+    NothingToCheck,
+}
+
 /// The result of `gfxscan check`.
 #[derive(Debug, Clone, Serialize)]
 pub struct CheckReport {
     pub schema_version: u32,
     pub tool: Tool,
+    pub outcome: Outcome,
     pub roots: Vec<String>,
-    pub gpus: Vec<GpuReport>,
+    /// The GPUs checked.
+    pub devices: Vec<Device>,
+    /// GPUs of the KFD topology whose ISA the target table does not know: not checked.
+    pub unknown_gpus: Vec<UnknownGpu>,
+    /// One entry per install found, each with every GPU's verdicts.
+    pub installs: Vec<InstallReport>,
+    /// Installs that exist but were not checked (the default roots check the install
+    /// `/opt/rocm` leads to and Ollama's, not every `/opt/rocm-*`).
+    pub not_checked: Vec<String>,
     /// Files that could not be fully read during the scan.
     pub problems: Vec<Problem>,
 }
 
 impl CheckReport {
-    /// True when any GPU lacks a required piece.
-    pub fn missing(&self) -> bool {
-        self.gpus.iter().any(|g| g.status() == Status::Missing)
+    /// The exit status the outcome deserves.
+    pub fn exit_status(&self) -> crate::exit::ExitStatus {
+        use crate::exit::ExitStatus;
+        match self.outcome {
+            Outcome::Ok => ExitStatus::Clean,
+            Outcome::Missing => ExitStatus::Missing,
+            Outcome::Incomplete => ExitStatus::Incomplete,
+            Outcome::NothingToCheck => ExitStatus::NothingToCheck,
+        }
     }
 }
 
@@ -152,17 +332,17 @@ fn code_verdict(f: &FileRecord, display: String, dev: &DeviceTarget, targets: &T
             None => lacking.push(*bundle),
         }
     }
-    let kind = if f.kind == crate::classify::Kind::HostElf { "host-library" } else { "bundle" };
-    let available = processors(f.code_objects.iter());
-    let (status, detail) = if lacking.is_empty() {
+    let kind =
+        if f.kind == crate::classify::Kind::HostElf { LibraryKind::HostLibrary } else { LibraryKind::Bundle };
+    let (gap, detail) = if lacking.is_empty() {
         let what = if f.bundles > 0 {
             format!("all {} bundles have code for it", f.bundles)
         } else {
             "has code for it".into()
         };
-        (Status::Ok, what)
+        (None, what)
     } else if lacking.len() == groups.len() {
-        (Status::Missing, format!("no code object for {}", dev.target_id))
+        (Some(Gap::HostCode), format!("no code object for {}", dev.target_id))
     } else {
         let where_ = lacking
             .iter()
@@ -171,17 +351,26 @@ fn code_verdict(f: &FileRecord, display: String, dev: &DeviceTarget, targets: &T
             .collect::<Vec<_>>()
             .join(", ");
         (
-            Status::Missing,
-            format!("{} of {} code groups have no code for {} ({where_}…): their kernels fail with \"invalid device function\"", lacking.len(), groups.len(), dev.target_id),
+            Some(Gap::HostCode),
+            format!(
+                "{} of {} code groups have no code for {} ({where_}…)",
+                lacking.len(),
+                groups.len(),
+                dev.target_id
+            ),
         )
     };
-    let available = if status == Status::Ok { Vec::new() } else { available };
-    Verdict { library: display, kind: kind.into(), status, detail, loads, available }
+    let mut v = Verdict::judged(display, kind, gap, detail, &dev.processor);
+    v.loads = loads;
+    if v.status != Status::Ok {
+        v.available = processors(f.code_objects.iter());
+    }
+    v
 }
 
 /// The folder a Tensile file belongs to: up to its `library` folder (per-arch subfolders
 /// included), else its own folder.
-fn tensile_dir(path: &str) -> String {
+pub fn tensile_dir(path: &str) -> String {
     let parts: Vec<&str> = path.split('/').collect();
     match parts.iter().rposition(|p| *p == "library") {
         Some(i) => parts[..=i].join("/"),
@@ -193,7 +382,67 @@ fn parent(path: &str) -> String {
     path.rsplit_once('/').map_or(String::new(), |(d, _)| d.to_string())
 }
 
+fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
 const INDEX_ROLES: [&str; 3] = ["lazy-index", "index", "merged-index"];
+
+/// An index that may serve the device: (lookup rank, path, serves?, note).
+type Candidate = (usize, String, bool, Option<String>);
+
+/// The indexes of a Tensile folder that name `arch`, in rocBLAS's lookup order, and the
+/// targets every index of the folder serves.
+fn index_candidates(
+    snap: &Snapshot,
+    root: usize,
+    dir: &str,
+    files: &[&FileRecord],
+    arch: &str,
+) -> (Vec<Candidate>, BTreeSet<String>) {
+    let lying: BTreeSet<(usize, &str)> =
+        snap.mismatches.iter().map(|m| (m.path.root, m.path.path.as_str())).collect();
+    let rank = |role: &str| INDEX_ROLES.iter().position(|r| *r == role).unwrap_or(9);
+    let mut candidates: Vec<Candidate> = Vec::new();
+    let mut served: BTreeSet<String> = BTreeSet::new();
+    for f in files {
+        let Some(a) = f.artifact.as_ref().filter(|a| INDEX_ROLES.contains(&a.role.as_str())) else {
+            continue;
+        };
+        served.extend(a.targets());
+        if a.any_processor {
+            served.extend(a.name_target.clone());
+        }
+        let merged = a.role == "merged-index";
+        let named = a.name_target.as_deref() == Some(arch);
+        if !named && !merged {
+            continue;
+        }
+        // rocBLAS opens a lazy or per-arch index by the device's name, then evaluates its
+        // hardware rows; a `TruePred` row serves whichever device loaded the file.
+        let serves = match &a.content_targets {
+            Some(c) => c.iter().any(|t| t == arch) || a.any_processor,
+            None => named,
+        };
+        let note = (!serves && named).then(|| {
+            let has = a.content_targets.clone().unwrap_or_default();
+            let has = if has.is_empty() { "no processor".to_string() } else { has.join(", ") };
+            format!("{} is named for {arch}, but its hardware rows name {has}", f.path.path)
+        });
+        candidates.push((rank(&a.role), f.path.path.clone(), serves, note));
+    }
+    for l in snap.links.iter().filter(|l| l.path.root == root && tensile_dir(&l.path.path) == dir) {
+        let Some(a) = &l.artifact else { continue };
+        if INDEX_ROLES.contains(&a.role.as_str()) && a.name_target.as_deref() == Some(arch) {
+            let lies = lying.contains(&(root, l.path.path.as_str()));
+            let note = lies
+                .then(|| format!("{} is a link to {}, which serves another target", l.path.path, l.target));
+            candidates.push((rank(&a.role), l.path.path.clone(), !lies, note));
+        }
+    }
+    candidates.sort();
+    (candidates, served)
+}
 
 /// A Tensile library: an index that serves the target, and code objects for it.
 fn tensile_verdict(
@@ -216,70 +465,111 @@ fn tensile_verdict(
         .iter()
         .find_map(|f| f.artifact.as_ref().and_then(|a| a.library.clone()))
         .unwrap_or_else(|| "rocblas".into());
-    let lying: BTreeSet<(usize, &str)> =
-        snap.mismatches.iter().map(|m| (m.path.root, m.path.path.as_str())).collect();
-    let rank = |role: &str| INDEX_ROLES.iter().position(|r| *r == role).unwrap_or(9);
-    // Index candidates: (lookup rank, path, serves?, note).
-    let mut candidates: Vec<(usize, String, bool, Option<String>)> = Vec::new();
-    let mut served_by_indexes: BTreeSet<String> = BTreeSet::new();
-    for f in &files {
-        let Some(a) = f.artifact.as_ref().filter(|a| INDEX_ROLES.contains(&a.role.as_str())) else {
-            continue;
-        };
-        served_by_indexes.extend(a.targets());
-        let names_it = a.name_target.as_deref() == Some(arch) || a.role == "merged-index";
-        if !names_it {
-            continue;
-        }
-        let serves = match &a.content_targets {
-            Some(c) => c.iter().any(|t| t == arch),
-            None => a.name_target.as_deref() == Some(arch),
-        };
-        let note = (!serves && a.name_target.as_deref() == Some(arch)).then(|| {
-            format!(
-                "{} is named for {arch} but serves {}",
-                f.path.path,
-                a.content_targets.clone().unwrap_or_default().join(", ")
-            )
-        });
-        candidates.push((rank(&a.role), f.path.path.clone(), serves, note));
-    }
-    for l in snap.links.iter().filter(|l| l.path.root == root && tensile_dir(&l.path.path) == dir) {
-        let Some(a) = &l.artifact else { continue };
-        if INDEX_ROLES.contains(&a.role.as_str()) && a.name_target.as_deref() == Some(arch) {
-            let lies = lying.contains(&(root, l.path.path.as_str()));
-            let note = lies
-                .then(|| format!("{} is a link to {}, which serves another target", l.path.path, l.target));
-            candidates.push((rank(&a.role), l.path.path.clone(), !lies, note));
-        }
-    }
-    candidates.sort();
+    let (candidates, served) = index_candidates(snap, root, dir, &files, arch);
     let index = candidates.iter().find(|c| c.2).map(|c| c.1.clone());
     let notes: Vec<String> = candidates.iter().filter_map(|c| c.3.clone()).collect();
-    let code_files =
-        files.iter().filter(|f| f.code_objects.iter().any(|c| compatible(c, dev, targets))).count();
-    let code_targets = processors(files.iter().flat_map(|f| f.code_objects.iter()));
-    let mut available: BTreeSet<String> = served_by_indexes;
-    available.extend(code_targets.iter().map(|t| t.split(':').next().unwrap_or(t).to_string()));
+    let code_files: Vec<&str> = files
+        .iter()
+        .filter(|f| f.code_objects.iter().any(|c| compatible(c, dev, targets)))
+        .map(|f| f.path.path.as_str())
+        .collect();
+    let code_targets: BTreeSet<String> =
+        files.iter().flat_map(|f| f.code_objects.iter()).map(|c| c.processor.clone()).collect();
     let note = if notes.is_empty() { String::new() } else { format!("; {}", notes.join("; ")) };
-    let (status, detail) = match (&index, code_files) {
-        (Some(_), n) if n > 0 => (Status::Ok, format!("index serves {arch}; {n} code files hold code for it")),
-        (Some(i), _) => (Status::Missing, format!("{i} names {arch}, but no code file in the library holds code for {}{note}", dev.target_id)),
-        (None, _) => (Status::Missing, format!("no Tensile index serves {arch}: {library} aborts with \"Cannot read …TensileLibrary.dat\"{note}")),
+    let list = |s: &BTreeSet<String>| {
+        if s.is_empty() {
+            "none".to_string()
+        } else {
+            s.iter().cloned().collect::<Vec<_>>().join(", ")
+        }
     };
-    let available = if status == Status::Ok { Vec::new() } else { available.into_iter().collect() };
-    Verdict {
-        library: format!("{}/", display(snap, root, dir)),
-        kind: "tensile".into(),
-        status,
-        detail,
-        loads: index,
-        available,
+    let hip = library == "hipblaslt";
+    let merged = files.iter().any(|f| f.artifact.as_ref().is_some_and(|a| a.role == "merged-index"));
+    let fallback_only = index.as_ref().is_some_and(|i| {
+        files.iter().any(|f| {
+            &f.path.path == i
+                && f.artifact.as_ref().is_some_and(|a| {
+                    a.any_processor
+                        && !a.content_targets.as_ref().is_some_and(|c| c.iter().any(|t| t == arch))
+                })
+        })
+    });
+    let (gap, detail) = match (&index, code_files.len()) {
+        (Some(i), n) if n > 0 && fallback_only => (
+            None,
+            format!("{} serves any GPU that loads it (TruePred rows: untuned fallback kernels, slower); {n} code files hold code for {arch}", file_name(i)),
+        ),
+        (Some(_), n) if n > 0 => (None, format!("index serves {arch}; {n} code files hold code for it")),
+        (Some(i), _) => (
+            Some(if hip { Gap::Hipblaslt } else { Gap::RocblasCode }),
+            format!("{i} names {arch}, but no code file in the library holds code for {}{note}", dev.target_id),
+        ),
+        (None, _) => {
+            let code = if code_targets.contains(arch) {
+                format!("code files hold {arch} code ({}), but no index leads to it", code_files.len())
+            } else {
+                format!("code files hold {}", list(&code_targets))
+            };
+            (
+                Some(match (hip, merged) {
+                    (true, _) => Gap::Hipblaslt,
+                    (false, true) => Gap::RocblasMergedNoRow,
+                    (false, false) => Gap::RocblasNoIndex,
+                }),
+                format!("no Tensile index serves {arch}: indexes serve {}; {code}{note}", list(&served)),
+            )
+        }
+    };
+    let mut v =
+        Verdict::judged(format!("{}/", display(snap, root, dir)), LibraryKind::Tensile, gap, detail, arch);
+    v.component = Some(library);
+    v.loads = index;
+    if v.status != Status::Ok || gap.is_some() {
+        let mut available = served;
+        available.extend(code_targets);
+        v.available = available.into_iter().collect();
     }
+    v
 }
 
 fn display(snap: &Snapshot, root: usize, path: &str) -> String {
     crate::model::RelPath { root, path: path.to_string(), path_hex: None }.display(&snap.roots)
+}
+
+/// MIOpen's databases for a device: what is a real database, and what only looks like one.
+fn miopen_detail(mine: &[&FileRecord], arch: &str) -> (Option<Gap>, String) {
+    let mut real = Vec::new();
+    let mut not_dbs = Vec::new();
+    for f in mine {
+        let Some(a) = f.artifact.as_ref() else { continue };
+        let name = file_name(&f.path.path);
+        let is_db = a.role.ends_with("-db");
+        match (is_db, a.format.as_str(), a.records) {
+            (true, "sqlite" | "text", Some(n)) => real.push(format!(
+                "{name} ({} {})",
+                crate::report::thousands(n),
+                if a.role.contains("kernel") { "entries" } else { "records" }
+            )),
+            (true, "sqlite" | "text", None) => real.push(name.to_string()),
+            (true, "git-lfs-pointer", _) => not_dbs.push(format!(
+                "{name} is a git-lfs pointer{}, not a database",
+                a.lfs_size.map(|n| format!(" to {}", crate::report::human_bytes(n))).unwrap_or_default()
+            )),
+            (true, "bzip2", _) => {
+                not_dbs.push(format!("{name} is a compressed source form MIOpen does not read"))
+            }
+            (false, _, _) if a.role == "tuning-model" => {
+                not_dbs.push(format!("{name} is a tuning model, not a perf DB"))
+            }
+            _ => not_dbs.push(format!("{name} ({})", a.format)),
+        }
+    }
+    let also = if not_dbs.is_empty() { String::new() } else { format!(" ({})", not_dbs.join("; ")) };
+    if real.is_empty() {
+        (Some(Gap::Miopen), format!("no MIOpen database for {arch}{also}"))
+    } else {
+        (None, format!("{}{also}", real.join(", ")))
+    }
 }
 
 /// MIOpen databases and device-library bitcode: missing ones are warnings.
@@ -296,91 +586,183 @@ fn folder_verdict(snap: &Snapshot, root: usize, dir: &str, family: Family, dev: 
         .copied()
         .filter(|f| f.artifact.as_ref().and_then(|a| a.name_target.as_deref()) == Some(arch))
         .collect();
-    let available: Vec<String> = here
-        .iter()
-        .filter_map(|f| f.artifact.as_ref().and_then(|a| a.name_target.clone()))
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    let (kind, status, detail) = match family {
+    let (kind, gap, detail) = match family {
         Family::Miopen => {
-            let dbs: Vec<String> = mine
-                .iter()
-                .filter_map(|f| {
-                    let a = f.artifact.as_ref()?;
-                    let name = f.path.path.rsplit('/').next().unwrap_or("");
-                    Some(match a.records {
-                        Some(n) => format!(
-                            "{name} ({} {})",
-                            crate::report::thousands(n),
-                            if a.role.contains("kernel") { "entries" } else { "records" }
-                        ),
-                        None => format!("{name} ({})", a.format),
-                    })
-                })
-                .collect();
-            if dbs.is_empty() {
-                (
-                    "miopen",
-                    Status::Warn,
-                    format!(
-                        "no MIOpen database for {arch}: first runs tune and compile kernels from scratch"
-                    ),
-                )
-            } else {
-                ("miopen", Status::Ok, dbs.join(", "))
-            }
+            let (gap, detail) = miopen_detail(&mine, arch);
+            (LibraryKind::Miopen, gap, detail)
         }
-        _ => {
-            if mine.is_empty() {
-                ("bitcode", Status::Warn, format!("no device-library bitcode for {arch}: runtime compilation (hipRTC, OpenCL, MIOpen) fails"))
-            } else {
-                (
-                    "bitcode",
-                    Status::Ok,
-                    format!("{} present", mine[0].path.path.rsplit('/').next().unwrap_or("")),
-                )
+        _ => match mine.first() {
+            None => {
+                (LibraryKind::Bitcode, Some(Gap::Bitcode), format!("no device-library bitcode for {arch}"))
             }
-        }
+            Some(f) => (LibraryKind::Bitcode, None, format!("{} present", file_name(&f.path.path))),
+        },
     };
-    let available = if status == Status::Ok { Vec::new() } else { available };
-    Verdict {
-        library: format!("{}/", display(snap, root, dir)),
-        kind: kind.into(),
-        status,
-        detail,
-        loads: None,
-        available,
+    let mut v = Verdict::judged(format!("{}/", display(snap, root, dir)), kind, gap, detail, arch);
+    if gap.is_some() {
+        v.available = here
+            .iter()
+            .filter_map(|f| f.artifact.as_ref().and_then(|a| a.name_target.clone()))
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
     }
+    v
 }
 
-/// Every library's verdict for one target.
-pub fn library_verdicts(snap: &Snapshot, dev: &DeviceTarget, targets: &Targets) -> Vec<Verdict> {
-    let mut out = Vec::new();
-    let mut tensile_dirs = BTreeSet::new();
-    let mut folders: BTreeSet<(usize, String, Family)> = BTreeSet::new();
-    for f in &snap.files {
+/// A Tensile library folder an environment variable names (`ROCBLAS_TENSILE_LIBPATH`,
+/// `HIPBLASLT_TENSILE_LIBPATH`): the library loads it instead of the folder beside it
+/// (rocBLAS tensile_host.cpp `determine_tensile_base_path` uses the variable verbatim, then its
+/// `<arch>` subfolder when one exists; hipBLASLt tensile_host.cpp `initialize` likewise).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LibPath {
+    pub variable: String,
+    /// `rocblas` or `hipblaslt`.
+    pub component: String,
+    /// The folder as scanned (root index and path inside it), or `None` when it does not exist.
+    pub place: Option<(usize, String)>,
+    /// The value as set.
+    pub value: String,
+}
+
+/// What a check is told besides the snapshot and the GPUs.
+#[derive(Debug, Clone, Default)]
+pub struct CheckOptions {
+    /// Installs found and not checked.
+    pub not_checked: Vec<String>,
+    /// Tensile folders named by the environment.
+    pub libpaths: Vec<LibPath>,
+}
+
+/// A library's place: its root and its path (a file, or a folder for artifact families).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Place {
+    Code(usize),
+    Tensile(usize, String),
+    Folder(usize, String, Family),
+}
+
+/// The libraries of a snapshot, each with the install it belongs to.
+fn libraries(snap: &Snapshot) -> Vec<(Install, Place)> {
+    let mut places: BTreeSet<Place> = BTreeSet::new();
+    for (i, f) in snap.files.iter().enumerate() {
         match f.artifact.as_ref().and_then(|a| a.family) {
             Some(Family::Tensile) => {
-                tensile_dirs.insert((f.path.root, tensile_dir(&f.path.path)));
+                places.insert(Place::Tensile(f.path.root, tensile_dir(&f.path.path)));
             }
             Some(fam @ (Family::Miopen | Family::Bitcode)) => {
-                folders.insert((f.path.root, parent(&f.path.path), fam));
+                places.insert(Place::Folder(f.path.root, parent(&f.path.path), fam));
             }
             Some(Family::Firmware) => {}
             None if !f.code_objects.is_empty()
                 && (f.kind == crate::classify::Kind::HostElf || f.bundles > 0) =>
             {
-                out.push(code_verdict(f, f.path.display(&snap.roots), dev, targets));
+                places.insert(Place::Code(i));
             }
             None => {}
         }
     }
-    for (root, dir) in &tensile_dirs {
-        out.push(tensile_verdict(snap, *root, dir, dev, targets));
+    let root_of = |root: usize| snap.roots.get(root).map_or("", String::as_str);
+    places
+        .into_iter()
+        .map(|p| {
+            let (root, shown) = match &p {
+                Place::Code(i) => (snap.files[*i].path.root, snap.files[*i].path.display(&snap.roots)),
+                Place::Tensile(r, d) | Place::Folder(r, d, _) => (*r, format!("{}/", display(snap, *r, d))),
+            };
+            (install_of(root_of(root), &shown), p)
+        })
+        .collect()
+}
+
+/// The component (`rocblas`, `hipblaslt`) of a Tensile folder.
+fn component_of(snap: &Snapshot, root: usize, dir: &str) -> String {
+    snap.files
+        .iter()
+        .filter(|f| f.path.root == root && tensile_dir(&f.path.path) == dir)
+        .find_map(|f| f.artifact.as_ref().and_then(|a| a.library.clone()))
+        .unwrap_or_else(|| "rocblas".into())
+}
+
+/// The verdict for a Tensile folder an environment variable puts in place of an install's own.
+fn libpath_verdict(
+    snap: &Snapshot,
+    lp: &LibPath,
+    own: &str,
+    dev: &DeviceTarget,
+    targets: &Targets,
+) -> Verdict {
+    let mut v = match &lp.place {
+        Some((root, dir)) => tensile_verdict(snap, *root, dir, dev, targets),
+        None => {
+            let gap = if lp.component == "hipblaslt" { Gap::Hipblaslt } else { Gap::RocblasNoIndex };
+            let mut v = Verdict::judged(
+                format!("{}/", lp.value.trim_end_matches('/')),
+                LibraryKind::Tensile,
+                Some(gap),
+                format!("{}={} does not exist", lp.variable, lp.value),
+                &dev.processor,
+            );
+            v.component = Some(lp.component.clone());
+            v
+        }
+    };
+    v.detail = format!("{} (set by {}, in place of {own}); {}", v.library, lp.variable, v.detail);
+    v
+}
+
+/// Every library's verdict for one target, by install, in a stable order. A Tensile folder
+/// an environment variable names stands in for the install's own folder of that component.
+pub fn library_verdicts(
+    snap: &Snapshot,
+    dev: &DeviceTarget,
+    targets: &Targets,
+    libpaths: &[LibPath],
+) -> BTreeMap<Install, Vec<Verdict>> {
+    let mut out: BTreeMap<Install, Vec<Verdict>> = BTreeMap::new();
+    let listed = libraries(snap);
+    let env_place = |root: usize, dir: &str| {
+        libpaths.iter().any(|lp| lp.place.as_ref().is_some_and(|(r, d)| *r == root && d == dir))
+    };
+    let replaced: BTreeSet<&str> = libpaths
+        .iter()
+        .filter(|lp| {
+            listed.iter().any(|(_, p)| {
+                matches!(p, Place::Tensile(r, d) if !env_place(*r, d) && component_of(snap, *r, d) == lp.component)
+            })
+        })
+        .map(|lp| lp.component.as_str())
+        .collect();
+    for (install, place) in &listed {
+        let v = match place {
+            Place::Code(i) => {
+                let f = &snap.files[*i];
+                code_verdict(f, f.path.display(&snap.roots), dev, targets)
+            }
+            // A folder named by the environment is judged where it stands in.
+            Place::Tensile(root, dir)
+                if libpaths.iter().any(|lp| {
+                    lp.place.as_ref().is_some_and(|(r, d)| r == root && d == dir)
+                        && replaced.contains(lp.component.as_str())
+                }) =>
+            {
+                continue
+            }
+            Place::Tensile(root, dir) => {
+                let component = component_of(snap, *root, dir);
+                match libpaths.iter().find(|lp| lp.component == component && !env_place(*root, dir)) {
+                    Some(lp) => {
+                        libpath_verdict(snap, lp, &format!("{}/", display(snap, *root, dir)), dev, targets)
+                    }
+                    None => tensile_verdict(snap, *root, dir, dev, targets),
+                }
+            }
+            Place::Folder(root, dir, fam) => folder_verdict(snap, *root, dir, *fam, dev),
+        };
+        out.entry(install.clone()).or_default().push(v);
     }
-    for (root, dir, fam) in &folders {
-        out.push(folder_verdict(snap, *root, dir, *fam, dev));
+    for verdicts in out.values_mut() {
+        verdicts.sort_by_key(|v| (v.kind, v.library.clone()));
     }
     out
 }
@@ -390,57 +772,116 @@ pub fn override_value(t: &crate::targets::Target) -> Option<String> {
     t.gfx_target_version.map(split_version).map(|(a, b, c)| format!("{a}.{b}.{c}"))
 }
 
-/// Verdicts, hints and warnings for one device.
-pub fn check_device(snap: &Snapshot, device: &Device, targets: &Targets) -> GpuReport {
-    let verdicts = library_verdicts(snap, &device.effective, targets);
-    let mut hints = Vec::new();
-    let mut warnings = Vec::new();
-    let native = targets.by_name(&device.native.processor);
-    let missing = verdicts.iter().filter(|v| v.status == Status::Missing).count();
-    if let (Some(t), None, true) = (native, &device.r#override, missing > 0) {
-        if let Some(alt) = t.isa_compatible.as_deref().and_then(|a| targets.by_name(a)) {
-            let alt_dev = DeviceTarget {
-                processor: alt.name.clone(),
-                target_id: alt.name.clone(),
-                ..device.native.clone()
-            };
-            let still = library_verdicts(snap, &alt_dev, targets)
-                .iter()
-                .filter(|v| v.status == Status::Missing)
-                .count();
-            if still < missing {
-                if let Some(value) = override_value(alt) {
-                    hints.push(format!(
-                        "HSA_OVERRIDE_GFX_VERSION={value} makes the runtime treat this {} as {} ({} of {missing} missing libraries have {} code). targets.toml records {} as ISA-compatible with {}: a widely used workaround, not support — it applies to every GPU in the process unless set per node (HSA_OVERRIDE_GFX_VERSION_<node>)",
-                        t.name, alt.name, missing - still, alt.name, t.name, alt.name
-                    ));
-                }
-            }
-        }
-    }
-    if let (Some(o), Some(t)) = (&device.r#override, native) {
-        if device.native.processor != device.effective.processor {
-            let base = |n: &str| {
-                targets.by_name(n).and_then(|x| x.isa_compatible.clone()).unwrap_or_else(|| n.to_string())
-            };
-            if base(&t.name) != base(&device.effective.processor) {
-                warnings.push(format!(
-                    "{}={} runs {} code on a {}: targets.toml does not record these ISAs as compatible; kernels may fault, compute wrong results or hang the GPU",
-                    o.variable, o.value, device.effective.processor, t.name
-                ));
-            }
-        }
-    }
-    GpuReport { device: device.clone(), verdicts, hints, warnings }
+fn missing_count(verdicts: &[Verdict]) -> usize {
+    verdicts.iter().filter(|v| v.status == Status::Missing).count()
 }
 
-/// Checks every device against a snapshot.
-pub fn check(snap: &Snapshot, devices: &[Device], targets: &Targets) -> CheckReport {
+/// The override hint for a device whose install misses pieces an ISA-compatible target has.
+fn override_hint(
+    snap: &Snapshot,
+    device: &Device,
+    targets: &Targets,
+    by_install: &BTreeMap<Install, Vec<Verdict>>,
+    libpaths: &[LibPath],
+) -> BTreeMap<Install, String> {
+    let mut out = BTreeMap::new();
+    let native = targets.by_name(&device.native.processor);
+    let (Some(t), None) = (native, &device.r#override) else { return out };
+    let Some(alt) = t.isa_compatible.as_deref().and_then(|a| targets.by_name(a)) else { return out };
+    let Some(value) = override_value(alt) else { return out };
+    if by_install.values().all(|v| missing_count(v) == 0) {
+        return out;
+    }
+    let alt_dev =
+        DeviceTarget { processor: alt.name.clone(), target_id: alt.name.clone(), ..device.native.clone() };
+    let alt_verdicts = library_verdicts(snap, &alt_dev, targets, libpaths);
+    for (install, verdicts) in by_install {
+        let missing = missing_count(verdicts);
+        let still = alt_verdicts.get(install).map_or(missing, |v| missing_count(v));
+        if missing > 0 && still < missing {
+            out.insert(install.clone(), format!(
+                "HSA_OVERRIDE_GFX_VERSION={value} makes the runtime treat this {} as {} ({} of {missing} missing libraries have {} code). targets.toml records {} as ISA-compatible with {}: a widely used workaround, not support — it applies to every GPU in the process unless set per node (HSA_OVERRIDE_GFX_VERSION_<node>)",
+                t.name, alt.name, missing - still, alt.name, t.name, alt.name
+            ));
+        }
+    }
+    out
+}
+
+/// The warning for an override across ISAs the table does not call compatible.
+fn override_warning(device: &Device, targets: &Targets) -> Option<String> {
+    let (o, t) = (device.r#override.as_ref()?, targets.by_name(&device.native.processor)?);
+    if device.native.processor == device.effective.processor {
+        return None;
+    }
+    let base =
+        |n: &str| targets.by_name(n).and_then(|x| x.isa_compatible.clone()).unwrap_or_else(|| n.to_string());
+    (base(&t.name) != base(&device.effective.processor)).then(|| {
+        format!(
+            "{}={} runs {} code on a {}: targets.toml does not record these ISAs as compatible; kernels may fault, compute wrong results or hang the GPU",
+            o.variable, o.value, device.effective.processor, t.name
+        )
+    })
+}
+
+/// Verdicts, hints and warnings for one device, per install.
+pub fn check_device(
+    snap: &Snapshot,
+    device: &Device,
+    targets: &Targets,
+    libpaths: &[LibPath],
+) -> BTreeMap<Install, GpuReport> {
+    let by_install = library_verdicts(snap, &device.effective, targets, libpaths);
+    let hints = override_hint(snap, device, targets, &by_install, libpaths);
+    let warning = override_warning(device, targets);
+    by_install
+        .into_iter()
+        .map(|(install, verdicts)| {
+            let report = GpuReport {
+                device: device.clone(),
+                verdicts,
+                hints: hints.get(&install).cloned().into_iter().collect(),
+                warnings: warning.clone().into_iter().collect(),
+            };
+            (install, report)
+        })
+        .collect()
+}
+
+/// Checks every device against a snapshot, install by install.
+pub fn check(snap: &Snapshot, gpus: &Gpus, targets: &Targets, opts: CheckOptions) -> CheckReport {
+    let mut installs: BTreeMap<Install, Vec<GpuReport>> = BTreeMap::new();
+    for d in &gpus.devices {
+        for (install, report) in check_device(snap, d, targets, &opts.libpaths) {
+            installs.entry(install).or_default().push(report);
+        }
+    }
+    let installs: Vec<InstallReport> = installs
+        .into_iter()
+        .map(|(install, gpus)| InstallReport {
+            status: gpus.iter().map(GpuReport::status).max().unwrap_or(Status::Ok),
+            install,
+            gpus,
+        })
+        .collect();
+    let outcome = if installs.iter().any(|i| i.status == Status::Missing) {
+        Outcome::Missing
+    } else if !snap.problems.is_empty() || !gpus.unknown.is_empty() {
+        Outcome::Incomplete
+    } else if installs.is_empty() {
+        Outcome::NothingToCheck
+    } else {
+        Outcome::Ok
+    };
     CheckReport {
         schema_version: CHECK_SCHEMA_VERSION,
         tool: Tool::current(),
+        outcome,
         roots: snap.roots.clone(),
-        gpus: devices.iter().map(|d| check_device(snap, d, targets)).collect(),
+        devices: gpus.devices.clone(),
+        unknown_gpus: gpus.unknown.clone(),
+        installs,
+        not_checked: opts.not_checked,
         problems: snap.problems.clone(),
     }
 }

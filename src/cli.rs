@@ -23,17 +23,38 @@ pub enum Command {
     /// Say, before a run, whether every library has code for each GPU.
     ///
     /// Checks the GPUs given with --gpu, or else every GPU in the kernel's KFD topology,
-    /// honouring HSA_OVERRIDE_GFX_VERSION. Exit 0 when every required piece is present for every
-    /// GPU, 1 when something is missing, 2 on error.
+    /// honouring HSA_OVERRIDE_GFX_VERSION[_<node>], HSA_XNACK, ROCR_VISIBLE_DEVICES,
+    /// HIP_VISIBLE_DEVICES, ROCBLAS_TENSILE_LIBPATH and HIPBLASLT_TENSILE_LIBPATH. One verdict per
+    /// install (an /opt/rocm prefix, a /usr, a Python package, an Ollama folder); with no ROOT,
+    /// the install /opt/rocm leads to and Ollama's. Exit 0: every required piece present; 1:
+    /// something missing; 2: could not run; 3: incomplete (files could not be read, or a GPU is
+    /// not in the target table); 4: nothing to check.
     Check(CheckArgs),
     /// Compare two installs, or saved JSON snapshots (`scan --json -o FILE`), in any mix.
     ///
     /// Libraries are paired by identity (soversion, install prefix and version folders dropped),
-    /// losses of targets come first. Exit 0 when the diff ran, 1 with --fail-on-loss when any
-    /// target lost coverage, 2 on error.
+    /// losses of devices come first (code for a generic target counts for the devices it
+    /// serves). Exit 0 when the diff ran, 1 with --fail-on-loss when a device lost its code, 2
+    /// on error or when a side is neither a folder, an archive nor a snapshot, 3 when a side
+    /// could not be read in full.
     Diff(DiffArgs),
     /// Print the table of GPU targets in use (built-in, or --targets FILE).
     Targets(TargetsArgs),
+}
+
+/// Most worker threads `-j` takes. Thousands of threads made the thread pool fail to start
+/// ("failed to set up alternative stack guard page") and hang; past a few per core they only
+/// add memory and contention.
+pub const MAX_THREADS: usize = 256;
+
+/// Parses `-j N`: a whole number from 1 to [`MAX_THREADS`].
+fn threads(s: &str) -> Result<usize, String> {
+    let n: usize = s.trim().parse().map_err(|_| format!("{s:?} is not a whole number"))?;
+    if (1..=MAX_THREADS).contains(&n) {
+        Ok(n)
+    } else {
+        Err(format!("{n} is out of range: 1 to {MAX_THREADS} threads"))
+    }
 }
 
 /// Output formats.
@@ -87,8 +108,9 @@ pub struct ScanOpts {
     /// Write the result to FILE instead of standard output ("-" = standard output).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Worker threads (default: one per core).
-    #[arg(short = 'j', long, value_name = "N")]
+    /// Worker threads, 1 to 256 (default: one per core). More never helps: the scan is bound by
+    /// storage and by its largest index, and each thread costs a stack and read buffers.
+    #[arg(short = 'j', long, value_name = "N", value_parser = threads)]
     pub threads: Option<usize>,
     /// Follow symbolic links (loops are detected and reported).
     #[arg(long)]
@@ -125,9 +147,10 @@ pub struct ScanArgs {
 pub struct CheckArgs {
     #[command(flatten)]
     pub opts: ScanOpts,
-    /// A GPU to check, as a target ID (`gfx1151`, `gfx90a:xnack+`); repeatable. Without it,
-    /// the GPUs of the KFD topology.
-    #[arg(long = "gpu", value_name = "TARGET_ID")]
+    /// GPUs to check, as target IDs (`gfx1151`, `gfx90a:xnack+`, any case); comma-separated
+    /// or repeated. Without it, the GPUs of the KFD topology, as ROCR_VISIBLE_DEVICES and
+    /// HIP_VISIBLE_DEVICES leave them.
+    #[arg(long = "gpu", value_name = "TARGET_ID", value_delimiter = ',')]
     pub gpus: Vec<String>,
     /// Read the KFD topology under DIR instead of / (for containers and tests).
     #[arg(long, value_name = "DIR")]
@@ -161,8 +184,8 @@ pub struct DiffArgs {
     /// Write the result to FILE instead of standard output ("-" = standard output).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Worker threads for scanning (default: one per core).
-    #[arg(short = 'j', long, value_name = "N")]
+    /// Worker threads for scanning, 1 to 256 (default: one per core).
+    #[arg(short = 'j', long, value_name = "N", value_parser = threads)]
     pub threads: Option<usize>,
     /// No progress bar and no live warnings on standard error.
     #[arg(short, long)]

@@ -46,13 +46,26 @@ impl DeviceTarget {
     }
 }
 
-/// Parses a target ID as users write it (`gfx1151`, `gfx90a:xnack+`, `gfx906:sramecc-:xnack+`).
+/// Parses a target ID as users write it (`gfx1151`, `GFX90a:xnack+`, `gfx906:sramecc-:xnack+`),
+/// case folded. A generic target is refused: it is a kind of code object, not a GPU.
 pub fn parse_target_id(s: &str, targets: &Targets) -> Result<DeviceTarget, String> {
-    let mut parts = s.split(':');
+    let lower = s.trim().to_ascii_lowercase();
+    let mut parts = lower.split(':');
     let processor = parts.next().unwrap_or("");
     let t = targets
         .by_name(processor)
         .ok_or_else(|| format!("unknown GPU target {processor:?} (see `gfxscan targets`)"))?;
+    if t.is_generic() {
+        let members: Vec<&str> = targets
+            .iter()
+            .filter(|d| d.generic.as_deref() == Some(processor))
+            .map(|d| d.name.as_str())
+            .collect();
+        return Err(format!(
+            "{processor} is a generic code-object target, not a GPU; did you mean {}?",
+            members.join(", ")
+        ));
+    }
     let (mut sramecc, mut xnack) = (Setting::Any, Setting::Any);
     for f in parts {
         let (name, setting) = match (f.strip_suffix('+'), f.strip_suffix('-')) {
@@ -81,21 +94,43 @@ pub fn version_name((major, minor, step): (u32, u32, u32)) -> String {
     format!("gfx{major}{minor:x}{step:x}")
 }
 
-/// Parses an `HSA_OVERRIDE_GFX_VERSION` value as libhsakmt does.
-pub fn parse_override(value: &str) -> Result<(u32, u32, u32), String> {
-    let fields: Vec<&str> = value.split('.').collect();
-    let [a, b, c] = fields.as_slice() else {
-        return Err(format!("{value:?} is not major.minor.stepping (three numbers)"));
+/// Reads one `%u` as C's `sscanf` does: leading white space, an optional sign, decimal digits
+/// (a minus wraps, as `strtoul` does). Returns the value and the rest.
+fn scan_unsigned(s: &str) -> Option<(u64, &str)> {
+    let s = s.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
+    let (negative, s) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
     };
-    let num =
-        |s: &str| s.parse::<u32>().ok().filter(|_| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()));
-    let (Some(major), Some(minor), Some(step)) = (num(a), num(b), num(c)) else {
-        return Err(format!("{value:?}: each of major.minor.stepping must be a decimal number"));
+    let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        return None;
+    }
+    let value =
+        s[..digits].bytes().fold(0u64, |v, d| v.saturating_mul(10).saturating_add(u64::from(d - b'0')));
+    let value =
+        if negative { u64::from((value.min(u64::from(u32::MAX)) as u32).wrapping_neg()) } else { value };
+    Some((value, &s[digits..]))
+}
+
+/// Parses an `HSA_OVERRIDE_GFX_VERSION` value as libhsakmt does: `sscanf(value, "%u.%u.%u%c")`
+/// must fill exactly three fields (so white space may lead each number, nothing may follow the
+/// last), then major <= 63, minor and stepping <= 255.
+pub fn parse_override(value: &str) -> Result<(u32, u32, u32), String> {
+    let three = || -> Option<(u64, u64, u64)> {
+        let (a, rest) = scan_unsigned(value)?;
+        let (b, rest) = scan_unsigned(rest.strip_prefix('.')?)?;
+        let (c, rest) = scan_unsigned(rest.strip_prefix('.')?)?;
+        rest.is_empty().then_some((a, b, c))
+    };
+    let Some((major, minor, step)) = three() else {
+        return Err(format!("{value:?} is not major.minor.stepping (three decimal numbers, nothing after)"));
     };
     if major > 63 || minor > 255 || step > 255 {
         return Err(format!("{value:?}: out of range (major <= 63, minor and stepping <= 255)"));
     }
-    Ok((major, minor, step))
+    Ok((major as u32, minor as u32, step as u32))
 }
 
 /// The facts of one KFD node's `properties` file that gfxscan uses.
@@ -104,6 +139,8 @@ pub struct KfdNode {
     pub gfx_target_version: u32,
     pub capability: u64,
     pub simd_count: u64,
+    /// The GPU's unique ID (ROCr's UUID `GPU-<hex>`), 0 when the driver gives none.
+    pub unique_id: u64,
 }
 
 /// Parses a KFD `properties` file (`name value` lines).
@@ -117,6 +154,7 @@ pub fn parse_kfd_properties(text: &str) -> KfdNode {
             "gfx_target_version" => n.gfx_target_version = u32::try_from(v).unwrap_or(0),
             "capability" => n.capability = v,
             "simd_count" => n.simd_count = v,
+            "unique_id" => n.unique_id = v,
             _ => {}
         }
     }
@@ -126,18 +164,31 @@ pub fn parse_kfd_properties(text: &str) -> KfdNode {
 /// An override in force on a device.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Override {
-    /// The variable that set it (`HSA_OVERRIDE_GFX_VERSION` or `HSA_OVERRIDE_GFX_VERSION_<n>`).
+    /// The variable that set it (`HSA_OVERRIDE_GFX_VERSION` or `HSA_OVERRIDE_GFX_VERSION_<node>`).
     pub variable: String,
     pub value: String,
+}
+
+/// Where a GPU to check came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeviceSource {
+    /// The kernel's KFD topology.
+    Kfd,
+    /// `--gpu TARGET_ID`.
+    #[serde(rename = "--gpu")]
+    Gpu,
 }
 
 /// A GPU to check.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Device {
+    /// Its number among the GPUs checked (the device index the application sees, after
+    /// `ROCR_VISIBLE_DEVICES` and `HIP_VISIBLE_DEVICES`).
+    pub index: u32,
     /// KFD node number, for detected GPUs.
     pub node: Option<u32>,
-    /// Where it came from: `kfd` or `--gpu`.
-    pub source: String,
+    pub source: DeviceSource,
     /// What the hardware is.
     pub native: DeviceTarget,
     /// The override in force, if any.
@@ -146,59 +197,82 @@ pub struct Device {
     pub effective: DeviceTarget,
 }
 
-/// The environment variables that matter, as read by the caller.
+/// A GPU in the KFD topology whose ISA the target table does not know: reported, not checked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UnknownGpu {
+    pub node: u32,
+    pub gfx_target_version: u32,
+    /// The name the runtime would give it (`gfx` + major + hex minor + hex stepping).
+    pub name: String,
+}
+
+impl std::fmt::Display for UnknownGpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "KFD node {} · {} (gfx_target_version {})", self.node, self.name, self.gfx_target_version)
+    }
+}
+
+/// The GPUs of a check.
+#[derive(Debug, Clone, Default)]
+pub struct Gpus {
+    pub devices: Vec<Device>,
+    pub unknown: Vec<UnknownGpu>,
+}
+
+/// The environment variables that decide what the runtime sees, as read by the caller.
 #[derive(Debug, Clone, Default)]
 pub struct Env {
     pub vars: Vec<(String, String)>,
 }
 
+/// Variables read besides every `HSA_*` one.
+const RUNTIME_VARS: [&str; 5] = [
+    "ROCR_VISIBLE_DEVICES",
+    "HIP_VISIBLE_DEVICES",
+    "CUDA_VISIBLE_DEVICES",
+    "ROCBLAS_TENSILE_LIBPATH",
+    "HIPBLASLT_TENSILE_LIBPATH",
+];
+
 impl Env {
-    /// The current process environment's HSA variables.
+    /// The current process environment's runtime variables.
     pub fn from_process() -> Self {
-        Env { vars: std::env::vars().filter(|(k, _)| k.starts_with("HSA_")).collect() }
+        Env {
+            vars: std::env::vars()
+                .filter(|(k, _)| k.starts_with("HSA_") || RUNTIME_VARS.contains(&k.as_str()))
+                .collect(),
+        }
     }
 
-    fn get(&self, k: &str) -> Option<&str> {
+    /// A variable's value.
+    pub fn get(&self, k: &str) -> Option<&str> {
         self.vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str())
     }
 }
 
-/// Applies the override in force for `index` (the per-index variable wins) to a native target.
+/// Applies the override in force to a native target: for a KFD GPU its node's own variable
+/// (`HSA_OVERRIDE_GFX_VERSION_<node>`, which wins), else the global one.
 pub fn apply_override(
     native: DeviceTarget,
-    index: u32,
+    node: Option<u32>,
     env: &Env,
     targets: &Targets,
-) -> Result<Device, String> {
-    let per_node = format!("HSA_OVERRIDE_GFX_VERSION_{index}");
-    let chosen = env
-        .get(&per_node)
-        .map(|v| (per_node.clone(), v))
+) -> Result<(Option<Override>, DeviceTarget), String> {
+    let per_node = node.map(|n| format!("HSA_OVERRIDE_GFX_VERSION_{n}"));
+    let chosen = per_node
+        .as_ref()
+        .and_then(|k| env.get(k).map(|v| (k.clone(), v)))
         .or_else(|| env.get("HSA_OVERRIDE_GFX_VERSION").map(|v| ("HSA_OVERRIDE_GFX_VERSION".to_string(), v)));
-    let Some((variable, value)) = chosen else {
-        return Ok(Device {
-            node: None,
-            source: String::new(),
-            effective: native.clone(),
-            native,
-            r#override: None,
-        });
-    };
+    let Some((variable, value)) = chosen else { return Ok((None, native)) };
     let v = parse_override(value).map_err(|e| format!("{variable}: {e}; the runtime refuses the GPU"))?;
     let version = v.0 * 10000 + v.1 * 100 + v.2;
     let name = targets
         .iter()
         .find(|t| t.gfx_target_version == Some(version))
         .map(|t| t.name.clone())
-        .ok_or_else(|| format!("{variable}={value}: no GPU target has ISA version {value} ({}); the runtime reports an unrecognized id", version_name(v)))?;
+        .ok_or_else(|| format!("{variable}={value}: no GPU target has ISA version {}.{}.{} ({}); the runtime reports an unrecognized id", v.0, v.1, v.2, version_name(v)))?;
     let effective = DeviceTarget::new(&name, native.sramecc, native.xnack);
-    Ok(Device {
-        node: None,
-        source: String::new(),
-        native,
-        r#override: Some(Override { variable, value: value.to_string() }),
-        effective,
-    })
+    Ok((Some(Override { variable, value: value.to_string() }), effective))
 }
 
 /// The XNACK mode stated by `HSA_XNACK`.
@@ -210,21 +284,54 @@ pub fn xnack_from_env(env: &Env) -> Setting {
     }
 }
 
-/// GPUs named on the command line, each with the override that applies to its position.
-pub fn from_args(gpus: &[String], env: &Env, targets: &Targets) -> Result<Vec<Device>, String> {
-    gpus.iter()
-        .enumerate()
-        .map(|(i, g)| {
-            let native = parse_target_id(g, targets)?;
-            let mut d = apply_override(native, i as u32, env, targets)?;
-            d.source = "--gpu".into();
-            Ok(d)
-        })
-        .collect()
+/// GPUs named on the command line. `HSA_XNACK` states the XNACK mode of those that have one
+/// and do not state it; only the global `HSA_OVERRIDE_GFX_VERSION` applies (the per-node form
+/// names a KFD node, which a `--gpu` is not).
+pub fn from_args(gpus: &[String], env: &Env, targets: &Targets) -> Result<Gpus, String> {
+    let mut devices = Vec::new();
+    for (i, g) in gpus.iter().enumerate() {
+        let mut native = parse_target_id(g, targets)?;
+        let supports_xnack = targets.by_name(&native.processor).is_some_and(|t| t.supports("xnack"));
+        if supports_xnack && native.xnack == Setting::Any {
+            native = DeviceTarget::new(&native.processor, native.sramecc, xnack_from_env(env));
+        }
+        let (r#override, effective) = apply_override(native.clone(), None, env, targets)?;
+        devices.push(Device {
+            index: i as u32,
+            node: None,
+            source: DeviceSource::Gpu,
+            native,
+            r#override,
+            effective,
+        });
+    }
+    Ok(Gpus { devices, unknown: Vec::new() })
 }
 
-/// GPUs from a KFD topology under `sysfs_root` (`/` on a live system), in node order.
-pub fn from_kfd(sysfs_root: &Path, env: &Env, targets: &Targets) -> Result<Vec<Device>, String> {
+/// The positions a `*_VISIBLE_DEVICES` list keeps of `count` devices, in its order: indices
+/// (or, with `uuids`, `GPU-<hex>` IDs) up to the first entry that names no device, which ends
+/// the list, as ROCr and HIP read it. `None` when the variable is unset.
+pub fn visible(list: Option<&str>, count: usize, uuids: &[u64]) -> Option<Vec<usize>> {
+    let list = list?;
+    let mut out = Vec::new();
+    for token in list.split(',') {
+        let token = token.trim();
+        let index = if let Some(hex) = token.strip_prefix("GPU-").or_else(|| token.strip_prefix("gpu-")) {
+            u64::from_str_radix(hex, 16).ok().and_then(|id| uuids.iter().position(|u| *u == id && id != 0))
+        } else {
+            token.parse::<usize>().ok().filter(|i| *i < count)
+        };
+        match index {
+            Some(i) if !out.contains(&i) => out.push(i),
+            Some(_) => {}
+            None => break,
+        }
+    }
+    Some(out)
+}
+
+/// Reads every KFD node's properties under `sysfs_root`, in node order.
+fn read_nodes(sysfs_root: &Path) -> Result<Vec<(u32, KfdNode)>, String> {
     let nodes_dir = sysfs_root.join("sys/class/kfd/kfd/topology/nodes");
     let entries = fs::read_dir(&nodes_dir)
         .map_err(|e| format!("{}: {e} (is the amdgpu driver loaded?)", nodes_dir.display()))?;
@@ -236,30 +343,58 @@ pub fn from_kfd(sysfs_root: &Path, env: &Env, targets: &Targets) -> Result<Vec<D
         nodes.push((n, parse_kfd_properties(&text)));
     }
     nodes.sort_by_key(|(n, _)| *n);
-    let mut out = Vec::new();
-    for (node, props) in nodes.into_iter().filter(|(_, p)| p.gfx_target_version != 0) {
-        let name = version_name(split_version(props.gfx_target_version));
-        let t = targets
-            .iter()
-            .find(|t| t.gfx_target_version == Some(props.gfx_target_version))
-            .or_else(|| targets.by_name(&name))
-            .ok_or_else(|| {
-                format!(
-                    "KFD node {node}: gfx_target_version {} ({name}) is not in the target table",
-                    props.gfx_target_version
-                )
-            })?;
-        let sramecc = match (t.supports("sramecc"), props.capability & HSA_CAP_SRAM_EDCSUPPORTED != 0) {
-            (true, true) => Setting::On,
-            (true, false) => Setting::Off,
-            _ => Setting::Any,
+    Ok(nodes)
+}
+
+/// The native target of a KFD GPU node, or `None` when the table does not know its ISA.
+fn node_target(props: &KfdNode, env: &Env, targets: &Targets) -> Option<DeviceTarget> {
+    let name = version_name(split_version(props.gfx_target_version));
+    let t = targets
+        .iter()
+        .find(|t| t.gfx_target_version == Some(props.gfx_target_version))
+        .or_else(|| targets.by_name(&name))?;
+    let sramecc = match (t.supports("sramecc"), props.capability & HSA_CAP_SRAM_EDCSUPPORTED != 0) {
+        (true, true) => Setting::On,
+        (true, false) => Setting::Off,
+        _ => Setting::Any,
+    };
+    let xnack = if t.supports("xnack") { xnack_from_env(env) } else { Setting::Any };
+    Some(DeviceTarget::new(&t.name, sramecc, xnack))
+}
+
+/// GPUs from a KFD topology under `sysfs_root` (`/` on a live system), in node order, as the
+/// application sees them: `ROCR_VISIBLE_DEVICES` picks among the GPU nodes, then
+/// `HIP_VISIBLE_DEVICES` (or `CUDA_VISIBLE_DEVICES`) among those. A GPU whose ISA the table
+/// lacks is listed as unknown; the others are still checked.
+pub fn from_kfd(sysfs_root: &Path, env: &Env, targets: &Targets) -> Result<Gpus, String> {
+    let gpus: Vec<(u32, KfdNode)> =
+        read_nodes(sysfs_root)?.into_iter().filter(|(_, p)| p.gfx_target_version != 0).collect();
+    let uuids: Vec<u64> = gpus.iter().map(|(_, p)| p.unique_id).collect();
+    let mut order: Vec<usize> = visible(env.get("ROCR_VISIBLE_DEVICES"), gpus.len(), &uuids)
+        .unwrap_or_else(|| (0..gpus.len()).collect());
+    let hip = env.get("HIP_VISIBLE_DEVICES").or_else(|| env.get("CUDA_VISIBLE_DEVICES"));
+    let seen: Vec<u64> = order.iter().map(|&i| uuids[i]).collect();
+    if let Some(keep) = visible(hip, order.len(), &seen) {
+        order = keep.into_iter().map(|i| order[i]).collect();
+    }
+    let mut out = Gpus::default();
+    for i in order {
+        let (node, props) = gpus[i];
+        let Some(native) = node_target(&props, env, targets) else {
+            let name = version_name(split_version(props.gfx_target_version));
+            out.unknown.push(UnknownGpu { node, gfx_target_version: props.gfx_target_version, name });
+            continue;
         };
-        let xnack = if t.supports("xnack") { xnack_from_env(env) } else { Setting::Any };
-        let native = DeviceTarget::new(&t.name, sramecc, xnack);
-        let mut d = apply_override(native, node, env, targets)?;
-        d.node = Some(node);
-        d.source = "kfd".into();
-        out.push(d);
+        let (r#override, effective) = apply_override(native.clone(), Some(node), env, targets)?;
+        let index = (out.devices.len() + out.unknown.len()) as u32;
+        out.devices.push(Device {
+            index,
+            node: Some(node),
+            source: DeviceSource::Kfd,
+            native,
+            r#override,
+            effective,
+        });
     }
     Ok(out)
 }
@@ -272,7 +407,14 @@ mod tests {
     fn overrides_parse_as_libhsakmt_does() {
         assert_eq!(parse_override("10.3.0"), Ok((10, 3, 0)));
         assert_eq!(parse_override("9.0.10"), Ok((9, 0, 10)));
-        for bad in ["10.3", "10.3.0.1", "gfx1030", "10.3.x", "64.0.0", "11.0.256", "", "1..0", "+1.0.0"] {
+        // sscanf's %u skips white space and takes a sign before each number.
+        assert_eq!(parse_override(" 10.3.0"), Ok((10, 3, 0)));
+        assert_eq!(parse_override("+11. 0.0"), Ok((11, 0, 0)));
+        assert_eq!(parse_override("-0.0.0"), Ok((0, 0, 0)));
+        for bad in [
+            "10.3", "10.3.0.1", "gfx1030", "10.3.x", "64.0.0", "11.0.256", "", "1..0", "10.3.0 ", "-1.0.0",
+            "10 .3.0", "0x10.3.0",
+        ] {
             assert!(parse_override(bad).is_err(), "{bad}");
         }
     }

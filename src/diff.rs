@@ -22,7 +22,8 @@ use crate::resolve::{target_id, Setting};
 use crate::targets::Targets;
 
 /// Version of the diff JSON document.
-pub const DIFF_SCHEMA_VERSION: u32 = 1;
+/// 2: losses per device (generic targets resolved), sides' problems, an overall `outcome`.
+pub const DIFF_SCHEMA_VERSION: u32 = 2;
 
 /// Folder names that say where something is installed, not what it is.
 const PREFIX_DIRS: &[&str] = &[
@@ -100,10 +101,24 @@ pub fn path_identity(path: &str) -> String {
 /// What a unit (library or artifact folder) holds on one side.
 #[derive(Debug, Clone, Default)]
 struct Unit {
-    /// Target IDs its code or files are for.
-    target_ids: BTreeSet<String>,
+    /// Target IDs its code or files are for, each with the generic version of its generic
+    /// code objects (`None` for specific targets).
+    target_ids: BTreeMap<String, Option<u8>>,
     /// Files of the unit on this side, by path (with their facts).
     files: Vec<FileRecord>,
+}
+
+impl Unit {
+    fn add(&mut self, id: String, generic_version: Option<u8>) {
+        let slot = self.target_ids.entry(id).or_insert(generic_version);
+        *slot = (*slot).max(generic_version);
+    }
+
+    fn add_code(&mut self, cos: &[CodeObjectRecord]) {
+        for c in cos {
+            self.add(c.target_id.clone(), c.generic_version);
+        }
+    }
 }
 
 fn units(snap: &Snapshot) -> BTreeMap<String, Unit> {
@@ -111,59 +126,84 @@ fn units(snap: &Snapshot) -> BTreeMap<String, Unit> {
     for f in &snap.files {
         let u = out.entry(identity(f)).or_default();
         match &f.artifact {
-            Some(a) if a.family != Some(Family::Tensile) => u.target_ids.extend(a.targets()),
-            Some(a) => {
-                u.target_ids.extend(a.content_targets.clone().unwrap_or_default());
-                if f.code_objects.is_empty() && a.content_targets.is_none() {
-                    u.target_ids.extend(a.name_target.clone());
-                }
-                u.target_ids.extend(f.code_objects.iter().map(|c| c.target_id.clone()));
+            Some(a) if a.family != Some(Family::Tensile) => {
+                a.targets().into_iter().for_each(|t| u.add(t, None))
             }
-            None => u.target_ids.extend(f.code_objects.iter().map(|c| c.target_id.clone())),
+            Some(a) => {
+                a.content_targets.clone().unwrap_or_default().into_iter().for_each(|t| u.add(t, None));
+                if f.code_objects.is_empty() && (a.content_targets.is_none() || a.any_processor) {
+                    a.name_target.clone().into_iter().for_each(|t| u.add(t, None));
+                }
+                u.add_code(&f.code_objects);
+            }
+            None => u.add_code(&f.code_objects),
         }
         u.files.push(f.clone());
     }
     out
 }
 
-/// Every (processor, sramecc, xnack) mode a set of target IDs serves.
-fn variants(ids: &BTreeSet<String>, targets: &Targets) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    for id in ids {
+/// A code object standing for a target ID, to ask `check::compatible` about it.
+fn stand_in(processor: &str, id: &str, generic_version: Option<u8>) -> CodeObjectRecord {
+    CodeObjectRecord {
+        processor: processor.to_string(),
+        target_id: id.to_string(),
+        code_object_version: None,
+        size: 0,
+        kernels: None,
+        container: crate::model::Container::File,
+        bundle_entry_id: None,
+        bundle_format: None,
+        compression: None,
+        bundle_offset: None,
+        offset: 0,
+        e_flags: 0,
+        generic_version,
+    }
+}
+
+/// Every xnack/sramecc variant of a device target.
+fn device_variants(d: &crate::targets::Target) -> Vec<DeviceTarget> {
+    let modes = |f: &str| if d.supports(f) { vec![Setting::Off, Setting::On] } else { vec![Setting::Any] };
+    let mut out = Vec::new();
+    for s in modes("sramecc") {
+        for x in modes("xnack") {
+            out.push(DeviceTarget {
+                processor: d.name.clone(),
+                sramecc: s,
+                xnack: x,
+                target_id: target_id(&d.name, s, x),
+            });
+        }
+    }
+    out
+}
+
+/// The device variants (each processor with each xnack/sramecc mode it supports) a unit's
+/// target IDs serve, as the runtime would match them (`check::compatible`), each with the
+/// generic target that serves it when no code for the device itself does. A generic target is
+/// never a device: `gfx11-generic` code shows as the gfx1100…gfx1153 variants it serves.
+fn served(unit: &Unit, targets: &Targets) -> BTreeMap<String, Option<String>> {
+    let mut out: BTreeMap<String, Option<String>> = BTreeMap::new();
+    for (id, generic_version) in &unit.target_ids {
         let processor = id.split(':').next().unwrap_or(id);
-        let t = targets.by_name(processor);
-        let modes = |f: &str| {
-            if t.is_some_and(|t| t.supports(f)) {
-                vec![Setting::Off, Setting::On]
-            } else {
-                vec![Setting::Any]
-            }
+        let Some(t) = targets.by_name(processor) else {
+            // A processor the table does not know stays visible as itself.
+            out.insert(id.clone(), None);
+            continue;
         };
-        let co = CodeObjectRecord {
-            processor: processor.to_string(),
-            target_id: id.clone(),
-            code_object_version: None,
-            size: 0,
-            kernels: None,
-            container: crate::model::Container::File,
-            bundle_entry_id: None,
-            bundle_format: None,
-            compression: None,
-            bundle_offset: None,
-            offset: 0,
-            e_flags: 0,
-            generic_version: None,
+        let devices: Vec<&crate::targets::Target> = if t.is_generic() {
+            targets.iter().filter(|d| d.generic.as_deref() == Some(processor)).collect()
+        } else {
+            vec![t]
         };
-        for s in modes("sramecc") {
-            for x in modes("xnack") {
-                let dev = DeviceTarget {
-                    processor: processor.to_string(),
-                    sramecc: s,
-                    xnack: x,
-                    target_id: target_id(processor, s, x),
-                };
-                if compatible(&co, &dev, targets) {
-                    out.insert(dev.target_id);
+        let co = stand_in(processor, id, *generic_version);
+        let via = t.is_generic().then(|| processor.to_string());
+        for dev in devices.into_iter().flat_map(device_variants) {
+            if compatible(&co, &dev, targets) {
+                let slot = out.entry(dev.target_id).or_insert_with(|| via.clone());
+                if via.is_none() {
+                    *slot = None;
                 }
             }
         }
@@ -194,6 +234,21 @@ fn summarize(vars: &BTreeSet<String>, all_old: &BTreeSet<String>, all_new: &BTre
     out
 }
 
+/// The generic target that served each listed device (or variant) on one side, for those a
+/// generic target served.
+fn via_of(listed: &[String], side: &BTreeMap<String, Option<String>>) -> BTreeMap<String, String> {
+    listed
+        .iter()
+        .filter_map(|t| {
+            let via = side
+                .iter()
+                .filter(|(v, _)| *v == t || v.split(':').next() == Some(t.as_str()))
+                .find_map(|(_, g)| g.clone())?;
+            Some((t.clone(), via))
+        })
+        .collect()
+}
+
 /// A change of what a unit serves.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Coverage {
@@ -202,8 +257,13 @@ pub struct Coverage {
     /// `new` / `gone` when the unit has nothing on one side (no device code, files or
     /// databases at all: absent, or present without any), else `changed`.
     pub how: String,
-    /// Targets (or single variants, `gfx90a:xnack+`) lost or gained.
+    /// Devices (or single variants, `gfx90a:xnack+`) that lost or gained their code; never a
+    /// generic target.
     pub targets: Vec<String>,
+    /// For a loss, the generic target that served a device before; for a gain, the one that
+    /// serves it now (`gfx941` → `gfx9-4-generic`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub via_generic: BTreeMap<String, String>,
 }
 
 /// A library whose code objects or bundles changed in number.
@@ -264,15 +324,49 @@ pub struct FileOnly {
     pub targets: Vec<String>,
 }
 
+/// Where a side of a diff came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SideSource {
+    /// A root scanned now.
+    Scan,
+    /// A JSON snapshot read back.
+    Snapshot,
+}
+
 /// One side of a diff.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Side {
-    /// `scan` (a root scanned now) or `snapshot` (a JSON file read back).
-    pub source: String,
+    pub source: SideSource,
     pub roots: Vec<String>,
     pub files: u64,
     pub code_objects: u64,
-    pub problems: usize,
+    /// Files of this side that could not be read (paths joined with their roots).
+    pub problems: Vec<SideProblem>,
+    /// The targets a snapshot's tables were cut to (`scan --only` / `--compare`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filtered_to: Option<Vec<String>>,
+}
+
+/// A file one side could not read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SideProblem {
+    pub path: String,
+    pub message: String,
+}
+
+/// The overall answer of a diff, and its exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DiffOutcome {
+    /// Nothing differs.
+    Same,
+    /// Something changed, and no device lost its code.
+    Changed,
+    /// Some device lost its code in some library.
+    Loss,
+    /// A side has files that could not be read: what looks lost may only be unread.
+    Incomplete,
 }
 
 /// Everything that changed, most important first.
@@ -280,8 +374,12 @@ pub struct Side {
 pub struct SnapshotDiff {
     pub schema_version: u32,
     pub tool: Tool,
+    pub outcome: DiffOutcome,
     pub old: Side,
     pub new: Side,
+    /// Targets compared, when a side was written filtered (`scan --only`): only these.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compared_targets: Option<Vec<String>>,
     pub losses: Vec<Coverage>,
     pub gains: Vec<Coverage>,
     pub target_id_changes: Vec<IdChange>,
@@ -306,6 +404,17 @@ impl SnapshotDiff {
             && self.files_added.is_empty()
             && self.files_removed.is_empty()
             && self.files_changed.is_empty()
+    }
+
+    /// The exit status the result deserves: incomplete sides first (a loss from a partial
+    /// read is not a loss), then losses when the caller gates on them.
+    pub fn exit_status(&self, fail_on_loss: bool) -> crate::exit::ExitStatus {
+        use crate::exit::ExitStatus;
+        match self.outcome {
+            DiffOutcome::Incomplete => ExitStatus::Incomplete,
+            DiffOutcome::Loss if fail_on_loss => ExitStatus::Missing,
+            _ => ExitStatus::Clean,
+        }
     }
 }
 
@@ -333,26 +442,45 @@ fn file_key(f: &FileRecord) -> String {
     id
 }
 
-fn side(snap: &Snapshot, source: &str) -> Side {
+fn side(snap: &Snapshot, source: SideSource) -> Side {
     Side {
-        source: source.to_string(),
+        source,
         roots: snap.roots.clone(),
         files: snap.summary.files,
         code_objects: snap.summary.code_objects,
-        problems: snap.problems.len(),
+        problems: snap
+            .problems
+            .iter()
+            .map(|p| SideProblem { path: p.path.display(&snap.roots), message: p.message.clone() })
+            .collect(),
+        filtered_to: snap.filtered_to.clone(),
     }
 }
 
-/// Compares two snapshots.
-pub fn diff(old: &Snapshot, new: &Snapshot, sources: (&str, &str), targets: &Targets) -> SnapshotDiff {
-    let (uo, un) = (units(old), units(new));
-    let mut losses = Vec::new();
-    let mut gains = Vec::new();
-    let mut id_changes = Vec::new();
+/// The targets both sides can speak for: every target, unless a side was written filtered.
+fn comparable(old: &Snapshot, new: &Snapshot) -> Option<BTreeSet<String>> {
+    match (&old.filtered_to, &new.filtered_to) {
+        (None, None) => None,
+        (Some(a), None) | (None, Some(a)) => Some(a.iter().cloned().collect()),
+        (Some(a), Some(b)) => Some(a.iter().filter(|t| b.contains(t)).cloned().collect()),
+    }
+}
+
+/// Losses, gains and target-ID changes of every unit.
+fn coverage(
+    uo: &BTreeMap<String, Unit>,
+    un: &BTreeMap<String, Unit>,
+    only: Option<&BTreeSet<String>>,
+    targets: &Targets,
+) -> (Vec<Coverage>, Vec<Coverage>, Vec<IdChange>) {
+    let (mut losses, mut gains, mut id_changes) = (Vec::new(), Vec::new(), Vec::new());
     let empty = Unit::default();
+    let keep = |v: &String| only.is_none_or(|o| o.contains(v.split(':').next().unwrap_or(v)));
     for id in uo.keys().chain(un.keys()).collect::<BTreeSet<_>>() {
         let (a, b) = (uo.get(id).unwrap_or(&empty), un.get(id).unwrap_or(&empty));
-        let (va, vb) = (variants(&a.target_ids, targets), variants(&b.target_ids, targets));
+        let (sa, sb) = (served(a, targets), served(b, targets));
+        let va: BTreeSet<String> = sa.keys().filter(|v| keep(v)).cloned().collect();
+        let vb: BTreeSet<String> = sb.keys().filter(|v| keep(v)).cloned().collect();
         let how = match (uo.contains_key(id), un.contains_key(id)) {
             (true, false) => "gone",
             (false, true) => "new",
@@ -361,29 +489,46 @@ pub fn diff(old: &Snapshot, new: &Snapshot, sources: (&str, &str), targets: &Tar
         let lost: BTreeSet<String> = va.difference(&vb).cloned().collect();
         let won: BTreeSet<String> = vb.difference(&va).cloned().collect();
         if !lost.is_empty() {
-            losses.push(Coverage {
-                library: id.clone(),
-                how: how.into(),
-                targets: summarize(&lost, &va, &vb),
-            });
+            let listed = summarize(&lost, &va, &vb);
+            let via_generic = via_of(&listed, &sa);
+            losses.push(Coverage { library: id.clone(), how: how.into(), targets: listed, via_generic });
         }
         if !won.is_empty() {
-            gains.push(Coverage { library: id.clone(), how: how.into(), targets: summarize(&won, &va, &vb) });
+            let listed = summarize(&won, &va, &vb);
+            let via_generic = via_of(&listed, &sb);
+            gains.push(Coverage { library: id.clone(), how: how.into(), targets: listed, via_generic });
         }
         // A processor served on both sides under other target IDs: a change of spelling. Any
         // device variant it gains or loses is listed above with the gains and losses.
-        let procs: BTreeSet<&str> =
-            a.target_ids.iter().chain(&b.target_ids).map(|t| t.split(':').next().unwrap_or(t)).collect();
-        for p in procs {
-            let of = |ids: &BTreeSet<String>| {
-                ids.iter().filter(|t| t.split(':').next() == Some(p)).cloned().collect::<Vec<_>>()
+        let procs: BTreeSet<&str> = a
+            .target_ids
+            .keys()
+            .chain(b.target_ids.keys())
+            .map(|t| t.split(':').next().unwrap_or(t))
+            .collect();
+        for p in procs.into_iter().filter(|p| only.is_none_or(|o| o.contains(*p))) {
+            let of = |u: &Unit| {
+                u.target_ids.keys().filter(|t| t.split(':').next() == Some(p)).cloned().collect::<Vec<_>>()
             };
-            let (oa, ob) = (of(&a.target_ids), of(&b.target_ids));
+            let (oa, ob) = (of(a), of(b));
             if !oa.is_empty() && !ob.is_empty() && oa != ob {
                 id_changes.push(IdChange { library: id.clone(), processor: p.to_string(), old: oa, new: ob });
             }
         }
     }
+    (losses, gains, id_changes)
+}
+
+/// Compares two snapshots.
+pub fn diff(
+    old: &Snapshot,
+    new: &Snapshot,
+    sources: (SideSource, SideSource),
+    targets: &Targets,
+) -> SnapshotDiff {
+    let (uo, un) = (units(old), units(new));
+    let compared = comparable(old, new);
+    let (losses, gains, id_changes) = coverage(&uo, &un, compared.as_ref(), targets);
     // Counts per family and target, and all code objects per target.
     let mut counts = Vec::new();
     let table = |s: &Snapshot| {
@@ -399,6 +544,7 @@ pub fn diff(old: &Snapshot, new: &Snapshot, sources: (&str, &str), targets: &Tar
     let mut changed_targets: Vec<String> = families
         .iter()
         .flat_map(|f| to.get(*f).into_iter().chain(tn.get(*f)).flat_map(|m| m.keys()))
+        .filter(|t| compared.as_ref().is_none_or(|o| o.contains(*t)))
         .filter(|t| families.iter().any(|f| get(&to, f, t) != get(&tn, f, t)))
         .cloned()
         .collect::<BTreeSet<_>>()
@@ -500,11 +646,17 @@ pub fn diff(old: &Snapshot, new: &Snapshot, sources: (&str, &str), targets: &Tar
             (None, None) => {}
         }
     }
-    SnapshotDiff {
+    let mut d = SnapshotDiff {
         schema_version: DIFF_SCHEMA_VERSION,
         tool: Tool::current(),
+        outcome: DiffOutcome::Same,
         old: side(old, sources.0),
         new: side(new, sources.1),
+        compared_targets: compared.map(|o| {
+            let mut v: Vec<String> = o.into_iter().collect();
+            v.sort_by_key(|k| (targets.rank(k), k.clone()));
+            v
+        }),
         losses,
         gains,
         target_id_changes: id_changes,
@@ -513,7 +665,17 @@ pub fn diff(old: &Snapshot, new: &Snapshot, sources: (&str, &str), targets: &Tar
         files_added: added,
         files_removed: removed,
         files_changed: changed,
-    }
+    };
+    d.outcome = if !old.problems.is_empty() || !new.problems.is_empty() {
+        DiffOutcome::Incomplete
+    } else if !d.losses.is_empty() {
+        DiffOutcome::Loss
+    } else if d.is_empty() {
+        DiffOutcome::Same
+    } else {
+        DiffOutcome::Changed
+    };
+    d
 }
 
 #[cfg(test)]
@@ -537,13 +699,58 @@ mod tests {
         assert_ne!(path_identity("lib/ollama/libggml-hip.so"), path_identity("lib/libggml-hip2.so"));
     }
 
+    fn unit(ids: &[(&str, Option<u8>)]) -> Unit {
+        let mut u = Unit::default();
+        for (id, g) in ids {
+            u.add(id.to_string(), *g);
+        }
+        u
+    }
+
     #[test]
     fn plain_ids_serve_every_xnack_variant() {
         let t = Targets::builtin();
-        let ids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
-        let both = variants(&ids(&["gfx90a:xnack-", "gfx90a:xnack+"]), &t);
-        let plain = variants(&ids(&["gfx90a"]), &t);
+        let keys = |u: &Unit| served(u, &t).into_keys().collect::<BTreeSet<_>>();
+        let both = keys(&unit(&[("gfx90a:xnack-", None), ("gfx90a:xnack+", None)]));
+        let plain = keys(&unit(&[("gfx90a", None)]));
         assert_eq!(both, plain);
-        assert!(variants(&ids(&["gfx90a:xnack-"]), &t).len() < plain.len());
+        assert!(keys(&unit(&[("gfx90a:xnack-", None)])).len() < plain.len());
+    }
+
+    /// The real case behind issue 12 point 4: a library whose old version held only generic
+    /// code and whose new one holds specific code for most devices lost exactly the devices
+    /// left out, each named with the generic target that served it; the generic targets
+    /// themselves are never reported as lost.
+    #[test]
+    fn generic_code_is_reported_as_the_devices_it_served() {
+        let t = Targets::builtin();
+        let old_ids = [("gfx9-4-generic", Some(1)), ("gfx11-generic", Some(1))];
+        let new_ids = [
+            ("gfx942", None),
+            ("gfx950", None),
+            ("gfx1100", None),
+            ("gfx1101", None),
+            ("gfx1102", None),
+            ("gfx1103", None),
+            ("gfx1150", None),
+            ("gfx1151", None),
+            ("gfx1152", None),
+            ("gfx1153", None),
+            ("gfx1154", None),
+        ];
+        let (uo, un) = (
+            BTreeMap::from([("lib".to_string(), unit(&old_ids))]),
+            BTreeMap::from([("lib".to_string(), unit(&new_ids))]),
+        );
+        let (losses, gains, _) = coverage(&uo, &un, None, &t);
+        assert_eq!(losses.len(), 1, "{losses:?}");
+        let lost = &losses[0];
+        assert!(lost.targets.iter().all(|x| !x.contains("generic")), "{lost:?}");
+        assert_eq!(lost.targets, ["gfx940", "gfx941"], "{lost:?}");
+        assert_eq!(lost.via_generic.get("gfx941").map(String::as_str), Some("gfx9-4-generic"));
+        // Nothing is gained: every new device was served before, through its generic target.
+        assert!(gains.is_empty(), "{gains:?}");
+        // A generic object without a generic version serves nothing (the runtime refuses it).
+        assert!(served(&unit(&[("gfx11-generic", None)]), &t).is_empty());
     }
 }

@@ -5,14 +5,21 @@ use std::process::ExitCode;
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExitStatus {
-    /// 0: finished, every file read.
+    /// 0: finished, every file read; `check`: every required piece present; `diff`: ran.
     Clean,
-    /// 1: finished, but some files could not be fully read (listed as problems).
+    /// 1 (`scan`): finished, but some files could not be fully read (listed as problems).
     Problems,
-    /// 1 (`check`): some GPU lacks a required piece.
+    /// 1 (`check`): some GPU lacks a required piece; (`diff --fail-on-loss`): a device lost its
+    /// code.
     Missing,
-    /// 2: could not run (bad arguments, no root, bad targets file, write failure).
+    /// 2: could not run (bad arguments, no root, bad targets file, an output that cannot be
+    /// written, a side of `diff` that is not a snapshot).
     Fatal,
+    /// 3 (`check`, `diff`): some files could not be read, so the verdict cannot be trusted: no
+    /// OK, and no loss, is claimed from a partial read.
+    Incomplete,
+    /// 4 (`check`): no library with device code under the roots: nothing was checked.
+    NothingToCheck,
 }
 
 impl ExitStatus {
@@ -22,6 +29,8 @@ impl ExitStatus {
             ExitStatus::Clean => 0,
             ExitStatus::Problems | ExitStatus::Missing => 1,
             ExitStatus::Fatal => 2,
+            ExitStatus::Incomplete => 3,
+            ExitStatus::NothingToCheck => 4,
         }
     }
 }
@@ -39,8 +48,16 @@ mod tests {
     #[test]
     fn codes_are_stable() {
         assert_eq!(
-            [ExitStatus::Clean, ExitStatus::Problems, ExitStatus::Fatal].map(ExitStatus::code),
-            [0, 1, 2]
+            [
+                ExitStatus::Clean,
+                ExitStatus::Problems,
+                ExitStatus::Missing,
+                ExitStatus::Fatal,
+                ExitStatus::Incomplete,
+                ExitStatus::NothingToCheck
+            ]
+            .map(ExitStatus::code),
+            [0, 1, 1, 2, 3, 4]
         );
     }
 }

@@ -186,6 +186,10 @@ pub struct Artifact {
     /// The targets its content serves, when the content says (index processors, code objects).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content_targets: Option<Vec<String>>,
+    /// Tensile index: some hardware row holds for a processor it does not name (`TruePred`, a
+    /// CU-count predicate alone, a `Not`): the index serves whichever device loads it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub any_processor: bool,
     /// MIOpen: compute-unit count from the name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cu_count: Option<u32>,
@@ -307,6 +311,14 @@ pub struct Snapshot {
     /// Per artifact family, per target: how much there is (see docs/schema.md).
     #[serde(default)]
     pub families: BTreeMap<String, BTreeMap<String, u64>>,
+    /// The targets the per-target tables were cut to (`scan --only`, `--compare`); absent for
+    /// a whole snapshot. `diff` compares only these targets against such a snapshot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filtered_to: Option<Vec<String>>,
+    /// In a filtered view: each listed target whose code here is only its generic target's
+    /// (`gfx1151` → `gfx11-generic`), whose counts are then listed beside it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub via_generic: BTreeMap<String, String>,
     /// Archives read as trees (packages, wheels, tarballs, images), sorted; absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub archives: Vec<ArchiveRecord>,

@@ -7,7 +7,7 @@
 //! scan goes on. Results are sorted afterwards, so the thread count never changes the output.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::OsStr;
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
@@ -862,6 +862,8 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
         links,
         mismatches,
         families,
+        filtered_to: None,
+        via_generic: BTreeMap::new(),
         archives,
     })
 }

@@ -26,11 +26,18 @@ pub struct Root {
 
 /// The default roots that exist, with `/opt/rocm-*` expanded, in a stable order.
 pub fn default_roots() -> Vec<PathBuf> {
+    default_roots_under(Path::new("/"))
+}
+
+/// [`DEFAULT_ROOTS`] under `base` (`/` on a live system) that exist.
+pub fn default_roots_under(base: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for pat in DEFAULT_ROOTS {
+        let pat = base.join(pat.trim_start_matches('/'));
+        let pat = pat.to_string_lossy();
         if let Some(prefix) = pat.strip_suffix('*') {
             let (dir, stem) = prefix.rsplit_once('/').unwrap_or(("/", prefix));
-            let mut found: Vec<PathBuf> = fs::read_dir(dir)
+            let mut found: Vec<PathBuf> = fs::read_dir(if dir.is_empty() { "/" } else { dir })
                 .into_iter()
                 .flatten()
                 .flatten()
@@ -39,23 +46,57 @@ pub fn default_roots() -> Vec<PathBuf> {
                 .collect();
             found.sort();
             out.extend(found);
-        } else if Path::new(pat).exists() {
-            out.push(PathBuf::from(pat));
+        } else if Path::new(pat.as_ref()).exists() {
+            out.push(PathBuf::from(pat.as_ref()));
         }
     }
     out
 }
 
+/// What `check` looks at without a ROOT, under `base`: the install `/opt/rocm` leads to and
+/// Ollama's folders; every other `/opt/rocm-*` is returned second, as not checked (a leftover
+/// old ROCm must not fail the check of the one in use). Firmware holds no library to check.
+pub fn check_roots_under(base: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let all = default_roots_under(base);
+    let current = fs::canonicalize(base.join("opt/rocm")).ok();
+    let mut checked = Vec::new();
+    let mut not_checked = Vec::new();
+    for root in all {
+        let name = root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let real = fs::canonicalize(&root).ok();
+        if name == "rocm" {
+            checked.push(root);
+        } else if name.starts_with("rocm-") {
+            if real.is_none() || real != current {
+                not_checked.push(root);
+            }
+        } else if name == "ollama" {
+            checked.push(root);
+        }
+    }
+    (checked, not_checked)
+}
+
 /// Resolves roots to real paths, keeping the first of any that lead to the same tree.
 ///
-/// A root that does not exist is an error for the caller to report.
+/// A root that does not exist is an error for the caller to report, and so is a root inside
+/// another (`scan sample sample/opt`): its files would be counted twice.
 pub fn resolve_roots(given: &[PathBuf]) -> Result<Vec<Root>, String> {
     let mut roots: Vec<Root> = Vec::new();
     for g in given {
         let real = fs::canonicalize(g).map_err(|e| format!("{}: {e}", g.display()))?;
-        if !roots.iter().any(|r| r.real == real) {
-            roots.push(Root { given: g.clone(), real });
+        if roots.iter().any(|r| r.real == real) {
+            continue;
         }
+        if let Some(r) = roots.iter().find(|r| real.starts_with(&r.real) || r.real.starts_with(&real)) {
+            let (inner, outer) = if real.starts_with(&r.real) { (g, &r.given) } else { (&r.given, g) };
+            return Err(format!(
+                "{} lies inside {}: its files would be counted twice; name only one of them",
+                inner.display(),
+                outer.display()
+            ));
+        }
+        roots.push(Root { given: g.clone(), real });
     }
     Ok(roots)
 }
@@ -152,4 +193,40 @@ pub fn walk(roots: &[Root], follow_links: bool, tick: &dyn Fn()) -> Walked {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_without_root_takes_the_current_rocm_and_ollama_only() {
+        let base = tempfile::tempdir().expect("temp dir");
+        let b = base.path();
+        for d in ["opt/rocm-6.2.0/lib", "opt/rocm-7.2.0/lib", "usr/lib/ollama", "lib/firmware/amdgpu"] {
+            fs::create_dir_all(b.join(d)).expect("mkdir");
+        }
+        std::os::unix::fs::symlink("rocm-7.2.0", b.join("opt/rocm")).expect("symlink");
+        let (checked, not) = check_roots_under(b);
+        assert_eq!(checked, [b.join("opt/rocm"), b.join("usr/lib/ollama")]);
+        assert_eq!(not, [b.join("opt/rocm-6.2.0")]);
+        // `scan` still takes every default root that exists.
+        assert_eq!(default_roots_under(b).len(), 5);
+    }
+
+    #[test]
+    fn nested_roots_are_refused_and_equal_ones_merged() {
+        let base = tempfile::tempdir().expect("temp dir");
+        let b = base.path();
+        fs::create_dir_all(b.join("a/opt")).expect("mkdir");
+        std::os::unix::fs::symlink("a", b.join("link")).expect("symlink");
+        let err = resolve_roots(&[b.join("a"), b.join("a/opt")]).expect_err("nested");
+        assert!(err.contains("lies inside"), "{err}");
+        let err = resolve_roots(&[b.join("a/opt"), b.join("a")]).expect_err("nested, other order");
+        assert!(
+            err.contains(&format!("{} lies inside {}", b.join("a/opt").display(), b.join("a").display())),
+            "{err}"
+        );
+        assert_eq!(resolve_roots(&[b.join("a"), b.join("link")]).expect("same tree").len(), 1);
+    }
 }

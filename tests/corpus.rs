@@ -365,7 +365,12 @@ fn firmware_prefix_counts_match_truth() {
 }
 
 fn diff_of(old: &Path, new: &Path) -> gfxscan::diff::SnapshotDiff {
-    gfxscan::diff::diff(&scan_dir(old), &scan_dir(new), ("scan", "scan"), &Targets::builtin())
+    gfxscan::diff::diff(
+        &scan_dir(old),
+        &scan_dir(new),
+        (gfxscan::diff::SideSource::Scan, gfxscan::diff::SideSource::Scan),
+        &Targets::builtin(),
+    )
 }
 
 fn lib<'a>(d: &'a gfxscan::diff::SnapshotDiff, name: &str) -> &'a gfxscan::diff::LibraryChange {

@@ -6,15 +6,15 @@
 
 pub mod progress;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Write};
 
 use comfy_table::presets::{ASCII_MARKDOWN, NOTHING};
 use comfy_table::{CellAlignment, Table};
 
-use crate::check::{CheckReport, Status};
+use crate::check::{CheckReport, Outcome, Status};
 use crate::cli::Format;
-use crate::diff::SnapshotDiff;
+use crate::diff::{DiffOutcome, SnapshotDiff};
 use crate::family::FAMILY_ROWS;
 use crate::model::{Snapshot, TargetCounts};
 use crate::targets::Targets;
@@ -67,17 +67,40 @@ pub fn thousands(n: u64) -> String {
 }
 
 /// The per-target rows to show, in `targets.toml` order (unknown processors last): the
-/// `only` targets, zeros included, or else every target found.
-pub fn target_rows(snap: &Snapshot, targets: &Targets, only: &[String]) -> Vec<(String, TargetCounts)> {
+/// `only` targets, zeros included, or else every target found. Each listed target whose code
+/// here is only its generic target's brings that generic target's row along, named in the
+/// returned map (`gfx1151` → `gfx11-generic`).
+pub fn target_rows(
+    snap: &Snapshot,
+    targets: &Targets,
+    only: &[String],
+) -> (Vec<(String, TargetCounts)>, BTreeMap<String, String>) {
     let mut names: Vec<String> =
         if only.is_empty() { snap.targets.keys().cloned().collect() } else { only.to_vec() };
+    let via = if only.is_empty() { BTreeMap::new() } else { generic_servers(snap, targets, only) };
+    names.extend(via.values().cloned());
     names.sort_by_key(|n| (targets.rank(n), n.clone()));
     names.dedup();
-    names
+    let rows = names
         .into_iter()
         .map(|n| {
             let counts = snap.targets.get(&n).cloned().unwrap_or_default();
             (n, counts)
+        })
+        .collect();
+    (rows, via)
+}
+
+/// For each chosen target without code of its own here, the generic target (with generic
+/// code here) that serves it.
+fn generic_servers(snap: &Snapshot, targets: &Targets, chosen: &[String]) -> BTreeMap<String, String> {
+    chosen
+        .iter()
+        .filter(|t| snap.targets.get(*t).is_none_or(|c| c.code_objects == 0))
+        .filter_map(|t| {
+            let g = targets.by_name(t)?.generic.clone()?;
+            snap.targets.get(&g).filter(|c| c.code_objects > 0)?;
+            Some((t.clone(), g))
         })
         .collect()
 }
@@ -153,12 +176,22 @@ pub fn write_scan(
     format: Format,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
-    let rows = target_rows(snap, targets, only);
+    let (rows, via) = target_rows(snap, targets, only);
+    let label = |name: &str| -> String {
+        let served: Vec<&str> = via.iter().filter(|(_, g)| *g == name).map(|(t, _)| t.as_str()).collect();
+        if served.is_empty() {
+            name.to_string()
+        } else {
+            format!("{name} (generic; serves {})", served.join(", "))
+        }
+    };
     match format {
         Format::Json => {
             let mut view = snap.clone();
             if !only.is_empty() {
                 view.targets = rows.into_iter().collect();
+                view.filtered_to = Some(only.to_vec());
+                view.via_generic = via;
             }
             // Serialized first, then written: a closed pipe stays an io::Error the binary knows.
             write_json(out, &view)?;
@@ -168,7 +201,7 @@ pub fn write_scan(
             w.write_record(["target", "code_objects", "kernels", "bytes", "files"])?;
             for (name, c) in &rows {
                 w.write_record([
-                    name.clone(),
+                    label(name),
                     c.code_objects.to_string(),
                     c.kernels.to_string(),
                     c.bytes.to_string(),
@@ -184,7 +217,12 @@ pub fn write_scan(
             if rows.is_empty() {
                 writeln!(out, "No AMDGPU code objects found.")?;
             } else {
-                writeln!(out, "{}", table_of(&rows, md))?;
+                let shown: Vec<(String, TargetCounts)> =
+                    rows.iter().map(|(n, c)| (label(n), c.clone())).collect();
+                writeln!(out, "{}", table_of(&shown, md))?;
+                for (t, g) in &via {
+                    writeln!(out, "{t}: no code built for it here; served by {g} code (the runtime loads generic code when no specific code is present)")?;
+                }
             }
             write_mismatches(snap, out, md)?;
             write_problems(snap, out, md)?;
@@ -215,14 +253,27 @@ pub fn write_compare(
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
     let cols = compare_targets(snap, targets, chosen);
+    let via = if chosen.is_empty() { BTreeMap::new() } else { generic_servers(snap, targets, chosen) };
     let count = |row: &str, t: &str| snap.families.get(row).and_then(|m| m.get(t)).copied().unwrap_or(0);
+    // A cell without code built for its target shows what its generic target holds, marked.
+    let cell = |row: &str, t: &str| match (count(row, t), via.get(t)) {
+        (0, Some(g)) if count(row, g) > 0 => format!("via {g}: {}", thousands(count(row, g))),
+        (0, _) => "—".to_string(),
+        (n, _) => thousands(n),
+    };
     match format {
         Format::Json => {
             let mut view = snap.clone();
+            let mut shown = cols.clone();
+            shown.extend(via.values().cloned());
             view.families = FAMILY_ROWS
                 .iter()
-                .map(|(row, _)| (row.to_string(), cols.iter().map(|t| (t.clone(), count(row, t))).collect()))
+                .map(|(row, _)| (row.to_string(), shown.iter().map(|t| (t.clone(), count(row, t))).collect()))
                 .collect();
+            if !chosen.is_empty() {
+                view.filtered_to = Some(cols.clone());
+                view.via_generic = via.clone();
+            }
             write_json(out, &view)?;
         }
         Format::Csv => {
@@ -246,10 +297,7 @@ pub fn write_compare(
                     .chain(cols.iter().cloned()),
             );
             for (row, label) in FAMILY_ROWS {
-                let cells = cols.iter().map(|c| match count(row, c) {
-                    0 => "—".to_string(),
-                    n => thousands(n),
-                });
+                let cells = cols.iter().map(|c| cell(row, c));
                 t.add_row(std::iter::once(label.to_string()).chain(cells));
             }
             align_right(&mut t, 1..cols.len() + 1);
@@ -281,85 +329,131 @@ fn write_mismatches(snap: &Snapshot, out: &mut dyn Write, markdown: bool) -> io:
     Ok(())
 }
 
-/// Writes the verdicts of `gfxscan check`.
+/// Writes one GPU's verdicts in one install.
+fn write_gpu(gpu: &crate::check::GpuReport, md: bool, out: &mut dyn Write) -> io::Result<()> {
+    let d = &gpu.device;
+    let origin = match d.node {
+        Some(n) => format!("KFD node {n}"),
+        None => "--gpu".to_string(),
+    };
+    let target = match &d.r#override {
+        Some(o) => format!(
+            "{} → checked as {} ({}={})",
+            d.native.target_id, d.effective.target_id, o.variable, o.value
+        ),
+        None => d.native.target_id.clone(),
+    };
+    writeln!(
+        out,
+        "{}GPU {} · {origin} · {target} · {}",
+        if md { "#### " } else { "" },
+        d.index,
+        gpu.status().word()
+    )?;
+    writeln!(out)?;
+    let mut t = Table::new();
+    t.load_preset(if md { ASCII_MARKDOWN } else { NOTHING });
+    t.set_header(if md { ["library", "status", "detail"] } else { ["LIBRARY", "STATUS", "DETAIL"] });
+    for v in &gpu.verdicts {
+        let mut detail = v.detail.clone();
+        if let Some(c) = &v.consequence {
+            detail.push_str(&format!(": {c}"));
+        }
+        // A Tensile verdict's detail already says what its indexes and code files serve.
+        if !v.available.is_empty() && v.kind != crate::check::LibraryKind::Tensile {
+            detail.push_str(&format!(" — has {}", v.available.join(", ")));
+        }
+        if let Some(l) = &v.loads {
+            if v.status == Status::Ok {
+                detail.push_str(&format!(" — loads {l}"));
+            }
+        }
+        t.add_row(vec![v.library.clone(), v.status.word().to_string(), detail]);
+    }
+    writeln!(out, "{t}")?;
+    for h in &gpu.hints {
+        writeln!(out, "{}hint: {h}", if md { "- " } else { "  " })?;
+    }
+    for w in &gpu.warnings {
+        writeln!(out, "{}warning: {w}", if md { "- " } else { "  " })?;
+    }
+    writeln!(out)
+}
+
+/// Writes the verdicts of `gfxscan check`: per install, per GPU; then what was not checked,
+/// the files that could not be read, and the overall outcome.
 pub fn write_check(report: &CheckReport, format: Format, out: &mut dyn Write) -> anyhow::Result<()> {
     if format == Format::Json {
         write_json(out, report)?;
         return Ok(());
     }
     let md = format == Format::Markdown;
-    for (i, gpu) in report.gpus.iter().enumerate() {
-        let d = &gpu.device;
-        let origin = match d.node {
-            Some(n) => format!("KFD node {n}"),
-            None => "--gpu".to_string(),
-        };
-        let target = match &d.r#override {
-            Some(o) => format!(
-                "{} → checked as {} ({}={})",
-                d.native.target_id, d.effective.target_id, o.variable, o.value
-            ),
-            None => d.native.target_id.clone(),
-        };
+    let (h, li) = if md { ("### ", "- ") } else { ("", "  ") };
+    for inst in &report.installs {
+        let kind = serde_json::to_value(inst.install.kind).ok().and_then(|v| v.as_str().map(String::from));
         writeln!(
             out,
-            "{}GPU {i} · {origin} · {target} · {}",
-            if md { "### " } else { "" },
-            gpu.status().word()
+            "{h}Install {} ({}) · {}",
+            inst.install.path,
+            kind.unwrap_or_default(),
+            inst.status.word()
         )?;
         writeln!(out)?;
-        if gpu.verdicts.is_empty() {
-            writeln!(out, "No library with device code, Tensile files, MIOpen databases or device-library bitcode found.")?;
-        } else {
-            let mut t = Table::new();
-            t.load_preset(if md { ASCII_MARKDOWN } else { NOTHING });
-            t.set_header(if md { ["library", "status", "detail"] } else { ["LIBRARY", "STATUS", "DETAIL"] });
-            for v in &gpu.verdicts {
-                let mut detail = v.detail.clone();
-                if !v.available.is_empty() {
-                    detail.push_str(&format!(" — has {}", v.available.join(", ")));
-                }
-                if let Some(l) = &v.loads {
-                    if v.status == Status::Ok {
-                        detail.push_str(&format!(" — loads {l}"));
-                    }
-                }
-                t.add_row(vec![v.library.clone(), v.status.word().to_string(), detail]);
-            }
-            writeln!(out, "{t}")?;
+        for gpu in &inst.gpus {
+            write_gpu(gpu, md, out)?;
         }
-        for h in &gpu.hints {
-            writeln!(out, "{}hint: {h}", if md { "- " } else { "  " })?;
-        }
-        for w in &gpu.warnings {
-            writeln!(out, "{}warning: {w}", if md { "- " } else { "  " })?;
-        }
-        writeln!(out)?;
     }
-    let missing: Vec<String> = report
-        .gpus
-        .iter()
-        .filter(|g| g.status() == Status::Missing)
-        .map(|g| g.device.effective.target_id.clone())
-        .collect();
-    writeln!(
-        out,
-        "{} GPU{} checked · {}",
-        report.gpus.len(),
-        if report.gpus.len() == 1 { "" } else { "s" },
-        if missing.is_empty() {
-            "every required piece present".to_string()
-        } else {
-            format!("missing code for {}", missing.join(", "))
-        }
-    )?;
+    for u in &report.unknown_gpus {
+        writeln!(out, "{li}unknown GPU: {u}: not in the target table, not checked (update gfxscan, or pass --targets FILE)")?;
+    }
+    for n in &report.not_checked {
+        writeln!(out, "{li}not checked: {n} (another install; name it as ROOT to check it)")?;
+    }
     if !report.problems.is_empty() {
-        writeln!(
-            out,
-            "{} file(s) could not be fully read; `gfxscan scan` lists them",
-            report.problems.len()
-        )?;
+        writeln!(out)?;
+        writeln!(out, "{h}Could not be read ({}):", report.problems.len())?;
+        for p in &report.problems {
+            writeln!(out, "{li}{}: {}", p.path.display(&report.roots), p.message)?;
+        }
     }
+    if !report.unknown_gpus.is_empty() || !report.not_checked.is_empty() || !report.problems.is_empty() {
+        writeln!(out)?;
+    }
+    let gpus = report.devices.len();
+    let installs = report.installs.len();
+    let counted = format!(
+        "{gpus} GPU{} checked in {installs} install{}",
+        if gpus == 1 { "" } else { "s" },
+        if installs == 1 { "" } else { "s" }
+    );
+    let line = match report.outcome {
+        Outcome::Ok => format!("{counted} · OK: every required piece present"),
+        Outcome::Missing => {
+            let missing: Vec<String> = report
+                .installs
+                .iter()
+                .flat_map(|i| {
+                    i.gpus
+                        .iter()
+                        .filter(|g| g.status() == Status::Missing)
+                        .map(move |g| format!("{} in {}", g.device.effective.target_id, i.install.path))
+                })
+                .collect();
+            format!("{counted} · MISSING: code for {}", missing.join("; "))
+        }
+        Outcome::Incomplete => format!(
+            "{counted} · INCOMPLETE: {}; no OK is given for what could not be read",
+            match (report.problems.len(), report.unknown_gpus.len()) {
+                (0, u) => format!("{u} GPU(s) not in the target table"),
+                (p, 0) => format!("{p} file(s) could not be read (listed above)"),
+                (p, u) => format!("{p} file(s) could not be read and {u} GPU(s) are not in the target table"),
+            }
+        ),
+        Outcome::NothingToCheck => {
+            format!("NOTHING TO CHECK: no library with device code under {}", report.roots.join(", "))
+        }
+    };
+    writeln!(out, "{line}")?;
     Ok(())
 }
 
@@ -383,12 +477,50 @@ pub fn write_diff(d: &SnapshotDiff, format: Format, out: &mut dyn Write) -> anyh
         format!(
             "{} ({}, {} files, {} code objects)",
             s.roots.join(", "),
-            s.source,
+            match s.source {
+                crate::diff::SideSource::Scan => "scan",
+                crate::diff::SideSource::Snapshot => "snapshot",
+            },
             thousands(s.files),
             thousands(s.code_objects)
         )
     };
     writeln!(out, "gfxscan diff · {} → {}", side(&d.old), side(&d.new))?;
+    for (name, s) in [("old", &d.old), ("new", &d.new)] {
+        if let Some(f) = &s.filtered_to {
+            writeln!(
+                out,
+                "The {name} side was written with --only {}: its other targets are unknown.",
+                f.join(",")
+            )?;
+        }
+    }
+    if let Some(t) = &d.compared_targets {
+        writeln!(
+            out,
+            "Compared targets: {}",
+            if t.is_empty() { "none in common".to_string() } else { t.join(", ") }
+        )?;
+    }
+    for (name, s) in [("old", &d.old), ("new", &d.new)] {
+        if s.problems.is_empty() {
+            continue;
+        }
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{h}The {name} side could not be read in full ({} problem{}):",
+            s.problems.len(),
+            if s.problems.len() == 1 { "" } else { "s" }
+        )?;
+        for p in &s.problems {
+            writeln!(out, "{li}{}: {}", p.path, p.message)?;
+        }
+    }
+    if d.outcome == DiffOutcome::Incomplete {
+        writeln!(out)?;
+        writeln!(out, "INCOMPLETE: what follows compares only what could be read; a target listed as lost may only be unread.")?;
+    }
     if d.is_empty() {
         writeln!(out)?;
         writeln!(out, "No differences.")?;
@@ -407,7 +539,16 @@ pub fn write_diff(d: &SnapshotDiff, format: Format, out: &mut dyn Write) -> anyh
                     "new" => " (nothing of it before)",
                     _ => "",
                 };
-                writeln!(out, "{li}{}{whole}: {verb} {}", c.library, c.targets.join(", "))?;
+                let listed: Vec<String> = c
+                    .targets
+                    .iter()
+                    .map(|t| match c.via_generic.get(t) {
+                        Some(g) if verb == "lost" => format!("{t} (was served by {g})"),
+                        Some(g) => format!("{t} (served by {g})"),
+                        None => t.clone(),
+                    })
+                    .collect();
+                writeln!(out, "{li}{}{whole}: {verb} {}", c.library, listed.join(", "))?;
             }
             Ok(())
         };

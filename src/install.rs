@@ -1,0 +1,133 @@
+//! Installs: which install a library belongs to, from its path alone. Pure.
+//!
+//! `check` gives one verdict per install, so a leftover old ROCm never fails the check of the
+//! new one, and two roots are never mixed into one answer. An install is the nearest enclosing
+//! one of, innermost first: a Python distribution (`…/site-packages/<package>`, or
+//! `dist-packages`), an Ollama folder (`…/ollama`), a ROCm prefix (`…/rocm` or `…/rocm-<version>`),
+//! a system prefix (`…/usr`, Debian's packages), else the root itself (a folder, a package or
+//! an image given as ROOT).
+
+use serde::Serialize;
+
+/// What kind of install a path lies in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum InstallKind {
+    /// `/opt/rocm`, `/opt/rocm-7.2.0`.
+    Rocm,
+    /// A distribution's `/usr` (Debian's ROCm packages).
+    System,
+    /// One package in a Python environment's `site-packages`.
+    Python,
+    /// An Ollama folder with its bundled libraries.
+    Ollama,
+    /// A root that is none of the above.
+    Root,
+}
+
+/// The install a library belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct Install {
+    /// Its path, as shown (the root as given, joined with the folders inside it).
+    pub path: String,
+    pub kind: InstallKind,
+}
+
+/// True for `rocm` and `rocm-<version>` (`rocm-7.2.0`, `rocm-6.4.1-123`).
+fn is_rocm_dir(name: &str) -> bool {
+    name == "rocm" || name.strip_prefix("rocm-").is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit()))
+}
+
+/// The kind of install a root is by its own name (`/opt/rocm-7.2.0`, `/usr/lib/ollama`).
+fn root_kind(root: &str) -> InstallKind {
+    let mut names = root.trim_end_matches('/').rsplit('/');
+    let (name, parent) = (names.next().unwrap_or(""), names.next().unwrap_or(""));
+    if matches!(parent, "site-packages" | "dist-packages") {
+        InstallKind::Python
+    } else if name == "ollama" {
+        InstallKind::Ollama
+    } else if is_rocm_dir(name) {
+        InstallKind::Rocm
+    } else if name == "usr" {
+        InstallKind::System
+    } else {
+        InstallKind::Root
+    }
+}
+
+/// The install holding `path`, a library's displayed path; `root` is the displayed root it
+/// was found under, which no install reaches above.
+pub fn install_of(root: &str, path: &str) -> Install {
+    let inner = path.strip_prefix(root).unwrap_or(path);
+    let parts: Vec<&str> = inner.split('/').filter(|p| !p.is_empty()).collect();
+    let at = |i: usize, kind| {
+        let joined = parts[..=i].join("/");
+        let path = match root {
+            "" => joined,
+            r if r.ends_with('/') => format!("{r}{joined}"),
+            r => format!("{r}/{joined}"),
+        };
+        Install { path, kind }
+    };
+    // The folders a library lies in: its last part is the library itself (or, for folder
+    // libraries shown with a trailing `/`, nothing).
+    let dirs = if path.ends_with('/') { parts.len() } else { parts.len().saturating_sub(1) };
+    let found = (0..dirs).rev().find_map(|i| {
+        let p = parts[i];
+        if i > 0 && matches!(parts[i - 1], "site-packages" | "dist-packages") {
+            return Some((i, InstallKind::Python));
+        }
+        if p == "ollama" {
+            return Some((i, InstallKind::Ollama));
+        }
+        None
+    });
+    // A root that is itself a Python package or an Ollama folder holds its `rocm` folder.
+    if found.is_none() && matches!(root_kind(root), InstallKind::Python | InstallKind::Ollama) {
+        return Install { path: root.to_string(), kind: root_kind(root) };
+    }
+    let found = found
+        .or_else(|| (0..dirs).rev().find(|&i| is_rocm_dir(parts[i])).map(|i| (i, InstallKind::Rocm)))
+        .or_else(|| (0..dirs).rev().find(|&i| parts[i] == "usr").map(|i| (i, InstallKind::System)));
+    match found {
+        Some((i, kind)) => at(i, kind),
+        None => Install { path: root.to_string(), kind: root_kind(root) },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn of(root: &str, path: &str) -> (String, InstallKind) {
+        let i = install_of(root, path);
+        (i.path, i.kind)
+    }
+
+    #[test]
+    fn libraries_group_by_their_install() {
+        use InstallKind::*;
+        assert_eq!(of("/", "/opt/rocm-6.2.0/lib/librocblas.so.4"), ("/opt/rocm-6.2.0".into(), Rocm));
+        assert_eq!(of("/opt/rocm", "/opt/rocm/lib/rocblas/library/"), ("/opt/rocm".into(), Rocm));
+        assert_eq!(of("sample", "sample/opt/rocm/lib/hipblaslt/library/"), ("sample/opt/rocm".into(), Rocm));
+        assert_eq!(
+            of("sample", "sample/venv/lib/python3.12/site-packages/jax_rocm7_plugin/_prng.so"),
+            ("sample/venv/lib/python3.12/site-packages/jax_rocm7_plugin".into(), Python)
+        );
+        assert_eq!(of("r", "r/usr/lib/x86_64-linux-gnu/rocblas/4.4.1/library/"), ("r/usr".into(), System));
+        assert_eq!(
+            of("/usr/lib/ollama", "/usr/lib/ollama/rocm/libggml-hip.so"),
+            ("/usr/lib/ollama".into(), Ollama)
+        );
+        // A venv inside a ROCm prefix is its own install; a root that is one folder is one install.
+        assert_eq!(
+            of("x", "x/opt/rocm/lib/python3/site-packages/torch/lib/libtorch_hip.so"),
+            ("x/opt/rocm/lib/python3/site-packages/torch".into(), Python)
+        );
+        assert_eq!(of("libs", "libs/libfoo.so"), ("libs".into(), Root));
+        assert_eq!(of("libfoo.so", "libfoo.so"), ("libfoo.so".into(), Root));
+        // No install reaches above its root, and a library named like a prefix is not one.
+        assert_eq!(of("/opt/rocm/lib", "/opt/rocm/lib/librocm-core.so"), ("/opt/rocm/lib".into(), Root));
+        assert_eq!(of("d", "d/rocm-smi"), ("d".into(), Root));
+    }
+}

@@ -1,0 +1,116 @@
+//! Where a result goes: standard output, or a file written whole or not at all.
+//!
+//! A named output is checked before any scanning (its folder must exist and take a file), is
+//! written to a temporary file beside it and renamed into place once complete, so a failed run
+//! never leaves a half-written file. An existing output that is not a regular file (`/dev/full`,
+//! a FIFO, `/dev/stdout`) is written in place, since renaming over it would replace the device.
+//! Every error names the path. A reader that closes the pipe early is not an error: the run's
+//! exit code stays the one its result deserves.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use crate::exit::ExitStatus;
+
+/// An output opened and checked before the work that fills it.
+pub enum Output {
+    /// Standard output (no `-o`, or `-o -`).
+    Stdout,
+    /// An existing non-regular file, written in place.
+    InPlace { path: PathBuf, file: File },
+    /// A regular file, staged in a temporary file in the same folder.
+    Staged { path: PathBuf, temp: tempfile::NamedTempFile },
+}
+
+impl Output {
+    /// Opens the output `path` names (stdout for none or `-`), failing now if it cannot be made.
+    pub fn open(path: Option<&Path>) -> anyhow::Result<Output> {
+        let Some(path) = path.filter(|p| p.as_os_str() != "-") else { return Ok(Output::Stdout) };
+        let path = path.to_path_buf();
+        let existing = std::fs::metadata(&path).ok();
+        if existing.as_ref().is_some_and(|m| m.is_dir()) {
+            anyhow::bail!("cannot write {}: it is a folder", path.display());
+        }
+        if existing.as_ref().is_some_and(|m| !m.is_file()) {
+            let file = OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            return Ok(Output::InPlace { path, file });
+        }
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let temp = tempfile::Builder::new()
+            .prefix(".gfxscan-")
+            .suffix(".part")
+            .tempfile_in(&dir)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(Output::Staged { path, temp })
+    }
+
+    /// Writes the result with `write` and completes the file. A closed pipe on standard output
+    /// ends the writing quietly.
+    pub fn deliver(
+        self,
+        status: ExitStatus,
+        write: impl FnOnce(&mut dyn Write) -> anyhow::Result<()>,
+    ) -> anyhow::Result<ExitStatus> {
+        match self {
+            Output::Stdout => {
+                let mut out = BufWriter::new(io::stdout().lock());
+                let done = write(&mut out).and_then(|()| out.flush().map_err(anyhow::Error::from));
+                match done {
+                    Err(e) if is_broken_pipe(&e) => Ok(status),
+                    Err(e) => Err(e.context("cannot write standard output")),
+                    Ok(()) => Ok(status),
+                }
+            }
+            Output::InPlace { path, file } => {
+                let mut out = BufWriter::new(file);
+                write(&mut out)
+                    .and_then(|()| out.flush().map_err(anyhow::Error::from))
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+                Ok(status)
+            }
+            Output::Staged { path, temp } => {
+                let mut out = BufWriter::new(temp);
+                write(&mut out)
+                    .and_then(|()| out.flush().map_err(anyhow::Error::from))
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+                let temp = out.into_inner().map_err(|e| e.into_error())?;
+                temp.as_file().sync_all().with_context(|| format!("cannot write {}", path.display()))?;
+                // The temporary file is made 0600; give the result the mode a new file would get.
+                set_default_mode(temp.as_file());
+                temp.persist(&path).with_context(|| format!("cannot write {}", path.display()))?;
+                Ok(status)
+            }
+        }
+    }
+}
+
+/// Gives a staged file the permissions `File::create` would have (0666 less the umask).
+fn set_default_mode(file: &File) {
+    use std::os::unix::fs::PermissionsExt;
+    // SAFETY: umask is process-wide and only read here (set back at once); no other thread
+    // creates files while a result is written.
+    let mask = unsafe {
+        let m = libc::umask(0o022);
+        libc::umask(m);
+        m
+    };
+    // `mode_t` is u32 on Linux and u16 elsewhere.
+    #[allow(clippy::useless_conversion)]
+    let mask = u32::from(mask);
+    let _ = file.set_permissions(std::fs::Permissions::from_mode(0o666 & !mask));
+}
+
+/// True when an error chain holds a closed pipe.
+pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain()
+        .any(|e| e.downcast_ref::<io::Error>().is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe))
+}
