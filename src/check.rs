@@ -494,7 +494,20 @@ fn tensile_verdict(
                 })
         })
     });
-    let (gap, detail) = match (&index, code_files.len()) {
+    // hipBLASLt's solution map names the code-object library of every solution: an index
+    // whose arch it names no library for has solutions whose kernels cannot be found.
+    let role_files = |role: &str| -> Vec<&crate::model::Artifact> {
+        files.iter().filter_map(|f| f.artifact.as_ref()).filter(|a| a.role == role).collect()
+    };
+    let maps = role_files("solution-map");
+    let unmapped = hip
+        && !maps.is_empty()
+        && !maps.iter().any(|m| m.lists_targets.as_ref().is_some_and(|l| l.iter().any(|t| t == arch)));
+    let (gap, mut detail) = match (&index, code_files.len()) {
+        (Some(i), n) if n > 0 && unmapped => (
+            Some(Gap::Hipblaslt),
+            format!("{i} serves {arch}, but TensileLiteLibrary_lazy_Mapping.dat names no code-object library for it ({n} code files hold {arch} code)"),
+        ),
         (Some(i), n) if n > 0 && fallback_only => (
             None,
             format!("{} serves any GPU that loads it (TruePred rows: untuned fallback kernels, slower); {n} code files hold code for {arch}", file_name(i)),
@@ -520,6 +533,17 @@ fn tensile_verdict(
             )
         }
     };
+    // hipBLASLt's extension operations (AMax, Softmax, LayerNorm) have their own index.
+    let extops = role_files("extop-index");
+    if hip
+        && index.is_some()
+        && extops.iter().all(|e| !e.targets().iter().any(|t| t == arch))
+        && !extops.is_empty()
+    {
+        detail.push_str(&format!(
+            "; hipblasltExtOpLibrary.dat has no {arch} kernels: its extension operations (AMax, Softmax, LayerNorm) fail"
+        ));
+    }
     let mut v =
         Verdict::judged(format!("{}/", display(snap, root, dir)), LibraryKind::Tensile, gap, detail, arch);
     v.component = Some(library);

@@ -129,8 +129,12 @@ fn tensile_role(name: &str) -> &'static str {
         "manifest"
     } else if base == "TensileLibrary.dat" || base == "TensileLibrary.yaml" {
         "merged-index"
-    } else if base.starts_with("TensileLibrary_lazy_") || base.contains("_lazy_") && base.contains("Mapping")
-    {
+    } else if base.starts_with("TensileLiteLibrary_lazy_") && base.contains("Mapping") {
+        // hipBLASLt: first solution index → code-object library (parse::tensile::SolutionMap).
+        "solution-map"
+    } else if base.starts_with("hipblasltExtOpLibrary") {
+        "extop-index"
+    } else if base.starts_with("TensileLibrary_lazy_") {
         "lazy-index"
     } else if base.ends_with(".dat") || base.ends_with(".yaml") {
         let parts = base.trim_end_matches(".dat").trim_end_matches(".yaml").split('_').count();
@@ -376,7 +380,8 @@ pub fn mismatches(files: &[FileRecord], links: &[LinkRecord]) -> Vec<Mismatch> {
     for f in files {
         let Some(a) = &f.artifact else { continue };
         if let (Some(name), Some(content)) = (&a.name_target, &a.content_targets) {
-            if !content.is_empty() && !content.contains(name) {
+            // An index with a row for any processor serves whatever device loads it.
+            if !content.is_empty() && !content.contains(name) && !a.any_processor {
                 out.insert(Mismatch {
                     path: f.path.clone(),
                     name_target: name.clone(),
@@ -403,7 +408,8 @@ pub fn mismatches(files: &[FileRecord], links: &[LinkRecord]) -> Vec<Mismatch> {
                 // Tensile sub-libraries) proves nothing.
                 let served =
                     file.artifact.as_ref().and_then(|a| a.content_targets.clone()).unwrap_or_default();
-                if !served.is_empty() && !served.contains(&name) {
+                let any = file.artifact.as_ref().is_some_and(|a| a.any_processor);
+                if !served.is_empty() && !served.contains(&name) && !any {
                     out.insert(Mismatch {
                         path: l.path.clone(),
                         name_target: name.clone(),

@@ -186,6 +186,13 @@ pub struct Artifact {
     /// The targets its content serves, when the content says (index processors, code objects).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content_targets: Option<Vec<String>>,
+    /// hipBLASLt solution map: the targets whose code-object libraries it names (kept apart
+    /// from `content_targets`: it holds no code and no hardware rows of its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lists_targets: Option<Vec<String>>,
+    /// Entries of a solution map (code-object libraries it names).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entries: Option<u64>,
     /// Tensile index: some hardware row holds for a processor it does not name (`TruePred`, a
     /// CU-count predicate alone, a `Not`): the index serves whichever device loads it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -211,9 +218,18 @@ pub struct Artifact {
 }
 
 impl Artifact {
-    /// The targets this file counts for: its content's when known, else its name's.
+    /// The targets this file counts for: its content's when known (with its name's when a
+    /// row serves any processor), else its name's.
     pub fn targets(&self) -> Vec<String> {
         match &self.content_targets {
+            // An index with a row for any processor serves the target it is named for too.
+            Some(t) if self.any_processor => {
+                let mut t = t.clone();
+                if let Some(n) = self.name_target.as_ref().filter(|n| !t.contains(n)) {
+                    t.push(n.clone());
+                }
+                t
+            }
             Some(t) => t.clone(),
             None => self.name_target.iter().cloned().collect(),
         }

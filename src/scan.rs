@@ -34,7 +34,7 @@ use crate::parse::elf::{parse_code_object, CodeObject};
 use crate::parse::firmware::{inflate_firmware, parse_firmware_header};
 use crate::parse::host::parse_host_elf;
 use crate::parse::miopen::{count_text_records, parse_lfs_pointer};
-use crate::parse::tensile::parse_tensile_index;
+use crate::parse::tensile::{parse_extop_archs, parse_solution_map, parse_tensile_index};
 use crate::parse::{check_range, push_unique, ByteSource, ParseError};
 use crate::resolve::resolve_code_object;
 use crate::targets::Targets;
@@ -564,7 +564,12 @@ pub fn inspect(
     // File order: a code object in a compressed bundle sits where its bundle does.
     col.code_objects.sort_by_key(|c| (c.bundle_offset.unwrap_or(c.offset), c.offset));
     let artifact = family::detect(name, family::Content::File(kind, head), targets).map(|mut a| {
-        gather_facts(&mut a, src, name, disk, head, &col.code_objects, &mut col.problems);
+        match a.family {
+            Some(Family::Tensile) => {
+                tensile_facts(&mut a, src, &col.code_objects, targets, &mut col.problems)
+            }
+            _ => gather_facts(&mut a, src, name, disk, head, &mut col.problems),
+        }
         a
     });
     out.problems = col.problems;
@@ -627,41 +632,71 @@ fn sqlite_rows_in_memory(src: &dyn ByteSource, table: &str) -> Result<u64, Strin
 /// Largest compressed firmware blob read whole to reach its header.
 const MAX_COMPRESSED_FIRMWARE: u64 = 64 << 20;
 
-/// Adds what only the content can say: index processors, code-object targets, record counts,
-/// firmware headers. A fact that cannot be read is a problem; the artifact is still listed.
+/// Adds what only a Tensile file's content can say: the processors of its code objects, the
+/// hardware rows of an index, the libraries a hipBLASLt solution map names, the architectures
+/// of an ExtOp index. A fact that cannot be read is a problem; the artifact is still listed.
+fn tensile_facts(
+    a: &mut Artifact,
+    src: &dyn ByteSource,
+    cos: &[CodeObjectRecord],
+    targets: &Targets,
+    problems: &mut Vec<String>,
+) {
+    let known = |archs: Vec<String>| -> Vec<String> {
+        archs.into_iter().filter_map(|x| targets.by_name(&x).map(|t| t.name.clone())).collect()
+    };
+    if !cos.is_empty() {
+        let mut procs: Vec<String> = Vec::new();
+        for c in cos {
+            push_unique(&mut procs, &c.processor);
+        }
+        a.content_targets = Some(procs);
+        return;
+    }
+    match (a.role.as_str(), a.format.as_str()) {
+        ("solution-map", "msgpack") => match parse_solution_map(src) {
+            Ok(m) => {
+                a.entries = Some(m.libraries);
+                a.lists_targets = Some(known(m.archs));
+            }
+            Err(e) => problems.push(format!("hipBLASLt solution map: {e}")),
+        },
+        // Its entries are per architecture, like an index's hardware rows.
+        ("extop-index", "msgpack") => match parse_extop_archs(src) {
+            Ok(archs) => a.content_targets = Some(known(archs)),
+            Err(e) => problems.push(format!("hipBLASLt ExtOp index: {e}")),
+        },
+        ("lazy-index" | "index" | "merged-index", format) => {
+            let index = match format {
+                "msgpack" => parse_tensile_index(src),
+                "zlib" => inflate_stream(src, Compression::Zlib).and_then(|s| parse_tensile_index(&s)),
+                _ => return,
+            };
+            match index {
+                Ok(idx) if idx.library_type.as_deref() == Some("Hardware") => {
+                    a.content_targets = Some(idx.processors);
+                    a.any_processor = idx.any_processor;
+                }
+                Ok(_) => {}
+                Err(e) => problems.push(format!("Tensile index: {e}")),
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Adds what only the content can say of MIOpen databases and firmware: record counts,
+/// git-lfs pointer sizes, firmware headers. A fact that cannot be read is a problem; the
+/// artifact is still listed.
 fn gather_facts(
     a: &mut Artifact,
     src: &dyn ByteSource,
     path: &Path,
     disk: Option<&Path>,
     head: &[u8],
-    cos: &[CodeObjectRecord],
     problems: &mut Vec<String>,
 ) {
     match a.family {
-        Some(Family::Tensile) => {
-            if !cos.is_empty() {
-                let mut procs: Vec<String> = Vec::new();
-                for c in cos {
-                    push_unique(&mut procs, &c.processor);
-                }
-                a.content_targets = Some(procs);
-            } else if matches!(a.role.as_str(), "lazy-index" | "index" | "merged-index") && !a.role.is_empty()
-            {
-                let index = match a.format.as_str() {
-                    "msgpack" => parse_tensile_index(src),
-                    "zlib" => inflate_stream(src, Compression::Zlib).and_then(|s| parse_tensile_index(&s)),
-                    _ => return,
-                };
-                match index {
-                    Ok(idx) if idx.library_type.as_deref() == Some("Hardware") => {
-                        a.content_targets = Some(idx.processors)
-                    }
-                    Ok(_) => {}
-                    Err(e) => problems.push(format!("Tensile index: {e}")),
-                }
-            }
-        }
         Some(Family::Miopen) => match a.format.as_str() {
             "sqlite" => {
                 let table = if a.role.contains("kernel") { "kern_db" } else { "perf_db" };

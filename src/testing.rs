@@ -477,6 +477,47 @@ pub fn tensile_index(processors: &[&str], solutions: usize) -> Vec<u8> {
     b
 }
 
+/// A JSON value as MessagePack (maps keep their keys' order; integers as unsigned or signed).
+pub fn msgpack_of(v: &serde_json::Value) -> Vec<u8> {
+    fn put(b: &mut Vec<u8>, v: &serde_json::Value) {
+        use rmp::encode::*;
+        match v {
+            serde_json::Value::Null => write_nil(b).unwrap(),
+            serde_json::Value::Bool(x) => write_bool(b, *x).unwrap(),
+            serde_json::Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+                (Some(u), _) => drop(write_uint(b, u).unwrap()),
+                (None, Some(i)) => drop(write_sint(b, i).unwrap()),
+                _ => write_f64(b, n.as_f64().unwrap_or(0.0)).unwrap(),
+            },
+            serde_json::Value::String(x) => write_str(b, x).unwrap(),
+            serde_json::Value::Array(items) => {
+                write_array_len(b, items.len() as u32).unwrap();
+                items.iter().for_each(|x| put(b, x));
+            }
+            serde_json::Value::Object(m) => {
+                write_map_len(b, m.len() as u32).unwrap();
+                for (k, x) in m {
+                    write_str(b, k).unwrap();
+                    put(b, x);
+                }
+            }
+        }
+    }
+    let mut b = Vec::new();
+    put(&mut b, v);
+    b
+}
+
+/// A Tensile master library whose hardware rows have these predicates (Tensile's serialized
+/// form: `{"type": "TruePred"}`, `{"type": "AMDGPU", "value": {"type": "Processor", …}}`).
+pub fn tensile_index_of_rows(predicates: &[serde_json::Value]) -> Vec<u8> {
+    let rows: Vec<serde_json::Value> = predicates
+        .iter()
+        .map(|p| serde_json::json!({"predicate": p, "library": {"type": "ProblemMap"}}))
+        .collect();
+    msgpack_of(&serde_json::json!({"solutions": [], "library": {"type": "Hardware", "rows": rows}}))
+}
+
 /// An amdgpu firmware blob of `size` bytes with a version-1.0 common header.
 pub fn firmware_blob(ucode_version: u32, ip: (u16, u16), size: usize) -> Vec<u8> {
     let mut b = vec![0u8; size.max(64)];

@@ -119,6 +119,78 @@ fn debian_tree_matches_truth_codeobjects() {
     assert!(n > 4000, "{n} code objects");
 }
 
+/// Debian unstable's ROCm 6.4 tree of `fetch-debian-rocm64.sh` (`DIR/deb/sid-root`), when it
+/// and its truth tables are here.
+fn rocm64_tree() -> Option<PathBuf> {
+    let dir = debian_tree()?;
+    let root = Path::new(&dir).join("deb/sid-root");
+    if !root.is_dir() || !shared().join("truth/r64_codeobjects.tsv").is_file() {
+        eprintln!("skipped: {} not present (run fetch-debian-rocm64.sh)", root.display());
+        return None;
+    }
+    Some(root)
+}
+
+/// Issue 12 point 11: every file of the ROCm 6.4 tree reads without a problem (hipBLASLt's
+/// solution map and ExtOp index included), and its code objects equal the truth, file for file.
+#[test]
+fn rocm64_tree_matches_truth_codeobjects() {
+    let Some(root) = rocm64_tree() else { return };
+    let n = compare(&root, "", &shared().join("truth/r64_codeobjects.tsv"));
+    assert_eq!(n, 5955, "the truth table has 5,955 code objects");
+}
+
+/// Per library and target, Tensile files by the target their name claims and by what their
+/// content serves (code objects' processors, index hardware rows), as `r64_tensile.tsv` counts
+/// them.
+#[test]
+fn rocm64_tensile_counts_match_truth() {
+    let Some(root) = rocm64_tree() else { return };
+    let snap = scan_dir(&root);
+    let mut got: BTreeMap<(String, String), [u64; 5]> = BTreeMap::new();
+    for f in &snap.files {
+        let Some(a) = f.artifact.as_ref().filter(|a| a.family == Some(gfxscan::model::Family::Tensile))
+        else {
+            continue;
+        };
+        let lib = a.library.clone().unwrap_or_default();
+        let mut content: Vec<String> = f.code_objects.iter().map(|c| c.processor.clone()).collect();
+        content.extend(a.content_targets.clone().unwrap_or_default());
+        content.sort();
+        content.dedup();
+        // The table's "(none)" row holds the files that say no target by name or content
+        // (rocBLAS sub-libraries, hipBLASLt's solution map), split by suffix only when named.
+        match &a.name_target {
+            Some(t) => {
+                let c = got.entry((lib.clone(), t.clone())).or_default();
+                c[0] += 1;
+                if let Some(i) = [".co", ".hsaco", ".dat"].iter().position(|e| f.path.path.ends_with(e)) {
+                    c[1 + i] += 1;
+                }
+            }
+            None if content.is_empty() => got.entry((lib.clone(), "(none)".into())).or_default()[0] += 1,
+            None => {}
+        }
+        for t in content {
+            got.entry((lib.clone(), t)).or_default()[4] += 1;
+        }
+    }
+    let rows = tsv(&shared().join("truth/r64_tensile.tsv"));
+    let mut diffs = Vec::new();
+    for row in &rows {
+        let key = (row["library"].clone(), row["target"].clone());
+        let want: [u64; 5] =
+            ["files_by_name", "by_name_.co", "by_name_.hsaco", "by_name_.dat", "files_by_content"]
+                .map(|k| row[k].parse().expect("number"));
+        let have = got.get(&key).copied().unwrap_or_default();
+        if have != want {
+            diffs.push(format!("{key:?}: truth {want:?}, ours {have:?}"));
+        }
+    }
+    assert!(diffs.is_empty(), "{}", diffs.join("\n"));
+    assert_eq!(rows.len(), 22);
+}
+
 #[test]
 fn negatives_hold_no_device_code() {
     let root = shared().join("files/whl/bitsandbytes-0.50.2/bitsandbytes");

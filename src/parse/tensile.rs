@@ -2,9 +2,11 @@
 //!
 //! A Tensile `.dat` is MessagePack (Tensile `LibraryIO.py`): a map with `solutions` and
 //! `library`. A master library's `library` is `{"type": "Hardware", "rows": [...]}`, each row a
-//! `predicate` — `{"type": "AMDGPU", "value": {"type": "Processor", "value": "gfx90a"}}`, or an
-//! `And` of a processor and a CU count — and a sub-`library`. The processors in those predicates
-//! are what the index serves. The merged `TensileLibrary.dat` puts its `library` after ~100 MB of
+//! `predicate` — `{"type": "AMDGPU", "value": {"type": "Processor", "value": "gfx90a"}}`, an
+//! `And` of a processor and a CU count, or `TruePred` for the fallback kernels — and a
+//! sub-`library`. The predicates are evaluated as Tensile does (`ExactLogicLibrary.hpp`
+//! `HardwareSelectionLibrary`: the first row whose predicate holds), for each processor named
+//! and for any other. The merged `TensileLibrary.dat` puts its `library` after ~100 MB of
 //! solutions: the walk streams past them, skipping strings unread.
 #![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::panic)]
 
@@ -14,21 +16,99 @@ use super::{push_unique, ByteSource, ParseError, Result};
 /// Most items read whole from one predicate.
 const PREDICATE_BUDGET: u32 = 4096;
 
-/// Collects every `{"type": "Processor", "value": NAME}` in a predicate tree.
-fn processors_in(v: &Value, out: &mut Vec<String>) {
-    match v {
-        Value::Map(pairs) => {
-            if v.get("type").and_then(Value::as_str) == Some("Processor") {
-                if let Some(name) = v.get("value").and_then(Value::as_str) {
-                    out.push(name.to_string());
+/// A hardware predicate as Tensile serializes it (Tensile `Serialization/Predicates.hpp`:
+/// `TruePred`, `FalsePred`, `And`, `Or`, `Not`, `AMDGPU`; inside `AMDGPU`: `Processor`,
+/// `CUCount`, `IsAPU`, `TargetProcessor`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Predicate {
+    True,
+    False,
+    And(Vec<Predicate>),
+    Or(Vec<Predicate>),
+    Not(Box<Predicate>),
+    /// `{"type": "Processor", "value": "gfx90a"}`: the device's processor is this one.
+    Processor(String),
+    /// A fact of the device beyond its processor (`CUCount`, `IsAPU`, `TargetProcessor`), or a
+    /// type this reader does not know: true for some devices, false for others.
+    Depends,
+}
+
+/// Three-valued truth: whether a predicate holds for a processor whatever else the device is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Truth {
+    Yes,
+    No,
+    Maybe,
+}
+
+impl Predicate {
+    /// Reads a serialized predicate; `AMDGPU` wraps its inner predicate and adds nothing.
+    pub fn from_value(v: &Value) -> Predicate {
+        let inner = v.get("value");
+        let list = || match inner {
+            Some(Value::Array(items)) => items.iter().map(Predicate::from_value).collect(),
+            _ => Vec::new(),
+        };
+        match v.get("type").and_then(Value::as_str) {
+            Some("TruePred") => Predicate::True,
+            Some("FalsePred") => Predicate::False,
+            Some("And") => Predicate::And(list()),
+            Some("Or") => Predicate::Or(list()),
+            Some("Not") => Predicate::Not(Box::new(inner.map_or(Predicate::Depends, Predicate::from_value))),
+            Some("AMDGPU") => inner.map_or(Predicate::Depends, Predicate::from_value),
+            Some("Processor") => match inner.and_then(Value::as_str) {
+                Some(name) => Predicate::Processor(name.to_string()),
+                None => Predicate::Depends,
+            },
+            _ => Predicate::Depends,
+        }
+    }
+
+    /// How the predicate holds on a device whose processor is `processor` (`None`: one it
+    /// does not name), as Tensile evaluates it (`Predicates.hpp`: `And` needs all, `Or` one).
+    fn truth(&self, processor: Option<&str>) -> Truth {
+        match self {
+            Predicate::True => Truth::Yes,
+            Predicate::False => Truth::No,
+            Predicate::Depends => Truth::Maybe,
+            Predicate::Processor(p) => {
+                if Some(p.as_str()) == processor {
+                    Truth::Yes
+                } else {
+                    Truth::No
                 }
             }
-            for (_, x) in pairs {
-                processors_in(x, out);
-            }
+            Predicate::Not(p) => match p.truth(processor) {
+                Truth::Yes => Truth::No,
+                Truth::No => Truth::Yes,
+                Truth::Maybe => Truth::Maybe,
+            },
+            Predicate::And(ps) => ps.iter().fold(Truth::Yes, |acc, p| match (acc, p.truth(processor)) {
+                (Truth::No, _) | (_, Truth::No) => Truth::No,
+                (Truth::Maybe, _) | (_, Truth::Maybe) => Truth::Maybe,
+                _ => Truth::Yes,
+            }),
+            Predicate::Or(ps) => ps.iter().fold(Truth::No, |acc, p| match (acc, p.truth(processor)) {
+                (Truth::Yes, _) | (_, Truth::Yes) => Truth::Yes,
+                (Truth::Maybe, _) | (_, Truth::Maybe) => Truth::Maybe,
+                _ => Truth::No,
+            }),
         }
-        Value::Array(items) => items.iter().for_each(|x| processors_in(x, out)),
-        _ => {}
+    }
+
+    /// Every processor the predicate names.
+    fn named(&self, out: &mut Vec<String>) {
+        match self {
+            Predicate::Processor(p) => push_unique(out, p),
+            Predicate::Not(p) => p.named(out),
+            Predicate::And(ps) | Predicate::Or(ps) => ps.iter().for_each(|p| p.named(out)),
+            _ => {}
+        }
+    }
+
+    /// True when the row can hold on some device with this processor.
+    pub fn may_hold(&self, processor: Option<&str>) -> bool {
+        self.truth(processor) != Truth::No
     }
 }
 
@@ -37,9 +117,14 @@ fn processors_in(v: &Value, out: &mut Vec<String>) {
 pub struct TensileIndex {
     /// The top-level library's type (`Hardware` for a master library).
     pub library_type: Option<String>,
-    /// Processors named by its hardware rows, in order, without repeats.
+    /// Processors its hardware rows can serve, in order, without repeats: each processor a
+    /// row names for which the row can hold.
     pub processors: Vec<String>,
-    /// Hardware rows in all (a `TruePred` row serves any processor).
+    /// Some row can hold for a processor it does not name (`TruePred`, a CU-count predicate
+    /// alone, a `Not`): the index serves whichever device loads it. rocBLAS opens a lazy index
+    /// by the device's name, so such a row serves that device.
+    pub any_processor: bool,
+    /// Hardware rows in all.
     pub rows: u64,
 }
 
@@ -64,12 +149,13 @@ pub fn parse_tensile_index(src: &dyn ByteSource) -> Result<TensileIndex> {
                         for _ in 0..rd.map_len()? {
                             if rd.str_bytes()? == b"predicate" {
                                 let mut budget = PREDICATE_BUDGET;
-                                let pred = rd.value(&mut budget, 0)?;
+                                let pred = Predicate::from_value(&rd.value(&mut budget, 0)?);
                                 let mut names = Vec::new();
-                                processors_in(&pred, &mut names);
-                                for n in &names {
+                                pred.named(&mut names);
+                                for n in names.iter().filter(|n| pred.may_hold(Some(n))) {
                                     push_unique(&mut out.processors, n);
                                 }
+                                out.any_processor |= pred.may_hold(None);
                             } else {
                                 rd.skip()?;
                             }
@@ -83,6 +169,54 @@ pub fn parse_tensile_index(src: &dyn ByteSource) -> Result<TensileIndex> {
     }
     if !seen_library {
         return Err(ParseError::Malformed { what: "Tensile library without a `library` entry", offset: 0 });
+    }
+    Ok(out)
+}
+
+/// The last `_`-separated part of each name, in order, without repeats: the architecture a
+/// Tensile code-object library name ends with (`…_Cijk_Dijk_gfx1100` → `gfx1100`).
+fn push_arch(out: &mut Vec<String>, name: &[u8]) {
+    let tail = name.rsplit(|b| *b == b'_').next().unwrap_or(name);
+    push_unique(out, &String::from_utf8_lossy(tail));
+}
+
+/// What hipBLASLt's `TensileLiteLibrary_lazy_Mapping.dat` holds: a MessagePack map from the
+/// first solution index of each code-object library to its name (`0` →
+/// `TensileLibrary_BB_BB_…_Dijk_gfx1100`), written by TensileLite `TensileCreateLibrary` and
+/// read by the host to find the `.co` file that holds a solution's kernels.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SolutionMap {
+    /// Code-object libraries it names.
+    pub libraries: u64,
+    /// The last part of their names (their architecture), in order, without repeats.
+    pub archs: Vec<String>,
+}
+
+/// Reads a TensileLite solution map.
+pub fn parse_solution_map(src: &dyn ByteSource) -> Result<SolutionMap> {
+    let mut rd = Reader::new(src);
+    let mut out = SolutionMap::default();
+    let pairs = rd.map_len()?;
+    for _ in 0..pairs {
+        rd.uint()?;
+        let name = rd.str_bytes()?;
+        out.libraries += 1;
+        push_arch(&mut out.archs, &name);
+    }
+    Ok(out)
+}
+
+/// Reads the architectures of hipBLASLt's `hipblasltExtOpLibrary.dat`: a MessagePack map from
+/// architecture (`gfx90a`) to operation (`AMax`, `Softmax`, `LayerNorm`) to data type to
+/// kernels, whose code is in `extop_<arch>.co` (hipBLASLt `amd_detail/rocblaslt/src/kernels`
+/// ExtOp loader).
+pub fn parse_extop_archs(src: &dyn ByteSource) -> Result<Vec<String>> {
+    let mut rd = Reader::new(src);
+    let mut out = Vec::new();
+    for _ in 0..rd.map_len()? {
+        let arch = rd.str_bytes()?;
+        push_unique(&mut out, &String::from_utf8_lossy(&arch));
+        rd.skip()?;
     }
     Ok(out)
 }
@@ -123,6 +257,80 @@ mod tests {
             crate::parse::bundle::inflate_stream(&z, crate::parse::bundle::Compression::Zlib).unwrap();
         let idx = parse_tensile_index(&stream).expect("streams through");
         assert_eq!(idx.processors, ["gfx90a"]);
+    }
+
+    fn row(pred: &serde_json::Value) -> Predicate {
+        let bytes = crate::testing::msgpack_of(pred);
+        let mut budget = PREDICATE_BUDGET;
+        Predicate::from_value(&Reader::new(&bytes).value(&mut budget, 0).unwrap())
+    }
+
+    /// Issue 12 point 12: Debian's ROCm 6.4 rocBLAS ships `TensileLibrary_lazy_gfx1010.dat`
+    /// whose one hardware row is `TruePred` (Tensile SolutionLibrary.py writes it for the
+    /// `fallback` architecture). Tensile's `Predicates::True` holds for every device.
+    #[test]
+    fn predicates_evaluate_as_tensile_does() {
+        use serde_json::json;
+        let amd = |p: serde_json::Value| json!({"type": "AMDGPU", "value": p});
+        let proc_ = |n: &str| json!({"type": "Processor", "value": n});
+        let cu = json!({"type": "CUCount", "value": 104});
+        let t = row(&json!({"type": "TruePred"}));
+        assert!(t.may_hold(Some("gfx1010")) && t.may_hold(None));
+        assert!(!row(&json!({"type": "FalsePred"})).may_hold(None));
+        let p = row(&amd(proc_("gfx90a")));
+        assert!(p.may_hold(Some("gfx90a")) && !p.may_hold(Some("gfx942")) && !p.may_hold(None));
+        let and = row(&amd(json!({"type": "And", "value": [proc_("gfx90a"), cu]})));
+        assert!(and.may_hold(Some("gfx90a")) && !and.may_hold(None));
+        let or = row(&json!({"type": "Or", "value": [amd(proc_("gfx1100")), amd(proc_("gfx1101"))]}));
+        assert!(or.may_hold(Some("gfx1101")) && !or.may_hold(None));
+        let not = row(&json!({"type": "Not", "value": amd(proc_("gfx906"))}));
+        assert!(!not.may_hold(Some("gfx906")) && not.may_hold(None));
+        let cu_only = row(&amd(json!({"type": "CUCount", "value": 60})));
+        assert!(cu_only.may_hold(None));
+        let and_false = row(&json!({"type": "And", "value": [amd(proc_("gfx90a")), {"type": "FalsePred"}]}));
+        assert!(!and_false.may_hold(Some("gfx90a")));
+    }
+
+    #[test]
+    fn a_true_row_serves_any_processor() {
+        let b = crate::testing::tensile_index_of_rows(&[serde_json::json!({"type": "TruePred"})]);
+        let idx = parse_tensile_index(&b).expect("parses");
+        assert!(idx.processors.is_empty());
+        assert!(idx.any_processor);
+        assert_eq!(idx.rows, 1);
+    }
+
+    /// The shapes of hipBLASLt 7.1's `TensileLiteLibrary_lazy_Mapping.dat` and
+    /// `hipblasltExtOpLibrary.dat`, as in Debian's libhipblaslt1 7.1.1 (issue 12 point 11:
+    /// the mapping was read as a lazy index and failed at offset 0x3).
+    #[test]
+    fn hipblaslt_solution_map_and_extop_index() {
+        let mut m = Vec::new();
+        rmp::encode::write_map_len(&mut m, 3).unwrap();
+        for (i, name) in [(0u64, "TensileLibrary_BB_BB_HA_Bias_Aux_SAV_UA_Type_BB_HPA_Contraction_l_Ailk_Bjlk_Cijk_Dijk_gfx1100"),
+            (51, "TensileLibrary_BB_BB_HA_Bias_Aux_SAV_UA_Type_BB_HPA_Contraction_l_Ailk_Bljk_Cijk_Dijk_gfx1100"),
+            (300, "TensileLibrary_SS_SS_HA_Bias_SAV_UA_Type_SS_Contraction_l_Alik_Bljk_Cijk_Dijk_gfx90a")]
+        {
+            rmp::encode::write_uint(&mut m, i).unwrap();
+            rmp::encode::write_str(&mut m, name).unwrap();
+        }
+        let map = parse_solution_map(&m).expect("a solution map");
+        assert_eq!(map, SolutionMap { libraries: 3, archs: vec!["gfx1100".into(), "gfx90a".into()] });
+        assert!(parse_tensile_index(&m).is_err(), "not a Hardware library");
+        assert!(parse_solution_map(&m[..m.len() - 3].to_vec()).is_err(), "cut");
+
+        let mut e = Vec::new();
+        rmp::encode::write_map_len(&mut e, 2).unwrap();
+        for arch in ["gfx908", "gfx1151"] {
+            rmp::encode::write_str(&mut e, arch).unwrap();
+            rmp::encode::write_map_len(&mut e, 1).unwrap();
+            rmp::encode::write_str(&mut e, "AMax").unwrap();
+            rmp::encode::write_map_len(&mut e, 1).unwrap();
+            rmp::encode::write_str(&mut e, "S").unwrap();
+            rmp::encode::write_array_len(&mut e, 0).unwrap();
+        }
+        assert_eq!(parse_extop_archs(&e).expect("an ExtOp index"), ["gfx908", "gfx1151"]);
+        assert!(parse_extop_archs(&m).is_err(), "a solution map is not an ExtOp index");
     }
 
     #[test]
