@@ -36,6 +36,10 @@ pub enum Kind {
     Zip,
     /// A tar archive.
     Tar,
+    /// A 7-Zip archive (not read).
+    SevenZip,
+    /// An RPM package (not read).
+    Rpm,
     /// LLVM bitcode (device libraries).
     LlvmBitcode,
     /// A git-lfs pointer left where a real file should be.
@@ -45,6 +49,17 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// For containers gfxscan does not open, the name of their format: a file of this kind
+    /// outside an artifact family is a problem ("not read: bzip2"), never silence.
+    pub fn unread_format(self) -> Option<&'static str> {
+        match self {
+            Kind::Bzip2 => Some("bzip2"),
+            Kind::SevenZip => Some("7z"),
+            Kind::Rpm => Some("RPM"),
+            _ => None,
+        }
+    }
+
     /// True for kinds that can hold AMDGPU code objects.
     pub fn may_hold_device_code(self) -> bool {
         matches!(self, Kind::AmdgpuElf | Kind::HostElf | Kind::OffloadBundle | Kind::CompressedOffloadBundle)
@@ -83,6 +98,8 @@ pub const KINDS: &[Rule] = &[
     Rule { magic: b"!<arch>\n", check: None, kind: Kind::Ar },
     Rule { magic: b"PK\x03\x04", check: None, kind: Kind::Zip },
     Rule { magic: b"PK\x05\x06", check: None, kind: Kind::Zip },
+    Rule { magic: b"7z\xbc\xaf\x27\x1c", check: None, kind: Kind::SevenZip },
+    Rule { magic: b"\xed\xab\xee\xdb", check: None, kind: Kind::Rpm },
     // tar has no magic at 0: its header block's checksum decides (ustar, GNU and v7 alike).
     Rule { magic: b"", check: Some(is_tar_block), kind: Kind::Tar },
 ];

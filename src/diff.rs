@@ -159,6 +159,7 @@ fn stand_in(processor: &str, id: &str, generic_version: Option<u8>) -> CodeObjec
         offset: 0,
         e_flags: 0,
         generic_version,
+        isa_version: None,
     }
 }
 

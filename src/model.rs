@@ -129,6 +129,10 @@ pub struct CodeObjectRecord {
     /// Generic version of a generic-target object (V6+).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generic_version: Option<u8>,
+    /// Code object V2: the ISA version its note states (`8.0.0`), from which `processor` was
+    /// named through `targets.toml` `v2_isa`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isa_version: Option<String>,
 }
 
 /// A file that holds device code.

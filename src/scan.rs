@@ -283,6 +283,9 @@ impl Collector<'_> {
             offset,
             e_flags: co.header.e_flags,
             generic_version: r.generic_version,
+            isa_version: (co.header.code_object_version() == Some(2))
+                .then(|| co.notes.isa_version.map(|(a, b, c)| format!("{a}.{b}.{c}")))
+                .flatten(),
         });
     }
 
@@ -572,6 +575,11 @@ pub fn inspect(
         }
         a
     });
+    if let (None, Some(format)) = (&artifact, kind.unread_format()) {
+        col.problems.push(format!(
+            "not read: {format} (gfxscan does not open {format} data; unpack it and scan the result)"
+        ));
+    }
     out.problems = col.problems;
     if !col.code_objects.is_empty() || col.bundles > 0 || artifact.is_some() {
         out.record = Some(FileRecord {

@@ -15,3 +15,4 @@ mod hostile;
 mod real_files;
 mod scan_cli;
 mod util;
+mod verdicts;
