@@ -9,9 +9,12 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
-use gfxscan::testing::{bundle, code_object, fatbin, host_elf, tensile_index, CodeObjectSpec, HostSection};
+use gfxscan::testing::{bundle, code_object, tensile_index, CodeObjectSpec};
 
-use crate::fixtures::{co, hip, hip_bundle, GFX1030, GFX1100, GFX90A, HOST, SRAMECC_ON, XNACK_OFF, XNACK_ON};
+use crate::fixtures::{
+    co, hip, host_lib, GENERIC_V1, GFX1030, GFX1100, GFX11_GENERIC, GFX90A, HOST, SRAMECC_ON, XNACK_OFF,
+    XNACK_ON,
+};
 use crate::util::{run, Run, Tree};
 
 const ROCBLAS_LIB: &str = "opt/rocm/lib/rocblas/library";
@@ -20,9 +23,6 @@ const MIOPEN_DB: &str = "opt/rocm/share/miopen/db";
 
 /// `EF_AMDGPU_MACH` of gfx1036 (targets.toml).
 const GFX1036: u32 = 0x045;
-/// `EF_AMDGPU_MACH` of gfx11-generic, and the V6 generic version 1 in `e_flags`.
-const GFX11_GENERIC: u32 = 0x054;
-const GENERIC_V1: u32 = 1 << 24;
 /// V4 xnack field value 1: "any" (the object runs with xnack on or off).
 const XNACK_ANY: u32 = 0x100;
 
@@ -162,13 +162,6 @@ fn target(processor: &str, target_id: &str) -> Value {
 #[track_caller]
 fn strings(v: &Value) -> Vec<String> {
     v.as_array().expect("an array").iter().map(|s| s.as_str().expect("a string").to_string()).collect()
-}
-
-/// A host library whose `.hip_fatbin` holds one bundle with a device entry per
-/// `(target ID, code object)`.
-fn host_lib(entries: &[(&str, &[u8])]) -> Vec<u8> {
-    let fat = fatbin(&[hip_bundle(entries)]);
-    host_elf(&[HostSection::rodata(".rodata", b"libfoo\0"), HostSection::hip_fatbin(&fat)])
 }
 
 /// A rocBLAS library folder holding only gfx1030: lazy index and code file.

@@ -18,6 +18,21 @@ pub const XNACK_ON: u32 = 0x300;
 pub const XNACK_OFF: u32 = 0x200;
 pub const SRAMECC_ON: u32 = 0xc00;
 
+/// `EF_AMDGPU_MACH` of gfx1010 and of the generic targets gfx9-4-generic and gfx11-generic
+/// (targets.toml), and the V6 generic version 1 in `e_flags`.
+pub const GFX1010: u32 = 0x033;
+pub const GFX9_4_GENERIC: u32 = 0x05f;
+pub const GFX11_GENERIC: u32 = 0x054;
+pub const GENERIC_V1: u32 = 1 << 24;
+
+/// A host library whose `.hip_fatbin` holds one bundle with a device entry per
+/// `(target ID, code object)`.
+pub fn host_lib(entries: &[(&str, &[u8])]) -> Vec<u8> {
+    use gfxscan::testing::{fatbin, host_elf, HostSection};
+    let fat = fatbin(&[hip_bundle(entries)]);
+    host_elf(&[HostSection::rodata(".rodata", b"libfoo\0"), HostSection::hip_fatbin(&fat)])
+}
+
 /// The host entry clang puts first in every bundle (empty).
 pub const HOST: &str = "host-x86_64-unknown-linux-gnu";
 

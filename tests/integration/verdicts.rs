@@ -11,18 +11,14 @@ use serde_json::{json, Value};
 
 use gfxscan::testing::{code_object, msgpack_of, tensile_index, tensile_index_of_rows, CodeObjectSpec};
 
-use crate::fixtures::{co, hip_bundle, GFX1030, GFX1100, GFX90A, GFX942};
+use crate::fixtures::{
+    co, host_lib, GENERIC_V1, GFX1010, GFX1030, GFX1100, GFX11_GENERIC, GFX90A, GFX942, GFX9_4_GENERIC,
+};
 use crate::util::{gfxscan, run, Run, Tree};
 
 const BIN: &str = env!("CARGO_BIN_EXE_gfxscan");
 const ROCBLAS_LIB: &str = "opt/rocm/lib/rocblas/library";
 const HIPBLASLT_LIB: &str = "opt/rocm/lib/hipblaslt/library";
-/// `EF_AMDGPU_MACH` of gfx9-4-generic and gfx11-generic (targets.toml), and generic version 1.
-const GFX9_4_GENERIC: u32 = 0x05f;
-const GFX11_GENERIC: u32 = 0x054;
-const GENERIC_V1: u32 = 1 << 24;
-/// `EF_AMDGPU_MACH` of gfx1010 (targets.toml).
-const GFX1010: u32 = 0x033;
 
 /// `gfxscan check --quiet ARGS` with the runtime's variables removed and `env` set instead.
 fn check(args: &[OsString], env: &[(&str, &str)]) -> Run {
@@ -82,12 +78,6 @@ fn verdict<'a>(report: &'a Value, suffix: &str) -> &'a Value {
         .collect();
     assert_eq!(all.len(), 1, "one verdict for {suffix}: {report:#}");
     all[0]
-}
-
-fn host_lib(entries: &[(&str, &[u8])]) -> Vec<u8> {
-    use gfxscan::testing::{fatbin, host_elf, HostSection};
-    let fat = fatbin(&[hip_bundle(entries)]);
-    host_elf(&[HostSection::rodata(".rodata", b"libfoo\0"), HostSection::hip_fatbin(&fat)])
 }
 
 fn generic_co(mach: u32) -> Vec<u8> {
