@@ -8,8 +8,10 @@
 //! `HSA_XNACK=1`/`0` states it, otherwise it stays unknown.
 //!
 //! `HSA_OVERRIDE_GFX_VERSION` and its per-node form `HSA_OVERRIDE_GFX_VERSION_<node>` (which wins)
-//! are parsed as libhsakmt does (`topology.c`): exactly three decimal fields `major.minor.step`,
-//! major <= 63, minor and step <= 255; anything else makes the runtime fail the node.
+//! are read as libhsakmt does (`topology.c` `topology_sysfs_get_node_props`: `snprintf(…,
+//! "HSA_OVERRIDE_GFX_VERSION_%d", node_id)` with the KFD node number, then
+//! `sscanf(envvar, "%u.%u.%u%c", …) != 3 || major > 63 || minor > 255 || step > 255` fails the
+//! node with "HSA_OVERRIDE_GFX_VERSION %s is invalid").
 //! Reading sysfs is this module's only IO; the parsers are pure.
 
 use std::fs;
