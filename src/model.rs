@@ -335,8 +335,8 @@ pub struct Snapshot {
     /// a whole snapshot. `diff` compares only these targets against such a snapshot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub filtered_to: Option<Vec<String>>,
-    /// In a filtered view: each listed target whose code here is only its generic target's
-    /// (`gfx1151` → `gfx11-generic`), whose counts are then listed beside it.
+    /// In a filtered view: each listed target whose generic target has code here (`gfx1151` →
+    /// `gfx11-generic`), whose counts are then listed beside it.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub via_generic: BTreeMap<String, String>,
     /// Archives read as trees (packages, wheels, tarballs, images), sorted; absent when none.

@@ -91,12 +91,11 @@ pub fn target_rows(
     (rows, via)
 }
 
-/// For each chosen target without code of its own here, the generic target (with generic
-/// code here) that serves it.
+/// For each chosen target whose generic target has code here, that generic target: the
+/// runtime loads it where no code built for the target itself is present.
 fn generic_servers(snap: &Snapshot, targets: &Targets, chosen: &[String]) -> BTreeMap<String, String> {
     chosen
         .iter()
-        .filter(|t| snap.targets.get(*t).is_none_or(|c| c.code_objects == 0))
         .filter_map(|t| {
             let g = targets.by_name(t)?.generic.clone()?;
             snap.targets.get(&g).filter(|c| c.code_objects > 0)?;
@@ -221,7 +220,13 @@ pub fn write_scan(
                     rows.iter().map(|(n, c)| (label(n), c.clone())).collect();
                 writeln!(out, "{}", table_of(&shown, md))?;
                 for (t, g) in &via {
-                    writeln!(out, "{t}: no code built for it here; served by {g} code (the runtime loads generic code when no specific code is present)")?;
+                    let own = snap.targets.get(t).map_or(0, |c| c.code_objects);
+                    let what = if own == 0 {
+                        "no code built for it here"
+                    } else {
+                        "where no code built for it is present"
+                    };
+                    writeln!(out, "{t}: {what}; served by {g} code (the runtime loads generic code when a library has no code for the target itself)")?;
                 }
             }
             write_mismatches(snap, out, md)?;
@@ -256,8 +261,9 @@ pub fn write_compare(
     let via = if chosen.is_empty() { BTreeMap::new() } else { generic_servers(snap, targets, chosen) };
     let count = |row: &str, t: &str| snap.families.get(row).and_then(|m| m.get(t)).copied().unwrap_or(0);
     // A cell without code built for its target shows what its generic target holds, marked.
-    let cell = |row: &str, t: &str| match (count(row, t), via.get(t)) {
-        (0, Some(g)) if count(row, g) > 0 => format!("via {g}: {}", thousands(count(row, g))),
+    let cell = |row: &str, t: &str| match (count(row, t), via.get(t).map(|g| (g, count(row, g)))) {
+        (0, Some((g, n))) if n > 0 => format!("via {g}: {}", thousands(n)),
+        (own, Some((g, n))) if n > 0 => format!("{} (+{} via {g})", thousands(own), thousands(n)),
         (0, _) => "—".to_string(),
         (n, _) => thousands(n),
     };
