@@ -571,13 +571,13 @@ fn miopen_detail(mine: &[&FileRecord], arch: &str) -> (Option<Gap>, String) {
         match (is_db, a.format.as_str(), a.records) {
             (true, "sqlite" | "text", Some(n)) => real.push(format!(
                 "{name} ({} {})",
-                crate::report::thousands(n),
+                crate::units::thousands(n),
                 if a.role.contains("kernel") { "entries" } else { "records" }
             )),
             (true, "sqlite" | "text", None) => real.push(name.to_string()),
             (true, "git-lfs-pointer", _) => not_dbs.push(format!(
                 "{name} is a git-lfs pointer{}, not a database",
-                a.lfs_size.map(|n| format!(" to {}", crate::report::human_bytes(n))).unwrap_or_default()
+                a.lfs_size.map(|n| format!(" to {}", crate::units::human_bytes(n))).unwrap_or_default()
             )),
             (true, "bzip2", _) => {
                 not_dbs.push(format!("{name} is a compressed source form MIOpen does not read"))

@@ -24,6 +24,7 @@ pub mod resolve;
 pub mod scan;
 pub mod targets;
 pub mod testing;
+pub mod units;
 pub mod walk;
 
 use std::fs::File;
