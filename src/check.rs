@@ -445,10 +445,13 @@ fn index_candidates(
 }
 
 /// A Tensile library: an index that serves the target, and code objects for it.
+/// `component` names the library that loads the folder when its path does not (a folder set by
+/// `HIPBLASLT_TENSILE_LIBPATH` may be named anything).
 fn tensile_verdict(
     snap: &Snapshot,
     root: usize,
     dir: &str,
+    component: Option<&str>,
     dev: &DeviceTarget,
     targets: &Targets,
 ) -> Verdict {
@@ -461,10 +464,10 @@ fn tensile_verdict(
         })
         .filter(|f| tensile_dir(&f.path.path) == dir)
         .collect();
-    let library = files
-        .iter()
-        .find_map(|f| f.artifact.as_ref().and_then(|a| a.library.clone()))
-        .unwrap_or_else(|| "rocblas".into());
+    let library = match component {
+        Some(c) => c.to_string(),
+        None => component_of(snap, root, dir),
+    };
     let (candidates, served) = index_candidates(snap, root, dir, &files, arch);
     let index = candidates.iter().find(|c| c.2).map(|c| c.1.clone());
     let notes: Vec<String> = candidates.iter().filter_map(|c| c.3.clone()).collect();
@@ -717,7 +720,7 @@ fn libpath_verdict(
     targets: &Targets,
 ) -> Verdict {
     let mut v = match &lp.place {
-        Some((root, dir)) => tensile_verdict(snap, *root, dir, dev, targets),
+        Some((root, dir)) => tensile_verdict(snap, *root, dir, Some(&lp.component), dev, targets),
         None => {
             let gap = if lp.component == "hipblaslt" { Gap::Hipblaslt } else { Gap::RocblasNoIndex };
             let mut v = Verdict::judged(
@@ -778,7 +781,7 @@ pub fn library_verdicts(
                     Some(lp) => {
                         libpath_verdict(snap, lp, &format!("{}/", display(snap, *root, dir)), dev, targets)
                     }
-                    None => tensile_verdict(snap, *root, dir, dev, targets),
+                    None => tensile_verdict(snap, *root, dir, None, dev, targets),
                 }
             }
             Place::Folder(root, dir, fam) => folder_verdict(snap, *root, dir, *fam, dev),

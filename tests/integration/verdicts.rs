@@ -562,6 +562,19 @@ fn tensile_libpath_replaces_the_install_folder() {
     assert!(v["detail"].as_str().unwrap_or("").contains("set by ROCBLAS_TENSILE_LIBPATH"), "{v:#}");
     let run = check(&a, &[("ROCBLAS_TENSILE_LIBPATH", "/no/such/library")]);
     run.expect_code(1);
+
+    // A hipBLASLt folder named by the environment is judged as hipBLASLt, whatever its path:
+    // a gap there is a warning, not a failed start.
+    let hip = Tree::new();
+    hip.file(format!("{HIPBLASLT_LIB}/TensileLibrary_lazy_gfx1100.dat"), &tensile_index(&["gfx1100"], 1));
+    hip.file(format!("{HIPBLASLT_LIB}/TensileLibrary_gfx1100.co"), &co(GFX1100, 0, 1));
+    let a = root_and(&hip, &["--json", "--gpu", "gfx1100"]);
+    check(&a, &[]).expect_code(0);
+    let run = check(&a, &[("HIPBLASLT_TENSILE_LIBPATH", &tree.path(ROCBLAS_LIB).to_string_lossy())]);
+    run.expect_code(0);
+    let report = run.json();
+    let v = verdict(&report, "rocblas/library/");
+    assert_eq!((v["status"].as_str(), v["component"].as_str()), (Some("warn"), Some("hipblaslt")), "{v:#}");
 }
 
 // 10. Every claim matches its evidence.
