@@ -1,7 +1,8 @@
-//! Check: will each GPU find its code? Pure: a snapshot and devices in, verdicts out.
+//! Check: will each GPU find its code? Pure: a snapshot and devices in, verdicts out, one set
+//! per install (`install::install_of`), and an overall [`Outcome`].
 //!
-//! Matching follows the runtime (FORMATS.md §2.5; clr `hip_code_object.cpp`, comgr
-//! `lookUpCodeObject`, ROCr `Isa::IsCompatible`): the code object's processor must be the
+//! Matching follows the runtime (clr `hip_code_object.cpp` / `hip_fatbin.cpp`, comgr
+//! `isCompatibleIsaName`, ROCr `Isa::IsCompatible`): the code object's processor must be the
 //! device's, or the generic target of the device's family (`targets.toml` `generic`) with a
 //! generic version of at least 1; every feature the code object states (`xnack±`, `sramecc±`)
 //! must equal the device's when the device's is known. The first compatible entry is the one
@@ -11,10 +12,12 @@
 //! bundle — a bundle without one is a translation unit whose kernels fail with "invalid device
 //! function" — and in its embedded objects if it has any. A Tensile library (rocBLAS,
 //! hipBLASLt) needs an index that serves the target, in rocBLAS's lookup order (lazy,
-//! per-arch, merged; an index is believed by its content, a link by what it leads to), and code
-//! objects for the target in its code files: names alone never make a target supported. MIOpen
-//! without a database for the target, and device libraries without the target's ISA bitcode,
-//! are warnings: slower first runs, no runtime compilation — not a failed start.
+//! per-arch, merged; an index is believed by its hardware rows, a link by what it leads to), and
+//! code objects for the target in its code files: names alone never make a target supported.
+//! What a gap costs — MISSING when the program stops or its calls fail, WARN when it only runs
+//! slower or without an optional path — is data, [`GAP_RULES`], each row read from the
+//! library's source. Nothing found is [`Outcome::NothingToCheck`], files not read make the
+//! outcome [`Outcome::Incomplete`]: an OK is only given for what was read.
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -23,7 +23,7 @@ pub enum Command {
     /// Say, before a run, whether every library has code for each GPU.
     ///
     /// Checks the GPUs given with --gpu, or else every GPU in the kernel's KFD topology,
-    /// honouring HSA_OVERRIDE_GFX_VERSION[_<node>], HSA_XNACK, ROCR_VISIBLE_DEVICES,
+    /// honouring HSA_OVERRIDE_GFX_VERSION (global and per node), HSA_XNACK, ROCR_VISIBLE_DEVICES,
     /// HIP_VISIBLE_DEVICES, ROCBLAS_TENSILE_LIBPATH and HIPBLASLT_TENSILE_LIBPATH. One verdict per
     /// install (an /opt/rocm prefix, a /usr, a Python package, an Ollama folder); with no ROOT,
     /// the install /opt/rocm leads to and Ollama's. Exit 0: every required piece present; 1:
