@@ -102,7 +102,8 @@ pub struct TableArgs {
 /// What to scan and how: shared by `scan` and `check`.
 #[derive(Debug, Args)]
 pub struct ScanOpts {
-    /// Folders or files to scan (default: the usual ROCm, Ollama and firmware places).
+    /// Folders, files or archives to scan (default: `scan` takes the usual ROCm, Ollama and
+    /// firmware places; `check` the install /opt/rocm leads to and Ollama's folders).
     #[arg(value_name = "ROOT")]
     pub roots: Vec<PathBuf>,
     /// Write the result to FILE instead of standard output ("-" = standard output).
