@@ -16,10 +16,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::check::compatible;
-use crate::devices::DeviceTarget;
+use crate::check::devices::DeviceTarget;
+use crate::inspect::resolve::{target_id, Setting};
 use crate::model::{CodeObjectRecord, Family, FileRecord, Snapshot, Tool};
-use crate::resolve::{target_id, Setting};
-use crate::targets::Targets;
+use crate::vocab::targets::Targets;
 
 /// Version of the diff JSON document.
 /// 2: losses per device (generic targets resolved), sides' problems, an overall `outcome`.
@@ -164,7 +164,7 @@ fn stand_in(processor: &str, id: &str, generic_version: Option<u8>) -> CodeObjec
 }
 
 /// Every xnack/sramecc variant of a device target.
-fn device_variants(d: &crate::targets::Target) -> Vec<DeviceTarget> {
+fn device_variants(d: &crate::vocab::targets::Target) -> Vec<DeviceTarget> {
     let modes = |f: &str| if d.supports(f) { vec![Setting::Off, Setting::On] } else { vec![Setting::Any] };
     let mut out = Vec::new();
     for s in modes("sramecc") {
@@ -193,7 +193,7 @@ fn served(unit: &Unit, targets: &Targets) -> BTreeMap<String, Option<String>> {
             out.insert(id.clone(), None);
             continue;
         };
-        let devices: Vec<&crate::targets::Target> = if t.is_generic() {
+        let devices: Vec<&crate::vocab::targets::Target> = if t.is_generic() {
             targets.iter().filter(|d| d.generic.as_deref() == Some(processor)).collect()
         } else {
             vec![t]

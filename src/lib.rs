@@ -9,23 +9,18 @@
 pub mod aggregate;
 pub mod archive;
 pub mod check;
-pub mod classify;
 pub mod cli;
-pub mod devices;
 pub mod diff;
 pub mod exit;
-pub mod family;
-pub mod install;
+pub mod families;
+pub mod inspect;
 pub mod model;
-pub mod output;
 pub mod parse;
 pub mod report;
-pub mod resolve;
 pub mod scan;
-pub mod targets;
+pub mod source;
 pub mod testing;
-pub mod units;
-pub mod walk;
+pub mod vocab;
 
 use std::fs::File;
 
@@ -33,8 +28,8 @@ use anyhow::{bail, Context};
 
 use cli::{CheckArgs, Cli, Command, DiffArgs, Format, ScanArgs, ScanOpts, TableArgs};
 use exit::ExitStatus;
-use output::Output;
-use targets::Targets;
+use report::output::Output;
+use vocab::targets::Targets;
 
 /// Loads the target table a command asked for.
 fn load_targets(args: &TableArgs) -> anyhow::Result<Targets> {
@@ -62,11 +57,11 @@ fn scan_roots(
 /// Scans what `opts` names (or the default roots), with a progress bar.
 fn scan_for(opts: &ScanOpts, targets: &Targets) -> anyhow::Result<model::Snapshot> {
     let roots = if opts.roots.is_empty() {
-        let found = walk::default_roots();
+        let found = source::walk::default_roots();
         if found.is_empty() {
             bail!(
                 "none of the default roots exists ({}); name a ROOT, e.g. `gfxscan scan /path/to/rocm`",
-                walk::DEFAULT_ROOTS.join(", ")
+                source::walk::DEFAULT_ROOTS.join(", ")
             );
         }
         found
@@ -101,20 +96,20 @@ fn run_scan(args: ScanArgs) -> anyhow::Result<ExitStatus> {
 
 fn run_check(args: CheckArgs) -> anyhow::Result<ExitStatus> {
     let targets = load_targets(&args.opts.table)?;
-    let env = devices::Env::from_process();
+    let env = check::devices::Env::from_process();
     let found = if args.gpus.is_empty() {
         let root = args.sysfs_root.clone().unwrap_or_else(|| "/".into());
-        let found = devices::from_kfd(&root, &env, &targets).map_err(anyhow::Error::msg)?;
+        let found = check::devices::from_kfd(&root, &env, &targets).map_err(anyhow::Error::msg)?;
         if found.devices.is_empty() && found.unknown.is_empty() {
             bail!("no GPU in the KFD topology under {}: name one with --gpu TARGET_ID", root.display());
         }
         found
     } else {
-        devices::from_args(&args.gpus, &env, &targets).map_err(anyhow::Error::msg)?
+        check::devices::from_args(&args.gpus, &env, &targets).map_err(anyhow::Error::msg)?
     };
     let out = Output::open(args.opts.output.as_deref())?;
     let (roots, not_checked) = if args.opts.roots.is_empty() {
-        let (checked, not) = walk::check_roots_under(std::path::Path::new("/"));
+        let (checked, not) = source::walk::check_roots_under(std::path::Path::new("/"));
         if checked.is_empty() {
             bail!(
                 "no /opt/rocm and no Ollama folder here{}; name a ROOT, e.g. `gfxscan check /path/to/rocm`",
@@ -169,7 +164,7 @@ impl PendingLibPath {
 /// the roots of a check, unless a root already holds them.
 fn with_libpaths(
     mut roots: Vec<std::path::PathBuf>,
-    env: &devices::Env,
+    env: &check::devices::Env,
 ) -> anyhow::Result<(Vec<std::path::PathBuf>, Vec<PendingLibPath>)> {
     let mut pending = Vec::new();
     for (variable, component) in

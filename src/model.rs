@@ -10,8 +10,8 @@ use std::os::unix::ffi::OsStrExt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::classify::Kind;
 use crate::parse::firmware::FirmwareHeader;
+use crate::parse::magic::Kind;
 
 /// Version of the JSON contract. Bump on any change that an old reader would misread.
 pub const SCHEMA_VERSION: u32 = 1;

@@ -22,8 +22,8 @@ use rayon::prelude::*;
 
 use crate::aggregate::summarize_targets;
 use crate::archive::{self, budget_for, Budget, Origin};
-use crate::classify::{classify, Kind, SNIFF_LEN};
-use crate::family;
+use crate::families;
+use crate::inspect::resolve::resolve_code_object;
 use crate::model::{
     ArchiveRecord, Artifact, CodeObjectRecord, Container, Family, FileRecord, LinkRecord, Problem, RelPath,
     Snapshot, Summary, Tool, SCHEMA_VERSION,
@@ -33,12 +33,12 @@ use crate::parse::bundle::{parse_bundles, Bundle, BundleFormat, Bundles, Compres
 use crate::parse::elf::{parse_code_object, CodeObject};
 use crate::parse::firmware::{inflate_firmware, parse_firmware_header};
 use crate::parse::host::parse_host_elf;
+use crate::parse::magic::{classify, Kind, SNIFF_LEN};
 use crate::parse::miopen::{count_text_records, parse_lfs_pointer};
 use crate::parse::tensile::{parse_extop_archs, parse_solution_map, parse_tensile_index};
 use crate::parse::{check_range, push_unique, ByteSource, ParseError};
-use crate::resolve::resolve_code_object;
-use crate::targets::Targets;
-use crate::walk::{resolve_roots, walk, Candidate, Root};
+use crate::source::walk::{resolve_roots, walk, Candidate, Root};
+use crate::vocab::targets::Targets;
 
 /// What to scan and how.
 #[derive(Debug, Clone)]
@@ -437,7 +437,8 @@ fn read_link(
     targets: &Targets,
 ) -> Read {
     let same = kept.filter(|(outcome, opened)| {
-        let family = |p: &Path| family::detect(p, family::Content::File(outcome.kind, &opened.head), targets);
+        let family =
+            |p: &Path| families::detect(p, families::Content::File(outcome.kind, &opened.head), targets);
         c.path.file_name() == leader.path.file_name()
             && std::fs::symlink_metadata(&c.path).is_ok_and(|m| m.is_file() && file_id(&m) == opened.id)
             && family(&c.path) == family(&leader.path)
@@ -566,7 +567,7 @@ pub fn inspect(
     }
     // File order: a code object in a compressed bundle sits where its bundle does.
     col.code_objects.sort_by_key(|c| (c.bundle_offset.unwrap_or(c.offset), c.offset));
-    let artifact = family::detect(name, family::Content::File(kind, head), targets).map(|mut a| {
+    let artifact = families::detect(name, families::Content::File(kind, head), targets).map(|mut a| {
         match a.family {
             Some(Family::Tensile) => {
                 tensile_facts(&mut a, src, &col.code_objects, targets, &mut col.problems)
@@ -886,14 +887,14 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
     let mut links: Vec<LinkRecord> = all_links
         .iter()
         .filter_map(|l| {
-            let artifact = family::detect_link(&l.name, targets)?;
+            let artifact = families::detect_link(&l.name, targets)?;
             Some(LinkRecord { path: l.path.clone(), target: l.target.clone(), artifact: Some(artifact) })
         })
         .collect();
     links.sort_by_cached_key(|l| l.path.sort_key());
     archives.sort_by_cached_key(|a| a.path.sort_key());
-    let mismatches = family::mismatches(&files, &links);
-    let families = family::families_table(&files);
+    let mismatches = families::mismatches(&files, &links);
+    let families = families::families_table(&files);
     Ok(Snapshot {
         schema_version: SCHEMA_VERSION,
         tool: Tool::current(),

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use gfxscan::model::Snapshot;
 use gfxscan::scan::{scan, ScanConfig, Silent};
-use gfxscan::targets::Targets;
+use gfxscan::vocab::targets::Targets;
 
 type Key = (String, u32, u8, u64);
 

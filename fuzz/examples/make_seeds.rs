@@ -156,7 +156,7 @@ fn msgpack_note(co: &[u8]) -> Option<&[u8]> {
 }
 
 fn scan_json(root: &Path) -> Vec<u8> {
-    let targets = gfxscan::targets::Targets::builtin();
+    let targets = gfxscan::vocab::targets::Targets::builtin();
     let config =
         gfxscan::scan::ScanConfig { roots: vec![root.to_path_buf()], threads: Some(1), follow_links: false };
     let bar = gfxscan::report::progress::Bar::new(true);

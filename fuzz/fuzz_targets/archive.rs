@@ -7,12 +7,12 @@ use std::path::Path;
 use std::sync::Arc;
 
 use gfxscan::archive::{detect, expand, expand_if_image, Budget, Ctx, Origin};
-use gfxscan::classify::classify;
+use gfxscan::parse::magic::classify;
 use gfxscan::model::RelPath;
 use gfxscan::parse::archive::{
     link_escapes, member_path, parse_ar, parse_pax, parse_tar_header, xz_blocks,
 };
-use gfxscan::targets::Targets;
+use gfxscan::vocab::targets::Targets;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -6,8 +6,8 @@ use std::sync::OnceLock;
 use gfxscan::parse::bundle::{parse_entry_id, Bundles};
 use gfxscan::parse::elf::CodeObject;
 use gfxscan::parse::ParseError;
-use gfxscan::resolve::resolve_code_object;
-use gfxscan::targets::Targets;
+use gfxscan::inspect::resolve::resolve_code_object;
+use gfxscan::vocab::targets::Targets;
 
 /// The built-in target table, built once per process.
 pub fn targets() -> &'static Targets {

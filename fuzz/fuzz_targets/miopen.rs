@@ -2,7 +2,7 @@
 //! (MIOpen DB names, firmware prefixes, Tensile file names).
 #![no_main]
 
-use gfxscan::family::{firmware_prefix, miopen_name, tensile_name_target};
+use gfxscan::families::{firmware_prefix, miopen_name, tensile_name_target};
 use gfxscan::parse::miopen::{count_text_records, parse_lfs_pointer};
 use libfuzzer_sys::fuzz_target;
 

@@ -5,7 +5,7 @@
 use std::sync::OnceLock;
 
 use gfxscan::cli::Format;
-use gfxscan::devices::{from_args, Device, Env};
+use gfxscan::check::devices::{from_args, Device, Env};
 use gfxscan::model::Snapshot;
 use libfuzzer_sys::fuzz_target;
 

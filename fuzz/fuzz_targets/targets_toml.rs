@@ -1,7 +1,7 @@
 //! targets.toml: TOML parsing and the table's validation; lookups on a table that validated.
 #![no_main]
 
-use gfxscan::targets::Targets;
+use gfxscan::vocab::targets::Targets;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

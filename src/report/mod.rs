@@ -4,6 +4,7 @@
 //! anything about the scan. Progress bars and live warnings (`progress`) go to stderr, and only
 //! when stderr is a terminal.
 
+pub mod output;
 pub mod progress;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -15,10 +16,10 @@ use comfy_table::{CellAlignment, Table};
 use crate::check::{CheckReport, Outcome, Status};
 use crate::cli::Format;
 use crate::diff::{DiffOutcome, SnapshotDiff};
-use crate::family::FAMILY_ROWS;
+use crate::families::FAMILY_ROWS;
 use crate::model::{Snapshot, TargetCounts};
-use crate::targets::Targets;
-use crate::units::{human_bytes, thousands};
+use crate::vocab::targets::Targets;
+use crate::vocab::units::{human_bytes, thousands};
 
 /// Writes one pretty-printed JSON document and a newline. Serialized first, then written, so a
 /// closed pipe stays an `io::Error` the binary recognises.

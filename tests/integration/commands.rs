@@ -120,7 +120,7 @@ fn custom_targets_file_drives_resolution() {
 fn no_default_root_is_fatal() {
     let fixed = ["/opt/rocm", "/usr/lib/ollama", "/usr/local/lib/ollama", "/lib/firmware/amdgpu"];
     let present: Vec<&str> = fixed.iter().copied().filter(|p| Path::new(p).exists()).collect();
-    if !present.is_empty() || !gfxscan::walk::default_roots().is_empty() {
+    if !present.is_empty() || !gfxscan::source::walk::default_roots().is_empty() {
         eprintln!("skipped: default roots exist on this machine ({present:?})");
         return;
     }

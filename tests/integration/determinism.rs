@@ -1,8 +1,8 @@
 //! Determinism: the thread count and the run never change a byte of the output.
 
 use gfxscan::scan::{scan, ScanConfig, Silent};
-use gfxscan::targets::Targets;
 use gfxscan::testing::{ccob, firmware_blob, Method};
+use gfxscan::vocab::targets::Targets;
 
 use crate::fixtures::{co, hip_bundle, mixed, Mixed, GFX1030, GFX1100, GFX900, GFX90A};
 

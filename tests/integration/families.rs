@@ -7,7 +7,7 @@ use std::io::Write;
 
 use serde_json::{json, Value};
 
-use gfxscan::family::FAMILY_ROWS;
+use gfxscan::families::FAMILY_ROWS;
 use gfxscan::testing::{firmware_blob, host_elf, tensile_index, HostSection};
 
 use crate::fixtures::{co, hip_bundle, GFX1030, GFX1100, GFX900, GFX90A, XNACK_ON};

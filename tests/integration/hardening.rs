@@ -18,10 +18,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use gfxscan::classify::{classify, Kind};
 use gfxscan::parse::bundle::parse_bundles;
 use gfxscan::parse::elf::parse_code_object;
 use gfxscan::parse::host::parse_host_elf;
+use gfxscan::parse::magic::{classify, Kind};
 use gfxscan::testing::{bundle, ccob, fatbin, host_elf, HostSection, Method};
 
 use crate::fixtures::{co, hip, hip_bundle, GFX1030, GFX1100, GFX900, GFX90A, GFX942, HOST};

@@ -9,8 +9,8 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use gfxscan::scan::{scan, ScanConfig, Silent};
-use gfxscan::targets::Targets;
 use gfxscan::testing::{bundle, ccob, fatbin, host_elf, HostSection, Method};
+use gfxscan::vocab::targets::Targets;
 
 use crate::fixtures::{co, hip, hip_bundle, GFX1100, GFX900, GFX90A, GFX942};
 use crate::util::{file_paths, garbage, offset_of, problems, Tree};

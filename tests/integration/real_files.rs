@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use gfxscan::parse::bundle::parse_bundles;
 use gfxscan::parse::elf::parse_code_object;
 use gfxscan::scan::{scan, ScanConfig, Silent};
-use gfxscan::targets::Targets;
+use gfxscan::vocab::targets::Targets;
 
 fn real() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/real")

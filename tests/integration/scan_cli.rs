@@ -345,8 +345,9 @@ fn library_scan_matches_binary() {
         threads: Some(2),
         follow_links: false,
     };
-    let snap = gfxscan::scan::scan(&cfg, &gfxscan::targets::Targets::builtin(), &gfxscan::scan::Silent)
-        .expect("scan runs");
+    let snap =
+        gfxscan::scan::scan(&cfg, &gfxscan::vocab::targets::Targets::builtin(), &gfxscan::scan::Silent)
+            .expect("scan runs");
     assert_eq!(snap.summary.code_objects, 11);
     let (run, json) = m.tree.scan_json(&[]);
     run.expect_code(0);

@@ -12,9 +12,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path};
 
-use crate::classify::Kind;
 use crate::model::{Artifact, Family, FileRecord, LinkRecord, Mismatch, RelPath};
-use crate::targets::Targets;
+use crate::parse::magic::Kind;
+use crate::vocab::targets::Targets;
 
 fn has_component(path: &Path, names: &[&str]) -> bool {
     path.components()

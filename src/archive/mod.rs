@@ -31,16 +31,16 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::classify::{classify, Kind};
-use crate::family;
+use crate::families;
 use crate::model::{ArchiveRecord, RelPath};
 use crate::parse::archive::{
     link_escapes, member_path, parse_ar, parse_pax, parse_tar_header, xz_blocks, xz_tail_index, TarBlock,
     TarHeader, TarType, XzBlock, TAR_BLOCK,
 };
+use crate::parse::magic::{classify, Kind};
 use crate::parse::{check_range, ByteSource, ParseError, Slice};
 use crate::scan::{inspect, FileSource, Found, LinkSeen};
-use crate::targets::Targets;
+use crate::vocab::targets::Targets;
 
 /// Members of a stream up to this size are read into memory and inspected in parallel.
 pub const IN_MEMORY: u64 = 32 << 20;
@@ -659,7 +659,7 @@ impl Gather {
                 continue;
             }
             let same_name_facts =
-                family::detect_link(&path, ctx.targets) == family::detect_link(&target, ctx.targets);
+                families::detect_link(&path, ctx.targets) == families::detect_link(&target, ctx.targets);
             let earlier = members.iter().rev().find(|m| m.seq < seq && m.path == target);
             match earlier {
                 Some(m) if origin.random().is_none() && same_name_facts && m.found.archives.is_empty() => {

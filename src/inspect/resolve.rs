@@ -9,7 +9,7 @@
 
 use crate::parse::elf::CodeObject;
 use crate::parse::elf::Header;
-use crate::targets::Targets;
+use crate::vocab::targets::Targets;
 
 /// `EF_AMDGPU_MACH` mask.
 pub const EF_AMDGPU_MACH: u32 = 0xff;

@@ -19,15 +19,18 @@
 //! library's source. Nothing found is [`Outcome::NothingToCheck`], files not read make the
 //! outcome [`Outcome::Incomplete`]: an OK is only given for what was read.
 
+pub mod devices;
+pub mod install;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::devices::{split_version, Device, DeviceTarget, Gpus, UnknownGpu};
-use crate::install::{install_of, Install};
+use crate::check::devices::{split_version, Device, DeviceTarget, Gpus, UnknownGpu};
+use crate::check::install::{install_of, Install};
+use crate::inspect::resolve::Setting;
 use crate::model::{CodeObjectRecord, Family, FileRecord, Problem, Snapshot, Tool};
-use crate::resolve::Setting;
-use crate::targets::Targets;
+use crate::vocab::targets::Targets;
 
 /// Version of the check JSON document (2: verdicts per install, an overall `outcome`).
 pub const CHECK_SCHEMA_VERSION: u32 = 2;
@@ -335,8 +338,11 @@ fn code_verdict(f: &FileRecord, display: String, dev: &DeviceTarget, targets: &T
             None => lacking.push(*bundle),
         }
     }
-    let kind =
-        if f.kind == crate::classify::Kind::HostElf { LibraryKind::HostLibrary } else { LibraryKind::Bundle };
+    let kind = if f.kind == crate::parse::magic::Kind::HostElf {
+        LibraryKind::HostLibrary
+    } else {
+        LibraryKind::Bundle
+    };
     let (gap, detail) = if lacking.is_empty() {
         let what = if f.bundles > 0 {
             format!("all {} bundles have code for it", f.bundles)
@@ -577,13 +583,15 @@ fn miopen_detail(mine: &[&FileRecord], arch: &str) -> (Option<Gap>, String) {
         match (is_db, a.format.as_str(), a.records) {
             (true, "sqlite" | "text", Some(n)) => real.push(format!(
                 "{name} ({} {})",
-                crate::units::thousands(n),
+                crate::vocab::units::thousands(n),
                 if a.role.contains("kernel") { "entries" } else { "records" }
             )),
             (true, "sqlite" | "text", None) => real.push(name.to_string()),
             (true, "git-lfs-pointer", _) => not_dbs.push(format!(
                 "{name} is a git-lfs pointer{}, not a database",
-                a.lfs_size.map(|n| format!(" to {}", crate::units::human_bytes(n))).unwrap_or_default()
+                a.lfs_size
+                    .map(|n| format!(" to {}", crate::vocab::units::human_bytes(n)))
+                    .unwrap_or_default()
             )),
             (true, "bzip2", _) => {
                 not_dbs.push(format!("{name} is a compressed source form MIOpen does not read"))
@@ -685,7 +693,7 @@ fn libraries(snap: &Snapshot) -> Vec<(Install, Place)> {
             }
             Some(Family::Firmware) => {}
             None if !f.code_objects.is_empty()
-                && (f.kind == crate::classify::Kind::HostElf || f.bundles > 0) =>
+                && (f.kind == crate::parse::magic::Kind::HostElf || f.bundles > 0) =>
             {
                 places.insert(Place::Code(i));
             }
@@ -798,7 +806,7 @@ pub fn library_verdicts(
 }
 
 /// `major.minor.stepping` of a target's KFD version, the form HSA_OVERRIDE_GFX_VERSION takes.
-pub fn override_value(t: &crate::targets::Target) -> Option<String> {
+pub fn override_value(t: &crate::vocab::targets::Target) -> Option<String> {
     t.gfx_target_version.map(split_version).map(|(a, b, c)| format!("{a}.{b}.{c}"))
 }
 

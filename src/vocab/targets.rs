@@ -12,7 +12,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 /// The built-in table's text.
-pub const BUILTIN: &str = include_str!("../targets.toml");
+pub const BUILTIN: &str = include_str!("../../targets.toml");
 
 /// The only `schema` value this version understands.
 pub const SCHEMA: u32 = 1;

@@ -19,8 +19,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::resolve::{target_id, Setting};
-use crate::targets::Targets;
+use crate::inspect::resolve::{target_id, Setting};
+use crate::vocab::targets::Targets;
 
 /// KFD's capability bit for SRAM ECC enabled.
 pub const HSA_CAP_SRAM_EDCSUPPORTED: u64 = 0x0400_0000;

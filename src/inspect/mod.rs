@@ -1,0 +1,3 @@
+//! Inspection of one item: a file or an archive member becomes its record.
+
+pub mod resolve;

@@ -1,0 +1,5 @@
+//! Shared vocabulary: the words every stage uses, defined once — the GPU target table, target
+//! IDs and the runtime's compatibility rule, units for people, and compression codecs.
+
+pub mod targets;
+pub mod units;
