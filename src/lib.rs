@@ -22,13 +22,12 @@ pub mod source;
 pub mod testing;
 pub mod vocab;
 
-use std::fs::File;
-
-use anyhow::{bail, Context};
+use anyhow::bail;
 
 use cli::{CheckArgs, Cli, Command, DiffArgs, Format, ScanArgs, ScanOpts, TableArgs};
 use exit::ExitStatus;
 use report::output::Output;
+use source::snapshot;
 use vocab::targets::Targets;
 
 /// Loads the target table a command asked for.
@@ -101,6 +100,9 @@ fn run_check(args: CheckArgs) -> anyhow::Result<ExitStatus> {
         let root = args.sysfs_root.clone().unwrap_or_else(|| "/".into());
         let found = check::devices::from_kfd(&root, &env, &targets).map_err(anyhow::Error::msg)?;
         if found.devices.is_empty() && found.unknown.is_empty() {
+            if let Some(v) = env.get("ROCR_VISIBLE_DEVICES") {
+                bail!("ROCR_VISIBLE_DEVICES={v:?} leaves no GPU of the KFD topology under {} visible: the runtime would see none", root.display());
+            }
             bail!("no GPU in the KFD topology under {}: name one with --gpu TARGET_ID", root.display());
         }
         found
@@ -183,119 +185,6 @@ fn with_libpaths(
     Ok((roots, pending))
 }
 
-/// Reads a JSON snapshot written by `gfxscan scan --json` (plain or gzipped), refusing
-/// anything that is not a snapshot of the schema this build reads.
-pub fn read_snapshot(path: &std::path::Path) -> anyhow::Result<model::Snapshot> {
-    let raw = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let text = if raw.starts_with(GZIP_MAGIC) {
-        let mut inflated = Vec::new();
-        std::io::Read::read_to_end(&mut flate2::read::MultiGzDecoder::new(raw.as_slice()), &mut inflated)
-            .with_context(|| format!("{}: gzip data that does not inflate", path.display()))?;
-        inflated
-    } else {
-        raw
-    };
-    parse_snapshot(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
-}
-
-/// A snapshot from JSON bytes (a UTF-8 byte-order mark allowed), or why it is not one.
-pub fn parse_snapshot(text: &[u8]) -> Result<model::Snapshot, String> {
-    let text = text.strip_prefix(b"\xef\xbb\xbf").unwrap_or(text);
-    if text.iter().all(u8::is_ascii_whitespace) {
-        return Err("empty: not a gfxscan snapshot".into());
-    }
-    let value: serde_json::Value =
-        serde_json::from_slice(text).map_err(|e| format!("not a JSON snapshot ({e})"))?;
-    if !value.is_object() {
-        return Err(format!("JSON {}, not a gfxscan snapshot (an object)", json_kind(&value)));
-    }
-    let name = value.pointer("/tool/name").and_then(|v| v.as_str());
-    let version = value.get("schema_version").and_then(|v| v.as_u64());
-    match (name, version) {
-        (Some("gfxscan"), Some(v)) if v == u64::from(model::SCHEMA_VERSION) => {}
-        (Some("gfxscan"), Some(v)) => {
-            return Err(format!(
-            "snapshot schema_version {v}; this gfxscan reads schema_version {} — rescan with this version",
-            model::SCHEMA_VERSION
-        ))
-        }
-        _ => {
-            return Err(
-                "JSON, but not a gfxscan snapshot (no tool.name \"gfxscan\" and schema_version)".into()
-            )
-        }
-    }
-    if value.get("files").is_none() || value.get("summary").is_none() {
-        return Err("a gfxscan document, but not a scan snapshot (a check or diff result?)".into());
-    }
-    serde_json::from_value(value)
-        .map_err(|e| format!("snapshot does not match schema_version {} ({e})", model::SCHEMA_VERSION))
-}
-
-fn json_kind(v: &serde_json::Value) -> &'static str {
-    match v {
-        serde_json::Value::Null => "null",
-        serde_json::Value::Bool(_) => "boolean",
-        serde_json::Value::Number(_) => "number",
-        serde_json::Value::String(_) => "string",
-        serde_json::Value::Array(_) => "array",
-        serde_json::Value::Object(_) => "object",
-    }
-}
-
-const GZIP_MAGIC: &[u8] = b"\x1f\x8b";
-
-/// What a side of `diff` is: a snapshot to read, or something to scan.
-fn is_snapshot_file(path: &std::path::Path) -> bool {
-    use std::io::Read;
-    let Ok(f) = File::open(path) else { return false };
-    if !f.metadata().is_ok_and(|m| m.is_file()) {
-        return false;
-    }
-    let mut head = Vec::with_capacity(512);
-    if f.take(512).read_to_end(&mut head).is_err() {
-        return false;
-    }
-    let head = if head.starts_with(GZIP_MAGIC) {
-        // A gzipped snapshot, or a gzipped tar to scan: the first inflated bytes tell.
-        let mut inflated = Vec::with_capacity(512);
-        let Ok(f) = File::open(path) else { return false };
-        let _ = flate2::read::MultiGzDecoder::new(f).take(512).read_to_end(&mut inflated);
-        if inflated.is_empty() {
-            return false;
-        }
-        inflated
-    } else {
-        head
-    };
-    looks_like_json(&head)
-}
-
-/// True when the first bytes of a file are empty or begin a JSON value (object, array,
-/// string, number, `true`, `false`, `null`), so that it is read, and refused with a reason when
-/// it is no snapshot, rather than scanned as a tree with nothing in it. A tar header (whose
-/// member name could begin with a digit or a letter) is not JSON.
-fn looks_like_json(head: &[u8]) -> bool {
-    if head.get(257..262) == Some(b"ustar") {
-        return false;
-    }
-    let text = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);
-    let start = text.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(text.len());
-    let text = &text[start..];
-    let ends_value = |rest: &[u8]| rest.first().is_none_or(|b| b.is_ascii_whitespace());
-    match text.first() {
-        None => true,
-        Some(b'{' | b'[' | b'"') => true,
-        Some(b'-' | b'0'..=b'9') => {
-            let n = text.iter().take_while(|b| b"0123456789.eE+-".contains(b)).count();
-            ends_value(&text[n..])
-        }
-        Some(_) => {
-            ["true", "false", "null"].iter().any(|w| text.strip_prefix(w.as_bytes()).is_some_and(ends_value))
-        }
-    }
-}
-
 fn run_diff(args: DiffArgs) -> anyhow::Result<ExitStatus> {
     let targets = load_targets(&args.table)?;
     let out = Output::open(args.output.as_deref())?;
@@ -308,10 +197,15 @@ fn run_diff(args: DiffArgs) -> anyhow::Result<ExitStatus> {
         table: TableArgs { targets: args.table.targets.clone() },
     };
     // Both sides are checked before either is scanned: a bad snapshot fails at once.
-    let old_is = is_snapshot_file(&args.old);
-    let new_is = is_snapshot_file(&args.new);
-    let old_snap = old_is.then(|| read_snapshot(&args.old)).transpose()?;
-    let new_snap = new_is.then(|| read_snapshot(&args.new)).transpose()?;
+    let read = |p: &std::path::Path| -> anyhow::Result<Option<model::Snapshot>> {
+        match snapshot::side_kind(p) {
+            snapshot::SideKind::Snapshot => snapshot::read_snapshot(p).map(Some),
+            snapshot::SideKind::Scan => Ok(None),
+            snapshot::SideKind::Neither(why) => bail!("{}: {why}", p.display()),
+        }
+    };
+    let old_snap = read(&args.old)?;
+    let new_snap = read(&args.new)?;
     let side = |p: &std::path::Path,
                 read: Option<model::Snapshot>|
      -> anyhow::Result<(model::Snapshot, diff::SideSource)> {
@@ -339,3 +233,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
         }
     }
 }
+
+/// Reads a saved snapshot (see [`source::snapshot::read_snapshot`]).
+pub use source::snapshot::read_snapshot;

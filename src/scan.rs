@@ -29,7 +29,7 @@ use crate::model::{
     Snapshot, Summary, Tool, SCHEMA_VERSION,
 };
 use crate::parse::bundle::inflate_stream;
-use crate::parse::bundle::{parse_bundles, Bundle, BundleFormat, Bundles, Compression};
+use crate::parse::bundle::{parse_bundles, Bundle, BundleFormat, Bundles};
 use crate::parse::elf::{parse_code_object, CodeObject};
 use crate::parse::firmware::{inflate_firmware, parse_firmware_header};
 use crate::parse::host::parse_host_elf;
@@ -38,6 +38,7 @@ use crate::parse::miopen::{count_text_records, parse_lfs_pointer};
 use crate::parse::tensile::{parse_extop_archs, parse_solution_map, parse_tensile_index};
 use crate::parse::{check_range, push_unique, ByteSource, ParseError};
 use crate::source::walk::{resolve_roots, walk, Candidate, Root};
+use crate::vocab::codec::Codec;
 use crate::vocab::targets::Targets;
 
 /// What to scan and how.
@@ -237,13 +238,6 @@ fn format_name(f: BundleFormat) -> String {
     }
 }
 
-fn compression_name(c: Compression) -> &'static str {
-    match c {
-        Compression::Zstd => "zstd",
-        Compression::Zlib => "zlib",
-    }
-}
-
 /// Collects code objects and problems from parsed structures.
 struct Collector<'t> {
     targets: &'t Targets,
@@ -278,7 +272,7 @@ impl Collector<'_> {
             container,
             bundle_entry_id: bundle.map(|(_, _, id)| id.to_string()),
             bundle_format: bundle.map(|(b, _, _)| format_name(b.format)),
-            compression: bundle.and_then(|(b, _, _)| b.compression.map(|c| compression_name(c).to_string())),
+            compression: bundle.and_then(|(b, _, _)| b.compression.map(|c| c.name().to_string())),
             bundle_offset: bundle.map(|(_, at, _)| at),
             offset,
             e_flags: co.header.e_flags,
@@ -678,7 +672,7 @@ fn tensile_facts(
         ("lazy-index" | "index" | "merged-index", format) => {
             let index = match format {
                 "msgpack" => parse_tensile_index(src),
-                "zlib" => inflate_stream(src, Compression::Zlib).and_then(|s| parse_tensile_index(&s)),
+                "zlib" => inflate_stream(src, Codec::Zlib).and_then(|s| parse_tensile_index(&s)),
                 _ => return,
             };
             match index {
@@ -730,11 +724,9 @@ fn gather_facts(
         Some(Family::Firmware) => {
             a.header = match a.format.as_str() {
                 "zstd" | "xz" if src.len() <= MAX_COMPRESSED_FIRMWARE => {
-                    match src
-                        .read_at(0, src.len() as usize)
-                        .map_err(|e| e.to_string())
-                        .and_then(|d| inflate_firmware(&d, a.format == "xz"))
-                    {
+                    match src.read_at(0, src.len() as usize).map_err(|e| e.to_string()).and_then(|d| {
+                        inflate_firmware(&d, if a.format == "xz" { Codec::Xz } else { Codec::Zstd })
+                    }) {
                         Ok(blob) => parse_firmware_header(&blob, blob.len() as u64),
                         Err(e) => {
                             problems.push(format!("compressed firmware: {e}"));

@@ -6,6 +6,7 @@
 #![doc(hidden)]
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+pub use crate::vocab::codec::Codec;
 use std::io::Write;
 
 use object::elf;
@@ -298,18 +299,11 @@ pub fn bundle(entries: &[(&str, &[u8])], align: usize) -> Vec<u8> {
     out
 }
 
-/// Compression method of a CCOB (`llvm::compression::Format`: 0 zlib, 1 zstd).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Method {
-    Zlib = 0,
-    Zstd = 1,
-}
-
 /// A compressed offload bundle (`CCOB`) of `version` 1, 2 or 3 around `payload`.
-pub fn ccob(version: u16, method: Method, payload: &[u8]) -> Vec<u8> {
+pub fn ccob(version: u16, method: Codec, payload: &[u8]) -> Vec<u8> {
     let data = match method {
-        Method::Zstd => zstd::bulk::compress(payload, 3).unwrap(),
-        Method::Zlib => {
+        Codec::Zstd => zstd::bulk::compress(payload, 3).unwrap(),
+        _ => {
             let mut e = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
             e.write_all(payload).unwrap();
             e.finish().unwrap()
@@ -319,7 +313,9 @@ pub fn ccob(version: u16, method: Method, payload: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     out.extend_from_slice(b"CCOB");
     out.extend_from_slice(&version.to_le_bytes());
-    out.extend_from_slice(&(method as u16).to_le_bytes());
+    // `llvm::compression::Format`: 0 zlib, 1 zstd.
+    let method_id: u16 = if method == Codec::Zstd { 1 } else { 0 };
+    out.extend_from_slice(&method_id.to_le_bytes());
     match version {
         1 => {
             out.extend_from_slice(&(payload.len() as u32).to_le_bytes());

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use gfxscan::testing::{
     bundle, ccob, code_object, fatbin, firmware_blob, host_elf, tensile_index, CodeObjectSpec, HostSection,
-    Method,
+    Codec,
 };
 
 const GFX906: u32 = 0x02f;
@@ -68,22 +68,22 @@ fn main() {
     let plain = bundle(&[(HOST, &[]), (&hip("gfx90a:xnack+"), &co_v4), (&hip("gfx906"), &co_v3)], 64);
     let d = seeds.join("bundles");
     put(&d, "plain.bundle", &plain);
-    put(&d, "ccob-v1-zlib", &ccob(1, Method::Zlib, &plain));
-    put(&d, "ccob-v2-zstd", &ccob(2, Method::Zstd, &plain));
-    put(&d, "ccob-v3-zlib", &ccob(3, Method::Zlib, &plain));
-    put(&d, "ccob-v3-zstd", &ccob(3, Method::Zstd, &plain));
+    put(&d, "ccob-v1-zlib", &ccob(1, Codec::Zlib, &plain));
+    put(&d, "ccob-v2-zstd", &ccob(2, Codec::Zstd, &plain));
+    put(&d, "ccob-v3-zlib", &ccob(3, Codec::Zlib, &plain));
+    put(&d, "ccob-v3-zstd", &ccob(3, Codec::Zstd, &plain));
     let one = bundle(&[(HOST, &[]), (&hip("gfx900"), &co_v2)], 8);
     put(
         &d,
         "fatbin-3.hip_fatbin",
-        &fatbin(&[one.clone(), ccob(1, Method::Zstd, &one), ccob(2, Method::Zlib, &one)]),
+        &fatbin(&[one.clone(), ccob(1, Codec::Zstd, &one), ccob(2, Codec::Zlib, &one)]),
     );
     put(&d, "jax-prng.hip_fatbin", &real_file("jax-prng.hip_fatbin"));
     put(&d, "mori-io.hip_fatbin", &real_file("mori-io.hip_fatbin"));
     put(&d, "entry-id.txt", b"hip-amdgcn-amd-amdhsa-gfx906:sramecc+:xnack-");
 
     // Host ELFs: .hip_fatbin, a raw embedded code object in .rodata, a fat-object section.
-    let fat = fatbin(&[plain.clone(), ccob(3, Method::Zstd, &one)]);
+    let fat = fatbin(&[plain.clone(), ccob(3, Codec::Zstd, &one)]);
     let d = seeds.join("host_elf");
     put(&d, "libfat.so", &host_elf(&[HostSection::hip_fatbin(&fat)]));
     put(&d, "embedded.so", &host_elf(&[HostSection::rodata(".rodata", &co_v5)]));
@@ -142,7 +142,7 @@ fn main() {
     put(&tmp.join("lib/rocblas/library"), "Kernels.so-000-gfx90a-xnack+.hsaco", &co_v4);
     put(&tmp.join("share/miopen/db"), "gfx90a68.db.txt", b"a=1\nb=2\n");
     put(&tmp.join("lib/firmware/amdgpu"), "gc_11_0_0_mec.bin", &blob);
-    put(&tmp.join("lib"), "a.co", &ccob(2, Method::Zstd, &plain));
+    put(&tmp.join("lib"), "a.co", &ccob(2, Codec::Zstd, &plain));
     put(&d, "mixed.json", &scan_json(&tmp));
     fs::remove_dir_all(&tmp).unwrap();
 }

@@ -40,6 +40,7 @@ use crate::parse::archive::{
 use crate::parse::magic::{classify, Kind};
 use crate::parse::{check_range, ByteSource, ParseError, Slice};
 use crate::scan::{inspect, FileSource, Found, LinkSeen};
+use crate::vocab::codec::Codec;
 use crate::vocab::targets::Targets;
 
 /// Members of a stream up to this size are read into memory and inspected in parallel.
@@ -108,46 +109,6 @@ impl Budget {
         let mut f = Found::default();
         f.problem(at.clone(), self.message());
         f
-    }
-}
-
-/// A decompression format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Codec {
-    Gzip,
-    Zstd,
-    Xz,
-    /// Raw deflate, as zip stores it.
-    Deflate,
-}
-
-impl Codec {
-    /// The codec a stream starts with, by magic.
-    fn of(kind: Kind) -> Option<Codec> {
-        match kind {
-            Kind::Gzip => Some(Codec::Gzip),
-            Kind::Zstd => Some(Codec::Zstd),
-            Kind::Xz => Some(Codec::Xz),
-            _ => None,
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Codec::Gzip => "gzip",
-            Codec::Zstd => "zstd",
-            Codec::Xz => "xz",
-            Codec::Deflate => "deflate",
-        }
-    }
-
-    fn decoder<'a>(self, input: Box<dyn Read + 'a>) -> io::Result<Box<dyn Read + 'a>> {
-        Ok(match self {
-            Codec::Gzip => Box::new(flate2::read::MultiGzDecoder::new(input)),
-            Codec::Zstd => Box::new(zstd::stream::read::Decoder::new(input)?),
-            Codec::Xz => Box::new(liblzma::read::XzDecoder::new_multi_decoder(input)),
-            Codec::Deflate => Box::new(flate2::read::DeflateDecoder::new(input)),
-        })
     }
 }
 

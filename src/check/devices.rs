@@ -310,9 +310,9 @@ pub fn from_args(gpus: &[String], env: &Env, targets: &Targets) -> Result<Gpus, 
     Ok(Gpus { devices, unknown: Vec::new() })
 }
 
-/// The positions a `*_VISIBLE_DEVICES` list keeps of `count` devices, in its order: indices
-/// (or, with `uuids`, `GPU-<hex>` IDs) up to the first entry that names no device, which ends
-/// the list, as ROCr and HIP read it. `None` when the variable is unset.
+/// The positions `HIP_VISIBLE_DEVICES` (or `CUDA_VISIBLE_DEVICES`) keeps of `count` devices, in
+/// its order: indices (or, with `uuids`, `GPU-<hex>` IDs) up to the first entry that names no
+/// device, which ends the list. `None` when the variable is unset.
 pub fn visible(list: Option<&str>, count: usize, uuids: &[u64]) -> Option<Vec<usize>> {
     let list = list?;
     let mut out = Vec::new();
@@ -327,6 +327,70 @@ pub fn visible(list: Option<&str>, count: usize, uuids: &[u64]) -> Option<Vec<us
             Some(i) if !out.contains(&i) => out.push(i),
             Some(_) => {}
             None => break,
+        }
+    }
+    Some(out)
+}
+
+/// `strtol(token, &end, 0)` that must consume the whole token: an optional sign, then `0x`
+/// hex, `0` octal or decimal digits. Values past `i64` saturate, as `strtol` clamps.
+fn strtol_whole(token: &str) -> Option<i64> {
+    let (negative, rest) = match token.as_bytes().first() {
+        Some(b'-') => (true, &token[1..]),
+        Some(b'+') => (false, &token[1..]),
+        _ => (false, token),
+    };
+    let (radix, digits) = match rest.strip_prefix("0x").or_else(|| rest.strip_prefix("0X")) {
+        Some(hex) if hex.starts_with(|c: char| c.is_ascii_hexdigit()) => (16, hex),
+        _ if rest.len() > 1 && rest.starts_with('0') => (8, &rest[1..]),
+        _ => (10, rest),
+    };
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return None;
+    }
+    let magnitude = i64::from_str_radix(digits, radix).unwrap_or(i64::MAX);
+    Some(if negative { -magnitude } else { magnitude })
+}
+
+/// The GPUs `ROCR_VISIBLE_DEVICES` keeps, in its order, as ROCr reads it (rocr-runtime
+/// `core/util/amd_filter_device.cpp` `RvdFilter`): an empty value keeps no GPU; tokens are
+/// trimmed and upper-cased; at most as many tokens as GPUs are read; a token starting with `G`
+/// is a prefix (5 to 20 characters) of one GPU's `GPU-<16 upper-case hex digits>` UUID
+/// (`ProcessUuidToken`; a UUID of 0 matches nothing, a prefix of several GPUs names none);
+/// any other is an index read by `strtol(…, 0)`; the first token that names no GPU, or one
+/// already named, ends the list (`BuildUsrDeviceList`). `None` when the variable is unset.
+pub fn rocr_visible(list: Option<&str>, uuids: &[u64]) -> Option<Vec<usize>> {
+    let list = list?;
+    let names: Vec<Option<String>> =
+        uuids.iter().map(|&u| (u != 0).then(|| format!("GPU-{u:016X}"))).collect();
+    let mut out = Vec::new();
+    if list.is_empty() {
+        return Some(out);
+    }
+    // `getline` on ',' yields no empty token after a final comma.
+    let tokens = list.strip_suffix(',').unwrap_or(list).split(',');
+    for token in tokens.take(uuids.len()) {
+        let token = token.trim().to_ascii_uppercase();
+        let index = if token.starts_with('G') {
+            let hits: Vec<usize> = (5..=20)
+                .contains(&token.len())
+                .then(|| {
+                    names
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, n)| n.as_ref().is_some_and(|n| n.starts_with(&token)))
+                })
+                .into_iter()
+                .flatten()
+                .map(|(i, _)| i)
+                .collect();
+            (hits.len() == 1).then(|| hits[0])
+        } else {
+            strtol_whole(&token).and_then(|i| usize::try_from(i).ok()).filter(|&i| i < uuids.len())
+        };
+        match index {
+            Some(i) if !out.contains(&i) => out.push(i),
+            _ => break,
         }
     }
     Some(out)
@@ -372,8 +436,8 @@ pub fn from_kfd(sysfs_root: &Path, env: &Env, targets: &Targets) -> Result<Gpus,
     let gpus: Vec<(u32, KfdNode)> =
         read_nodes(sysfs_root)?.into_iter().filter(|(_, p)| p.gfx_target_version != 0).collect();
     let uuids: Vec<u64> = gpus.iter().map(|(_, p)| p.unique_id).collect();
-    let mut order: Vec<usize> = visible(env.get("ROCR_VISIBLE_DEVICES"), gpus.len(), &uuids)
-        .unwrap_or_else(|| (0..gpus.len()).collect());
+    let mut order: Vec<usize> =
+        rocr_visible(env.get("ROCR_VISIBLE_DEVICES"), &uuids).unwrap_or_else(|| (0..gpus.len()).collect());
     let hip = env.get("HIP_VISIBLE_DEVICES").or_else(|| env.get("CUDA_VISIBLE_DEVICES"));
     let seen: Vec<u64> = order.iter().map(|&i| uuids[i]).collect();
     if let Some(keep) = visible(hip, order.len(), &seen) {
@@ -382,12 +446,16 @@ pub fn from_kfd(sysfs_root: &Path, env: &Env, targets: &Targets) -> Result<Gpus,
     let mut out = Gpus::default();
     for i in order {
         let (node, props) = gpus[i];
-        let Some(native) = node_target(&props, env, targets) else {
-            let name = version_name(split_version(props.gfx_target_version));
+        let name = version_name(split_version(props.gfx_target_version));
+        // libhsakmt applies an override to any GPU node, known or not (topology.c
+        // `topology_sysfs_get_node_props`): a GPU the table lacks runs as the override says.
+        let native = node_target(&props, env, targets)
+            .unwrap_or_else(|| DeviceTarget::new(&name, Setting::Any, Setting::Any));
+        let (r#override, effective) = apply_override(native.clone(), Some(node), env, targets)?;
+        if r#override.is_none() && targets.by_name(&native.processor).is_none() {
             out.unknown.push(UnknownGpu { node, gfx_target_version: props.gfx_target_version, name });
             continue;
-        };
-        let (r#override, effective) = apply_override(native.clone(), Some(node), env, targets)?;
+        }
         let index = (out.devices.len() + out.unknown.len()) as u32;
         out.devices.push(Device {
             index,

@@ -84,6 +84,8 @@ pub enum Gap {
     RocblasCode,
     /// hipBLASLt without an index or code for the device.
     Hipblaslt,
+    /// The same, on a GPU whose GEMMs PyTorch sends to hipBLASLt by default.
+    HipblasltDefault,
     /// MIOpen without a database for the device.
     Miopen,
     /// No device-library bitcode for the device.
@@ -149,6 +151,15 @@ pub const GAP_RULES: &[GapRule] = &[
         gap: Gap::Hipblaslt,
         status: Status::Warn,
         consequence: "hipBLASLt does not abort: it prints \"rocblaslt error: Cannot read …TensileLibrary_lazy_<arch>.dat\" and its matmuls return HIPBLAS_STATUS_INVALID_VALUE; PyTorch and rocBLAS use rocBLAS GEMMs on such GPUs",
+    },
+    // PyTorch aten/src/ATen/cuda/detail/CUDAHooks.cpp `getHipblasltPreferredArchs` (the
+    // targets.toml `pytorch_hipblaslt` rows) and Context.cpp `blasPreferredBackend`: on these
+    // GPUs PyTorch picks hipBLASLt by default and falls back only when the arch is missing from
+    // `getHipblasltSupportedArchs`, never because the installed library lacks its files.
+    GapRule {
+        gap: Gap::HipblasltDefault,
+        status: Status::Missing,
+        consequence: "PyTorch sends this GPU's GEMMs to hipBLASLt by default: they fail with HIPBLAS_STATUS_INVALID_VALUE after \"rocblaslt error: Cannot read …TensileLibrary_lazy_<arch>.dat\" unless the program selects rocBLAS (torch.backends.cuda.preferred_blas_library)",
     },
     // MIOpen execution_context.hpp `GetPerfDbPathFile`, find_db.cpp `GetInstalledPathFile`,
     // binary_cache.cpp `GetDb`, hip/handlehip.cpp `LoadProgram`: a missing system database is
@@ -496,6 +507,7 @@ fn tensile_verdict(
         }
     };
     let hip = library == "hipblaslt";
+    let hip_gap = hipblaslt_gap(arch, targets);
     let merged = files.iter().any(|f| f.artifact.as_ref().is_some_and(|a| a.role == "merged-index"));
     let fallback_only = index.as_ref().is_some_and(|i| {
         files.iter().any(|f| {
@@ -516,9 +528,11 @@ fn tensile_verdict(
         && !maps.is_empty()
         && !maps.iter().any(|m| m.lists_targets.as_ref().is_some_and(|l| l.iter().any(|t| t == arch)));
     let (gap, mut detail) = match (&index, code_files.len()) {
+        // TensileLite MasterSolutionLibrary.hpp: the mapping is read only by
+        // `getSolutionByIndex` → `loadLibrary(index)`; `findBestSolution` does not need it.
         (Some(i), n) if n > 0 && unmapped => (
             Some(Gap::Hipblaslt),
-            format!("{i} serves {arch}, but TensileLiteLibrary_lazy_Mapping.dat names no code-object library for it ({n} code files hold {arch} code)"),
+            format!("{i} serves {arch}, but TensileLiteLibrary_lazy_Mapping.dat names no code-object library for it: solutions chosen by index (algorithm indexes, TunableOp) cannot load their kernels ({n} code files hold {arch} code)"),
         ),
         (Some(i), n) if n > 0 && fallback_only => (
             None,
@@ -526,7 +540,7 @@ fn tensile_verdict(
         ),
         (Some(_), n) if n > 0 => (None, format!("index serves {arch}; {n} code files hold code for it")),
         (Some(i), _) => (
-            Some(if hip { Gap::Hipblaslt } else { Gap::RocblasCode }),
+            Some(if hip { hip_gap } else { Gap::RocblasCode }),
             format!("{i} names {arch}, but no code file in the library holds code for {}{note}", dev.target_id),
         ),
         (None, _) => {
@@ -537,7 +551,7 @@ fn tensile_verdict(
             };
             (
                 Some(match (hip, merged) {
-                    (true, _) => Gap::Hipblaslt,
+                    (true, _) => hip_gap,
                     (false, true) => Gap::RocblasMergedNoRow,
                     (false, false) => Gap::RocblasNoIndex,
                 }),
@@ -547,6 +561,7 @@ fn tensile_verdict(
     };
     // hipBLASLt's extension operations (AMax, Softmax, LayerNorm) have their own index.
     let extops = role_files("extop-index");
+    let mut gap = gap;
     if hip
         && index.is_some()
         && extops.iter().all(|e| !e.targets().iter().any(|t| t == arch))
@@ -555,6 +570,7 @@ fn tensile_verdict(
         detail.push_str(&format!(
             "; hipblasltExtOpLibrary.dat has no {arch} kernels: its extension operations (AMax, Softmax, LayerNorm) fail"
         ));
+        gap = gap.or(Some(Gap::Hipblaslt));
     }
     let mut v =
         Verdict::judged(format!("{}/", display(snap, root, dir)), LibraryKind::Tensile, gap, detail, arch);
@@ -568,8 +584,31 @@ fn tensile_verdict(
     v
 }
 
+/// What a hipBLASLt gap costs on `arch`: more where PyTorch uses hipBLASLt by default.
+fn hipblaslt_gap(arch: &str, targets: &Targets) -> Gap {
+    if targets.by_name(arch).is_some_and(|t| t.pytorch_hipblaslt) {
+        Gap::HipblasltDefault
+    } else {
+        Gap::Hipblaslt
+    }
+}
+
 fn display(snap: &Snapshot, root: usize, path: &str) -> String {
     crate::model::RelPath { root, path: path.to_string(), path_hex: None }.display(&snap.roots)
+}
+
+/// True for a find-DB of MIOpen's OpenCL backend (`gfx900_56.OpenCL.fdb.txt`).
+fn opencl_find_db(name: &str) -> bool {
+    name.trim_end_matches(".bz2").ends_with(".OpenCL.fdb.txt")
+}
+
+/// True when a MIOpen file is a database MIOpen's HIP build reads for the target it names.
+fn is_miopen_database(f: &FileRecord) -> bool {
+    f.artifact.as_ref().is_some_and(|a| {
+        a.role.ends_with("-db")
+            && matches!(a.format.as_str(), "sqlite" | "text")
+            && !opencl_find_db(file_name(&f.path.path))
+    })
 }
 
 /// MIOpen's databases for a device: what is a real database, and what only looks like one.
@@ -581,6 +620,12 @@ fn miopen_detail(mine: &[&FileRecord], arch: &str) -> (Option<Gap>, String) {
         let name = file_name(&f.path.path);
         let is_db = a.role.ends_with("-db");
         match (is_db, a.format.as_str(), a.records) {
+            // MIOpen find_db.cpp `GetInstalledPath`: `<basename>.<GetSystemFindDbSuffix()>.fdb.txt`,
+            // the suffix being `HIP` in ROCm's build: an OpenCL find-DB is never looked up.
+            (true, _, _) if opencl_find_db(name) => not_dbs.push(format!(
+                "{name} is a find-DB for MIOpen's OpenCL backend; ROCm's HIP build reads {}",
+                name.replace(".OpenCL.", ".HIP.")
+            )),
             (true, "sqlite" | "text", Some(n)) => real.push(format!(
                 "{name} ({} {})",
                 crate::vocab::units::thousands(n),
@@ -638,8 +683,10 @@ fn folder_verdict(snap: &Snapshot, root: usize, dir: &str, family: Family, dev: 
     };
     let mut v = Verdict::judged(format!("{}/", display(snap, root, dir)), kind, gap, detail, arch);
     if gap.is_some() {
+        // A target is offered only where a real database serves it, never by a stand-in's name.
         v.available = here
             .iter()
+            .filter(|f| family != Family::Miopen || is_miopen_database(f))
             .filter_map(|f| f.artifact.as_ref().and_then(|a| a.name_target.clone()))
             .collect::<BTreeSet<_>>()
             .into_iter()
@@ -733,7 +780,11 @@ fn libpath_verdict(
     let mut v = match &lp.place {
         Some((root, dir)) => tensile_verdict(snap, *root, dir, Some(&lp.component), dev, targets),
         None => {
-            let gap = if lp.component == "hipblaslt" { Gap::Hipblaslt } else { Gap::RocblasNoIndex };
+            let gap = if lp.component == "hipblaslt" {
+                hipblaslt_gap(&dev.processor, targets)
+            } else {
+                Gap::RocblasNoIndex
+            };
             let mut v = Verdict::judged(
                 format!("{}/", lp.value.trim_end_matches('/')),
                 LibraryKind::Tensile,
@@ -902,11 +953,18 @@ pub fn check(snap: &Snapshot, gpus: &Gpus, targets: &Targets, opts: CheckOptions
             gpus,
         })
         .collect();
+    // Only host code, bundles and Tensile libraries are libraries with device code; MIOpen's
+    // databases and the device-library bitcode alone are nothing to check.
+    let has_code = installs
+        .iter()
+        .flat_map(|i| &i.gpus)
+        .flat_map(|g| &g.verdicts)
+        .any(|v| matches!(v.kind, LibraryKind::HostLibrary | LibraryKind::Bundle | LibraryKind::Tensile));
     let outcome = if installs.iter().any(|i| i.status == Status::Missing) {
         Outcome::Missing
     } else if !snap.problems.is_empty() || !gpus.unknown.is_empty() {
         Outcome::Incomplete
-    } else if installs.is_empty() {
+    } else if !has_code {
         Outcome::NothingToCheck
     } else {
         Outcome::Ok

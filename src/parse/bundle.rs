@@ -16,6 +16,7 @@
 
 use super::elf::{parse_code_object, CodeObject};
 use super::{align_up, le16, le32, le64, ByteSource, Inflate, ParseError, Result, Slice, Step, StreamSource};
+use crate::vocab::codec::Codec;
 
 /// Magic of an uncompressed offload bundle.
 pub const BUNDLE_MAGIC: &[u8; 24] = b"__CLANG_OFFLOAD_BUNDLE__";
@@ -37,13 +38,6 @@ pub enum BundleFormat {
     Plain,
     /// `CCOB` version 1, 2 or 3.
     Ccob(u16),
-}
-
-/// Compression method of a CCOB.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Compression {
-    Zlib,
-    Zstd,
 }
 
 /// A parsed bundle entry ID such as `hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-`.
@@ -143,7 +137,7 @@ pub struct CcobHeader {
     /// Format version 1, 2 or 3.
     pub version: u16,
     /// Compression method.
-    pub compression: Compression,
+    pub compression: Codec,
     /// Bytes the whole CCOB occupies, header included (V2, V3; V1 does not say).
     pub total_size: Option<u64>,
     /// Size of the inflated bundle.
@@ -162,8 +156,8 @@ pub fn parse_ccob_header(b: &[u8]) -> Result<CcobHeader> {
     }
     let version = le16(b, 4).ok_or(trunc.clone())?;
     let compression = match le16(b, 6).ok_or(trunc.clone())? {
-        0 => Compression::Zlib,
-        1 => Compression::Zstd,
+        0 => Codec::Zlib,
+        1 => Codec::Zstd,
         _ => return Err(ParseError::Malformed { what: "unknown CCOB compression method", offset: 6 }),
     };
     let (total_size, uncompressed_size, hash, header_len) = match version {
@@ -224,9 +218,10 @@ impl Inflate for ZlibInflate {
 }
 
 /// A streaming decompressor for `c`.
-pub(crate) fn inflater(c: Compression) -> Result<Box<dyn Inflate>> {
+/// Only zstd and zlib occur in bundles and Tensile files (`llvm::compression::Format`).
+pub(crate) fn inflater(c: Codec) -> Result<Box<dyn Inflate>> {
     Ok(match c {
-        Compression::Zstd => {
+        Codec::Zstd => {
             let mut d = zstd::stream::raw::Decoder::new()
                 .map_err(|e| ParseError::Decompress { what: "zstd", detail: e.to_string() })?;
             // Refuse frames whose window would need more than 128 MiB.
@@ -234,12 +229,18 @@ pub(crate) fn inflater(c: Compression) -> Result<Box<dyn Inflate>> {
                 .map_err(|e| ParseError::Decompress { what: "zstd", detail: e.to_string() })?;
             Box::new(ZstdInflate(d))
         }
-        Compression::Zlib => Box::new(ZlibInflate(flate2::Decompress::new(true))),
+        Codec::Zlib => Box::new(ZlibInflate(flate2::Decompress::new(true))),
+        other => {
+            return Err(ParseError::Decompress {
+                what: "stream",
+                detail: format!("{} is no bundle codec", other.name()),
+            })
+        }
     })
 }
 
 /// The whole of `src` inflated as a stream (a `.dat.zlib` file), up to [`MAX_UNCOMPRESSED`].
-pub fn inflate_stream(src: &dyn ByteSource, c: Compression) -> Result<StreamSource<'_>> {
+pub fn inflate_stream(src: &dyn ByteSource, c: Codec) -> Result<StreamSource<'_>> {
     Ok(StreamSource::new(src, 0, src.len(), inflater(c)?, MAX_UNCOMPRESSED))
 }
 
@@ -270,7 +271,7 @@ pub struct Bundle {
     /// Plain or CCOB.
     pub format: BundleFormat,
     /// For CCOB, the method.
-    pub compression: Option<Compression>,
+    pub compression: Option<Codec>,
     /// Bytes it occupies in the region (compressed size for CCOB; 0 when unknown).
     pub stored_size: u64,
     /// Inflated size (equals `stored_size` for plain bundles).
@@ -442,7 +443,7 @@ pub fn parse_bundles(src: &dyn ByteSource) -> Bundles {
 #[allow(clippy::indexing_slicing, clippy::unwrap_used, clippy::panic)]
 mod tests {
     use super::*;
-    use crate::testing::{bundle, ccob, code_object, fatbin, CodeObjectSpec, Method};
+    use crate::testing::{bundle, ccob, code_object, fatbin, CodeObjectSpec, Codec};
 
     fn co(mach: u32) -> Vec<u8> {
         code_object(&CodeObjectSpec::v4(mach, 0, &["k"]))
@@ -493,7 +494,7 @@ mod tests {
         let plain =
             bundle(&[("host-x86_64-unknown-linux-gnu", &[]), ("hipv4-amdgcn-amd-amdhsa--gfx90a", &a)], 4096);
         for version in [1, 2, 3] {
-            for method in [Method::Zstd, Method::Zlib] {
+            for method in [Codec::Zstd, Codec::Zlib] {
                 let bytes = ccob(version, method, &plain);
                 let got = parse_bundles(&bytes);
                 assert!(got.stopped.is_none(), "v{version} {method:?}: {:?}", got.stopped);
@@ -515,9 +516,9 @@ mod tests {
         tricky.extend_from_slice(b"CCOB__CLANG_OFFLOAD_BUNDLE__");
         let region = fatbin(&[
             plain.clone(),
-            ccob(3, Method::Zstd, &plain),
-            ccob(1, Method::Zlib, &plain),
-            ccob(2, Method::Zstd, &plain),
+            ccob(3, Codec::Zstd, &plain),
+            ccob(1, Codec::Zlib, &plain),
+            ccob(2, Codec::Zstd, &plain),
         ]);
         let got = parse_bundles(&region);
         assert!(got.stopped.is_none(), "{:?}", got.stopped);
@@ -534,15 +535,15 @@ mod tests {
         bad[32..40].copy_from_slice(&u64::MAX.to_le_bytes());
         assert!(parse_bundles(&bad).bundles[0].error.is_some());
         // A CCOB claiming 2^40 uncompressed bytes.
-        let mut big = ccob(3, Method::Zstd, &plain);
+        let mut big = ccob(3, Codec::Zstd, &plain);
         big[16..24].copy_from_slice(&(1u64 << 40).to_le_bytes());
         assert!(parse_bundles(&big).stopped.is_some());
         // A CCOB whose total size runs past the data.
-        let mut long = ccob(2, Method::Zstd, &plain);
+        let mut long = ccob(2, Codec::Zstd, &plain);
         long[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
         assert!(parse_bundles(&long).stopped.is_some());
         // A CCOB that claims more than it inflates to: truncated, never a hang.
-        let mut short = ccob(3, Method::Zstd, &plain);
+        let mut short = ccob(3, Codec::Zstd, &plain);
         short[16..24].copy_from_slice(&((plain.len() as u64) * 4).to_le_bytes());
         // The entries lie inside what does inflate, so they still parse.
         let got = parse_bundles(&short);

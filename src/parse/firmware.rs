@@ -7,6 +7,7 @@
 //! microcode, some SMC images) have no such header: they parse to `None`, not an error.
 #![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::panic)]
 
+use crate::vocab::codec::Codec;
 use serde::{Deserialize, Serialize};
 
 use super::{le16, le32};
@@ -53,8 +54,9 @@ pub fn parse_firmware_header(head: &[u8], size: u64) -> Option<FirmwareHeader> {
 /// The most a compressed firmware blob may inflate to (the largest real ones are a few MB).
 pub const MAX_FIRMWARE: usize = 64 << 20;
 
-/// Inflates a `.bin.zst` or `.bin.xz` blob whole, refusing more than [`MAX_FIRMWARE`] bytes.
-pub fn inflate_firmware(data: &[u8], xz: bool) -> Result<Vec<u8>, String> {
+/// Inflates a `.bin.zst` or `.bin.xz` blob whole (one stream, as the kernel's firmware loader
+/// reads it), refusing more than [`MAX_FIRMWARE`] bytes.
+pub fn inflate_firmware(data: &[u8], codec: Codec) -> Result<Vec<u8>, String> {
     use std::io::{Read, Write};
     /// A sink that refuses to grow past the cap (xz has no output limit of its own).
     struct Capped(Vec<u8>);
@@ -72,12 +74,16 @@ pub fn inflate_firmware(data: &[u8], xz: bool) -> Result<Vec<u8>, String> {
     }
     let mut out = Capped(Vec::new());
     let limit = MAX_FIRMWARE as u64 + 1;
-    if xz {
-        let mut d = liblzma::read::XzDecoder::new(data).take(limit);
-        std::io::copy(&mut d, &mut out).map_err(|e| format!("xz: {e}"))?;
-    } else {
-        let d = zstd::stream::read::Decoder::new(data).map_err(|e| format!("zstd: {e}"))?;
-        std::io::copy(&mut d.take(limit), &mut out).map_err(|e| format!("zstd: {e}"))?;
+    match codec {
+        Codec::Xz => {
+            let mut d = liblzma::read::XzDecoder::new(data).take(limit);
+            std::io::copy(&mut d, &mut out).map_err(|e| format!("xz: {e}"))?;
+        }
+        Codec::Zstd => {
+            let d = zstd::stream::read::Decoder::new(data).map_err(|e| format!("zstd: {e}"))?;
+            std::io::copy(&mut d.take(limit), &mut out).map_err(|e| format!("zstd: {e}"))?;
+        }
+        other => return Err(format!("{}: firmware is compressed with zstd or xz only", other.name())),
     }
     Ok(out.0)
 }
@@ -99,20 +105,20 @@ mod tests {
     fn compressed_blobs_inflate_under_a_cap() {
         let blob = firmware_blob(42, (11, 0), 8192);
         let z = zstd::bulk::compress(&blob, 3).unwrap();
-        assert_eq!(inflate_firmware(&z, false).unwrap(), blob);
+        assert_eq!(inflate_firmware(&z, Codec::Zstd).unwrap(), blob);
         let mut enc = liblzma::write::XzEncoder::new(Vec::new(), 6);
         std::io::Write::write_all(&mut enc, &blob).unwrap();
         let x = enc.finish().unwrap();
-        assert_eq!(inflate_firmware(&x, true).unwrap(), blob);
+        assert_eq!(inflate_firmware(&x, Codec::Xz).unwrap(), blob);
         let bomb = zstd::bulk::compress(&vec![0u8; MAX_FIRMWARE + 10], 19).unwrap();
-        assert!(inflate_firmware(&bomb, false).is_err());
-        assert!(inflate_firmware(b"not xz at all", true).is_err());
+        assert!(inflate_firmware(&bomb, Codec::Zstd).is_err());
+        assert!(inflate_firmware(b"not xz at all", Codec::Xz).is_err());
         // Found by fuzzing: lzma-rs 0.3 overflowed on an xz index whose backward size is
         // u32::MAX (`(backward_size + 1) << 2`); liblzma reports it as corrupt data.
         let mut bad = x.clone();
         let n = bad.len();
         bad[n - 8..n - 4].copy_from_slice(&u32::MAX.to_le_bytes());
-        assert!(inflate_firmware(&bad, true).is_err());
+        assert!(inflate_firmware(&bad, Codec::Xz).is_err());
     }
 
     #[test]

@@ -127,6 +127,7 @@ pub fn classify(head: &[u8]) -> Kind {
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing)]
 mod tests {
     use super::*;
 

@@ -192,13 +192,16 @@ pub struct SolutionMap {
     pub archs: Vec<String>,
 }
 
-/// Reads a TensileLite solution map.
+/// Reads a TensileLite solution map: first solution index (an integer, or its decimal string)
+/// → code-object library name.
 pub fn parse_solution_map(src: &dyn ByteSource) -> Result<SolutionMap> {
     let mut rd = Reader::new(src);
     let mut out = SolutionMap::default();
     let pairs = rd.map_len()?;
     for _ in 0..pairs {
-        rd.uint()?;
+        // hipBLASLt 7.1 writes integer keys; TensileLite's `MessagePackLoadLibraryMapping` and
+        // Tensile `objectToMap` read string keys too (newer writers use `map<string, string>`).
+        rd.skip()?;
         let name = rd.str_bytes()?;
         out.libraries += 1;
         push_arch(&mut out.archs, &name);
@@ -253,8 +256,7 @@ mod tests {
         let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
         z.write_all(&b).unwrap();
         let z = z.finish().unwrap();
-        let stream =
-            crate::parse::bundle::inflate_stream(&z, crate::parse::bundle::Compression::Zlib).unwrap();
+        let stream = crate::parse::bundle::inflate_stream(&z, crate::vocab::codec::Codec::Zlib).unwrap();
         let idx = parse_tensile_index(&stream).expect("streams through");
         assert_eq!(idx.processors, ["gfx90a"]);
     }
@@ -331,6 +333,24 @@ mod tests {
         }
         assert_eq!(parse_extop_archs(&e).expect("an ExtOp index"), ["gfx908", "gfx1151"]);
         assert!(parse_extop_archs(&m).is_err(), "a solution map is not an ExtOp index");
+    }
+
+    /// TensileLite `MessagePackLoadLibraryMapping` (hipBLASLt tensilelite/include/Tensile/
+    /// MasterSolutionLibrary.hpp) reads the mapping's keys as strings; newer writers emit them
+    /// so. A string-keyed map must read like an integer-keyed one, not become a problem.
+    #[test]
+    fn a_solution_map_with_string_keys_reads_like_one_with_integer_keys() {
+        let mut m = Vec::new();
+        rmp::encode::write_map_len(&mut m, 2).unwrap();
+        for (i, name) in [
+            ("0", "TensileLibrary_HH_HH_Contraction_l_Ailk_Bjlk_Cijk_Dijk_gfx942"),
+            ("17", "TensileLibrary_SS_SS_Contraction_l_Ailk_Bjlk_Cijk_Dijk_gfx1151"),
+        ] {
+            rmp::encode::write_str(&mut m, i).unwrap();
+            rmp::encode::write_str(&mut m, name).unwrap();
+        }
+        let map = parse_solution_map(&m).expect("a string-keyed solution map");
+        assert_eq!(map, SolutionMap { libraries: 2, archs: vec!["gfx942".into(), "gfx1151".into()] });
     }
 
     #[test]

@@ -531,7 +531,13 @@ pub fn write_diff(d: &SnapshotDiff, format: Format, out: &mut dyn Write) -> anyh
             }
             Ok(())
         };
-    coverage("Targets lost", &d.losses, "lost", out)?;
+    // A side read in part proves no loss: what it lacks may only be unread.
+    let lost_title = if d.outcome == DiffOutcome::Incomplete {
+        "Targets not found on a side read in part (unconfirmed losses)"
+    } else {
+        "Targets lost"
+    };
+    coverage(lost_title, &d.losses, "lost", out)?;
     coverage("Targets gained", &d.gains, "gained", out)?;
     if !d.target_id_changes.is_empty() {
         writeln!(out)?;

@@ -1,5 +1,6 @@
 //! Shared vocabulary: the words every stage uses, defined once — the GPU target table, target
 //! IDs and the runtime's compatibility rule, units for people, and compression codecs.
 
+pub mod codec;
 pub mod targets;
 pub mod units;

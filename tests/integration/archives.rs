@@ -11,7 +11,7 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
-use gfxscan::testing::{ccob, fatbin, firmware_blob, host_elf, HostSection, Method};
+use gfxscan::testing::{ccob, fatbin, firmware_blob, host_elf, Codec, HostSection};
 
 use crate::fixtures::{co, hip_bundle, GFX1030, GFX1100, GFX900, GFX906, GFX90A, GFX942};
 use crate::util::{file_paths, file_record, garbage, gfxscan, problems, run, Run, Tree};
@@ -482,7 +482,7 @@ fn install() -> Vec<Entry> {
         file("opt/rocm/lib/libamdhip-test.so.6.3", host_elf(&[HostSection::hip_fatbin(&fat)])),
         link("opt/rocm/lib/libamdhip-test.so", "libamdhip-test.so.6.3"),
         file("opt/rocm/lib/kernels/k.co", co(GFX906, 0, 4)),
-        file("opt/rocm/lib/b.co", ccob(3, Method::Zstd, &hip_bundle(&[("gfx1030", &co(GFX1030, 0, 5))]))),
+        file("opt/rocm/lib/b.co", ccob(3, Codec::Zstd, &hip_bundle(&[("gfx1030", &co(GFX1030, 0, 5))]))),
         file("lib/firmware/amdgpu/vega10_me.bin", firmware_blob(167, (9, 0), 2048)),
         link("lib/firmware/amdgpu/vega12_me.bin", "vega10_me.bin"),
         file("usr/share/doc/gfxscan-test/README", b"nothing to see\n".to_vec()),
@@ -1003,7 +1003,7 @@ fn thread_count_does_not_change_archive_json() {
         entries.push(match i % 5 {
             0 => file(&format!("{rel}.co"), o.clone()),
             1 => file(&format!("{rel}.hsaco"), hip_bundle(&[("gfx90a", o), ("gfx1030", &objs[2])])),
-            2 => file(&format!("{rel}.ccob"), ccob(3, Method::Zstd, &hip_bundle(&[("gfx1100", o)]))),
+            2 => file(&format!("{rel}.ccob"), ccob(3, Codec::Zstd, &hip_bundle(&[("gfx1100", o)]))),
             3 => file(&format!("{rel}.bad"), o[..200].to_vec()),
             _ => file(&format!("{rel}.txt"), format!("member {i}\n").into_bytes()),
         });

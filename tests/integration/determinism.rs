@@ -1,7 +1,7 @@
 //! Determinism: the thread count and the run never change a byte of the output.
 
 use gfxscan::scan::{scan, ScanConfig, Silent};
-use gfxscan::testing::{ccob, firmware_blob, Method};
+use gfxscan::testing::{ccob, firmware_blob, Codec};
 use gfxscan::vocab::targets::Targets;
 
 use crate::fixtures::{co, hip_bundle, mixed, Mixed, GFX1030, GFX1100, GFX900, GFX90A};
@@ -17,7 +17,7 @@ fn busy_tree() -> Mixed {
         match i % 5 {
             0 => m.tree.file(format!("{rel}.co"), o),
             1 => m.tree.file(format!("{rel}.hsaco"), &hip_bundle(&[("gfx90a", o), ("gfx1030", &objs[2])])),
-            2 => m.tree.file(format!("{rel}.ccob"), &ccob(3, Method::Zstd, &hip_bundle(&[("gfx1100", o)]))),
+            2 => m.tree.file(format!("{rel}.ccob"), &ccob(3, Codec::Zstd, &hip_bundle(&[("gfx1100", o)]))),
             3 => m.tree.file(format!("{rel}.bad"), &o[..200]),
             _ => m.tree.file(format!("{rel}.broken"), b"CCOB\x02\x00\x01\x00\xff\xff\xff\xff"),
         };

@@ -1,7 +1,7 @@
 //! Inputs shared by several test files: code objects by target, bundle entry IDs, and the
 //! "mixed" tree that holds one of every container gfxscan reads (and a few decoys).
 
-use gfxscan::testing::{bundle, ccob, code_object, fatbin, host_elf, CodeObjectSpec, HostSection, Method};
+use gfxscan::testing::{bundle, ccob, code_object, fatbin, host_elf, CodeObjectSpec, Codec, HostSection};
 
 use crate::util::Tree;
 
@@ -118,17 +118,17 @@ pub fn mixed() -> Mixed {
     tree.file("lib/rocblas/kernels.hsaco", &hsaco);
 
     let a_942 = co(GFX942, XNACK_OFF, 4);
-    tree.file("lib/a.co", &ccob(2, Method::Zstd, &hip_bundle(&[("gfx942:xnack-", &a_942)])));
+    tree.file("lib/a.co", &ccob(2, Codec::Zstd, &hip_bundle(&[("gfx942:xnack-", &a_942)])));
     let b_1030 = co(GFX1030, 0, 5);
-    tree.file("lib/b.co", &ccob(3, Method::Zlib, &hip_bundle(&[("gfx1030", &b_1030)])));
+    tree.file("lib/b.co", &ccob(3, Codec::Zlib, &hip_bundle(&[("gfx1030", &b_1030)])));
 
     let fat_90a = co(GFX90A, XNACK_OFF, 1);
     let fat_900 = co(GFX900, 0, 6);
     let fat_1100 = co(GFX1100, 0, 7);
     let parts = [
         hip_bundle(&[("gfx90a:xnack-", &fat_90a)]),
-        ccob(1, Method::Zlib, &hip_bundle(&[("gfx900", &fat_900)])),
-        ccob(3, Method::Zstd, &hip_bundle(&[("gfx1100", &fat_1100)])),
+        ccob(1, Codec::Zlib, &hip_bundle(&[("gfx900", &fat_900)])),
+        ccob(3, Codec::Zstd, &hip_bundle(&[("gfx1100", &fat_1100)])),
     ];
     let fat = fatbin(&parts);
     let mut fat_bundle_offsets = [0u64; 3];

@@ -8,6 +8,7 @@ use gfxscan::parse::bundle::parse_bundles;
 use gfxscan::parse::elf::parse_code_object;
 use gfxscan::parse::firmware::inflate_firmware;
 use gfxscan::parse::host::parse_host_elf;
+use gfxscan::vocab::codec::Codec;
 
 fn fuzz_input(name: &str) -> Vec<u8> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/fuzz").join(name);
@@ -75,8 +76,8 @@ fn firmware_xz_footer_backward_size_overflow() {
     const EMPTY_INDEX_MAX_BACKWARD_SIZE: &[u8] = b"\xfd\x37\x7a\x58\x5a\x00\x00\x00\xff\x12\xd9\x41\
         \x00\x00\x00\x00\x1c\xdf\x44\x21\
         \x00\x00\x00\x00\xff\xff\xff\xff\x00\x00\x59\x5a";
-    assert!(inflate_firmware(EMPTY_INDEX_MAX_BACKWARD_SIZE, true).is_err());
+    assert!(inflate_firmware(EMPTY_INDEX_MAX_BACKWARD_SIZE, Codec::Xz).is_err());
     // The input the fuzzer found (minimized by `cargo fuzz tmin`).
     let found = fuzz_input("firmware-xz-backward-size-overflow.xz");
-    let _ = inflate_firmware(&found, true);
+    let _ = inflate_firmware(&found, Codec::Xz);
 }

@@ -22,7 +22,7 @@ use gfxscan::parse::bundle::parse_bundles;
 use gfxscan::parse::elf::parse_code_object;
 use gfxscan::parse::host::parse_host_elf;
 use gfxscan::parse::magic::{classify, Kind};
-use gfxscan::testing::{bundle, ccob, fatbin, host_elf, HostSection, Method};
+use gfxscan::testing::{bundle, ccob, fatbin, host_elf, Codec, HostSection};
 
 use crate::fixtures::{co, hip, hip_bundle, GFX1030, GFX1100, GFX900, GFX90A, GFX942, HOST};
 use crate::util::{file_paths, file_record, offset_of, problems, Tree};
@@ -1033,7 +1033,7 @@ fn ccobs_whose_claims_exceed_their_streams() {
     let c1100 = co(GFX1100, 0, 1);
     let b = hip_bundle(&[("gfx1100", &c1100)]);
     let claim = |version: u16, at: std::ops::Range<usize>, value: &[u8]| {
-        let mut c = ccob(version, Method::Zstd, &b);
+        let mut c = ccob(version, Codec::Zstd, &b);
         c[at].copy_from_slice(value);
         c
     };
@@ -1051,7 +1051,7 @@ fn ccobs_whose_claims_exceed_their_streams() {
     let dev = 32 + 24 + HOST.len();
     let stretched = (long.len() as u64 * 1000).to_le_bytes();
     long[dev + 8..dev + 16].copy_from_slice(&stretched);
-    let mut short_stream = ccob(3, Method::Zstd, &long);
+    let mut short_stream = ccob(3, Codec::Zstd, &long);
     short_stream[16..24].copy_from_slice(&(8u64 << 30).to_le_bytes());
     tree.file("short-stream.co", &short_stream);
     let (bomb, bomb_at) = zstd_bomb_ccob(&co(GFX942, 0, 1));
@@ -1199,7 +1199,7 @@ fn hostile_tree() -> (Tree, UnixListener) {
     for (i, o) in objs.iter().enumerate() {
         tree.file(format!("good/{i}/k.co"), o);
         tree.file(format!("cut/{i}.hsaco"), &o[..100 + 37 * i]);
-        tree.file(format!("ccob/{i}.co"), &ccob(3, Method::Zstd, &hip_bundle(&[("gfx1100", o)])));
+        tree.file(format!("ccob/{i}.co"), &ccob(3, Codec::Zstd, &hip_bundle(&[("gfx1100", o)])));
     }
     let mut past = bundle(&[(&hip("gfx900"), &objs[0])], 4096);
     let end = (past.len() as u64 + 16).to_le_bytes();

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use gfxscan::scan::{scan, ScanConfig, Silent};
-use gfxscan::testing::{bundle, ccob, fatbin, host_elf, HostSection, Method};
+use gfxscan::testing::{bundle, ccob, fatbin, host_elf, Codec, HostSection};
 use gfxscan::vocab::targets::Targets;
 
 use crate::fixtures::{co, hip, hip_bundle, GFX1100, GFX900, GFX90A, GFX942};
@@ -64,7 +64,7 @@ fn bundle_entry_past_the_end() {
 /// A CCOB v3 whose header claims 2^40 uncompressed bytes: refused up front, nothing allocated.
 #[test]
 fn ccob_claiming_a_terabyte() {
-    let mut c = ccob(3, Method::Zstd, &hip_bundle(&[("gfx1100", &co(GFX1100, 0, 1))]));
+    let mut c = ccob(3, Codec::Zstd, &hip_bundle(&[("gfx1100", &co(GFX1100, 0, 1))]));
     c[16..24].copy_from_slice(&(1u64 << 40).to_le_bytes());
     let (_, msgs) = scan_broken("huge.co", &c);
     assert_eq!(msgs, ["CCOB uncompressed size claims 1099511627776 bytes, over the limit of 8589934592"]);
@@ -74,10 +74,10 @@ fn ccob_claiming_a_terabyte() {
 #[test]
 fn ccob_with_garbage_payload() {
     for (version, method, codec) in [
-        (1u16, Method::Zlib, "zlib"),
-        (2, Method::Zstd, "zstd"),
-        (3, Method::Zstd, "zstd"),
-        (3, Method::Zlib, "zlib"),
+        (1u16, Codec::Zlib, "zlib"),
+        (2, Codec::Zstd, "zstd"),
+        (3, Codec::Zstd, "zstd"),
+        (3, Codec::Zlib, "zlib"),
     ] {
         let mut c = ccob(version, method, &hip_bundle(&[("gfx1100", &co(GFX1100, 0, 1))]));
         let header = match version {
@@ -228,9 +228,9 @@ fn every_truncation_is_a_problem() {
     let b = hip_bundle(&[("gfx90a", &c), ("gfx1100", &co(GFX1100, 0, 1))]);
     let fixtures: [(&str, Vec<u8>, usize); 5] = [
         ("bundle", b.clone(), 24),
-        ("ccob1", ccob(1, Method::Zlib, &b), 4),
-        ("ccob2", ccob(2, Method::Zstd, &b), 4),
-        ("ccob3", ccob(3, Method::Zlib, &b), 4),
+        ("ccob1", ccob(1, Codec::Zlib, &b), 4),
+        ("ccob2", ccob(2, Codec::Zstd, &b), 4),
+        ("ccob3", ccob(3, Codec::Zlib, &b), 4),
         ("host", host_elf(&[HostSection::hip_fatbin(&fatbin(std::slice::from_ref(&b)))]), 4),
     ];
     let tree = Tree::new();
@@ -286,10 +286,10 @@ fn byte_flips_never_panic() {
     let fixtures = [
         co(GFX942, 0, 3),
         b.clone(),
-        ccob(1, Method::Zlib, &b),
-        ccob(2, Method::Zstd, &b),
-        ccob(3, Method::Zstd, &b),
-        host_elf(&[HostSection::hip_fatbin(&fatbin(&[b.clone(), ccob(3, Method::Zlib, &b)]))]),
+        ccob(1, Codec::Zlib, &b),
+        ccob(2, Codec::Zstd, &b),
+        ccob(3, Codec::Zstd, &b),
+        host_elf(&[HostSection::hip_fatbin(&fatbin(&[b.clone(), ccob(3, Codec::Zlib, &b)]))]),
     ];
     let tree = Tree::new();
     let mut n = 0u64;

@@ -19,6 +19,7 @@ use crate::util::{gfxscan, run, Run, Tree};
 const BIN: &str = env!("CARGO_BIN_EXE_gfxscan");
 const ROCBLAS_LIB: &str = "opt/rocm/lib/rocblas/library";
 const HIPBLASLT_LIB: &str = "opt/rocm/lib/hipblaslt/library";
+const MIOPEN_DB: &str = "opt/rocm/share/miopen/db";
 
 /// `gfxscan check --quiet ARGS` with the runtime's variables removed and `env` set instead.
 fn check(args: &[OsString], env: &[(&str, &str)]) -> Run {
@@ -193,6 +194,44 @@ fn hipblaslt_without_the_gpu_is_a_warning_rocblas_is_missing() {
     assert!(c.contains("Cannot read") && c.contains("for GPU arch : gfx1100") && c.contains("aborts"), "{c}");
 }
 
+/// PyTorch (aten CUDAHooks.cpp `getHipblasltPreferredArchs`, targets.toml `pytorch_hipblaslt`)
+/// sends gfx90a/gfx942/gfx950/gfx1200/gfx1201 GEMMs to hipBLASLt by default and does not fall
+/// back when the library lacks the arch: there a hipBLASLt gap is MISSING, elsewhere a WARN.
+#[test]
+fn hipblaslt_gap_is_missing_where_pytorch_uses_it_by_default() {
+    let tree = Tree::new();
+    tree.file(format!("{HIPBLASLT_LIB}/TensileLibrary_lazy_gfx1100.dat"), &tensile_index(&["gfx1100"], 2));
+    tree.file(format!("{HIPBLASLT_LIB}/TensileLibrary_gfx1100.co"), &co(GFX1100, 0, 2));
+    let run = check(&root_and(&tree, &["--gpu", "gfx90a", "--json"]), &[]);
+    run.expect_code(1);
+    let h = verdict(&run.json(), "hipblaslt/library/").clone();
+    assert_eq!(h["status"], "missing");
+    let c = h["consequence"].as_str().unwrap_or("");
+    assert!(c.contains("PyTorch sends this GPU's GEMMs to hipBLASLt by default"), "{c}");
+    let run = check(&root_and(&tree, &["--gpu", "gfx1030", "--json"]), &[]);
+    run.expect_code(0);
+    assert_eq!(verdict(&run.json(), "hipblaslt/library/")["status"], "warn");
+}
+
+/// Review finding: an ExtOp index without the GPU's kernels was reported inside an OK verdict
+/// ("… its extension operations fail"): a failing path is a WARN (hipBLASLt does not abort).
+#[test]
+fn hipblaslt_extop_index_without_the_gpu_is_a_warning_not_ok() {
+    let tree = Tree::new();
+    tree.file(format!("{HIPBLASLT_LIB}/TensileLibrary_lazy_gfx1100.dat"), &tensile_index(&["gfx1100"], 2));
+    tree.file(format!("{HIPBLASLT_LIB}/TensileLibrary_gfx1100.co"), &co(GFX1100, 0, 2));
+    let mut e = Vec::new();
+    rmp::encode::write_map_len(&mut e, 1).expect("map");
+    rmp::encode::write_str(&mut e, "gfx90a").expect("arch");
+    rmp::encode::write_map_len(&mut e, 0).expect("ops");
+    tree.file(format!("{HIPBLASLT_LIB}/hipblasltExtOpLibrary.dat"), &e);
+    let run = check(&root_and(&tree, &["--gpu", "gfx1100", "--json"]), &[]);
+    run.expect_code(0);
+    let h = verdict(&run.json(), "hipblaslt/library/").clone();
+    assert_eq!(h["status"], "warn", "{h:#}");
+    assert!(h["detail"].as_str().unwrap_or("").contains("extension operations"), "{h:#}");
+}
+
 /// rocBLAS with a merged `TensileLibrary.dat` does not abort when the device has no row: each
 /// GEMM fails with "No Tensile solution found" (tensile_host.cpp `runContractionProblem`).
 #[test]
@@ -327,6 +366,49 @@ fn diff_refuses_what_is_not_a_snapshot() {
             &files.path(name).to_string_lossy(),
             &tree.root_str(),
         ]));
+        run.expect_code(0);
+        assert_eq!(run.json()["outcome"], "same", "{name}");
+    }
+}
+
+/// Review finding: a `scan` table saved as `.json`, a snapshot PowerShell re-encoded as UTF-16,
+/// and one compressed with xz or zstd were each scanned as a one-file install with nothing in
+/// it, and the diff claimed every target lost (exit 1 with --fail-on-loss).
+#[test]
+fn diff_reads_utf16_and_compressed_snapshots_and_refuses_text() {
+    let tree = Tree::new();
+    tree.file("lib/libfoo.so", &host_lib(&[("gfx1100", &co(GFX1100, 0, 1))]));
+    let (_, snap) = tree.scan_json(&[]);
+    let good = serde_json::to_string(&snap).expect("json");
+    let files = Tree::new();
+    let table = gfxscan(os(&["scan", "--quiet", &tree.root_str()]));
+    files.file("table.json", table.stdout.as_bytes());
+    files.file("random.bin", &[0x9c, 0x01, 0xfe, 0x77, 0x00, 0x13, 0x37, 0x42, 0x00, 0x01]);
+    for name in ["table.json", "random.bin"] {
+        let run = gfxscan(os(&[
+            "diff",
+            "--quiet",
+            "--fail-on-loss",
+            &tree.root_str(),
+            &files.path(name).to_string_lossy(),
+        ]));
+        run.expect_code(2);
+        assert!(run.stderr.contains(name) && run.stderr.contains("snapshot"), "{name}: {}", run.stderr);
+        assert_eq!(run.stdout, "", "{name}");
+    }
+    let mut le = vec![0xff, 0xfe];
+    le.extend(good.encode_utf16().flat_map(u16::to_le_bytes));
+    let mut be = vec![0xfe, 0xff];
+    be.extend(good.encode_utf16().flat_map(u16::to_be_bytes));
+    files.file("utf16le.json", &le);
+    files.file("utf16be.json", &be);
+    files.file("snap.json.zst", &zstd::bulk::compress(good.as_bytes(), 3).expect("zstd"));
+    let mut xz = liblzma::write::XzEncoder::new(Vec::new(), 6);
+    xz.write_all(good.as_bytes()).expect("xz");
+    files.file("snap.json.xz", &xz.finish().expect("xz"));
+    for name in ["utf16le.json", "utf16be.json", "snap.json.zst", "snap.json.xz"] {
+        let side = files.path(name).to_string_lossy().into_owned();
+        let run = gfxscan(os(&["diff", "--quiet", "--json", "--fail-on-loss", &side, &tree.root_str()]));
         run.expect_code(0);
         assert_eq!(run.json()["outcome"], "same", "{name}");
     }
@@ -490,18 +572,51 @@ fn visible_devices_pick_the_gpus_checked() {
     for (env, want) in [
         (vec![("ROCR_VISIBLE_DEVICES", "0")], vec!["gfx1100"]),
         (vec![("ROCR_VISIBLE_DEVICES", "2,0")], vec!["gfx90a", "gfx1100"]),
-        (vec![("ROCR_VISIBLE_DEVICES", "GPU-22")], vec!["gfx1030"]),
-        // An invalid entry ends the list.
+        // ROCr amd_filter_device.cpp `ProcessUuidToken`: a prefix of `GPU-%016lX`, upper-cased.
+        (vec![("ROCR_VISIBLE_DEVICES", "gpu-00000000000000")], vec![]),
+        (vec![("ROCR_VISIBLE_DEVICES", "GPU-0000000000000022")], vec!["gfx1030"]),
+        (vec![("ROCR_VISIBLE_DEVICES", "gpu-000000000000003")], vec!["gfx90a"]),
+        // An invalid entry ends the list; so does an index already named (`BuildUsrDeviceList`).
         (vec![("ROCR_VISIBLE_DEVICES", "1,7,0")], vec!["gfx1030"]),
+        (vec![("ROCR_VISIBLE_DEVICES", "0,0,1")], vec!["gfx1100"]),
+        // Indexes are read by `strtol(…, 0)`: hex and octal count, trailing bytes end the list.
+        (vec![("ROCR_VISIBLE_DEVICES", "0x1, 02")], vec!["gfx1030", "gfx90a"]),
+        (vec![("ROCR_VISIBLE_DEVICES", "2,1x")], vec!["gfx90a"]),
         (vec![("HIP_VISIBLE_DEVICES", "1")], vec!["gfx1030"]),
         (vec![("ROCR_VISIBLE_DEVICES", "1,2"), ("HIP_VISIBLE_DEVICES", "1")], vec!["gfx90a"]),
     ] {
         let run = check(&a, &env);
+        if want.is_empty() {
+            run.expect_code(2);
+            assert!(run.stderr.contains("leaves no GPU"), "{env:?}: {}", run.stderr);
+            continue;
+        }
         let got = checked_gpus(&run.json());
         assert_eq!(got, want, "{env:?}");
         let only_1100 = want == ["gfx1100"];
         run.expect_code(if only_1100 { 0 } else { 1 });
     }
+    // An empty ROCR_VISIBLE_DEVICES hides every GPU (`RvdFilter::SelectZeroDevices`).
+    let run = check(&a, &[("ROCR_VISIBLE_DEVICES", "")]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("ROCR_VISIBLE_DEVICES=\"\" leaves no GPU"), "{}", run.stderr);
+}
+
+/// libhsakmt applies HSA_OVERRIDE_GFX_VERSION to every GPU node, so a GPU the target table
+/// does not know is checked as the target the override names, not set aside as unknown.
+#[test]
+fn an_override_applies_to_a_gpu_the_table_does_not_know() {
+    let tree = Tree::new();
+    tree.file("lib/libfoo.so", &host_lib(&[("gfx1100", &co(GFX1100, 0, 1))]));
+    let sys = kfd(&[(0, 0), (110900, 0)]);
+    let mut a = root_and(&tree, &["--json", "--sysfs-root"]);
+    a.push(sys.root().as_os_str().to_os_string());
+    let run = check(&a, &[("HSA_OVERRIDE_GFX_VERSION", "11.0.0")]);
+    run.expect_code(0);
+    let report = run.json();
+    assert_eq!(checked_gpus(&report), ["gfx1100"]);
+    assert_eq!(report["devices"][0]["native"]["processor"], "gfx1190");
+    assert!(report["unknown_gpus"].as_array().is_some_and(Vec::is_empty), "{report:#}");
 }
 
 #[test]
@@ -596,6 +711,35 @@ fn miopen_stand_ins_are_not_databases() {
     let d = v["detail"].as_str().unwrap_or("");
     assert!(d.contains("gfx942.kdb is a git-lfs pointer") && d.contains("not a database"), "{d}");
     assert!(d.contains("tuning model, not a perf DB"), "{d}");
+}
+
+/// Review findings: MIOpen's HIP build reads `<arch>_<cu>.HIP.fdb.txt` (find_db.cpp
+/// `GetInstalledPath` with `GetSystemFindDbSuffix()`), so an OpenCL find-DB alone is no
+/// database for it; and a target offered as "has" must have a real database, not a tuning
+/// model or a stand-in of that name. A folder of databases alone is nothing to check.
+#[test]
+fn miopen_verdicts_count_only_databases_miopen_reads() {
+    let tree = Tree::new();
+    tree.file(
+        "opt/rocm/lib/libMIOpen.so.1",
+        &host_lib(&[("gfx900", &co(0x2c, 0, 1)), ("gfx942", &co(0x4c, 0, 1))]),
+    );
+    tree.file(format!("{MIOPEN_DB}/gfx900_56.OpenCL.fdb.txt"), b"k=ConvOclDirectFwd:1,2,3\n");
+    tree.file(format!("{MIOPEN_DB}/gfx942_metadata.tn.model"), b"model bytes\n");
+    tree.file(format!("{MIOPEN_DB}/gfx1030_36.db.txt"), b"k=ConvOclDirectFwd:1,8,1,16\n");
+    for (gpu, stand_in) in [("gfx900", "OpenCL backend"), ("gfx942", "tuning model")] {
+        let run = check(&root_and(&tree, &["--gpu", gpu, "--json"]), &[]);
+        run.expect_code(0);
+        let m = verdict(&run.json(), "miopen/db/").clone();
+        assert_eq!(m["status"], "warn", "{gpu}: {m:#}");
+        assert!(m["detail"].as_str().unwrap_or("").contains(stand_in), "{gpu}: {m:#}");
+        assert_eq!(m["available"], serde_json::json!(["gfx1030"]), "{gpu}");
+    }
+    let dbs = Tree::new();
+    dbs.file(format!("{MIOPEN_DB}/gfx1030_36.db.txt"), b"k=ConvOclDirectFwd:1,8,1,16\n");
+    let run = check(&root_and(&dbs, &["--gpu", "gfx1030", "--json"]), &[]);
+    run.expect_code(4);
+    assert_eq!(run.json()["outcome"], "nothing-to-check");
 }
 
 #[test]

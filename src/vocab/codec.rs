@@ -1,0 +1,58 @@
+//! Compression codecs: one name for each way ROCm artifacts are compressed, wherever it occurs
+//! (package payloads, image layers, compressed offload bundles, firmware, Tensile `.dat.zlib`,
+//! saved snapshots), and the streaming decoder for each.
+
+use std::io::{self, Read};
+
+use serde::{Deserialize, Serialize};
+
+use crate::parse::magic::Kind;
+
+/// A compression format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Codec {
+    Gzip,
+    /// A zlib stream (RFC 1950): CCOB method 0, Tensile `.dat.zlib`.
+    Zlib,
+    /// Raw deflate (RFC 1951), as zip stores it.
+    Deflate,
+    /// Zstandard: CCOB method 1, `.tar.zst`, `.bin.zst` firmware.
+    Zstd,
+    Xz,
+}
+
+impl Codec {
+    /// The codec a whole stream starts with, by its magic (zlib and raw deflate have none that
+    /// can be trusted alone, and are never guessed).
+    pub fn of(kind: Kind) -> Option<Codec> {
+        match kind {
+            Kind::Gzip => Some(Codec::Gzip),
+            Kind::Zstd => Some(Codec::Zstd),
+            Kind::Xz => Some(Codec::Xz),
+            _ => None,
+        }
+    }
+
+    /// Its name in messages and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Codec::Gzip => "gzip",
+            Codec::Zlib => "zlib",
+            Codec::Deflate => "deflate",
+            Codec::Zstd => "zstd",
+            Codec::Xz => "xz",
+        }
+    }
+
+    /// A reader of `input` decompressed (gzip and xz streams of several members are read whole).
+    pub fn decoder<'a>(self, input: Box<dyn Read + 'a>) -> io::Result<Box<dyn Read + 'a>> {
+        Ok(match self {
+            Codec::Gzip => Box::new(flate2::read::MultiGzDecoder::new(input)),
+            Codec::Zlib => Box::new(flate2::read::ZlibDecoder::new(input)),
+            Codec::Deflate => Box::new(flate2::read::DeflateDecoder::new(input)),
+            Codec::Zstd => Box::new(zstd::stream::read::Decoder::new(input)?),
+            Codec::Xz => Box::new(liblzma::read::XzDecoder::new_multi_decoder(input)),
+        })
+    }
+}
