@@ -15,10 +15,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::check::compatible;
-use crate::check::devices::DeviceTarget;
-use crate::inspect::resolve::{target_id, Setting};
 use crate::model::{CodeObjectRecord, Family, FileRecord, Snapshot, Tool};
+use crate::vocab::target_id::{compatible, processor_of, target_id, CodeTarget, DeviceTarget, Setting};
 use crate::vocab::targets::Targets;
 
 /// Version of the diff JSON document.
@@ -143,26 +141,6 @@ fn units(snap: &Snapshot) -> BTreeMap<String, Unit> {
     out
 }
 
-/// A code object standing for a target ID, to ask `check::compatible` about it.
-fn stand_in(processor: &str, id: &str, generic_version: Option<u8>) -> CodeObjectRecord {
-    CodeObjectRecord {
-        processor: processor.to_string(),
-        target_id: id.to_string(),
-        code_object_version: None,
-        size: 0,
-        kernels: None,
-        container: crate::model::Container::File,
-        bundle_entry_id: None,
-        bundle_format: None,
-        compression: None,
-        bundle_offset: None,
-        offset: 0,
-        e_flags: 0,
-        generic_version,
-        isa_version: None,
-    }
-}
-
 /// Every xnack/sramecc variant of a device target.
 fn device_variants(d: &crate::vocab::targets::Target) -> Vec<DeviceTarget> {
     let modes = |f: &str| if d.supports(f) { vec![Setting::Off, Setting::On] } else { vec![Setting::Any] };
@@ -187,7 +165,7 @@ fn device_variants(d: &crate::vocab::targets::Target) -> Vec<DeviceTarget> {
 fn served(unit: &Unit, targets: &Targets) -> BTreeMap<String, Option<String>> {
     let mut out: BTreeMap<String, Option<String>> = BTreeMap::new();
     for (id, generic_version) in &unit.target_ids {
-        let processor = id.split(':').next().unwrap_or(id);
+        let processor = processor_of(id);
         let Some(t) = targets.by_name(processor) else {
             // A processor the table does not know stays visible as itself.
             out.insert(id.clone(), None);
@@ -198,10 +176,10 @@ fn served(unit: &Unit, targets: &Targets) -> BTreeMap<String, Option<String>> {
         } else {
             vec![t]
         };
-        let co = stand_in(processor, id, *generic_version);
+        let code = CodeTarget { target_id: id, generic_version: *generic_version };
         let via = t.is_generic().then(|| processor.to_string());
         for dev in devices.into_iter().flat_map(device_variants) {
-            if compatible(&co, &dev, targets) {
+            if compatible(code, &dev, targets) {
                 let slot = out.entry(dev.target_id).or_insert_with(|| via.clone());
                 if via.is_none() {
                     *slot = None;
@@ -216,16 +194,12 @@ fn served(unit: &Unit, targets: &Targets) -> BTreeMap<String, Option<String>> {
 fn summarize(vars: &BTreeSet<String>, all_old: &BTreeSet<String>, all_new: &BTreeSet<String>) -> Vec<String> {
     let mut by_proc: BTreeMap<&str, Vec<&String>> = BTreeMap::new();
     for v in vars {
-        by_proc.entry(v.split(':').next().unwrap_or(v)).or_default().push(v);
+        by_proc.entry(processor_of(v)).or_default().push(v);
     }
     let mut out = Vec::new();
     for (p, vs) in by_proc {
-        let total = all_old
-            .iter()
-            .chain(all_new)
-            .filter(|v| v.split(':').next() == Some(p))
-            .collect::<BTreeSet<_>>()
-            .len();
+        let total =
+            all_old.iter().chain(all_new).filter(|v| processor_of(v) == p).collect::<BTreeSet<_>>().len();
         if vs.len() == total {
             out.push(p.to_string());
         } else {
@@ -241,10 +215,8 @@ fn via_of(listed: &[String], side: &BTreeMap<String, Option<String>>) -> BTreeMa
     listed
         .iter()
         .filter_map(|t| {
-            let via = side
-                .iter()
-                .filter(|(v, _)| *v == t || v.split(':').next() == Some(t.as_str()))
-                .find_map(|(_, g)| g.clone())?;
+            let via =
+                side.iter().filter(|(v, _)| *v == t || processor_of(v) == t).find_map(|(_, g)| g.clone())?;
             Some((t.clone(), via))
         })
         .collect()
@@ -476,7 +448,7 @@ fn coverage(
 ) -> (Vec<Coverage>, Vec<Coverage>, Vec<IdChange>) {
     let (mut losses, mut gains, mut id_changes) = (Vec::new(), Vec::new(), Vec::new());
     let empty = Unit::default();
-    let keep = |v: &String| only.is_none_or(|o| o.contains(v.split(':').next().unwrap_or(v)));
+    let keep = |v: &String| only.is_none_or(|o| o.contains(processor_of(v)));
     for id in uo.keys().chain(un.keys()).collect::<BTreeSet<_>>() {
         let (a, b) = (uo.get(id).unwrap_or(&empty), un.get(id).unwrap_or(&empty));
         let (sa, sb) = (served(a, targets), served(b, targets));
@@ -501,16 +473,11 @@ fn coverage(
         }
         // A processor served on both sides under other target IDs: a change of spelling. Any
         // device variant it gains or loses is listed above with the gains and losses.
-        let procs: BTreeSet<&str> = a
-            .target_ids
-            .keys()
-            .chain(b.target_ids.keys())
-            .map(|t| t.split(':').next().unwrap_or(t))
-            .collect();
+        let procs: BTreeSet<&str> =
+            a.target_ids.keys().chain(b.target_ids.keys()).map(|t| processor_of(t)).collect();
         for p in procs.into_iter().filter(|p| only.is_none_or(|o| o.contains(*p))) {
-            let of = |u: &Unit| {
-                u.target_ids.keys().filter(|t| t.split(':').next() == Some(p)).cloned().collect::<Vec<_>>()
-            };
+            let of =
+                |u: &Unit| u.target_ids.keys().filter(|t| processor_of(t) == p).cloned().collect::<Vec<_>>();
             let (oa, ob) = (of(a), of(b));
             if !oa.is_empty() && !ob.is_empty() && oa != ob {
                 id_changes.push(IdChange { library: id.clone(), processor: p.to_string(), old: oa, new: ob });

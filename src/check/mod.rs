@@ -26,11 +26,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::check::devices::{split_version, Device, DeviceTarget, Gpus, UnknownGpu};
 use crate::check::install::{install_of, Install};
-use crate::inspect::resolve::Setting;
 use crate::model::{CodeObjectRecord, Family, FileRecord, Problem, Snapshot, Tool};
+use crate::vocab::target_id::{compatible, split_version, CodeTarget, DeviceTarget};
 use crate::vocab::targets::Targets;
+use devices::{Device, Gpus, UnknownGpu};
 
 /// Version of the check JSON document (2: verdicts per install, an overall `outcome`).
 pub const CHECK_SCHEMA_VERSION: u32 = 2;
@@ -297,31 +297,9 @@ impl CheckReport {
     }
 }
 
-fn settings_of(target_id: &str) -> (Setting, Setting) {
-    let (mut s, mut x) = (Setting::Any, Setting::Any);
-    for f in target_id.split(':').skip(1) {
-        let v = if f.ends_with('+') { Setting::On } else { Setting::Off };
-        if f.starts_with("sramecc") {
-            s = v;
-        } else if f.starts_with("xnack") {
-            x = v;
-        }
-    }
-    (s, x)
-}
-
-/// True when the runtime would load `co` on `dev`.
-pub fn compatible(co: &CodeObjectRecord, dev: &DeviceTarget, targets: &Targets) -> bool {
-    let same = co.processor == dev.processor;
-    let generic = !same
-        && targets.by_name(&dev.processor).and_then(|t| t.generic.as_deref()) == Some(co.processor.as_str())
-        && co.generic_version.is_some_and(|g| g >= 1);
-    if !same && !generic {
-        return false;
-    }
-    let (s, x) = settings_of(&co.target_id);
-    let agree = |c: Setting, d: Setting| c == Setting::Any || d == Setting::Any || c == d;
-    agree(s, dev.sramecc) && agree(x, dev.xnack)
+/// What a code object is for, as [`compatible`] matches it.
+fn code_target(c: &CodeObjectRecord) -> CodeTarget<'_> {
+    CodeTarget { target_id: &c.target_id, generic_version: c.generic_version }
 }
 
 fn processors<'a>(cos: impl Iterator<Item = &'a CodeObjectRecord>) -> Vec<String> {
@@ -337,7 +315,7 @@ fn code_verdict(f: &FileRecord, display: String, dev: &DeviceTarget, targets: &T
     let mut loads = None;
     let mut lacking = Vec::new();
     for (bundle, cos) in &groups {
-        match cos.iter().find(|c| compatible(c, dev, targets)) {
+        match cos.iter().find(|c| compatible(code_target(c), dev, targets)) {
             Some(c) if loads.is_none() => {
                 loads = Some(
                     c.bundle_entry_id
@@ -493,7 +471,7 @@ fn tensile_verdict(
     let notes: Vec<String> = candidates.iter().filter_map(|c| c.3.clone()).collect();
     let code_files: Vec<&str> = files
         .iter()
-        .filter(|f| f.code_objects.iter().any(|c| compatible(c, dev, targets)))
+        .filter(|f| f.code_objects.iter().any(|c| compatible(code_target(c), dev, targets)))
         .map(|f| f.path.path.as_str())
         .collect();
     let code_targets: BTreeSet<String> =

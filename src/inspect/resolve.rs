@@ -9,6 +9,7 @@
 
 use crate::parse::elf::CodeObject;
 use crate::parse::elf::Header;
+use crate::vocab::target_id::{target_id, Setting};
 use crate::vocab::targets::Targets;
 
 /// `EF_AMDGPU_MACH` mask.
@@ -21,15 +22,6 @@ pub const EF_AMDGPU_FEATURE_XNACK_V4: u32 = 0x300;
 pub const EF_AMDGPU_FEATURE_SRAMECC_V4: u32 = 0xc00;
 /// Generic version field (V6+).
 pub const EF_AMDGPU_GENERIC_VERSION_OFFSET: u32 = 24;
-
-/// A feature setting as a code object states it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Setting {
-    /// Not stated: runs either way ("any", or the processor lacks the feature).
-    Any,
-    Off,
-    On,
-}
 
 /// The target a code object is for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,19 +48,6 @@ fn v4_setting(flags: u32, mask: u32) -> Setting {
         3 => Setting::On,
         _ => Setting::Any,
     }
-}
-
-/// Builds `processor[:sramecc±][:xnack±]` from settings.
-pub fn target_id(processor: &str, sramecc: Setting, xnack: Setting) -> String {
-    let mut id = processor.to_string();
-    for (name, s) in [("sramecc", sramecc), ("xnack", xnack)] {
-        match s {
-            Setting::On => id.push_str(&format!(":{name}+")),
-            Setting::Off => id.push_str(&format!(":{name}-")),
-            Setting::Any => {}
-        }
-    }
-    id
 }
 
 /// Resolves the processor and target ID of a code object.

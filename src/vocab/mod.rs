@@ -2,5 +2,6 @@
 //! IDs and the runtime's compatibility rule, units for people, and compression codecs.
 
 pub mod codec;
+pub mod target_id;
 pub mod targets;
 pub mod units;
