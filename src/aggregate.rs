@@ -1,8 +1,96 @@
-//! Aggregation: per-processor totals from the file records. Pure.
+//! Aggregation: the records of a scan become its snapshot — counts folded as files come in
+//! ([`Tally`]), then sorted records, per-target totals, the families table and the names that
+//! lie. Pure: nothing here reads a file, and the result depends only on what was found, never
+//! on the order it came in.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Component, Path};
 
-use crate::model::{FileRecord, TargetCounts};
+use crate::families::{self, cataloger};
+use crate::inspect::{Found, LinkSeen};
+use crate::model::{
+    ArchiveRecord, FileRecord, LinkRecord, Mismatch, Problem, RelPath, Snapshot, Summary, TargetCounts, Tool,
+    SCHEMA_VERSION,
+};
+use crate::vocab::targets::Targets;
+
+/// What a scan has gathered: summary counts, the records of files worth reporting, problems,
+/// links and archives. Files are counted and dropped as they come, unless they have a record.
+#[derive(Default)]
+pub struct Tally {
+    pub summary: Summary,
+    pub files: Vec<FileRecord>,
+    pub problems: Vec<Problem>,
+    pub links: Vec<LinkSeen>,
+    pub archives: Vec<ArchiveRecord>,
+}
+
+impl Tally {
+    /// Counts what reading one candidate found, keeping only records worth reporting.
+    pub fn add(&mut self, found: Found) {
+        for o in found.files {
+            self.summary.files += 1;
+            self.summary.bytes += o.size;
+            *self.summary.kinds.entry(o.kind).or_default() += 1;
+            for message in o.problems {
+                self.problems.push(Problem { path: o.path.clone(), message });
+            }
+            self.files.extend(o.record);
+        }
+        self.summary.symlinks += found.symlinks;
+        self.links.extend(found.links);
+        self.problems.extend(found.problems);
+        self.archives.extend(found.archives);
+    }
+
+    /// Both tallies in one; everything is sorted at the end, so the order of merging is free.
+    pub fn merge(mut self, other: Tally) -> Tally {
+        self.summary.files += other.summary.files;
+        self.summary.bytes += other.summary.bytes;
+        self.summary.symlinks += other.summary.symlinks;
+        for (kind, n) in other.summary.kinds {
+            *self.summary.kinds.entry(kind).or_default() += n;
+        }
+        self.files.extend(other.files);
+        self.problems.extend(other.problems);
+        self.links.extend(other.links);
+        self.archives.extend(other.archives);
+        self
+    }
+}
+
+/// The snapshot of a finished scan of `roots`: everything sorted by root and path bytes.
+pub fn snapshot(tally: Tally, roots: Vec<String>, targets: &Targets) -> Snapshot {
+    let Tally { mut summary, mut files, mut problems, links: all_links, mut archives } = tally;
+    files.sort_by_cached_key(|f| f.path.sort_key());
+    problems.sort_by_cached_key(|p| (p.path.sort_key(), p.message.clone()));
+    summary.files_with_device_code = files.iter().filter(|f| !f.code_objects.is_empty()).count() as u64;
+    summary.code_objects = files.iter().map(|f| f.code_objects.len() as u64).sum();
+    let mut links: Vec<LinkRecord> = all_links
+        .iter()
+        .filter_map(|l| {
+            let artifact = families::detect_link(&l.name, targets)?;
+            Some(LinkRecord { path: l.path.clone(), target: l.target.clone(), artifact: Some(artifact) })
+        })
+        .collect();
+    links.sort_by_cached_key(|l| l.path.sort_key());
+    archives.sort_by_cached_key(|a| a.path.sort_key());
+    Snapshot {
+        schema_version: SCHEMA_VERSION,
+        tool: Tool::current(),
+        roots,
+        summary,
+        targets: summarize_targets(&files),
+        mismatches: mismatches(&files, &links),
+        families: families_table(&files),
+        files,
+        problems,
+        links,
+        filtered_to: None,
+        via_generic: BTreeMap::new(),
+        archives,
+    }
+}
 
 /// Code objects, kernels, bytes and files per processor.
 pub fn summarize_targets(files: &[FileRecord]) -> BTreeMap<String, TargetCounts> {
@@ -21,4 +109,115 @@ pub fn summarize_targets(files: &[FileRecord]) -> BTreeMap<String, TargetCounts>
         }
     }
     out
+}
+
+/// Per row of the families table (`families::FAMILY_ROWS`), per target: how much the tree
+/// holds — code objects outside any family, and what each family's cataloger counts.
+pub fn families_table(files: &[FileRecord]) -> BTreeMap<String, BTreeMap<String, u64>> {
+    let mut t: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+    let mut add = |row: &str, target: &str, n: u64| {
+        if n > 0 {
+            *t.entry(row.to_string()).or_default().entry(target.to_string()).or_default() += n;
+        }
+    };
+    for f in files {
+        if let Some(row) = families::code_row(f) {
+            for c in &f.code_objects {
+                add(row, &c.processor, 1);
+            }
+        }
+        let Some(a) = &f.artifact else { continue };
+        let Some((row, n)) = a.family.and_then(|fam| cataloger(fam).tally(a)) else { continue };
+        for target in a.targets() {
+            add(row, &target, n);
+        }
+    }
+    t
+}
+
+/// Joins a link's target to the folder holding the link, resolving `.` and `..` lexically.
+fn link_destination(link: &RelPath, target: &str) -> Option<String> {
+    if target.starts_with('/') {
+        return None;
+    }
+    let mut out: Vec<String> =
+        Path::new(&link.path).parent()?.iter().map(|c| c.to_string_lossy().into_owned()).collect();
+    for part in Path::new(target).components() {
+        match part {
+            Component::Normal(p) => out.push(p.to_string_lossy().into_owned()),
+            Component::ParentDir => {
+                out.pop()?;
+            }
+            _ => {}
+        }
+    }
+    Some(out.join("/"))
+}
+
+/// Files and links whose name claims a target their content does not serve. Content means
+/// what the bytes say (code objects, Tensile hardware rows), never another file's name.
+pub fn mismatches(files: &[FileRecord], links: &[LinkRecord]) -> Vec<Mismatch> {
+    let mut out = BTreeSet::new();
+    let by_path: BTreeMap<(usize, &str), &FileRecord> =
+        files.iter().map(|f| ((f.path.root, f.path.path.as_str()), f)).collect();
+    let link_by_path: BTreeMap<(usize, &str), &LinkRecord> =
+        links.iter().map(|l| ((l.path.root, l.path.path.as_str()), l)).collect();
+    for f in files {
+        let Some(a) = &f.artifact else { continue };
+        if let (Some(name), Some(content)) = (&a.name_target, &a.content_targets) {
+            // An index with a row for any processor serves whatever device loads it.
+            if !content.is_empty() && !content.contains(name) && !a.any_processor {
+                out.insert(Mismatch {
+                    path: f.path.clone(),
+                    name_target: name.clone(),
+                    content_targets: content.clone(),
+                    via_link: None,
+                });
+            }
+        }
+    }
+    for l in links {
+        let Some(name) = l.artifact.as_ref().and_then(|a| a.name_target.clone()) else { continue };
+        // Follow links to links, a few hops at most.
+        let (mut at, mut dest) = (l.path.clone(), link_destination(&l.path, &l.target));
+        for _ in 0..8 {
+            let Some(d) = dest.clone() else { break };
+            if let Some(next) = link_by_path.get(&(at.root, d.as_str())) {
+                at = next.path.clone();
+                dest = link_destination(&next.path, &next.target);
+                continue;
+            }
+            if let Some(file) = by_path.get(&(at.root, d.as_str())) {
+                // Only content can convict a name: a link to a file known only by its own name
+                // (firmware, which linux-firmware shares across chips by links on purpose;
+                // Tensile sub-libraries) proves nothing.
+                let served =
+                    file.artifact.as_ref().and_then(|a| a.content_targets.clone()).unwrap_or_default();
+                let any = file.artifact.as_ref().is_some_and(|a| a.any_processor);
+                if !served.is_empty() && !served.contains(&name) && !any {
+                    out.insert(Mismatch {
+                        path: l.path.clone(),
+                        name_target: name.clone(),
+                        content_targets: served,
+                        via_link: Some(d),
+                    });
+                }
+            }
+            break;
+        }
+    }
+    out.into_iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn link_destinations() {
+        let l = RelPath { root: 0, path: "lib/rocblas/library/a.dat".into(), path_hex: None };
+        assert_eq!(link_destination(&l, "b.dat").as_deref(), Some("lib/rocblas/library/b.dat"));
+        assert_eq!(link_destination(&l, "../x/c.dat").as_deref(), Some("lib/rocblas/x/c.dat"));
+        assert_eq!(link_destination(&l, "/abs"), None);
+    }
 }

@@ -15,7 +15,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{CodeObjectRecord, Family, FileRecord, Snapshot, Tool};
+use crate::families::cataloger;
+use crate::model::{CodeObjectRecord, FileRecord, Snapshot, Tool};
 use crate::vocab::target_id::{compatible, processor_of, target_id, CodeTarget, DeviceTarget, Setting};
 use crate::vocab::targets::Targets;
 
@@ -67,18 +68,10 @@ fn unversioned_so(name: &str) -> &str {
 /// `rocm-6.3.0` → `rocm`) and everything up to `site-packages`/`dist-packages` removed, and its
 /// soversion dropped.
 pub fn identity(f: &FileRecord) -> String {
-    if let Some(a) = &f.artifact {
-        match a.family {
-            Some(Family::Tensile) => return format!("tensile:{}", a.library.as_deref().unwrap_or("rocblas")),
-            Some(Family::Miopen) => return "miopen".to_string(),
-            Some(Family::Firmware) => {
-                return format!("firmware:{}", a.firmware_dir.as_deref().unwrap_or("amdgpu"))
-            }
-            Some(Family::Bitcode) => return "bitcode".to_string(),
-            None => {}
-        }
+    match f.artifact.as_ref().and_then(|a| Some((a, a.family?))) {
+        Some((a, family)) => cataloger(family).identity(a),
+        None => path_identity(&f.path.path),
     }
-    path_identity(&f.path.path)
 }
 
 /// The path part of [`identity`].
@@ -123,16 +116,11 @@ fn units(snap: &Snapshot) -> BTreeMap<String, Unit> {
     let mut out: BTreeMap<String, Unit> = BTreeMap::new();
     for f in &snap.files {
         let u = out.entry(identity(f)).or_default();
-        match &f.artifact {
-            Some(a) if a.family != Some(Family::Tensile) => {
-                a.targets().into_iter().for_each(|t| u.add(t, None))
-            }
-            Some(a) => {
-                a.content_targets.clone().unwrap_or_default().into_iter().for_each(|t| u.add(t, None));
-                if f.code_objects.is_empty() && (a.content_targets.is_none() || a.any_processor) {
-                    a.name_target.clone().into_iter().for_each(|t| u.add(t, None));
+        match f.artifact.as_ref().and_then(|a| Some((a, a.family?))) {
+            Some((a, family)) => {
+                for (id, generic_version) in cataloger(family).unit_targets(f, a) {
+                    u.add(id, generic_version);
                 }
-                u.add_code(&f.code_objects);
             }
             None => u.add_code(&f.code_objects),
         }

@@ -138,7 +138,7 @@ fn run_check(args: CheckArgs) -> anyhow::Result<ExitStatus> {
 /// A Tensile folder named by the environment, before the scan places it among the roots.
 struct PendingLibPath {
     variable: &'static str,
-    component: &'static str,
+    component: model::Component,
     value: String,
     real: Option<std::path::PathBuf>,
 }
@@ -150,12 +150,12 @@ impl PendingLibPath {
             roots.iter().enumerate().find_map(|(i, r)| {
                 let rel = real.strip_prefix(std::fs::canonicalize(r).ok()?).ok()?;
                 let inside = rel.join("x");
-                Some((i, check::tensile_dir(&inside.to_string_lossy())))
+                Some((i, families::tensile::tensile_dir(&inside.to_string_lossy())))
             })
         });
         check::LibPath {
             variable: self.variable.to_string(),
-            component: self.component.to_string(),
+            component: self.component,
             place,
             value: self.value,
         }
@@ -169,9 +169,10 @@ fn with_libpaths(
     env: &check::devices::Env,
 ) -> anyhow::Result<(Vec<std::path::PathBuf>, Vec<PendingLibPath>)> {
     let mut pending = Vec::new();
-    for (variable, component) in
-        [("ROCBLAS_TENSILE_LIBPATH", "rocblas"), ("HIPBLASLT_TENSILE_LIBPATH", "hipblaslt")]
-    {
+    for (variable, component) in [
+        ("ROCBLAS_TENSILE_LIBPATH", model::Component::Rocblas),
+        ("HIPBLASLT_TENSILE_LIBPATH", model::Component::Hipblaslt),
+    ] {
         let Some(value) = env.get(variable).filter(|v| !v.is_empty()) else { continue };
         let real = std::fs::canonicalize(value).ok().filter(|p| p.is_dir());
         if let Some(real) = &real {

@@ -169,18 +169,167 @@ pub enum Family {
     Bitcode,
 }
 
+/// What a file is within its artifact family.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    /// Firmware: a blob the kernel driver loads.
+    Blob,
+    /// Device-library bitcode: `oclc_isa_version_<isa>.bc`.
+    Isa,
+    /// MIOpen: a system performance database.
+    PerfDb,
+    /// MIOpen: a system find database.
+    FindDb,
+    /// MIOpen: a system kernel (binary cache) database.
+    KernelDb,
+    /// MIOpen: a per-arch tuning model.
+    TuningModel,
+    /// MIOpen: a user find database.
+    UserFindDb,
+    /// MIOpen: a user performance database.
+    UserPerfDb,
+    /// MIOpen: a user kernel database.
+    UserKernelDb,
+    /// Tensile: `TensileLibrary_lazy_<arch>.dat`, opened by the device's name.
+    LazyIndex,
+    /// Tensile: `TensileLibrary_<arch>.dat`.
+    Index,
+    /// Tensile: the merged `TensileLibrary.dat`.
+    MergedIndex,
+    /// Tensile: a sub-library of a lazy index.
+    SubLibrary,
+    /// Tensile: a `_fallback` sub-library.
+    FallbackLibrary,
+    /// Tensile: a `_fallback` code file.
+    FallbackCode,
+    /// Tensile: a code-object file.
+    #[default]
+    Code,
+    /// Tensile: `Kernels.so-000-<arch>.hsaco`, source kernels.
+    SourceKernels,
+    /// Tensile: `TensileManifest.txt`.
+    Manifest,
+    /// hipBLASLt: `TensileLiteLibrary_lazy_Mapping.dat`, solution index → code-object library.
+    SolutionMap,
+    /// hipBLASLt: `hipblasltExtOpLibrary.dat`, the extension operations' index.
+    ExtopIndex,
+}
+
+impl Role {
+    /// An index a Tensile library is opened through, in rocBLAS's lookup order.
+    pub const INDEXES: [Role; 3] = [Role::LazyIndex, Role::Index, Role::MergedIndex];
+
+    /// True for the index roles.
+    pub fn is_index(self) -> bool {
+        Role::INDEXES.contains(&self)
+    }
+
+    /// True for MIOpen's databases (system and user; not tuning models).
+    pub fn is_database(self) -> bool {
+        matches!(
+            self,
+            Role::PerfDb
+                | Role::FindDb
+                | Role::KernelDb
+                | Role::UserFindDb
+                | Role::UserPerfDb
+                | Role::UserKernelDb
+        )
+    }
+
+    /// True for MIOpen's kernel databases, whose rows are `kern_db` entries.
+    pub fn is_kernel_db(self) -> bool {
+        matches!(self, Role::KernelDb | Role::UserKernelDb)
+    }
+}
+
+/// How an artifact file is stored.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Storage {
+    /// Bytes as they are used (firmware).
+    #[default]
+    Raw,
+    /// Text (MIOpen text databases, `TensileManifest.txt`).
+    Text,
+    /// MessagePack (Tensile indexes).
+    Msgpack,
+    /// A model file, opaque.
+    Model,
+    Elf,
+    /// An offload bundle.
+    Bundle,
+    /// A compressed offload bundle.
+    Ccob,
+    Sqlite,
+    Bzip2,
+    Gzip,
+    Zlib,
+    Zstd,
+    Xz,
+    /// A git-lfs pointer in place of the file.
+    GitLfsPointer,
+    /// LLVM bitcode.
+    Bitcode,
+    /// A symbolic link (no content of its own).
+    Link,
+}
+
+impl Storage {
+    /// Its name in messages, as in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Storage::Raw => "raw",
+            Storage::Text => "text",
+            Storage::Msgpack => "msgpack",
+            Storage::Model => "model",
+            Storage::Elf => "elf",
+            Storage::Bundle => "bundle",
+            Storage::Ccob => "ccob",
+            Storage::Sqlite => "sqlite",
+            Storage::Bzip2 => "bzip2",
+            Storage::Gzip => "gzip",
+            Storage::Zlib => "zlib",
+            Storage::Zstd => "zstd",
+            Storage::Xz => "xz",
+            Storage::GitLfsPointer => "git-lfs-pointer",
+            Storage::Bitcode => "bitcode",
+            Storage::Link => "link",
+        }
+    }
+}
+
+/// The library that loads a Tensile folder.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Component {
+    #[default]
+    Rocblas,
+    Hipblaslt,
+}
+
+impl Component {
+    /// Its name as ROCm spells it in paths and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Component::Rocblas => "rocblas",
+            Component::Hipblaslt => "hipblaslt",
+        }
+    }
+}
+
 /// A file's place in an artifact family and the facts that decide which targets it serves.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Artifact {
     pub family: Option<Family>,
-    /// What the file is within its family (`lazy-index`, `code`, `perf-db`, `blob`, `isa`, ...).
-    pub role: String,
-    /// For Tensile files: `rocblas` or `hipblaslt`.
+    /// What the file is within its family.
+    pub role: Role,
+    /// For Tensile files: the library that loads them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub library: Option<String>,
-    /// How it is stored: `msgpack`, `zlib`, `elf`, `bundle`, `text`, `sqlite`, `bzip2`,
-    /// `git-lfs-pointer`, `raw`, `zstd`, `xz`, `bitcode`, ...
-    pub format: String,
+    pub library: Option<Component>,
+    /// How it is stored.
+    pub format: Storage,
     /// The target its name (or its folder's name) claims, resolved through targets.toml.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name_target: Option<String>,

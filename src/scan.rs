@@ -6,7 +6,7 @@
 //! tables and notes through positioned reads. A file that fails becomes a [`Problem`] and the
 //! scan goes on. Results are sorted afterwards, so the thread count never changes the output.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -14,13 +14,11 @@ use std::sync::Arc;
 use anyhow::{bail, Context};
 use rayon::prelude::*;
 
-use crate::aggregate::summarize_targets;
+use crate::aggregate::{self, Tally};
 use crate::archive;
 use crate::families;
 use crate::inspect::{inspect, FileOutcome, Found, LinkSeen, FAMILY_HEAD};
-use crate::model::{
-    ArchiveRecord, FileRecord, LinkRecord, Problem, RelPath, Snapshot, Summary, Tool, SCHEMA_VERSION,
-};
+use crate::model::{Problem, RelPath, Snapshot};
 use crate::parse::magic::{classify, Kind, SNIFF_LEN};
 use crate::parse::ByteSource;
 use crate::source::file::{file_id, open_file, FileId};
@@ -191,50 +189,6 @@ fn read_link(
     }
 }
 
-/// What a scan has gathered: summary counts, the records of files worth reporting, problems,
-/// links and archives. Files are counted and dropped as they come, unless they have a record.
-#[derive(Default)]
-struct Tally {
-    summary: Summary,
-    files: Vec<FileRecord>,
-    problems: Vec<Problem>,
-    links: Vec<LinkSeen>,
-    archives: Vec<ArchiveRecord>,
-}
-
-impl Tally {
-    fn add(&mut self, found: Found) {
-        for o in found.files {
-            self.summary.files += 1;
-            self.summary.bytes += o.size;
-            *self.summary.kinds.entry(o.kind).or_default() += 1;
-            for message in o.problems {
-                self.problems.push(Problem { path: o.path.clone(), message });
-            }
-            self.files.extend(o.record);
-        }
-        self.summary.symlinks += found.symlinks;
-        self.links.extend(found.links);
-        self.problems.extend(found.problems);
-        self.archives.extend(found.archives);
-    }
-
-    /// Both tallies in one; everything is sorted at the end, so the order of merging is free.
-    fn merge(mut self, other: Tally) -> Tally {
-        self.summary.files += other.summary.files;
-        self.summary.bytes += other.summary.bytes;
-        self.summary.symlinks += other.summary.symlinks;
-        for (kind, n) in other.summary.kinds {
-            *self.summary.kinds.entry(kind).or_default() += n;
-        }
-        self.files.extend(other.files);
-        self.problems.extend(other.problems);
-        self.links.extend(other.links);
-        self.archives.extend(other.archives);
-        self
-    }
-}
-
 /// One worker's share of the reading: its tally, the archives it found (expanded later, in
 /// candidate order), and the results it keeps for hard links to the files it read.
 #[derive(Default)]
@@ -268,7 +222,7 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
     walked.links.retain(|l| !layouts.contains(&l.root));
     walked.problems.retain(|p| !layouts.contains(&p.path.root));
     progress.reading(walked.candidates.len() as u64);
-    let mut problems = walked.problems;
+    let problems = walked.problems;
     for p in &problems {
         progress.problem(&given, p);
     }
@@ -374,39 +328,8 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
             target: l.target.to_string_lossy().into_owned(),
         });
     }
-    let Tally { mut summary, mut files, problems: found_problems, links: all_links, mut archives } = tally;
-    problems.extend(found_problems);
-    files.sort_by_cached_key(|f| f.path.sort_key());
-    problems.sort_by_cached_key(|p| (p.path.sort_key(), p.message.clone()));
-    summary.files_with_device_code = files.iter().filter(|f| !f.code_objects.is_empty()).count() as u64;
-    summary.code_objects = files.iter().map(|f| f.code_objects.len() as u64).sum();
-    let targets_summary = summarize_targets(&files);
-    let mut links: Vec<LinkRecord> = all_links
-        .iter()
-        .filter_map(|l| {
-            let artifact = families::detect_link(&l.name, targets)?;
-            Some(LinkRecord { path: l.path.clone(), target: l.target.clone(), artifact: Some(artifact) })
-        })
-        .collect();
-    links.sort_by_cached_key(|l| l.path.sort_key());
-    archives.sort_by_cached_key(|a| a.path.sort_key());
-    let mismatches = families::mismatches(&files, &links);
-    let families = families::families_table(&files);
-    Ok(Snapshot {
-        schema_version: SCHEMA_VERSION,
-        tool: Tool::current(),
-        roots: given,
-        summary,
-        files,
-        targets: targets_summary,
-        problems,
-        links,
-        mismatches,
-        families,
-        filtered_to: None,
-        via_generic: BTreeMap::new(),
-        archives,
-    })
+    tally.problems.extend(problems);
+    Ok(aggregate::snapshot(tally, given, targets))
 }
 
 #[cfg(test)]

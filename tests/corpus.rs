@@ -160,7 +160,7 @@ fn rocm64_tensile_counts_match_truth() {
         else {
             continue;
         };
-        let lib = a.library.clone().unwrap_or_default();
+        let lib = a.library.map_or(String::new(), |c| c.name().to_string());
         let mut content: Vec<String> = f.code_objects.iter().map(|c| c.processor.clone()).collect();
         content.extend(a.content_targets.clone().unwrap_or_default());
         content.sort();
@@ -359,8 +359,8 @@ fn miopen_records_match_truth() {
             "git-lfs-pointer" => {
                 assert_eq!(a.lfs_size, Some(row["count"].parse().expect("size")), "{}", row["file"])
             }
-            "bzip2" => assert_eq!(a.format, "bzip2"),
-            "tuna-model" => assert_eq!(a.role, "tuning-model"),
+            "bzip2" => assert_eq!(a.format.name(), "bzip2"),
+            "tuna-model" => assert_eq!(a.role, gfxscan::model::Role::TuningModel),
             other => panic!("truth kind {other} not covered"),
         }
     }

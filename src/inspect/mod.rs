@@ -7,19 +7,12 @@ pub mod resolve;
 use std::path::{Path, PathBuf};
 
 use crate::families;
-use crate::model::{
-    ArchiveRecord, Artifact, CodeObjectRecord, Container, Family, FileRecord, Problem, RelPath,
-};
-use crate::parse::bundle::{inflate_stream, parse_bundles, Bundle, BundleFormat, Bundles};
+use crate::model::{ArchiveRecord, CodeObjectRecord, Container, FileRecord, Problem, RelPath};
+use crate::parse::bundle::{parse_bundles, Bundle, BundleFormat, Bundles};
 use crate::parse::elf::{parse_code_object, CodeObject};
-use crate::parse::firmware::{inflate_firmware, parse_firmware_header};
 use crate::parse::host::parse_host_elf;
 use crate::parse::magic::{classify, Kind};
-use crate::parse::miopen::{count_text_records, parse_lfs_pointer};
-use crate::parse::tensile::{parse_extop_archs, parse_solution_map, parse_tensile_index};
-use crate::parse::{push_unique, ByteSource};
-use crate::source::sqlite;
-use crate::vocab::codec::Codec;
+use crate::parse::ByteSource;
 use crate::vocab::targets::Targets;
 use resolve::resolve_code_object;
 
@@ -217,11 +210,9 @@ pub fn inspect(
     // File order: a code object in a compressed bundle sits where its bundle does.
     col.code_objects.sort_by_key(|c| (c.bundle_offset.unwrap_or(c.offset), c.offset));
     let artifact = families::detect(name, families::Content::File(kind, head), targets).map(|mut a| {
-        match a.family {
-            Some(Family::Tensile) => {
-                tensile_facts(&mut a, src, &col.code_objects, targets, &mut col.problems)
-            }
-            _ => gather_facts(&mut a, src, name, disk, head, &mut col.problems),
+        let item = families::Item { src, name, disk, head, code_objects: &col.code_objects, targets };
+        if let Some(family) = a.family {
+            families::cataloger(family).facts(&mut a, &item, &mut col.problems);
         }
         a
     });
@@ -242,120 +233,4 @@ pub fn inspect(
         });
     }
     out
-}
-
-/// Largest compressed firmware blob read whole to reach its header.
-const MAX_COMPRESSED_FIRMWARE: u64 = 64 << 20;
-
-/// Adds what only a Tensile file's content can say: the processors of its code objects, the
-/// hardware rows of an index, the libraries a hipBLASLt solution map names, the architectures
-/// of an ExtOp index. A fact that cannot be read is a problem; the artifact is still listed.
-fn tensile_facts(
-    a: &mut Artifact,
-    src: &dyn ByteSource,
-    cos: &[CodeObjectRecord],
-    targets: &Targets,
-    problems: &mut Vec<String>,
-) {
-    let known = |archs: Vec<String>| -> Vec<String> {
-        archs.into_iter().filter_map(|x| targets.by_name(&x).map(|t| t.name.clone())).collect()
-    };
-    if !cos.is_empty() {
-        let mut procs: Vec<String> = Vec::new();
-        for c in cos {
-            push_unique(&mut procs, &c.processor);
-        }
-        a.content_targets = Some(procs);
-        return;
-    }
-    match (a.role.as_str(), a.format.as_str()) {
-        ("solution-map", "msgpack") => match parse_solution_map(src) {
-            Ok(m) => {
-                a.entries = Some(m.libraries);
-                a.lists_targets = Some(known(m.archs));
-            }
-            Err(e) => problems.push(format!("hipBLASLt solution map: {e}")),
-        },
-        // Its entries are per architecture, like an index's hardware rows.
-        ("extop-index", "msgpack") => match parse_extop_archs(src) {
-            Ok(archs) => a.content_targets = Some(known(archs)),
-            Err(e) => problems.push(format!("hipBLASLt ExtOp index: {e}")),
-        },
-        ("lazy-index" | "index" | "merged-index", format) => {
-            let index = match format {
-                "msgpack" => parse_tensile_index(src),
-                "zlib" => inflate_stream(src, Codec::Zlib).and_then(|s| parse_tensile_index(&s)),
-                _ => return,
-            };
-            match index {
-                Ok(idx) if idx.library_type.as_deref() == Some("Hardware") => {
-                    a.content_targets = Some(idx.processors);
-                    a.any_processor = idx.any_processor;
-                }
-                Ok(_) => {}
-                Err(e) => problems.push(format!("Tensile index: {e}")),
-            }
-        }
-        _ => {}
-    }
-}
-
-/// Adds what only the content can say of MIOpen databases and firmware: record counts,
-/// git-lfs pointer sizes, firmware headers. A fact that cannot be read is a problem; the
-/// artifact is still listed.
-fn gather_facts(
-    a: &mut Artifact,
-    src: &dyn ByteSource,
-    path: &Path,
-    disk: Option<&Path>,
-    head: &[u8],
-    problems: &mut Vec<String>,
-) {
-    match a.family {
-        Some(Family::Miopen) => match a.format.as_str() {
-            "sqlite" => {
-                let table = if a.role.contains("kernel") { "kern_db" } else { "perf_db" };
-                let rows = match disk {
-                    Some(p) => sqlite::rows_on_disk(p, table),
-                    None => sqlite::rows_in_memory(src, table),
-                };
-                match rows {
-                    Ok(n) => a.records = Some(n),
-                    Err(e) => problems.push(e),
-                }
-            }
-            "text" if a.role.ends_with("-db") => match count_text_records(src) {
-                Ok(n) => a.records = Some(n),
-                Err(e) => problems.push(e.to_string()),
-            },
-            "git-lfs-pointer" => {
-                a.lfs_size = src.read_up_to(0, 1024).ok().and_then(|t| parse_lfs_pointer(&t))
-            }
-            _ => {}
-        },
-        Some(Family::Firmware) => {
-            a.header = match a.format.as_str() {
-                "zstd" | "xz" if src.len() <= MAX_COMPRESSED_FIRMWARE => {
-                    match src.read_at(0, src.len() as usize).map_err(|e| e.to_string()).and_then(|d| {
-                        inflate_firmware(&d, if a.format == "xz" { Codec::Xz } else { Codec::Zstd })
-                    }) {
-                        Ok(blob) => parse_firmware_header(&blob, blob.len() as u64),
-                        Err(e) => {
-                            problems.push(format!("compressed firmware: {e}"));
-                            None
-                        }
-                    }
-                }
-                "raw" => {
-                    let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
-                    if name.ends_with(".zst") || name.ends_with(".xz") {
-                        problems.push("named as compressed firmware, but holds no zstd or xz data".into());
-                    }
-                    parse_firmware_header(head, src.len())
-                }
-                _ => None,
-            };
-        }
-        _ => {}
-    }
 }

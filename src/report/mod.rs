@@ -258,7 +258,7 @@ pub fn write_compare(
         Format::Csv => {
             let mut w = csv::Writer::from_writer(Vec::new());
             w.write_record(std::iter::once("family".to_string()).chain(cols.iter().cloned()))?;
-            for (row, _) in FAMILY_ROWS {
+            for (row, _) in FAMILY_ROWS.iter() {
                 w.write_record(
                     std::iter::once(row.to_string()).chain(cols.iter().map(|t| count(row, t).to_string())),
                 )?;
@@ -275,7 +275,7 @@ pub fn write_compare(
                 std::iter::once(if md { "artifact".to_string() } else { "ARTIFACT".to_string() })
                     .chain(cols.iter().cloned()),
             );
-            for (row, label) in FAMILY_ROWS {
+            for (row, label) in FAMILY_ROWS.iter() {
                 let cells = cols.iter().map(|c| cell(row, c));
                 t.add_row(std::iter::once(label.to_string()).chain(cells));
             }

@@ -5,3 +5,4 @@ pub mod codec;
 pub mod target_id;
 pub mod targets;
 pub mod units;
+pub mod verdict;

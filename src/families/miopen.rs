@@ -1,0 +1,238 @@
+//! MIOpen's databases: per-arch perf DBs (`gfx90a68.db`, SQLite `perf_db`), find-DBs
+//! (`gfx90a68.HIP.fdb.txt`, lines), kernel DBs (`gfx90a.kdb`, SQLite `kern_db`), user DBs and
+//! tuning models, named by MIOpen's DB basename (MIOpen `handle.hpp` `GetDbBasename`: the arch,
+//! then the CU count as `_<decimal>` up to 64 CUs and as lowercase hex above). A missing system
+//! database costs tuning and first-run compile time, never a failure.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use super::{file_name, files_of, has_component, parent, Cataloger, Content, Item, Library};
+use crate::model::{Artifact, Family, FileRecord, Role, Storage};
+use crate::parse::magic::Kind;
+use crate::parse::miopen::{count_text_records, parse_lfs_pointer};
+use crate::source::sqlite;
+use crate::vocab::target_id::DeviceTarget;
+use crate::vocab::targets::Targets;
+use crate::vocab::units::{human_bytes, thousands};
+use crate::vocab::verdict::{GapRule, LibraryKind, Status, Verdict};
+
+/// The MIOpen database family.
+pub struct Miopen;
+
+/// MIOpen execution_context.hpp `GetPerfDbPathFile`, find_db.cpp `GetInstalledPathFile`,
+/// binary_cache.cpp `GetDb`, hip/handlehip.cpp `LoadProgram`: a missing system database is an
+/// info-level log line; solvers use default tuning and kernels compile at first use.
+pub const NO_DATABASE: GapRule = GapRule {
+    status: Status::Warn,
+    consequence:
+        "MIOpen runs with default tuning and compiles kernels at first use (slow first runs, nothing fails)",
+};
+
+/// MIOpen database kinds by suffix, longest first: (suffix, role).
+#[rustfmt::skip]
+const SUFFIXES: &[(&str, Role)] = &[
+    (".HIP.fdb.txt", Role::FindDb), (".OpenCL.fdb.txt", Role::FindDb), (".fdb.txt", Role::FindDb),
+    (".HIP.ufdb.txt", Role::UserFindDb), (".OpenCL.ufdb.txt", Role::UserFindDb), (".ufdb.txt", Role::UserFindDb),
+    (".udb.txt", Role::UserPerfDb), (".udb", Role::UserPerfDb), (".ukdb", Role::UserKernelDb),
+    (".ktn.model", Role::TuningModel), (".tn.model", Role::TuningModel),
+    (".db.txt", Role::PerfDb), (".db", Role::PerfDb), (".kdb", Role::KernelDb),
+];
+
+const ROWS: &[(&str, &str)] = &[
+    ("miopen-perf-db-records", "MIOpen perf-DB records"),
+    ("miopen-find-db-records", "MIOpen find-DB records"),
+    ("miopen-kernel-db-entries", "MIOpen kernel-DB entries"),
+    ("miopen-tuning-models", "MIOpen tuning models"),
+];
+
+/// A MIOpen database base name (`gfx900_56`, `gfx90878`, `gfx906_nosramecc_60`,
+/// `gfx942_metadata`): processor, variant and CU count.
+pub fn miopen_name(base: &str, targets: &Targets) -> Option<(String, Option<String>, Option<u32>)> {
+    let t = targets.longest_prefix_of(base)?;
+    let mut rest = &base[t.name.len()..];
+    let mut variant = None;
+    for v in ["_nosramecc", "_sramecc", "_xnack"] {
+        if let Some(r) = rest.strip_prefix(v) {
+            variant = Some(v.trim_start_matches('_').to_string());
+            rest = r;
+        }
+    }
+    let cu = if let Some(dec) = rest.strip_prefix('_') {
+        dec.parse::<u32>().ok()
+    } else if !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_hexdigit()) {
+        u32::from_str_radix(rest, 16).ok()
+    } else {
+        None
+    };
+    Some((t.name.clone(), variant, cu))
+}
+
+/// True for a find-DB of MIOpen's OpenCL backend (`gfx900_56.OpenCL.fdb.txt`). MIOpen
+/// find_db.cpp `GetInstalledPath` opens `<basename>.<GetSystemFindDbSuffix()>.fdb.txt`, the
+/// suffix being `HIP` in ROCm's build: an OpenCL find-DB is never looked up.
+fn opencl_find_db(name: &str) -> bool {
+    name.trim_end_matches(".bz2").ends_with(".OpenCL.fdb.txt")
+}
+
+/// True when a MIOpen file is a database MIOpen's HIP build reads for the target it names.
+fn is_database(f: &FileRecord) -> bool {
+    f.artifact.as_ref().is_some_and(|a| {
+        a.role.is_database()
+            && matches!(a.format, Storage::Sqlite | Storage::Text)
+            && !opencl_find_db(file_name(&f.path.path))
+    })
+}
+
+/// What a MIOpen file that is not a database MIOpen reads is, for the verdict's detail.
+fn stand_in(name: &str, a: &Artifact) -> String {
+    match (a.role.is_database(), a.format) {
+        (true, _) if opencl_find_db(name) => format!(
+            "{name} is a find-DB for MIOpen's OpenCL backend; ROCm's HIP build reads {}",
+            name.replace(".OpenCL.", ".HIP.")
+        ),
+        (true, Storage::GitLfsPointer) => format!(
+            "{name} is a git-lfs pointer{}, not a database",
+            a.lfs_size.map(|n| format!(" to {}", human_bytes(n))).unwrap_or_default()
+        ),
+        (true, Storage::Bzip2) => format!("{name} is a compressed source form MIOpen does not read"),
+        (false, _) if a.role == Role::TuningModel => format!("{name} is a tuning model, not a perf DB"),
+        _ => format!("{name} ({})", a.format.name()),
+    }
+}
+
+/// MIOpen's databases for a device: what is a real database, and what only looks like one.
+fn detail(mine: &[&FileRecord], arch: &str) -> (Option<&'static GapRule>, String) {
+    let mut real = Vec::new();
+    let mut not_dbs = Vec::new();
+    for f in mine {
+        let Some(a) = f.artifact.as_ref() else { continue };
+        let name = file_name(&f.path.path);
+        match a.records {
+            _ if !is_database(f) => not_dbs.push(stand_in(name, a)),
+            Some(n) => real.push(format!(
+                "{name} ({} {})",
+                thousands(n),
+                if a.role.is_kernel_db() { "entries" } else { "records" }
+            )),
+            None => real.push(name.to_string()),
+        }
+    }
+    let also = if not_dbs.is_empty() { String::new() } else { format!(" ({})", not_dbs.join("; ")) };
+    if real.is_empty() {
+        (Some(&NO_DATABASE), format!("no MIOpen database for {arch}{also}"))
+    } else {
+        (None, format!("{}{also}", real.join(", ")))
+    }
+}
+
+impl Cataloger for Miopen {
+    fn family(&self) -> Family {
+        Family::Miopen
+    }
+
+    fn detect(&self, path: &Path, name: &str, content: Content, targets: &Targets) -> Option<Artifact> {
+        let bz2 = name.to_ascii_lowercase().ends_with(".bz2");
+        let base_name = name.trim_end_matches(".bz2");
+        let (suffix, role) = SUFFIXES.iter().find(|(suf, _)| base_name.ends_with(suf))?;
+        let base = &base_name[..base_name.len() - suffix.len()];
+        let in_miopen = has_component(path, &["miopen", "kernels", "db"]);
+        // `.db`, `.db.txt` and bzip2 source forms are too common to trust outside MIOpen's
+        // folders; the other suffixes are MIOpen's alone.
+        let distinctive = !bz2 && !matches!(*suffix, ".db" | ".db.txt");
+        if !base.starts_with("gfx") || !(in_miopen || distinctive) {
+            return None;
+        }
+        // A text database must read as text; models are opaque; a `.db`/`.kdb` is SQLite.
+        let model = suffix.ends_with(".model");
+        let kind = content.kind();
+        let ok_kind = content.is_link()
+            || matches!(kind, Kind::Sqlite | Kind::Bzip2 | Kind::GitLfsPointer)
+            || (kind == Kind::Other && (model || (content.is_text() && !suffix.ends_with("db"))))
+            || (content.is_text() && *suffix == ".db");
+        if !ok_kind {
+            return None;
+        }
+        let (processor, variant, cu) = miopen_name(base, targets).unwrap_or((String::new(), None, None));
+        Some(Artifact {
+            family: Some(Family::Miopen),
+            role: *role,
+            format: content.storage(if model { Storage::Model } else { Storage::Text }),
+            name_target: (!processor.is_empty()).then_some(processor),
+            name_variant: variant,
+            cu_count: cu,
+            ..Artifact::default()
+        })
+    }
+
+    /// Record counts (SQLite rows, text lines) and the size a git-lfs pointer stands for.
+    fn facts(&self, a: &mut Artifact, item: &Item, problems: &mut Vec<String>) {
+        let src = item.src;
+        match a.format {
+            Storage::Sqlite => {
+                let table = if a.role.is_kernel_db() { "kern_db" } else { "perf_db" };
+                let rows = match item.disk {
+                    Some(p) => sqlite::rows_on_disk(p, table),
+                    None => sqlite::rows_in_memory(src, table),
+                };
+                match rows {
+                    Ok(n) => a.records = Some(n),
+                    Err(e) => problems.push(e),
+                }
+            }
+            Storage::Text if a.role.is_database() => match count_text_records(src) {
+                Ok(n) => a.records = Some(n),
+                Err(e) => problems.push(e.to_string()),
+            },
+            Storage::GitLfsPointer => {
+                a.lfs_size = src.read_up_to(0, 1024).ok().and_then(|t| parse_lfs_pointer(&t))
+            }
+            _ => {}
+        }
+    }
+
+    fn rows(&self) -> &'static [(&'static str, &'static str)] {
+        ROWS
+    }
+
+    /// Databases count their records, models count once.
+    fn tally(&self, a: &Artifact) -> Option<(&'static str, u64)> {
+        let records = a.records.unwrap_or(0);
+        match a.role {
+            Role::PerfDb => Some((ROWS[0].0, records)),
+            Role::FindDb => Some((ROWS[1].0, records)),
+            Role::KernelDb => Some((ROWS[2].0, records)),
+            Role::TuningModel => Some((ROWS[3].0, 1)),
+            _ => None,
+        }
+    }
+
+    fn library_dir(&self, path: &str) -> Option<String> {
+        Some(parent(path))
+    }
+
+    fn verdict(&self, lib: &Library, dev: &DeviceTarget) -> Option<Verdict> {
+        let arch = dev.processor.as_str();
+        let here = files_of(lib, Family::Miopen);
+        let name = |f: &&FileRecord| f.artifact.as_ref().and_then(|a| a.name_target.clone());
+        let mine: Vec<&FileRecord> =
+            here.iter().copied().filter(|f| name(f).as_deref() == Some(arch)).collect();
+        let (rule, detail) = detail(&mine, arch);
+        let mut v = Verdict::judged(lib.display(), LibraryKind::Miopen, rule, detail, arch);
+        if rule.is_some() {
+            // A target is offered only where a real database serves it, never by a stand-in's name.
+            v.available = here
+                .iter()
+                .filter(|f| is_database(f))
+                .filter_map(name)
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect();
+        }
+        Some(v)
+    }
+
+    fn identity(&self, _a: &Artifact) -> String {
+        "miopen".into()
+    }
+}

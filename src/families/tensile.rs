@@ -1,0 +1,575 @@
+//! Tensile libraries: the folders of GEMM kernels rocBLAS and hipBLASLt load at run time
+//! (`lib/rocblas/library`, `lib/hipblaslt/library`, Debian's `rocblas/<ver>/library`, per-arch
+//! `library/<arch>/` subfolders): indexes (`TensileLibrary_lazy_<arch>.dat`, per-arch and merged
+//! `TensileLibrary.dat`), sub-libraries, `_fallback` files, code-object files, hipBLASLt's
+//! solution map and ExtOp index.
+//!
+//! Content decides: a code file serves the processors of its code objects, an index the
+//! processors of its hardware rows. `check` follows rocBLAS's lookup (rocBLAS
+//! `library/src/tensile_host.cpp` `TensileHost::initialize`: lazy, then per-arch, then merged
+//! index) and needs code for the device in the code files; what a gap costs is each rule below,
+//! read from the library's source.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use super::{file_name, files_of, Cataloger, Content, Item, Library};
+use crate::model::{Artifact, Component, Family, FileRecord, Role, Storage};
+use crate::parse::bundle::inflate_stream;
+use crate::parse::push_unique;
+use crate::parse::tensile::{parse_extop_archs, parse_solution_map, parse_tensile_index};
+use crate::vocab::codec::Codec;
+use crate::vocab::target_id::{compatible, CodeTarget, DeviceTarget};
+use crate::vocab::targets::Targets;
+use crate::vocab::verdict::{GapRule, LibraryKind, Status, Verdict};
+
+/// The Tensile family (rocBLAS and hipBLASLt libraries).
+pub struct Tensile;
+
+/// rocBLAS library/src/tensile_host.cpp `TensileHost::initialize` (l.799-842): none of
+/// TensileLibrary_lazy_<arch>.dat, TensileLibrary_<arch>.dat, TensileLibrary.dat exists → the
+/// message below, then rocblas_abort() (std::abort) at the first GEMM-type call.
+pub const ROCBLAS_NO_INDEX: GapRule = GapRule {
+    status: Status::Missing,
+    consequence: "at its first GEMM rocBLAS prints \"rocBLAS error: Cannot read …/TensileLibrary.dat: No such file or directory for GPU arch : <arch>\" and aborts the process",
+};
+
+/// rocBLAS tensile_host.cpp l.874-952 and `runContractionProblem` (l.1119-1262): a merged
+/// index loads; with no code file for the arch it warns "No paths matched <path>/*<arch>*co",
+/// and with no row serving it each GEMM prints "rocBLAS error: No Tensile solution found" and
+/// returns rocblas_status_not_implemented. Not an abort, but no GEMM runs.
+pub const ROCBLAS_MERGED_NO_ROW: GapRule = GapRule {
+    status: Status::Missing,
+    consequence: "rocBLAS does not abort, but every GEMM fails: \"rocBLAS error: No Tensile solution found …\" and rocblas_status_not_implemented",
+};
+
+/// rocBLAS tensile_host.cpp l.874-952 (merged: "rocBLAS warning: No paths matched
+/// <path>/*<arch>*co"); lazy: Tensile HipSolutionAdapter `launchKernel` cannot load the code
+/// file and the call returns a HIP error converted to a rocBLAS status.
+pub const ROCBLAS_NO_CODE: GapRule = GapRule {
+    status: Status::Missing,
+    consequence: "the index loads, but the GEMMs it selects fail: their code file is absent (\"rocBLAS warning: No paths matched …*<arch>*co\" or a HIP error per call)",
+};
+
+/// hipBLASLt library/src/amd_detail/rocblaslt/src/tensile_host.cpp l.1381-1437: "rocblaslt
+/// error: Cannot read …/TensileLibrary_lazy_<arch>.dat"; rocblaslt_abort() is commented out;
+/// matmuls then return HIPBLAS_STATUS_INVALID_VALUE. PyTorch (aten Context.cpp
+/// `blasPreferredBackend`) uses hipBLASLt only on its supported archs and otherwise rocBLAS;
+/// rocBLAS (handle.cpp l.252-266) uses hipBLASLt by default only on gfx1200/1201 and falls back
+/// to Tensile when it fails (tensile_host.cpp l.1147).
+pub const HIPBLASLT_GAP: GapRule = GapRule {
+    status: Status::Warn,
+    consequence: "hipBLASLt does not abort: it prints \"rocblaslt error: Cannot read …TensileLibrary_lazy_<arch>.dat\" and its matmuls return HIPBLAS_STATUS_INVALID_VALUE; PyTorch and rocBLAS use rocBLAS GEMMs on such GPUs",
+};
+
+/// PyTorch aten/src/ATen/cuda/detail/CUDAHooks.cpp `getHipblasltPreferredArchs` (the
+/// targets.toml `pytorch_hipblaslt` rows) and Context.cpp `blasPreferredBackend`: on these GPUs
+/// PyTorch picks hipBLASLt by default and falls back only when the arch is missing from
+/// `getHipblasltSupportedArchs`, never because the installed library lacks its files.
+pub const HIPBLASLT_DEFAULT_GAP: GapRule = GapRule {
+    status: Status::Missing,
+    consequence: "PyTorch sends this GPU's GEMMs to hipBLASLt by default: they fail with HIPBLAS_STATUS_INVALID_VALUE after \"rocblaslt error: Cannot read …TensileLibrary_lazy_<arch>.dat\" unless the program selects rocBLAS (torch.backends.cuda.preferred_blas_library)",
+};
+
+const ROWS: &[(&str, &str)] =
+    &[("rocblas-files", "rocBLAS Tensile files"), ("hipblaslt-files", "hipBLASLt Tensile files")];
+
+const EXTENSIONS: [&str; 6] = [".dat", ".dat.zlib", ".co", ".hsaco", ".yaml", ".txt"];
+
+/// The target a Tensile file name names, as `(processor, variant)`: the last `gfx…` that is a
+/// whole known target name (`TensileLibrary_lazy_gfx90a.dat`, `Kernels.so-000-gfx90a-xnack+.hsaco`).
+pub fn tensile_name_target(name: &str, targets: &Targets) -> Option<(String, Option<String>)> {
+    let mut found = None;
+    for (i, _) in name.match_indices("gfx") {
+        let rest = name.get(i..).unwrap_or("");
+        let after_sep = i == 0 || name[..i].ends_with(['_', '-', '/']);
+        let best = targets
+            .iter()
+            .filter(|t| rest.starts_with(t.name.as_str()))
+            .filter(|t| !rest[t.name.len()..].starts_with(|c: char| c.is_ascii_alphanumeric()))
+            .max_by_key(|t| t.name.len());
+        if let (true, Some(t)) = (after_sep, best) {
+            let tail = &rest[t.name.len()..];
+            let variant = ["xnack+", "xnack-"]
+                .into_iter()
+                .find(|v| tail.strip_prefix(['-', ':']).is_some_and(|x| x.starts_with(v)))
+                .map(str::to_string);
+            found = Some((t.name.clone(), variant));
+        }
+    }
+    found
+}
+
+/// The target a per-arch folder (`library/gfx90a/`, `library/gfx90a-xnack+/`) names.
+fn folder_target(path: &Path, targets: &Targets) -> Option<(String, Option<String>)> {
+    let dir = path.parent()?.file_name()?.to_str()?;
+    let (name, variant) = match dir.split_once(['-', ':']) {
+        Some((n, v)) if v == "xnack+" || v == "xnack-" => (n, Some(v.to_string())),
+        _ => (dir, None),
+    };
+    targets.by_name(name).filter(|t| !t.is_generic() || name == dir).map(|t| (t.name.clone(), variant))
+}
+
+/// The library a path belongs to, by the names in it.
+fn component(path: &Path) -> Option<Component> {
+    let p = path.to_string_lossy().to_ascii_lowercase();
+    if p.contains("hipblaslt") {
+        Some(Component::Hipblaslt)
+    } else if p.contains("rocblas") || p.contains("tensile") {
+        Some(Component::Rocblas)
+    } else {
+        None
+    }
+}
+
+/// A Tensile file's role, from the names Tensile and TensileLite write.
+fn role(name: &str) -> Role {
+    let base = name.trim_end_matches(".zlib");
+    if base.starts_with("Kernels.so-") {
+        Role::SourceKernels
+    } else if base == "TensileManifest.txt" {
+        Role::Manifest
+    } else if base == "TensileLibrary.dat" || base == "TensileLibrary.yaml" {
+        Role::MergedIndex
+    } else if base.starts_with("TensileLiteLibrary_lazy_") && base.contains("Mapping") {
+        // hipBLASLt: first solution index → code-object library (parse::tensile::SolutionMap).
+        Role::SolutionMap
+    } else if base.starts_with("hipblasltExtOpLibrary") {
+        Role::ExtopIndex
+    } else if base.starts_with("TensileLibrary_lazy_") {
+        Role::LazyIndex
+    } else if base.ends_with(".dat") || base.ends_with(".yaml") {
+        let parts = base.trim_end_matches(".dat").trim_end_matches(".yaml").split('_').count();
+        match (base.contains("_fallback"), parts) {
+            (true, _) => Role::FallbackLibrary,
+            (false, 2) if base.starts_with("TensileLibrary_gfx") => Role::Index,
+            _ => Role::SubLibrary,
+        }
+    } else if base.contains("_fallback") {
+        Role::FallbackCode
+    } else {
+        Role::Code
+    }
+}
+
+/// True for file names Tensile and hipBLASLt write into a library folder.
+fn is_tensile_name(name: &str) -> bool {
+    name.starts_with("TensileLibrary")
+        || name.starts_with("TensileLiteLibrary")
+        || name.starts_with("Kernels.so-")
+        || name == "TensileManifest.txt"
+        || name.starts_with("extop_")
+        || name.starts_with("hipblaslt")
+}
+
+fn in_library_folder(path: &Path) -> bool {
+    let mut dirs = path.ancestors().skip(1).take(2);
+    dirs.any(|d| d.file_name().is_some_and(|n| n == "library"))
+}
+
+/// The folder a Tensile file belongs to: up to its `library` folder (per-arch subfolders
+/// included), else its own folder.
+pub fn tensile_dir(path: &str) -> String {
+    let parts: Vec<&str> = path.split('/').collect();
+    match parts.iter().rposition(|p| *p == "library") {
+        Some(i) => parts[..=i].join("/"),
+        None => parts[..parts.len().saturating_sub(1)].join("/"),
+    }
+}
+
+/// The component (`rocblas`, `hipblaslt`) of a Tensile folder, from its files.
+pub fn component_of(lib: &Library) -> Component {
+    files_of(lib, Family::Tensile)
+        .iter()
+        .find_map(|f| f.artifact.as_ref().and_then(|a| a.library))
+        .unwrap_or_default()
+}
+
+/// What a hipBLASLt gap costs on `arch`: more where PyTorch uses hipBLASLt by default.
+pub fn hipblaslt_gap(arch: &str, targets: &Targets) -> &'static GapRule {
+    if targets.by_name(arch).is_some_and(|t| t.pytorch_hipblaslt) {
+        &HIPBLASLT_DEFAULT_GAP
+    } else {
+        &HIPBLASLT_GAP
+    }
+}
+
+/// The rule for a library an environment variable names and that does not exist.
+pub fn missing_folder_gap(component: Component, arch: &str, targets: &Targets) -> &'static GapRule {
+    match component {
+        Component::Hipblaslt => hipblaslt_gap(arch, targets),
+        Component::Rocblas => &ROCBLAS_NO_INDEX,
+    }
+}
+
+/// Reads an index's hardware rows into the artifact.
+fn index_facts(a: &mut Artifact, item: &Item, problems: &mut Vec<String>) {
+    let index = match a.format {
+        Storage::Msgpack => parse_tensile_index(item.src),
+        Storage::Zlib => inflate_stream(item.src, Codec::Zlib).and_then(|s| parse_tensile_index(&s)),
+        _ => return,
+    };
+    match index {
+        Ok(idx) if idx.library_type.as_deref() == Some("Hardware") => {
+            a.content_targets = Some(idx.processors);
+            a.any_processor = idx.any_processor;
+        }
+        Ok(_) => {}
+        Err(e) => problems.push(format!("Tensile index: {e}")),
+    }
+}
+
+impl Cataloger for Tensile {
+    fn family(&self) -> Family {
+        Family::Tensile
+    }
+
+    fn detect(&self, path: &Path, name: &str, content: Content, targets: &Targets) -> Option<Artifact> {
+        let library = component(path);
+        let tensile_ext = EXTENSIONS.iter().any(|e| name.ends_with(e));
+        if !tensile_ext || !(is_tensile_name(name) || (in_library_folder(path) && library.is_some())) {
+            return None;
+        }
+        let (name_target, name_variant) = tensile_name_target(name, targets)
+            .or_else(|| folder_target(path, targets))
+            .map_or((None, None), |(t, v)| (Some(t), v));
+        let plain = if name.ends_with(".txt") { Storage::Text } else { Storage::Msgpack };
+        Some(Artifact {
+            family: Some(Family::Tensile),
+            role: role(name),
+            library: Some(library.unwrap_or_default()),
+            format: content.storage(plain),
+            name_target,
+            name_variant,
+            ..Artifact::default()
+        })
+    }
+
+    /// The processors of its code objects, the hardware rows of an index, the libraries a
+    /// hipBLASLt solution map names, the architectures of an ExtOp index.
+    fn facts(&self, a: &mut Artifact, item: &Item, problems: &mut Vec<String>) {
+        let known = |archs: Vec<String>| -> Vec<String> {
+            archs.into_iter().filter_map(|x| item.targets.by_name(&x).map(|t| t.name.clone())).collect()
+        };
+        if !item.code_objects.is_empty() {
+            let mut procs: Vec<String> = Vec::new();
+            for c in item.code_objects {
+                push_unique(&mut procs, &c.processor);
+            }
+            a.content_targets = Some(procs);
+            return;
+        }
+        match (a.role, a.format) {
+            (Role::SolutionMap, Storage::Msgpack) => match parse_solution_map(item.src) {
+                Ok(m) => {
+                    a.entries = Some(m.libraries);
+                    a.lists_targets = Some(known(m.archs));
+                }
+                Err(e) => problems.push(format!("hipBLASLt solution map: {e}")),
+            },
+            // Its entries are per architecture, like an index's hardware rows.
+            (Role::ExtopIndex, Storage::Msgpack) => match parse_extop_archs(item.src) {
+                Ok(archs) => a.content_targets = Some(known(archs)),
+                Err(e) => problems.push(format!("hipBLASLt ExtOp index: {e}")),
+            },
+            (role, _) if role.is_index() => index_facts(a, item, problems),
+            _ => {}
+        }
+    }
+
+    fn rows(&self) -> &'static [(&'static str, &'static str)] {
+        ROWS
+    }
+
+    fn tally(&self, a: &Artifact) -> Option<(&'static str, u64)> {
+        match a.library {
+            Some(Component::Hipblaslt) => Some((ROWS[1].0, 1)),
+            _ => Some((ROWS[0].0, 1)),
+        }
+    }
+
+    fn library_dir(&self, path: &str) -> Option<String> {
+        Some(tensile_dir(path))
+    }
+
+    fn verdict(&self, lib: &Library, dev: &DeviceTarget) -> Option<Verdict> {
+        Some(verdict(lib, dev))
+    }
+
+    /// `tensile:rocblas` or `tensile:hipblaslt`.
+    fn identity(&self, a: &Artifact) -> String {
+        format!("tensile:{}", a.library.unwrap_or_default().name())
+    }
+
+    /// Content first: its code objects and the processors its hardware rows name; its name only
+    /// where the content says nothing of targets, or serves any processor.
+    fn unit_targets(&self, f: &FileRecord, a: &Artifact) -> Vec<(String, Option<u8>)> {
+        let mut out: Vec<(String, Option<u8>)> =
+            a.content_targets.clone().unwrap_or_default().into_iter().map(|t| (t, None)).collect();
+        if f.code_objects.is_empty() && (a.content_targets.is_none() || a.any_processor) {
+            out.extend(a.name_target.clone().map(|t| (t, None)));
+        }
+        out.extend(f.code_objects.iter().map(|c| (c.target_id.clone(), c.generic_version)));
+        out
+    }
+}
+
+/// An index that may serve the device, in rocBLAS's lookup order.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Candidate {
+    /// Its place in the lookup order (lazy, per-arch, merged).
+    rank: usize,
+    path: String,
+    serves: bool,
+    /// Why an index named for the device does not serve it.
+    note: Option<String>,
+}
+
+/// The indexes of a Tensile folder that name `arch`, in rocBLAS's lookup order, and the
+/// targets every index of the folder serves.
+fn index_candidates(lib: &Library, files: &[&FileRecord], arch: &str) -> (Vec<Candidate>, BTreeSet<String>) {
+    let rank = |role: Role| Role::INDEXES.iter().position(|r| *r == role).unwrap_or(9);
+    let mut candidates: Vec<Candidate> = Vec::new();
+    let mut served: BTreeSet<String> = BTreeSet::new();
+    for f in files {
+        let Some(a) = f.artifact.as_ref().filter(|a| a.role.is_index()) else { continue };
+        served.extend(a.targets());
+        if a.any_processor {
+            served.extend(a.name_target.clone());
+        }
+        let merged = a.role == Role::MergedIndex;
+        let named = a.name_target.as_deref() == Some(arch);
+        if !named && !merged {
+            continue;
+        }
+        // rocBLAS opens a lazy or per-arch index by the device's name, then evaluates its
+        // hardware rows; a `TruePred` row serves whichever device loaded the file.
+        let serves = match &a.content_targets {
+            Some(c) => c.iter().any(|t| t == arch) || a.any_processor,
+            None => named,
+        };
+        let note = (!serves && named).then(|| {
+            let has = a.content_targets.clone().unwrap_or_default();
+            let has = if has.is_empty() { "no processor".to_string() } else { has.join(", ") };
+            format!("{} is named for {arch}, but its hardware rows name {has}", f.path.path)
+        });
+        candidates.push(Candidate { rank: rank(a.role), path: f.path.path.clone(), serves, note });
+    }
+    candidates.extend(link_candidates(lib, arch, rank));
+    candidates.sort();
+    (candidates, served)
+}
+
+/// Links in the folder named as the device's index: believed by what they lead to.
+fn link_candidates(lib: &Library, arch: &str, rank: impl Fn(Role) -> usize) -> Vec<Candidate> {
+    let snap = lib.snap;
+    let lying: BTreeSet<(usize, &str)> =
+        snap.mismatches.iter().map(|m| (m.path.root, m.path.path.as_str())).collect();
+    let mut out = Vec::new();
+    for l in snap.links.iter().filter(|l| l.path.root == lib.root && tensile_dir(&l.path.path) == lib.dir) {
+        let Some(a) = &l.artifact else { continue };
+        if a.role.is_index() && a.name_target.as_deref() == Some(arch) {
+            let lies = lying.contains(&(lib.root, l.path.path.as_str()));
+            let note = lies
+                .then(|| format!("{} is a link to {}, which serves another target", l.path.path, l.target));
+            out.push(Candidate { rank: rank(a.role), path: l.path.path.clone(), serves: !lies, note });
+        }
+    }
+    out
+}
+
+/// What a Tensile folder holds for one device: the facts its verdict is judged from.
+struct Evidence<'s> {
+    files: Vec<&'s FileRecord>,
+    component: Component,
+    /// The index that loads, if any.
+    index: Option<String>,
+    /// Why indexes named for the device do not serve it.
+    notes: Vec<String>,
+    /// Targets every index of the folder serves.
+    served: BTreeSet<String>,
+    /// Code files holding code the device can load.
+    code_files: usize,
+    /// Processors of every code object in the folder.
+    code_targets: BTreeSet<String>,
+}
+
+impl<'s> Evidence<'s> {
+    fn gather(lib: &Library<'s>, dev: &DeviceTarget) -> Self {
+        let arch = dev.processor.as_str();
+        let files = files_of(lib, Family::Tensile);
+        let component = lib.component.unwrap_or_else(|| component_of(lib));
+        let (candidates, served) = index_candidates(lib, &files, arch);
+        let code = |c: &crate::model::CodeObjectRecord| {
+            compatible(
+                CodeTarget { target_id: &c.target_id, generic_version: c.generic_version },
+                dev,
+                lib.targets,
+            )
+        };
+        Evidence {
+            index: candidates.iter().find(|c| c.serves).map(|c| c.path.clone()),
+            notes: candidates.iter().filter_map(|c| c.note.clone()).collect(),
+            code_files: files.iter().filter(|f| f.code_objects.iter().any(code)).count(),
+            code_targets: files
+                .iter()
+                .flat_map(|f| f.code_objects.iter())
+                .map(|c| c.processor.clone())
+                .collect(),
+            files,
+            component,
+            served,
+        }
+    }
+
+    fn artifacts(&self, role: Role) -> Vec<&'s Artifact> {
+        self.files.iter().filter_map(|f| f.artifact.as_ref()).filter(|a| a.role == role).collect()
+    }
+
+    /// The index that loads holds only `TruePred` rows for the device: untuned fallback kernels.
+    fn fallback_only(&self, arch: &str) -> bool {
+        self.index.as_ref().is_some_and(|i| {
+            self.files.iter().any(|f| {
+                &f.path.path == i
+                    && f.artifact.as_ref().is_some_and(|a| {
+                        a.any_processor
+                            && !a.content_targets.as_ref().is_some_and(|c| c.iter().any(|t| t == arch))
+                    })
+            })
+        })
+    }
+
+    /// hipBLASLt's solution map names the code-object library of every solution; true when it
+    /// names none for `arch`.
+    fn unmapped(&self, arch: &str) -> bool {
+        let maps = self.artifacts(Role::SolutionMap);
+        self.component == Component::Hipblaslt
+            && !maps.is_empty()
+            && !maps.iter().any(|m| m.lists_targets.as_ref().is_some_and(|l| l.iter().any(|t| t == arch)))
+    }
+
+    /// hipBLASLt's extension operations (AMax, Softmax, LayerNorm) have their own index; true
+    /// when it lacks `arch`.
+    fn extops_lack(&self, arch: &str) -> bool {
+        let extops = self.artifacts(Role::ExtopIndex);
+        self.component == Component::Hipblaslt
+            && self.index.is_some()
+            && !extops.is_empty()
+            && extops.iter().all(|e| !e.targets().iter().any(|t| t == arch))
+    }
+}
+
+fn list(s: &BTreeSet<String>) -> String {
+    if s.is_empty() {
+        "none".to_string()
+    } else {
+        s.iter().cloned().collect::<Vec<_>>().join(", ")
+    }
+}
+
+/// The gap (if any) and the detail of a Tensile folder for a device.
+fn judge(e: &Evidence, dev: &DeviceTarget, targets: &Targets) -> (Option<&'static GapRule>, String) {
+    let arch = dev.processor.as_str();
+    let hip = e.component == Component::Hipblaslt;
+    let n = e.code_files;
+    let note = if e.notes.is_empty() { String::new() } else { format!("; {}", e.notes.join("; ")) };
+    match &e.index {
+        // TensileLite MasterSolutionLibrary.hpp: the mapping is read only by
+        // `getSolutionByIndex` → `loadLibrary(index)`; `findBestSolution` does not need it.
+        Some(i) if n > 0 && e.unmapped(arch) => (
+            Some(&HIPBLASLT_GAP),
+            format!("{i} serves {arch}, but TensileLiteLibrary_lazy_Mapping.dat names no code-object library for it: solutions chosen by index (algorithm indexes, TunableOp) cannot load their kernels ({n} code files hold {arch} code)"),
+        ),
+        Some(i) if n > 0 && e.fallback_only(arch) => (
+            None,
+            format!("{} serves any GPU that loads it (TruePred rows: untuned fallback kernels, slower); {n} code files hold code for {arch}", file_name(i)),
+        ),
+        Some(_) if n > 0 => (None, format!("index serves {arch}; {n} code files hold code for it")),
+        Some(i) => (
+            Some(if hip { hipblaslt_gap(arch, targets) } else { &ROCBLAS_NO_CODE }),
+            format!("{i} names {arch}, but no code file in the library holds code for {}{note}", dev.target_id),
+        ),
+        None => {
+            let code = if e.code_targets.contains(arch) {
+                format!("code files hold {arch} code ({n}), but no index leads to it")
+            } else {
+                format!("code files hold {}", list(&e.code_targets))
+            };
+            let merged = !e.artifacts(Role::MergedIndex).is_empty();
+            let rule = match (hip, merged) {
+                (true, _) => hipblaslt_gap(arch, targets),
+                (false, true) => &ROCBLAS_MERGED_NO_ROW,
+                (false, false) => &ROCBLAS_NO_INDEX,
+            };
+            (Some(rule), format!("no Tensile index serves {arch}: indexes serve {}; {code}{note}", list(&e.served)))
+        }
+    }
+}
+
+/// A Tensile library: an index that serves the target, and code objects for it.
+pub fn verdict(lib: &Library, dev: &DeviceTarget) -> Verdict {
+    let arch = dev.processor.as_str();
+    let e = Evidence::gather(lib, dev);
+    let (mut rule, mut detail) = judge(&e, dev, lib.targets);
+    if e.extops_lack(arch) {
+        detail.push_str(&format!(
+            "; hipblasltExtOpLibrary.dat has no {arch} kernels: its extension operations (AMax, Softmax, LayerNorm) fail"
+        ));
+        rule = rule.or(Some(&HIPBLASLT_GAP));
+    }
+    let mut v = Verdict::judged(lib.display(), LibraryKind::Tensile, rule, detail, arch);
+    v.component = Some(e.component);
+    v.loads = e.index;
+    if v.status != Status::Ok || rule.is_some() {
+        let mut available = e.served;
+        available.extend(e.code_targets);
+        v.available = available.into_iter().collect();
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::families::detect;
+    use crate::parse::magic::Kind;
+
+    fn t() -> Targets {
+        Targets::builtin()
+    }
+
+    #[test]
+    fn tensile_names() {
+        let t = t();
+        let got = |n: &str| tensile_name_target(n, &t);
+        assert_eq!(got("TensileLibrary_lazy_gfx1032.dat"), Some(("gfx1032".into(), None)));
+        assert_eq!(got("Kernels.so-000-gfx90a-xnack+.hsaco"), Some(("gfx90a".into(), Some("xnack+".into()))));
+        assert_eq!(
+            got("TensileLibrary_Type_HH_Contraction_l_Ailk_Bjlk_Cijk_Dijk_fallback_gfx1032.hsaco"),
+            Some(("gfx1032".into(), None))
+        );
+        assert_eq!(got("TensileLibrary_Type_HH_Contraction_l_Ailk_Bjlk_Cijk_Dijk_fallback.dat"), None);
+        assert_eq!(got("TensileLibrary_gfx11-generic.co"), Some(("gfx11-generic".into(), None)));
+        assert_eq!(role("TensileLibrary_lazy_gfx1032.dat"), Role::LazyIndex);
+        assert_eq!(role("TensileLibrary_gfx90a.dat"), Role::Index);
+        assert_eq!(role("TensileLibrary.dat"), Role::MergedIndex);
+        assert_eq!(
+            role("TensileLibrary_Type_SS_Contraction_l_Ailk_Bjlk_Cijk_Dijk_fallback.dat"),
+            Role::FallbackLibrary
+        );
+        assert_eq!(
+            role("TensileLibrary_Type_SS_Contraction_l_Ailk_Bjlk_Cijk_Dijk_fallback_gfx1032.hsaco"),
+            Role::FallbackCode
+        );
+        assert_eq!(role("TensileLibrary_lazy_gfx1100.dat.zlib"), Role::LazyIndex);
+    }
+
+    #[test]
+    fn per_arch_folders() {
+        let t = t();
+        let p = Path::new("/opt/rocm/lib/rocblas/library/gfx90a-xnack+/TensileLibrary_Type_x.dat");
+        assert_eq!(folder_target(p, &t), Some(("gfx90a".into(), Some("xnack+".into()))));
+        let a = detect(p, Content::File(Kind::Other, b"text"), &t).expect("tensile");
+        assert_eq!((a.name_target.as_deref(), a.role), (Some("gfx90a"), Role::SubLibrary));
+    }
+}
