@@ -300,24 +300,7 @@ impl Storage {
     }
 }
 
-/// The library that loads a Tensile folder.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Component {
-    #[default]
-    Rocblas,
-    Hipblaslt,
-}
-
-impl Component {
-    /// Its name as ROCm spells it in paths and JSON.
-    pub fn name(self) -> &'static str {
-        match self {
-            Component::Rocblas => "rocblas",
-            Component::Hipblaslt => "hipblaslt",
-        }
-    }
-}
+pub use crate::vocab::component::Component;
 
 /// A file's place in an artifact family and the facts that decide which targets it serves.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -94,7 +94,7 @@ pub fn detect(kind: Kind, head: &[u8], origin: &Arc<Origin>, budget: &Arc<Budget
             name.starts_with(b"debian-binary").then_some(Format::Deb)
         }
         Kind::Gzip | Kind::Zstd | Kind::Xz => {
-            let codec = Codec::of(kind)?;
+            let codec = kind.codec()?;
             let decoded = Origin::Decoded {
                 inner: origin.clone(),
                 codec,
@@ -1119,7 +1119,7 @@ struct StreamedImage {
 /// The tar stream of a layer member whose first bytes are `head`: itself, or its decoding.
 fn layer_codec(head: &[u8]) -> Option<Option<Codec>> {
     let kind = classify(head);
-    match Codec::of(kind) {
+    match kind.codec() {
         Some(c) => Some(Some(c)),
         None if kind == Kind::Tar => Some(None),
         None => None,

@@ -20,7 +20,7 @@ use std::path::{Component as PathPart, Path};
 use std::sync::LazyLock;
 
 use crate::model::{Artifact, CodeObjectRecord, Family, FileRecord, Snapshot, Storage};
-use crate::parse::magic::Kind;
+use crate::parse::magic::{looks_like_text, Kind};
 use crate::parse::ByteSource;
 use crate::vocab::target_id::DeviceTarget;
 use crate::vocab::targets::Targets;
@@ -187,11 +187,6 @@ pub fn code_row(f: &FileRecord) -> Option<&'static str> {
         None => Some(CODE_ROWS[1].0),
         Some(_) => None,
     }
-}
-
-/// True when the first bytes of a file read as text (no NUL, no control bytes but tab, CR, LF).
-pub fn looks_like_text(head: &[u8]) -> bool {
-    head.iter().all(|&b| b >= 0x20 || matches!(b, b'\t' | b'\n' | b'\r'))
 }
 
 /// True when a folder of `path` is named one of `names` (case folded).

@@ -3,6 +3,7 @@
 //! A `.hsaco` may be a bundle, a `.co` is usually a CCOB, a `.so` may carry none of either:
 //! only the magic decides. The rules live in one table, [`KINDS`], checked in order.
 
+use crate::vocab::codec::Codec;
 use serde::{Deserialize, Serialize};
 
 /// What a file is, as far as gfxscan cares.
@@ -49,6 +50,17 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// The codec a whole stream of this kind is compressed with (zlib and raw deflate have no
+    /// magic that can be trusted alone, and are never guessed).
+    pub fn codec(self) -> Option<Codec> {
+        match self {
+            Kind::Gzip => Some(Codec::Gzip),
+            Kind::Zstd => Some(Codec::Zstd),
+            Kind::Xz => Some(Codec::Xz),
+            _ => None,
+        }
+    }
+
     /// For containers gfxscan does not open, the name of their format: a file of this kind
     /// outside an artifact family is a problem ("not read: bzip2"), never silence.
     pub fn unread_format(self) -> Option<&'static str> {
@@ -116,6 +128,11 @@ fn is_zlib_header(b: &[u8]) -> bool {
         }
         _ => false,
     }
+}
+
+/// True when the first bytes of a file read as text (no NUL, no control bytes but tab, CR, LF).
+pub fn looks_like_text(head: &[u8]) -> bool {
+    head.iter().all(|&b| b >= 0x20 || matches!(b, b'\t' | b'\n' | b'\r'))
 }
 
 /// Classifies a file from its first [`SNIFF_LEN`] bytes (fewer for short files).

@@ -14,7 +14,7 @@ use std::path::Path;
 use anyhow::Context;
 
 use crate::model;
-use crate::parse::magic::{classify, Kind};
+use crate::parse::magic::{classify, looks_like_text, Kind};
 use crate::vocab::codec::Codec;
 
 /// What one side of `diff` names.
@@ -33,7 +33,7 @@ const UTF16_BE: &[u8] = b"\xfe\xff";
 
 /// The codec a whole file is compressed with, by its magic.
 fn whole_file_codec(head: &[u8]) -> Option<Codec> {
-    Codec::of(classify(head))
+    classify(head).codec()
 }
 
 /// Up to `n` bytes of `path`, inflated when the file is compressed whole.
@@ -61,7 +61,7 @@ pub fn side_kind(path: &Path) -> SideKind {
         return SideKind::Scan;
     }
     match classify(&head) {
-        Kind::Other if crate::families::looks_like_text(&head) => SideKind::Neither(
+        Kind::Other if looks_like_text(&head) => SideKind::Neither(
             "text, not a JSON snapshot (save one with `gfxscan scan --json -o FILE`)".into(),
         ),
         Kind::Other => SideKind::Neither(

@@ -6,8 +6,6 @@ use std::io::{self, Read};
 
 use serde::{Deserialize, Serialize};
 
-use crate::parse::magic::Kind;
-
 /// A compression format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -23,17 +21,6 @@ pub enum Codec {
 }
 
 impl Codec {
-    /// The codec a whole stream starts with, by its magic (zlib and raw deflate have none that
-    /// can be trusted alone, and are never guessed).
-    pub fn of(kind: Kind) -> Option<Codec> {
-        match kind {
-            Kind::Gzip => Some(Codec::Gzip),
-            Kind::Zstd => Some(Codec::Zstd),
-            Kind::Xz => Some(Codec::Xz),
-            _ => None,
-        }
-    }
-
     /// Its name in messages and JSON.
     pub fn name(self) -> &'static str {
         match self {

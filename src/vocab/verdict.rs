@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use crate::model::Component;
+use crate::vocab::component::Component;
 
 /// A library's verdict for one GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
