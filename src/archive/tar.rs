@@ -1,0 +1,417 @@
+//! Tar archives, read as one stream: entries with GNU long names, PAX records, sparse headers
+//! and hard links applied as GNU tar extracts them; regular members inspected in place, in
+//! memory (in parallel) or through a replay of the stream.
+
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::OsStr;
+use std::io::{self, Read};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::image::layer_codec;
+use super::{read_head, reserve_room, visit, Bytes, Ctx, Gather, IN_FLIGHT_BYTES, IN_MEMORY, MAX_TAR_META};
+use crate::inspect::Found;
+use crate::model::ArchiveRecord;
+use crate::parse::archive::{
+    link_escapes, member_path, parse_pax, parse_tar_header, TarBlock, TarHeader, TarType, TAR_BLOCK,
+};
+use crate::source::origin::{Budget, Origin, JUMP};
+
+/// Reads a tar archive sequentially from its origin.
+pub(super) struct TarStream<'a> {
+    pub(super) origin: &'a Origin,
+    pub(super) reader: Box<dyn Read + 'a>,
+    pub(super) pos: u64,
+}
+
+impl TarStream<'_> {
+    pub(super) fn read_full(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let mut done = 0;
+        while done < buf.len() {
+            match self.reader.read(buf.get_mut(done..).unwrap_or_default()) {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        self.pos += done as u64;
+        Ok(done)
+    }
+
+    pub(super) fn skip(&mut self, n: u64) -> io::Result<()> {
+        let eof = || io::Error::new(io::ErrorKind::UnexpectedEof, "archive truncated inside a member");
+        let target = self.pos.checked_add(n).ok_or_else(eof)?;
+        if self.origin.known_len().is_some_and(|len| target > len) {
+            return Err(eof());
+        }
+        if n >= JUMP && self.origin.seekable() {
+            self.reader = self.origin.open_at(target)?;
+            self.pos = target;
+            return Ok(());
+        }
+        let got = io::copy(&mut (&mut self.reader).take(n), &mut io::sink())?;
+        self.pos += got;
+        if got < n {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "archive truncated inside a member"));
+        }
+        Ok(())
+    }
+
+    pub(super) fn read_meta(&mut self, size: u64) -> io::Result<Vec<u8>> {
+        if size > MAX_TAR_META {
+            return Err(io::Error::other(format!(
+                "tar metadata record of {size} bytes, over {MAX_TAR_META}"
+            )));
+        }
+        let mut v = vec![0u8; size as usize];
+        if self.read_full(&mut v)? < v.len() {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "archive truncated in a header"));
+        }
+        self.skip(padding(size))?;
+        Ok(v)
+    }
+}
+
+pub(super) fn padding(size: u64) -> u64 {
+    (TAR_BLOCK as u64 - size % TAR_BLOCK as u64) % TAR_BLOCK as u64
+}
+
+/// The live bytes of one tar member, read forward from the archive stream.
+pub(super) struct MemberReader<'s, 'a> {
+    pub(super) tar: &'s mut TarStream<'a>,
+    pub(super) left: u64,
+}
+
+impl Read for MemberReader<'_, '_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = buf.len().min(self.left.min(usize::MAX as u64) as usize);
+        if n == 0 {
+            // Never ask a decoder for nothing: zstd's reports that as an error.
+            return Ok(0);
+        }
+        let got = self.tar.reader.read(buf.get_mut(..n).unwrap_or_default())?;
+        self.left -= got as u64;
+        self.tar.pos += got as u64;
+        Ok(got)
+    }
+}
+
+/// One header of a tar archive with its long-name and PAX records applied.
+pub(super) struct TarEntry {
+    pub(super) header: TarHeader,
+    /// Offset of its data in the stream.
+    pub(super) data: u64,
+    /// Bytes its data takes in the stream, padding included.
+    pub(super) stored: u64,
+    pub(super) sparse: bool,
+}
+
+/// Most extension blocks an old GNU sparse header may chain.
+pub(super) const MAX_SPARSE_BLOCKS: u32 = 4096;
+
+/// Reads the next entry's headers, applying GNU long names and PAX records.
+pub(super) fn next_entry(tar: &mut TarStream) -> Result<Option<TarEntry>, String> {
+    let mut long_name = None;
+    let mut long_link = None;
+    let mut pax = None;
+    loop {
+        let at = tar.pos;
+        let mut block = [0u8; TAR_BLOCK];
+        let n = tar.read_full(&mut block).map_err(|e| format!("tar header at {at:#x}: {e}"))?;
+        if n == 0 {
+            return Ok(None);
+        }
+        if n < TAR_BLOCK {
+            return Err(format!("archive truncated in a tar header at {at:#x}"));
+        }
+        let mut h = match parse_tar_header(&block, at).map_err(|e| e.to_string())? {
+            TarBlock::End => return Ok(None),
+            TarBlock::Header(h) => h,
+        };
+        let meta = |tar: &mut TarStream, h: &TarHeader| {
+            tar.read_meta(h.size).map_err(|e| format!("tar header at {at:#x}: {e}"))
+        };
+        match h.kind {
+            TarType::GnuLongName => long_name = Some(meta(tar, &h)?),
+            TarType::GnuLongLink => long_link = Some(meta(tar, &h)?),
+            TarType::Pax => {
+                pax = Some(parse_pax(&meta(tar, &h)?).map_err(|e| format!("tar PAX header at {at:#x}: {e}"))?)
+            }
+            TarType::PaxGlobal => {
+                meta(tar, &h)?;
+            }
+            _ => {
+                let trim = |mut v: Vec<u8>| {
+                    while v.last() == Some(&0) {
+                        v.pop();
+                    }
+                    v
+                };
+                let mut sparse = h.kind == TarType::Sparse;
+                if let Some(n) = long_name {
+                    h.name = trim(n);
+                }
+                if let Some(l) = long_link {
+                    h.link = trim(l);
+                }
+                if let Some(p) = pax {
+                    if let Some(n) = p.path {
+                        h.name = n;
+                    }
+                    if let Some(l) = p.linkpath {
+                        h.link = l;
+                    }
+                    if let (Some(s), TarType::File | TarType::Sparse | TarType::Other(_)) = (p.size, h.kind) {
+                        h.size = s;
+                    }
+                    if let Some(n) = p.sparse_name {
+                        h.name = n;
+                    }
+                    sparse |= p.sparse;
+                }
+                // Old GNU sparse headers chain extension blocks that the size does not count.
+                let mut extended = h.kind == TarType::Sparse && block.get(482).is_some_and(|&b| b != 0);
+                let mut blocks = 0;
+                while extended {
+                    blocks += 1;
+                    let mut ext = [0u8; TAR_BLOCK];
+                    if blocks > MAX_SPARSE_BLOCKS
+                        || tar.read_full(&mut ext).map_err(|e| e.to_string())? < TAR_BLOCK
+                    {
+                        return Err(format!(
+                            "GNU sparse header at {at:#x}: extension blocks truncated or too many"
+                        ));
+                    }
+                    extended = ext.get(504).is_some_and(|&b| b != 0);
+                }
+                let stored = h
+                    .size
+                    .checked_add(padding(h.size))
+                    .filter(|&n| tar.pos.checked_add(n).is_some())
+                    .ok_or_else(|| format!("tar header at {at:#x}: member size {} out of range", h.size))?;
+                if let Some(len) = tar.origin.known_len() {
+                    if tar.pos + h.size > len {
+                        return Err(format!(
+                            "archive truncated: the member at {at:#x} claims {} bytes, {} remain",
+                            h.size,
+                            len - tar.pos
+                        ));
+                    }
+                }
+                return Ok(Some(TarEntry { header: h, data: tar.pos, stored, sparse }));
+            }
+        }
+    }
+}
+
+/// What an entry type becomes on extraction: GNU dump folders (`D`) are folders; other types
+/// GNU tar does not know (all but volume labels, `V`) are regular files.
+pub(super) fn extracted_kind(kind: TarType) -> TarType {
+    match kind {
+        TarType::Other(b'D') => TarType::Dir,
+        k => k,
+    }
+}
+
+/// Decides per member path whether a member is read (images hide what later layers replaced).
+pub(super) type Visible<'v> = &'v (dyn Fn(&Path) -> bool + Sync);
+
+pub(super) fn expand_tar(stream: &Arc<Origin>, ctx: &Ctx, record: ArchiveRecord) -> Result<Found, String> {
+    let gather = Gather::default();
+    if let Err(e) = walk_tar(stream, None, 0, ctx, &gather, &|_| true, &mut |_, _| {}) {
+        gather.problem(ctx, Path::new(""), e);
+    }
+    Ok(gather.finish(ctx, record))
+}
+
+/// Walks a tar stream: every member is checked, inspected (in parallel where it was read into
+/// memory) and gathered; `seen` hears of every member name (for image layers). `live` is the
+/// stream when the caller already has it open (an image layer read as it streams by); member
+/// sequence numbers start after `first_seq`. An error is what stopped the walk: members before
+/// it are gathered.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn walk_tar<'a>(
+    stream: &'a Arc<Origin>,
+    live: Option<Box<dyn Read + 'a>>,
+    first_seq: u64,
+    ctx: &Ctx,
+    gather: &Gather,
+    visible: Visible,
+    seen: &mut dyn FnMut(&Path, &TarType),
+) -> Result<(), String> {
+    let reader = match live {
+        Some(r) => r,
+        None => stream.open().map_err(|e| format!("cannot read: {e}"))?,
+    };
+    let mut tar = TarStream { origin: stream, reader, pos: 0 };
+    let random = stream.random().is_some();
+    // Every regular file so far, visible or not: what a later hard link may name.
+    let mut files: HashMap<PathBuf, Arc<Origin>> = HashMap::new();
+    let mut seq = first_seq;
+    let mut failure = None;
+    rayon::in_place_scope(|scope| loop {
+        let entry = match next_entry(&mut tar) {
+            Ok(Some(e)) => e,
+            Ok(None) => break,
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
+        };
+        seq += 1;
+        let h = &entry.header;
+        let stored = entry.stored;
+        let path = match member_path(&h.name) {
+            Ok(Some(p)) => Some(p),
+            Ok(None) => None,
+            Err(why) => {
+                let shown = PathBuf::from(OsStr::from_bytes(&h.name));
+                gather.problem(ctx, &shown, why.to_string());
+                None
+            }
+        };
+        let Some(path) = path else {
+            if let Err(e) = tar.skip(stored) {
+                failure = Some(e.to_string());
+                break;
+            }
+            continue;
+        };
+        // GNU tar extracts entry types it does not know as regular files; so does this walk.
+        let kind = match extracted_kind(h.kind) {
+            TarType::Other(c) if c != b'V' => {
+                if visible(&path) {
+                    let shown = char::from(c).escape_default();
+                    let note = format!(
+                        "unknown tar entry type '{shown}': read as a regular file, as GNU tar extracts it"
+                    );
+                    gather.problem(ctx, &path, note);
+                }
+                TarType::File
+            }
+            k => k,
+        };
+        seen(&path, &kind);
+        let wanted = visible(&path);
+        if wanted && !matches!(kind, TarType::Dir | TarType::Other(_)) {
+            gather.claim(seq, &path);
+        }
+        let mut consumed = 0u64;
+        match kind {
+            TarType::File | TarType::Sparse if entry.sparse || kind == TarType::Sparse => {
+                if wanted {
+                    gather.problem(
+                        ctx,
+                        &path,
+                        "sparse tar member: its data is not stored as-is, not read".into(),
+                    )
+                }
+            }
+            TarType::File => {
+                let origin = Arc::new(stream.range(entry.data, h.size));
+                files.insert(path.clone(), origin.clone());
+                if !wanted {
+                } else if random {
+                    let (origin, path, ctx) = (origin.clone(), path.clone(), ctx.clone());
+                    scope.spawn(move |_| {
+                        gather.add(seq, path.clone(), visit(&origin, Bytes::InPlace, &path, &ctx))
+                    });
+                } else if h.size <= IN_MEMORY {
+                    let mut data = vec![0u8; h.size as usize];
+                    match tar.read_full(&mut data) {
+                        Ok(n) if n as u64 == h.size => {}
+                        Ok(_) => {
+                            failure = Some(format!("archive truncated inside {}", path.display()));
+                            break;
+                        }
+                        Err(e) => {
+                            failure = Some(format!("{}: {e}", path.display()));
+                            break;
+                        }
+                    }
+                    consumed = h.size;
+                    let data = Arc::new(data);
+                    if !reserve_room(h.size) {
+                        gather.add(seq, path.clone(), visit(&origin, Bytes::Memory(data), &path, ctx));
+                    } else {
+                        let (path, ctx) = (path.clone(), ctx.clone());
+                        scope.spawn(move |_| {
+                            let n = data.len() as u64;
+                            gather.add(seq, path.clone(), visit(&origin, Bytes::Memory(data), &path, &ctx));
+                            IN_FLIGHT_BYTES.fetch_sub(n, Ordering::AcqRel);
+                        });
+                    }
+                } else {
+                    let mut live = MemberReader { tar: &mut tar, left: h.size };
+                    let found = visit(&origin, Bytes::Live(Box::new(&mut live)), &path, ctx);
+                    consumed = h.size - live.left;
+                    gather.add(seq, path.clone(), found);
+                }
+            }
+            _ if !wanted => {}
+            TarType::Symlink => {
+                if link_escapes(&path, &h.link) {
+                    let to = String::from_utf8_lossy(&h.link);
+                    gather.problem(
+                        ctx,
+                        &path,
+                        format!("symbolic link to {to}: it leaves the archive's tree"),
+                    );
+                }
+                gather.link(seq, &path, &h.link);
+            }
+            TarType::HardLink => match member_path(&h.link)
+                .ok()
+                .flatten()
+                .and_then(|t| files.get(&t).map(|o| (t, o)))
+            {
+                Some((target, origin)) => gather.hard_link(seq, &path, &target, origin.clone()),
+                None => gather.problem(
+                    ctx,
+                    &path,
+                    format!("hard link to {}, which no earlier member is", String::from_utf8_lossy(&h.link)),
+                ),
+            },
+            TarType::Special(what) => {
+                gather.problem(ctx, &path, format!("not a regular file ({what}): not opened"))
+            }
+            TarType::Dir | TarType::Other(_) | TarType::Sparse => {}
+            TarType::GnuLongName | TarType::GnuLongLink | TarType::Pax | TarType::PaxGlobal => {}
+        }
+        if let Err(e) = tar.skip(stored.saturating_sub(consumed)) {
+            failure = Some(format!("{}: {e}", path.display()));
+            break;
+        }
+    });
+    match failure {
+        Some(f) => Err(f),
+        None => Ok(()),
+    }
+}
+
+/// The tar stream an origin holds, by its first bytes: itself, or its gzip/zstd/xz decoding;
+/// `None` when it is neither tar nor compressed.
+pub(super) fn tar_stream(origin: &Arc<Origin>, budget: &Arc<Budget>) -> Result<Option<Arc<Origin>>, String> {
+    let head = read_head(origin)?;
+    Ok(layer_codec(&head).map(|codec| match codec {
+        Some(c) => Arc::new(Origin::decoded(origin.clone(), c, None, budget)),
+        None => origin.clone(),
+    }))
+}
+
+/// Lists a random-access tar's members by path (regular files only), for image detection.
+pub(super) fn list_tar(stream: &Arc<Origin>) -> Result<BTreeMap<String, Arc<Origin>>, String> {
+    let mut tar = TarStream { origin: stream, reader: stream.open().map_err(|e| e.to_string())?, pos: 0 };
+    let mut out = BTreeMap::new();
+    while let Some(e) = next_entry(&mut tar)? {
+        let h = &e.header;
+        if let (TarType::File, Ok(Some(p))) = (h.kind, member_path(&h.name)) {
+            out.insert(p.to_string_lossy().into_owned(), Arc::new(stream.range(e.data, h.size)));
+        }
+        tar.skip(e.stored).map_err(|e| e.to_string())?;
+    }
+    Ok(out)
+}
