@@ -215,9 +215,8 @@ fn via_of(listed: &[String], side: &BTreeMap<String, Option<String>>) -> BTreeMa
 pub struct Coverage {
     /// The unit's identity (`librocblas.so`, `tensile:rocblas`, `firmware:amdgpu`).
     pub library: String,
-    /// `new` / `gone` when the unit has nothing on one side (no device code, files or
-    /// databases at all: absent, or present without any), else `changed`.
-    pub how: String,
+    /// Whether the unit is there on both sides.
+    pub how: UnitChange,
     /// Devices (or single variants, `gfx90a:xnack+`) that lost or gained their code; never a
     /// generic target.
     pub targets: Vec<String>,
@@ -225,6 +224,18 @@ pub struct Coverage {
     /// serves it now (`gfx941` → `gfx9-4-generic`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub via_generic: BTreeMap<String, String>,
+}
+
+/// How a unit is there across the two sides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UnitChange {
+    /// Nothing of it before (no device code, files or databases at all).
+    New,
+    /// Nothing of it left.
+    Gone,
+    /// There on both sides.
+    Changed,
 }
 
 /// A library whose code objects or bundles changed in number.
@@ -443,21 +454,21 @@ fn coverage(
         let va: BTreeSet<String> = sa.keys().filter(|v| keep(v)).cloned().collect();
         let vb: BTreeSet<String> = sb.keys().filter(|v| keep(v)).cloned().collect();
         let how = match (uo.contains_key(id), un.contains_key(id)) {
-            (true, false) => "gone",
-            (false, true) => "new",
-            _ => "changed",
+            (true, false) => UnitChange::Gone,
+            (false, true) => UnitChange::New,
+            _ => UnitChange::Changed,
         };
         let lost: BTreeSet<String> = va.difference(&vb).cloned().collect();
         let won: BTreeSet<String> = vb.difference(&va).cloned().collect();
         if !lost.is_empty() {
             let listed = summarize(&lost, &va, &vb);
             let via_generic = via_of(&listed, &sa);
-            losses.push(Coverage { library: id.clone(), how: how.into(), targets: listed, via_generic });
+            losses.push(Coverage { library: id.clone(), how, targets: listed, via_generic });
         }
         if !won.is_empty() {
             let listed = summarize(&won, &va, &vb);
             let via_generic = via_of(&listed, &sb);
-            gains.push(Coverage { library: id.clone(), how: how.into(), targets: listed, via_generic });
+            gains.push(Coverage { library: id.clone(), how, targets: listed, via_generic });
         }
         // A processor served on both sides under other target IDs: a change of spelling. Any
         // device variant it gains or loses is listed above with the gains and losses.
@@ -485,8 +496,47 @@ pub fn diff(
     let (uo, un) = (units(old), units(new));
     let compared = comparable(old, new);
     let (losses, gains, id_changes) = coverage(&uo, &un, compared.as_ref(), targets);
-    // Counts per family and target, and all code objects per target.
-    let mut counts = Vec::new();
+    let files = file_changes(old, new);
+    let mut d = SnapshotDiff {
+        schema_version: DIFF_SCHEMA_VERSION,
+        tool: Tool::current(),
+        outcome: DiffOutcome::Same,
+        old: side(old, sources.0),
+        new: side(new, sources.1),
+        counts: count_changes(old, new, compared.as_ref(), targets),
+        compared_targets: compared.map(|o| {
+            let mut v: Vec<String> = o.into_iter().collect();
+            v.sort_by_key(|k| (targets.rank(k), k.clone()));
+            v
+        }),
+        losses,
+        gains,
+        target_id_changes: id_changes,
+        libraries: library_changes(&uo, &un),
+        files_added: files.added,
+        files_removed: files.removed,
+        files_changed: files.changed,
+    };
+    d.outcome = if !old.problems.is_empty() || !new.problems.is_empty() {
+        DiffOutcome::Incomplete
+    } else if !d.losses.is_empty() {
+        DiffOutcome::Loss
+    } else if d.is_empty() {
+        DiffOutcome::Same
+    } else {
+        DiffOutcome::Changed
+    };
+    d
+}
+
+/// Counts per family and target (and all code objects per target) that differ, for the
+/// targets compared, in target order.
+fn count_changes(
+    old: &Snapshot,
+    new: &Snapshot,
+    compared: Option<&BTreeSet<String>>,
+    targets: &Targets,
+) -> Vec<CountChange> {
     let table = |s: &Snapshot| {
         let mut t = s.families.clone();
         t.insert("code-objects".into(), s.targets.iter().map(|(k, v)| (k.clone(), v.code_objects)).collect());
@@ -500,13 +550,14 @@ pub fn diff(
     let mut changed_targets: Vec<String> = families
         .iter()
         .flat_map(|f| to.get(*f).into_iter().chain(tn.get(*f)).flat_map(|m| m.keys()))
-        .filter(|t| compared.as_ref().is_none_or(|o| o.contains(*t)))
+        .filter(|t| compared.is_none_or(|o| o.contains(*t)))
         .filter(|t| families.iter().any(|f| get(&to, f, t) != get(&tn, f, t)))
         .cloned()
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
     changed_targets.sort_by_key(|k| (targets.rank(k), k.clone()));
+    let mut counts = Vec::new();
     for t in &changed_targets {
         for fam in &families {
             let (x, y) = (get(&to, fam, t), get(&tn, fam, t));
@@ -515,21 +566,25 @@ pub fn diff(
             }
         }
     }
-    // Libraries whose code objects or bundles changed in number.
+    counts
+}
+
+/// Libraries whose code objects (per code object version) or bundles changed in number.
+fn library_changes(uo: &BTreeMap<String, Unit>, un: &BTreeMap<String, Unit>) -> Vec<LibraryChange> {
+    let tally = |u: Option<&Unit>| {
+        let mut by_version: BTreeMap<String, u64> = BTreeMap::new();
+        let mut bundles = 0;
+        for f in u.map(|u| u.files.as_slice()).unwrap_or_default() {
+            bundles += f.bundles;
+            for c in &f.code_objects {
+                let v = c.code_object_version.map_or_else(|| "other".to_string(), |v| format!("v{v}"));
+                *by_version.entry(v).or_default() += 1;
+            }
+        }
+        (by_version, bundles)
+    };
     let mut libraries = Vec::new();
     for id in uo.keys().chain(un.keys()).collect::<BTreeSet<_>>() {
-        let tally = |u: Option<&Unit>| {
-            let mut by_version: BTreeMap<String, u64> = BTreeMap::new();
-            let mut bundles = 0;
-            for f in u.map(|u| u.files.as_slice()).unwrap_or_default() {
-                bundles += f.bundles;
-                for c in &f.code_objects {
-                    let v = c.code_object_version.map_or_else(|| "other".to_string(), |v| format!("v{v}"));
-                    *by_version.entry(v).or_default() += 1;
-                }
-            }
-            (by_version, bundles)
-        };
         let ((oc, ob), (nc, nb)) = (tally(uo.get(id)), tally(un.get(id)));
         if (oc != nc || ob != nb) && !(oc.is_empty() && nc.is_empty()) {
             libraries.push(LibraryChange {
@@ -541,7 +596,57 @@ pub fn diff(
             });
         }
     }
-    // Files, paired by key.
+    libraries
+}
+
+/// Files added, removed and changed, paired by [`file_key`].
+#[derive(Default)]
+struct FileChanges {
+    added: Vec<FileOnly>,
+    removed: Vec<FileOnly>,
+    changed: Vec<FileChange>,
+}
+
+fn file_only(f: &FileRecord) -> FileOnly {
+    FileOnly { identity: identity(f), path: f.path.path.clone(), size: f.size, targets: file_targets(f) }
+}
+
+/// How a file paired across the two sides changed, if it did: size, targets, code objects,
+/// firmware ucode version, database records.
+fn file_change(x: &FileRecord, y: &FileRecord) -> Option<FileChange> {
+    let header = |f: &FileRecord| f.artifact.as_ref().and_then(|a| a.header).map(|h| h.ucode_version);
+    let records = |f: &FileRecord| f.artifact.as_ref().and_then(|a| a.records);
+    let (ucode, recs) = (differ(header(x), header(y)), differ(records(x), records(y)));
+    let (tx, ty) = (file_targets(x), file_targets(y));
+    let same = x.size == y.size
+        && tx == ty
+        && x.code_objects.len() == y.code_objects.len()
+        && ucode.is_none()
+        && recs.is_none();
+    (!same).then(|| FileChange {
+        identity: identity(x),
+        old_path: x.path.path.clone(),
+        new_path: y.path.path.clone(),
+        old_size: x.size,
+        new_size: y.size,
+        old_targets: tx,
+        new_targets: ty,
+        old_code_objects: x.code_objects.len(),
+        new_code_objects: y.code_objects.len(),
+        ucode,
+        records: recs,
+    })
+}
+
+/// Both values, when both are known and differ.
+fn differ<T: PartialEq>(p: Option<T>, q: Option<T>) -> Option<(T, T)> {
+    match (p, q) {
+        (Some(p), Some(q)) if p != q => Some((p, q)),
+        _ => None,
+    }
+}
+
+fn file_changes(old: &Snapshot, new: &Snapshot) -> FileChanges {
     let index = |s: &Snapshot| {
         let mut m: BTreeMap<String, Vec<FileRecord>> = BTreeMap::new();
         for f in &s.files {
@@ -550,88 +655,20 @@ pub fn diff(
         m
     };
     let (fo, fnew) = (index(old), index(new));
-    let only = |f: &FileRecord| FileOnly {
-        identity: identity(f),
-        path: f.path.path.clone(),
-        size: f.size,
-        targets: file_targets(f),
-    };
-    let (mut added, mut removed, mut changed) = (Vec::new(), Vec::new(), Vec::new());
+    let mut out = FileChanges::default();
     for key in fo.keys().chain(fnew.keys()).collect::<BTreeSet<_>>() {
         match (fo.get(key), fnew.get(key)) {
-            (Some(a), None) => removed.extend(a.iter().map(only)),
-            (None, Some(b)) => added.extend(b.iter().map(only)),
+            (Some(a), None) => out.removed.extend(a.iter().map(file_only)),
+            (None, Some(b)) => out.added.extend(b.iter().map(file_only)),
             (Some(a), Some(b)) => {
-                for (x, y) in a.iter().zip(b) {
-                    let header =
-                        |f: &FileRecord| f.artifact.as_ref().and_then(|a| a.header).map(|h| h.ucode_version);
-                    let records = |f: &FileRecord| f.artifact.as_ref().and_then(|a| a.records);
-                    let ucode = match (header(x), header(y)) {
-                        (Some(p), Some(q)) if p != q => Some((p, q)),
-                        _ => None,
-                    };
-                    let recs = match (records(x), records(y)) {
-                        (Some(p), Some(q)) if p != q => Some((p, q)),
-                        _ => None,
-                    };
-                    let (tx, ty) = (file_targets(x), file_targets(y));
-                    if x.size != y.size
-                        || tx != ty
-                        || x.code_objects.len() != y.code_objects.len()
-                        || ucode.is_some()
-                        || recs.is_some()
-                    {
-                        changed.push(FileChange {
-                            identity: identity(x),
-                            old_path: x.path.path.clone(),
-                            new_path: y.path.path.clone(),
-                            old_size: x.size,
-                            new_size: y.size,
-                            old_targets: tx,
-                            new_targets: ty,
-                            old_code_objects: x.code_objects.len(),
-                            new_code_objects: y.code_objects.len(),
-                            ucode,
-                            records: recs,
-                        });
-                    }
-                }
-                removed.extend(a.iter().skip(b.len()).map(only));
-                added.extend(b.iter().skip(a.len()).map(only));
+                out.changed.extend(a.iter().zip(b).filter_map(|(x, y)| file_change(x, y)));
+                out.removed.extend(a.iter().skip(b.len()).map(file_only));
+                out.added.extend(b.iter().skip(a.len()).map(file_only));
             }
             (None, None) => {}
         }
     }
-    let mut d = SnapshotDiff {
-        schema_version: DIFF_SCHEMA_VERSION,
-        tool: Tool::current(),
-        outcome: DiffOutcome::Same,
-        old: side(old, sources.0),
-        new: side(new, sources.1),
-        compared_targets: compared.map(|o| {
-            let mut v: Vec<String> = o.into_iter().collect();
-            v.sort_by_key(|k| (targets.rank(k), k.clone()));
-            v
-        }),
-        losses,
-        gains,
-        target_id_changes: id_changes,
-        libraries,
-        counts,
-        files_added: added,
-        files_removed: removed,
-        files_changed: changed,
-    };
-    d.outcome = if !old.problems.is_empty() || !new.problems.is_empty() {
-        DiffOutcome::Incomplete
-    } else if !d.losses.is_empty() {
-        DiffOutcome::Loss
-    } else if d.is_empty() {
-        DiffOutcome::Same
-    } else {
-        DiffOutcome::Changed
-    };
-    d
+    out
 }
 
 #[cfg(test)]

@@ -222,50 +222,82 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
     walked.links.retain(|l| !layouts.contains(&l.root));
     walked.problems.retain(|p| !layouts.contains(&p.path.root));
     progress.reading(walked.candidates.len() as u64);
-    let problems = walked.problems;
-    for p in &problems {
+    for p in &walked.problems {
         progress.problem(&given, p);
     }
-
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(config.threads.unwrap_or(0))
         .build()
         .context("failed to start worker threads")?;
-    let report = |found: &Found| {
+    let reader = Reader { targets, progress, given: &given };
+    let mut tally = pool.install(|| {
+        let Part { mut tally, mut pending, .. } = reader.read_files(&walked.candidates);
+        pending.sort_by_key(|(i, _)| *i);
+        tally = tally.merge(reader.expand_archives(&pending, pool.current_num_threads().max(1)));
+        for &i in &layouts {
+            tally = tally.merge(reader.expand_layout(&roots, i));
+        }
+        tally
+    });
+    for l in &walked.links {
+        tally.summary.symlinks += 1;
+        tally.links.push(LinkSeen {
+            path: RelPath::new(l.root, l.rel.as_os_str()),
+            name: l.path.clone(),
+            target: l.target.to_string_lossy().into_owned(),
+        });
+    }
+    tally.problems.extend(walked.problems);
+    Ok(aggregate::snapshot(tally, given, targets))
+}
+
+/// What every worker of one scan shares: the target table and the progress reporter.
+struct Reader<'a> {
+    targets: &'a Targets,
+    progress: &'a dyn Progress,
+    given: &'a [String],
+}
+
+impl Reader<'_> {
+    /// Tells the progress reporter of a finished candidate and its problems.
+    fn report(&self, found: &Found) {
         for p in &found.problems {
-            progress.problem(&given, p);
+            self.progress.problem(self.given, p);
         }
         for f in &found.files {
             for message in &f.problems {
-                progress.problem(&given, &Problem { path: f.path.clone(), message: message.clone() });
+                self.progress
+                    .problem(self.given, &Problem { path: f.path.clone(), message: message.clone() });
             }
         }
-        progress.file_done();
-    };
-    let threads = pool.current_num_threads().max(1);
-    let mut tally = pool.install(|| {
-        // Each file is read once, however many hard links name it: the first name is read,
-        // then the others take its result (see `read_link`). Results are folded into tallies as
-        // they come, so a tree of millions of files holds only what its report needs.
-        let cands = &walked.candidates;
+        self.progress.file_done();
+    }
+
+    /// Folds one candidate's result into a worker's share: counted now, or an archive for later.
+    fn take(&self, mut part: Part, i: usize, read: Read) -> Part {
+        match read {
+            Read::Done(f) => {
+                self.report(&f);
+                part.tally.add(f);
+            }
+            Read::Archive(a) => part.pending.push((i, a)),
+        }
+        part
+    }
+
+    /// Reads every candidate, in parallel. Each file is read once, however many hard links
+    /// name it: the first name is read, then the others take its result (see `read_link`).
+    /// Results are folded into tallies as they come, so a tree of millions of files holds only
+    /// what its report needs.
+    fn read_files(&self, cands: &[Candidate]) -> Part {
         let leaders = hard_link_leaders(cands);
         let followed: HashSet<usize> = leaders.iter().flatten().copied().collect();
-        let take = |mut part: Part, i: usize, read: Read| {
-            match read {
-                Read::Done(f) => {
-                    report(&f);
-                    part.tally.add(f);
-                }
-                Read::Archive(a) => part.pending.push((i, a)),
-            }
-            part
-        };
         let mut first = (0..cands.len())
             .into_par_iter()
             .filter(|&i| leaders.get(i).is_some_and(Option::is_none))
             .fold(Part::default, |mut part, i| {
                 let Some(c) = cands.get(i) else { return part };
-                let (read, opened) = read_file(c, targets);
+                let (read, opened) = read_file(c, self.targets);
                 if let (Read::Done(f), Some(opened)) = (&read, opened) {
                     if followed.contains(&i) {
                         if let ([one], true) = (f.files.as_slice(), f.archives.is_empty()) {
@@ -273,7 +305,7 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
                         }
                     }
                 }
-                take(part, i, read)
+                self.take(part, i, read)
             })
             .reduce(Part::default, Part::merge);
         let kept: HashMap<usize, (FileOutcome, Opened)> =
@@ -283,16 +315,18 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
             .filter_map(|i| Some((i, (*leaders.get(i)?)?)))
             .fold(Part::default, |part, (i, l)| {
                 let (Some(c), Some(leader)) = (cands.get(i), cands.get(l)) else { return part };
-                let read = read_link(c, leader, kept.get(&l), targets);
-                take(part, i, read)
+                let read = read_link(c, leader, kept.get(&l), self.targets);
+                self.take(part, i, read)
             })
             .reduce(Part::default, Part::merge);
-        let Part { mut tally, mut pending, .. } = first.merge(later);
-        pending.sort_by_key(|(i, _)| *i);
-        // Archives go after the plain files, read by as many workers as there are threads, each
-        // one archive at a time: a thread waiting on its archive's members can then pick up only
-        // member work or another worker, never start an archive of its own, so memory is bounded
-        // by the thread count, not by the number of archives.
+        first.merge(later)
+    }
+
+    /// Expands the archives found, after the plain files, by as many workers as there are
+    /// threads, each one archive at a time: a thread waiting on its archive's members can then
+    /// pick up only member work or another worker, never start an archive of its own, so
+    /// memory is bounded by the thread count, not by the number of archives.
+    fn expand_archives(&self, pending: &[(usize, Box<PendingArchive>)], threads: usize) -> Tally {
         let next = std::sync::atomic::AtomicUsize::new(0);
         let expanded = std::sync::Mutex::new(Tally::default());
         rayon::scope(|scope| {
@@ -300,36 +334,29 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
                 scope.spawn(|_| loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some((_, a)) = pending.get(i) else { break };
-                    let f = a.expand(targets);
-                    report(&f);
+                    let f = a.expand(self.targets);
+                    self.report(&f);
                     if let Ok(mut e) = expanded.lock() {
                         e.add(f);
                     }
                 });
             }
         });
-        tally = tally.merge(expanded.into_inner().unwrap_or_default());
-        for &i in &layouts {
-            let Some(r) = roots.get(i) else { continue };
-            let budget = Budget::new(budget_for(archive::layout_size(&r.real)));
-            let ctx = archive::Ctx { targets, budget, depth: 0, base: RelPath::new(i, OsStr::new("")) };
-            if let Some(f) = archive::expand_layout_dir(&r.real, &ctx) {
-                tally.add(f);
-            }
+        expanded.into_inner().unwrap_or_default()
+    }
+
+    /// Reads root `i`, an OCI image layout folder, as the image it holds.
+    fn expand_layout(&self, roots: &[Root], i: usize) -> Tally {
+        let mut tally = Tally::default();
+        let Some(r) = roots.get(i) else { return tally };
+        let budget = Budget::new(budget_for(archive::layout_size(&r.real)));
+        let ctx =
+            archive::Ctx { targets: self.targets, budget, depth: 0, base: RelPath::new(i, OsStr::new("")) };
+        if let Some(f) = archive::expand_layout_dir(&r.real, &ctx) {
+            tally.add(f);
         }
         tally
-    });
-
-    for l in &walked.links {
-        tally.summary.symlinks += 1;
-        tally.links.push(LinkSeen {
-            path: RelPath::new(l.root, l.rel.as_os_str()),
-            name: l.path.clone(),
-            target: l.target.to_string_lossy().into_owned(),
-        });
     }
-    tally.problems.extend(problems);
-    Ok(aggregate::snapshot(tally, given, targets))
 }
 
 #[cfg(test)]

@@ -262,126 +262,41 @@ pub(super) fn walk_tar<'a>(
             }
         };
         seq += 1;
-        let h = &entry.header;
-        let stored = entry.stored;
-        let path = match member_path(&h.name) {
-            Ok(Some(p)) => Some(p),
-            Ok(None) => None,
-            Err(why) => {
-                let shown = PathBuf::from(OsStr::from_bytes(&h.name));
-                gather.problem(ctx, &shown, why.to_string());
-                None
-            }
-        };
-        let Some(path) = path else {
-            if let Err(e) = tar.skip(stored) {
+        let Some(path) = entry_path(&entry.header, ctx, gather) else {
+            if let Err(e) = tar.skip(entry.stored) {
                 failure = Some(e.to_string());
                 break;
             }
             continue;
         };
-        // GNU tar extracts entry types it does not know as regular files; so does this walk.
-        let kind = match extracted_kind(h.kind) {
-            TarType::Other(c) if c != b'V' => {
-                if visible(&path) {
-                    let shown = char::from(c).escape_default();
-                    let note = format!(
-                        "unknown tar entry type '{shown}': read as a regular file, as GNU tar extracts it"
-                    );
-                    gather.problem(ctx, &path, note);
-                }
-                TarType::File
-            }
-            k => k,
-        };
+        let kind = extracted_type(entry.header.kind, &path, visible, ctx, gather);
         seen(&path, &kind);
         let wanted = visible(&path);
         if wanted && !matches!(kind, TarType::Dir | TarType::Other(_)) {
             gather.claim(seq, &path);
         }
         let mut consumed = 0u64;
-        match kind {
-            TarType::File | TarType::Sparse if entry.sparse || kind == TarType::Sparse => {
-                if wanted {
-                    gather.problem(
-                        ctx,
-                        &path,
-                        "sparse tar member: its data is not stored as-is, not read".into(),
-                    )
+        let h = &entry.header;
+        if matches!(kind, TarType::File | TarType::Sparse) && (entry.sparse || kind == TarType::Sparse) {
+            if wanted {
+                gather.problem(ctx, &path, "sparse tar member: its data is not stored as-is, not read".into())
+            }
+        } else if kind == TarType::File {
+            let origin = Arc::new(stream.range(entry.data, h.size));
+            files.insert(path.clone(), origin.clone());
+            let member = Member { origin, seq, path: &path, size: h.size };
+            match wanted.then(|| regular_member(scope, &mut tar, member, random, ctx, gather)) {
+                Some(Ok(n)) => consumed = n,
+                Some(Err(e)) => {
+                    failure = Some(e);
+                    break;
                 }
+                None => {}
             }
-            TarType::File => {
-                let origin = Arc::new(stream.range(entry.data, h.size));
-                files.insert(path.clone(), origin.clone());
-                if !wanted {
-                } else if random {
-                    let (origin, path, ctx) = (origin.clone(), path.clone(), ctx.clone());
-                    scope.spawn(move |_| {
-                        gather.add(seq, path.clone(), visit(&origin, Bytes::InPlace, &path, &ctx))
-                    });
-                } else if h.size <= IN_MEMORY {
-                    let mut data = vec![0u8; h.size as usize];
-                    match tar.read_full(&mut data) {
-                        Ok(n) if n as u64 == h.size => {}
-                        Ok(_) => {
-                            failure = Some(format!("archive truncated inside {}", path.display()));
-                            break;
-                        }
-                        Err(e) => {
-                            failure = Some(format!("{}: {e}", path.display()));
-                            break;
-                        }
-                    }
-                    consumed = h.size;
-                    let data = Arc::new(data);
-                    if !reserve_room(h.size) {
-                        gather.add(seq, path.clone(), visit(&origin, Bytes::Memory(data), &path, ctx));
-                    } else {
-                        let (path, ctx) = (path.clone(), ctx.clone());
-                        scope.spawn(move |_| {
-                            let n = data.len() as u64;
-                            gather.add(seq, path.clone(), visit(&origin, Bytes::Memory(data), &path, &ctx));
-                            IN_FLIGHT_BYTES.fetch_sub(n, Ordering::AcqRel);
-                        });
-                    }
-                } else {
-                    let mut live = MemberReader { tar: &mut tar, left: h.size };
-                    let found = visit(&origin, Bytes::Live(Box::new(&mut live)), &path, ctx);
-                    consumed = h.size - live.left;
-                    gather.add(seq, path.clone(), found);
-                }
-            }
-            _ if !wanted => {}
-            TarType::Symlink => {
-                if link_escapes(&path, &h.link) {
-                    let to = String::from_utf8_lossy(&h.link);
-                    gather.problem(
-                        ctx,
-                        &path,
-                        format!("symbolic link to {to}: it leaves the archive's tree"),
-                    );
-                }
-                gather.link(seq, &path, &h.link);
-            }
-            TarType::HardLink => match member_path(&h.link)
-                .ok()
-                .flatten()
-                .and_then(|t| files.get(&t).map(|o| (t, o)))
-            {
-                Some((target, origin)) => gather.hard_link(seq, &path, &target, origin.clone()),
-                None => gather.problem(
-                    ctx,
-                    &path,
-                    format!("hard link to {}, which no earlier member is", String::from_utf8_lossy(&h.link)),
-                ),
-            },
-            TarType::Special(what) => {
-                gather.problem(ctx, &path, format!("not a regular file ({what}): not opened"))
-            }
-            TarType::Dir | TarType::Other(_) | TarType::Sparse => {}
-            TarType::GnuLongName | TarType::GnuLongLink | TarType::Pax | TarType::PaxGlobal => {}
+        } else if wanted {
+            other_member(kind, h, seq, &path, &files, ctx, gather);
         }
-        if let Err(e) = tar.skip(stored.saturating_sub(consumed)) {
+        if let Err(e) = tar.skip(entry.stored.saturating_sub(consumed)) {
             failure = Some(format!("{}: {e}", path.display()));
             break;
         }
@@ -389,6 +304,123 @@ pub(super) fn walk_tar<'a>(
     match failure {
         Some(f) => Err(f),
         None => Ok(()),
+    }
+}
+
+/// The path an entry extracts to, or `None` (with a problem when the name is unsafe).
+fn entry_path(h: &TarHeader, ctx: &Ctx, gather: &Gather) -> Option<PathBuf> {
+    match member_path(&h.name) {
+        Ok(p) => p,
+        Err(why) => {
+            let shown = PathBuf::from(OsStr::from_bytes(&h.name));
+            gather.problem(ctx, &shown, why.to_string());
+            None
+        }
+    }
+}
+
+/// What an entry extracts as: GNU tar extracts entry types it does not know as regular files;
+/// so does this walk, saying so.
+fn extracted_type(kind: TarType, path: &Path, visible: Visible, ctx: &Ctx, gather: &Gather) -> TarType {
+    match extracted_kind(kind) {
+        TarType::Other(c) if c != b'V' => {
+            if visible(path) {
+                let shown = char::from(c).escape_default();
+                let note = format!(
+                    "unknown tar entry type '{shown}': read as a regular file, as GNU tar extracts it"
+                );
+                gather.problem(ctx, path, note);
+            }
+            TarType::File
+        }
+        k => k,
+    }
+}
+
+/// A regular member to inspect: its bytes, its place in the archive's order, and its path.
+struct Member<'p> {
+    origin: Arc<Origin>,
+    seq: u64,
+    path: &'p Path,
+    size: u64,
+}
+
+/// Inspects a regular member: in place on another thread when the origin is random-access, read
+/// into memory and inspected on another thread when small (and room allows), else live from the
+/// stream. Returns how many of its bytes were taken from the stream.
+fn regular_member<'s, 't: 's>(
+    scope: &rayon::Scope<'s>,
+    tar: &mut TarStream,
+    m: Member,
+    random: bool,
+    ctx: &Ctx<'t>,
+    gather: &'s Gather,
+) -> Result<u64, String> {
+    let (origin, seq, size) = (m.origin, m.seq, m.size);
+    if random {
+        let (path, ctx) = (m.path.to_path_buf(), ctx.clone());
+        scope.spawn(move |_| gather.add(seq, path.clone(), visit(&origin, Bytes::InPlace, &path, &ctx)));
+        return Ok(0);
+    }
+    if size > IN_MEMORY {
+        let mut live = MemberReader { tar, left: size };
+        let found = visit(&origin, Bytes::Live(Box::new(&mut live)), m.path, ctx);
+        gather.add(seq, m.path.to_path_buf(), found);
+        return Ok(size - live.left);
+    }
+    let mut data = vec![0u8; size as usize];
+    match tar.read_full(&mut data) {
+        Ok(n) if n as u64 == size => {}
+        Ok(_) => return Err(format!("archive truncated inside {}", m.path.display())),
+        Err(e) => return Err(format!("{}: {e}", m.path.display())),
+    }
+    let data = Arc::new(data);
+    if !reserve_room(size) {
+        gather.add(seq, m.path.to_path_buf(), visit(&origin, Bytes::Memory(data), m.path, ctx));
+    } else {
+        let (path, ctx) = (m.path.to_path_buf(), ctx.clone());
+        scope.spawn(move |_| {
+            let n = data.len() as u64;
+            gather.add(seq, path.clone(), visit(&origin, Bytes::Memory(data), &path, &ctx));
+            IN_FLIGHT_BYTES.fetch_sub(n, Ordering::AcqRel);
+        });
+    }
+    Ok(size)
+}
+
+/// A member that is not a regular file: links are recorded (a symbolic link that leaves the
+/// tree, or a hard link to no earlier member, is a problem); special files are problems.
+fn other_member(
+    kind: TarType,
+    h: &TarHeader,
+    seq: u64,
+    path: &Path,
+    files: &HashMap<PathBuf, Arc<Origin>>,
+    ctx: &Ctx,
+    gather: &Gather,
+) {
+    match kind {
+        TarType::Symlink => {
+            if link_escapes(path, &h.link) {
+                let to = String::from_utf8_lossy(&h.link);
+                gather.problem(ctx, path, format!("symbolic link to {to}: it leaves the archive's tree"));
+            }
+            gather.link(seq, path, &h.link);
+        }
+        TarType::HardLink => {
+            match member_path(&h.link).ok().flatten().and_then(|t| files.get(&t).map(|o| (t, o))) {
+                Some((target, origin)) => gather.hard_link(seq, path, &target, origin.clone()),
+                None => gather.problem(
+                    ctx,
+                    path,
+                    format!("hard link to {}, which no earlier member is", String::from_utf8_lossy(&h.link)),
+                ),
+            }
+        }
+        TarType::Special(what) => {
+            gather.problem(ctx, path, format!("not a regular file ({what}): not opened"))
+        }
+        _ => {}
     }
 }
 

@@ -450,8 +450,40 @@ pub fn write_diff(d: &SnapshotDiff, format: Format, out: &mut dyn Write) -> anyh
         write_json(out, d)?;
         return Ok(());
     }
-    let md = format == Format::Markdown;
-    let (h, li) = if md { ("### ", "- ") } else { ("", "  ") };
+    let style = if format == Format::Markdown { DIFF_MARKDOWN } else { DIFF_TABLE };
+    write_diff_sides(d, style, out)?;
+    if d.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "No differences.")?;
+        return Ok(());
+    }
+    // A side read in part proves no loss: what it lacks may only be unread.
+    let lost_title = if d.outcome == DiffOutcome::Incomplete {
+        "Targets not found on a side read in part (unconfirmed losses)"
+    } else {
+        "Targets lost"
+    };
+    write_coverage(lost_title, &d.losses, "lost", style, out)?;
+    write_coverage("Targets gained", &d.gains, "gained", style, out)?;
+    write_diff_libraries(d, style, out)?;
+    write_diff_counts(d, style, out)?;
+    write_diff_files(d, style, out)?;
+    Ok(())
+}
+
+/// How a diff is laid out: headings, list items, and whether tables are Markdown.
+#[derive(Clone, Copy)]
+struct DiffStyle {
+    h: &'static str,
+    li: &'static str,
+    md: bool,
+}
+
+const DIFF_TABLE: DiffStyle = DiffStyle { h: "", li: "  ", md: false };
+const DIFF_MARKDOWN: DiffStyle = DiffStyle { h: "### ", li: "- ", md: true };
+
+/// The diff's first lines: both sides, filters, the targets compared, each side's problems.
+fn write_diff_sides(d: &SnapshotDiff, st: DiffStyle, out: &mut dyn Write) -> io::Result<()> {
     let side = |s: &crate::diff::Side| {
         format!(
             "{} ({}, {} files, {} code objects)",
@@ -475,170 +507,174 @@ pub fn write_diff(d: &SnapshotDiff, format: Format, out: &mut dyn Write) -> anyh
         }
     }
     if let Some(t) = &d.compared_targets {
-        writeln!(
-            out,
-            "Compared targets: {}",
-            if t.is_empty() { "none in common".to_string() } else { t.join(", ") }
-        )?;
+        let listed = if t.is_empty() { "none in common".to_string() } else { t.join(", ") };
+        writeln!(out, "Compared targets: {listed}")?;
     }
     for (name, s) in [("old", &d.old), ("new", &d.new)] {
         if s.problems.is_empty() {
             continue;
         }
         writeln!(out)?;
+        let n = s.problems.len();
         writeln!(
             out,
-            "{h}The {name} side could not be read in full ({} problem{}):",
-            s.problems.len(),
-            if s.problems.len() == 1 { "" } else { "s" }
+            "{}The {name} side could not be read in full ({n} problem{}):",
+            st.h,
+            if n == 1 { "" } else { "s" }
         )?;
         for p in &s.problems {
-            writeln!(out, "{li}{}: {}", p.path, p.message)?;
+            writeln!(out, "{}{}: {}", st.li, p.path, p.message)?;
         }
     }
     if d.outcome == DiffOutcome::Incomplete {
         writeln!(out)?;
         writeln!(out, "INCOMPLETE: what follows compares only what could be read; a target listed as lost may only be unread.")?;
     }
-    if d.is_empty() {
-        writeln!(out)?;
-        writeln!(out, "No differences.")?;
+    Ok(())
+}
+
+/// Losses or gains of device code, one line per library.
+fn write_coverage(
+    title: &str,
+    list: &[crate::diff::Coverage],
+    verb: &str,
+    st: DiffStyle,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    if list.is_empty() {
         return Ok(());
     }
-    let coverage =
-        |title: &str, list: &[crate::diff::Coverage], verb: &str, out: &mut dyn Write| -> io::Result<()> {
-            if list.is_empty() {
-                return Ok(());
-            }
-            writeln!(out)?;
-            writeln!(out, "{h}{title} ({}):", list.len())?;
-            for c in list {
-                let whole = match c.how.as_str() {
-                    "gone" => " (nothing of it left)",
-                    "new" => " (nothing of it before)",
-                    _ => "",
-                };
-                let listed: Vec<String> = c
-                    .targets
-                    .iter()
-                    .map(|t| match c.via_generic.get(t) {
-                        Some(g) if verb == "lost" => format!("{t} (was served by {g})"),
-                        Some(g) => format!("{t} (served by {g})"),
-                        None => t.clone(),
-                    })
-                    .collect();
-                writeln!(out, "{li}{}{whole}: {verb} {}", c.library, listed.join(", "))?;
-            }
-            Ok(())
+    writeln!(out)?;
+    writeln!(out, "{}{title} ({}):", st.h, list.len())?;
+    for c in list {
+        let whole = match c.how {
+            crate::diff::UnitChange::Gone => " (nothing of it left)",
+            crate::diff::UnitChange::New => " (nothing of it before)",
+            crate::diff::UnitChange::Changed => "",
         };
-    // A side read in part proves no loss: what it lacks may only be unread.
-    let lost_title = if d.outcome == DiffOutcome::Incomplete {
-        "Targets not found on a side read in part (unconfirmed losses)"
-    } else {
-        "Targets lost"
-    };
-    coverage(lost_title, &d.losses, "lost", out)?;
-    coverage("Targets gained", &d.gains, "gained", out)?;
+        let listed: Vec<String> = c
+            .targets
+            .iter()
+            .map(|t| match c.via_generic.get(t) {
+                Some(g) if verb == "lost" => format!("{t} (was served by {g})"),
+                Some(g) => format!("{t} (served by {g})"),
+                None => t.clone(),
+            })
+            .collect();
+        writeln!(out, "{}{}{whole}: {verb} {}", st.li, c.library, listed.join(", "))?;
+    }
+    Ok(())
+}
+
+/// Target-ID changes, and code objects (per version) and bundles per library.
+fn write_diff_libraries(d: &SnapshotDiff, st: DiffStyle, out: &mut dyn Write) -> io::Result<()> {
     if !d.target_id_changes.is_empty() {
         writeln!(out)?;
         writeln!(
             out,
-            "{h}Target-ID changes (a device loses its code only if listed under lost) ({}):",
+            "{}Target-ID changes (a device loses its code only if listed under lost) ({}):",
+            st.h,
             d.target_id_changes.len()
         )?;
         for c in &d.target_id_changes {
-            writeln!(out, "{li}{}: {} → {}", c.library, c.old.join(", "), c.new.join(", "))?;
+            writeln!(out, "{}{}: {} → {}", st.li, c.library, c.old.join(", "), c.new.join(", "))?;
         }
     }
-    if !d.libraries.is_empty() {
-        writeln!(out)?;
-        writeln!(out, "{h}Code objects per library ({}):", d.libraries.len())?;
-        for l in &d.libraries {
-            let versions: BTreeSet<&String> =
-                l.old_code_objects.keys().chain(l.new_code_objects.keys()).collect();
-            let mut parts: Vec<String> = versions
-                .into_iter()
-                .map(|v| {
-                    let (a, b) = (
-                        l.old_code_objects.get(v).copied().unwrap_or(0),
-                        l.new_code_objects.get(v).copied().unwrap_or(0),
-                    );
-                    format!("{v} {a} → {b} ({})", signed(a, b))
-                })
-                .collect();
-            if l.old_bundles != l.new_bundles {
-                parts.push(format!(
-                    "bundles {} → {} ({})",
-                    l.old_bundles,
-                    l.new_bundles,
-                    signed(l.old_bundles, l.new_bundles)
-                ));
-            }
-            writeln!(out, "{li}{}: {}", l.library, parts.join(", "))?;
+    if d.libraries.is_empty() {
+        return Ok(());
+    }
+    writeln!(out)?;
+    writeln!(out, "{}Code objects per library ({}):", st.h, d.libraries.len())?;
+    for l in &d.libraries {
+        let versions: BTreeSet<&String> =
+            l.old_code_objects.keys().chain(l.new_code_objects.keys()).collect();
+        let mut parts: Vec<String> = versions
+            .into_iter()
+            .map(|v| {
+                let a = l.old_code_objects.get(v).copied().unwrap_or(0);
+                let b = l.new_code_objects.get(v).copied().unwrap_or(0);
+                format!("{v} {a} → {b} ({})", signed(a, b))
+            })
+            .collect();
+        if l.old_bundles != l.new_bundles {
+            let (a, b) = (l.old_bundles, l.new_bundles);
+            parts.push(format!("bundles {a} → {b} ({})", signed(a, b)));
+        }
+        writeln!(out, "{}{}: {}", st.li, l.library, parts.join(", "))?;
+    }
+    Ok(())
+}
+
+/// The table of counts per target and family, for targets with a change.
+fn write_diff_counts(d: &SnapshotDiff, st: DiffStyle, out: &mut dyn Write) -> io::Result<()> {
+    if !d.counts.iter().any(|c| c.old != c.new) {
+        return Ok(());
+    }
+    writeln!(out)?;
+    let mut t = Table::new();
+    t.load_preset(if st.md { ASCII_MARKDOWN } else { NOTHING });
+    t.set_header(if st.md {
+        ["family", "target", "old", "new", "change"]
+    } else {
+        ["FAMILY", "TARGET", "OLD", "NEW", "CHANGE"]
+    });
+    for c in &d.counts {
+        t.add_row(vec![
+            c.family.clone(),
+            c.target.clone(),
+            thousands(c.old),
+            thousands(c.new),
+            signed(c.old, c.new),
+        ]);
+    }
+    align_right(&mut t, 2..5);
+    writeln!(out, "{}Per target and family (targets with a change; [ = ] unchanged):", st.h)?;
+    writeln!(out, "{t}")
+}
+
+/// Files removed, added and changed, each with what changed.
+fn write_diff_files(d: &SnapshotDiff, st: DiffStyle, out: &mut dyn Write) -> io::Result<()> {
+    let (added, removed, changed) = (&d.files_added, &d.files_removed, &d.files_changed);
+    if added.len() + removed.len() + changed.len() == 0 {
+        return Ok(());
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{}Files: {} added, {} removed, {} changed",
+        st.h,
+        added.len(),
+        removed.len(),
+        changed.len()
+    )?;
+    for (mark, list) in [("-", removed), ("+", added)] {
+        for f in list {
+            writeln!(out, "{}{mark} {} ({}, {})", st.li, f.path, human_bytes(f.size), f.targets.join(", "))?;
         }
     }
-    if d.counts.iter().any(|c| c.old != c.new) {
-        writeln!(out)?;
-        let mut t = Table::new();
-        t.load_preset(if md { ASCII_MARKDOWN } else { NOTHING });
-        t.set_header(if md {
-            ["family", "target", "old", "new", "change"]
+    for f in changed {
+        let mut what = Vec::new();
+        if f.old_size != f.new_size {
+            what.push(format!("size {} → {}", human_bytes(f.old_size), human_bytes(f.new_size)));
+        }
+        if f.old_code_objects != f.new_code_objects {
+            what.push(format!("code objects {} → {}", f.old_code_objects, f.new_code_objects));
+        }
+        if f.old_targets != f.new_targets {
+            what.push(format!("targets {} → {}", f.old_targets.len(), f.new_targets.len()));
+        }
+        if let Some((a, b)) = f.ucode {
+            what.push(format!("ucode version {a} → {b}"));
+        }
+        if let Some((a, b)) = f.records {
+            what.push(format!("records {} → {} ({})", thousands(a), thousands(b), signed(a, b)));
+        }
+        let path = if f.old_path == f.new_path {
+            f.new_path.clone()
         } else {
-            ["FAMILY", "TARGET", "OLD", "NEW", "CHANGE"]
-        });
-        for c in &d.counts {
-            t.add_row(vec![
-                c.family.clone(),
-                c.target.clone(),
-                thousands(c.old),
-                thousands(c.new),
-                signed(c.old, c.new),
-            ]);
-        }
-        align_right(&mut t, 2..5);
-        writeln!(out, "{h}Per target and family (targets with a change; [ = ] unchanged):")?;
-        writeln!(out, "{t}")?;
-    }
-    let files = d.files_added.len() + d.files_removed.len() + d.files_changed.len();
-    if files > 0 {
-        writeln!(out)?;
-        writeln!(
-            out,
-            "{h}Files: {} added, {} removed, {} changed",
-            d.files_added.len(),
-            d.files_removed.len(),
-            d.files_changed.len()
-        )?;
-        for f in &d.files_removed {
-            writeln!(out, "{li}- {} ({}, {})", f.path, human_bytes(f.size), f.targets.join(", "))?;
-        }
-        for f in &d.files_added {
-            writeln!(out, "{li}+ {} ({}, {})", f.path, human_bytes(f.size), f.targets.join(", "))?;
-        }
-        for f in &d.files_changed {
-            let mut what = Vec::new();
-            if f.old_size != f.new_size {
-                what.push(format!("size {} → {}", human_bytes(f.old_size), human_bytes(f.new_size)));
-            }
-            if f.old_code_objects != f.new_code_objects {
-                what.push(format!("code objects {} → {}", f.old_code_objects, f.new_code_objects));
-            }
-            if f.old_targets != f.new_targets {
-                what.push(format!("targets {} → {}", f.old_targets.len(), f.new_targets.len()));
-            }
-            if let Some((a, b)) = f.ucode {
-                what.push(format!("ucode version {a} → {b}"));
-            }
-            if let Some((a, b)) = f.records {
-                what.push(format!("records {} → {} ({})", thousands(a), thousands(b), signed(a, b)));
-            }
-            let path = if f.old_path == f.new_path {
-                f.new_path.clone()
-            } else {
-                format!("{} → {}", f.old_path, f.new_path)
-            };
-            writeln!(out, "{li}~ {path}: {}", what.join("; "))?;
-        }
+            format!("{} → {}", f.old_path, f.new_path)
+        };
+        writeln!(out, "{}~ {path}: {}", st.li, what.join("; "))?;
     }
     Ok(())
 }
