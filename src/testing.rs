@@ -148,6 +148,10 @@ fn notes_for(spec: &CodeObjectSpec) -> Vec<u8> {
 
 /// Builds an AMDGPU code object: header, one PT_NOTE segment, `.note`, `.text`, `.rodata`
 /// with one 64-byte kernel descriptor per kernel, `.symtab`, `.strtab`, `.shstrtab`.
+///
+/// Longer than most functions on purpose: it writes one ELF file top to bottom, and each
+/// offset it writes depends on the sizes before it; split, the layout would no longer be
+/// readable in one place (a test fixture, not shipped code).
 pub fn code_object(spec: &CodeObjectSpec) -> Vec<u8> {
     let mut buf = Vec::new();
     let names: Vec<Vec<u8>> = spec

@@ -550,7 +550,10 @@ fn debian_suites_diff_both_ways() {
         back.losses.iter().find(|l| l.library == lib).map(|l| l.targets.clone()).unwrap_or_default()
     };
     for whole in ["librocblas.so", "librocsolver.so", "tensile:rocblas", "firmware:amdgpu"] {
-        assert!(back.losses.iter().any(|l| l.library == whole && l.how == gfxscan::diff::UnitChange::Gone), "{whole} lost whole");
+        assert!(
+            back.losses.iter().any(|l| l.library == whole && l.how == gfxscan::diff::UnitChange::Gone),
+            "{whole} lost whole"
+        );
     }
     for t in ["gfx1010", "gfx1100", "gfx1101", "gfx1102"] {
         assert!(lost("librocsparse.so").contains(&t.to_string()), "rocSPARSE loses {t}");

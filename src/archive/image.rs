@@ -334,6 +334,77 @@ pub(super) fn list_streamed_image(
     Ok(out)
 }
 
+/// Pass one of a streamed image: the layer index from each layer's listing, and which layer
+/// each member name is (the upper one, for a name that appears twice).
+fn index_streamed_layers(
+    listed: &StreamedImage,
+    layers: &Layers,
+    ctx: &Ctx,
+    gather: &Gather,
+) -> (LayerIndex, HashMap<String, usize>) {
+    // Layer names as the stream names them (OCI descriptors name blobs by digest).
+    let member_name = |name: &str, origin: &Arc<Origin>| -> Option<String> {
+        if listed.members.contains_key(name) {
+            return Some(name.to_string());
+        }
+        listed.members.iter().find(|(_, o)| Arc::ptr_eq(o, origin)).map(|(n, _)| n.clone())
+    };
+    let mut index = LayerIndex::default();
+    let mut top_of: HashMap<String, usize> = HashMap::new();
+    for (i, (name, origin)) in layers.layers.iter().enumerate() {
+        let Some(member) = member_name(name, origin) else { continue };
+        match listed.listings.get(&member) {
+            Some(entries) => {
+                for (p, kind) in entries {
+                    index.note(i, p, kind);
+                }
+            }
+            None => gather.problem(ctx, Path::new(&member), "layer: not a tarball".into()),
+        }
+        top_of.insert(member, i);
+    }
+    (index, top_of)
+}
+
+/// Pass two of a streamed image: each layer walked as it streams by, showing only what the
+/// final file system keeps.
+fn walk_streamed_layers(
+    stream: &Arc<Origin>,
+    listed: &StreamedImage,
+    top_of: &HashMap<String, usize>,
+    index: &LayerIndex,
+    ctx: &Ctx,
+    gather: &Gather,
+) -> Result<(), String> {
+    let mut tar = TarStream { origin: stream, reader: stream.open().map_err(|e| e.to_string())?, pos: 0 };
+    while let Some(e) = next_entry(&mut tar)? {
+        let h = &e.header;
+        let name = member_path(&h.name).ok().flatten().map(|p| p.to_string_lossy().into_owned());
+        let last = name.as_ref().is_some_and(|n| listed.data_at.get(n) == Some(&e.data));
+        let (TarType::File, Some(i), true) =
+            (h.kind, name.as_ref().and_then(|n| top_of.get(n)).copied(), last)
+        else {
+            tar.skip(e.stored).map_err(|e| e.to_string())?;
+            continue;
+        };
+        let member = Arc::new(stream.range(e.data, h.size));
+        let mut live = MemberReader { tar: &mut tar, left: h.size };
+        let mut head = Vec::new();
+        (&mut live).take(TAR_BLOCK as u64).read_to_end(&mut head).map_err(|e| e.to_string())?;
+        if let Some((layer, reader)) = live_layer(member, head, &mut live, &ctx.budget)? {
+            let visible = |p: &Path| index.visible(i, p);
+            if let Err(err) =
+                walk_tar(&layer, Some(reader), layer_seq(i), ctx, gather, &visible, &mut |_, _| {})
+            {
+                gather.problem(ctx, Path::new(name.as_deref().unwrap_or_default()), format!("layer: {err}"));
+            }
+        }
+        let consumed = h.size - live.left;
+        tar.skip(e.stored - consumed).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
 /// Expands an image that arrives as one stream (a compressed `docker save` archive or OCI
 /// tarball) in two passes: one to list every layer and read the manifests, one to read each
 /// layer as it streams by, keeping only what the layer index says survives. `None` when the
@@ -361,62 +432,9 @@ pub(super) fn expand_streamed_image(stream: &Arc<Origin>, ctx: &Ctx) -> Option<F
             return Some(f);
         }
     };
-    // Layer names as the stream names them (OCI descriptors name blobs by digest).
-    let member_name = |name: &str, origin: &Arc<Origin>| -> Option<String> {
-        if listed.members.contains_key(name) {
-            return Some(name.to_string());
-        }
-        listed.members.iter().find(|(_, o)| Arc::ptr_eq(o, origin)).map(|(n, _)| n.clone())
-    };
     let gather = Gather::default();
-    let mut index = LayerIndex::default();
-    let mut top_of: HashMap<String, usize> = HashMap::new();
-    for (i, (name, origin)) in layers.layers.iter().enumerate() {
-        let Some(member) = member_name(name, origin) else { continue };
-        match listed.listings.get(&member) {
-            Some(entries) => {
-                for (p, kind) in entries {
-                    index.note(i, p, kind);
-                }
-            }
-            None => gather.problem(ctx, Path::new(&member), "layer: not a tarball".into()),
-        }
-        top_of.insert(member, i);
-    }
-    // Pass two: each layer as it streams by (one that appears twice counts as its upper self).
-    let second = (|| -> Result<(), String> {
-        let mut tar = TarStream { origin: stream, reader: stream.open().map_err(|e| e.to_string())?, pos: 0 };
-        while let Some(e) = next_entry(&mut tar)? {
-            let h = &e.header;
-            let name = member_path(&h.name).ok().flatten().map(|p| p.to_string_lossy().into_owned());
-            let last = name.as_ref().is_some_and(|n| listed.data_at.get(n) == Some(&e.data));
-            let (TarType::File, Some(i), true) =
-                (h.kind, name.as_ref().and_then(|n| top_of.get(n)).copied(), last)
-            else {
-                tar.skip(e.stored).map_err(|e| e.to_string())?;
-                continue;
-            };
-            let member = Arc::new(stream.range(e.data, h.size));
-            let mut live = MemberReader { tar: &mut tar, left: h.size };
-            let mut head = Vec::new();
-            (&mut live).take(TAR_BLOCK as u64).read_to_end(&mut head).map_err(|e| e.to_string())?;
-            if let Some((layer, reader)) = live_layer(member, head, &mut live, &ctx.budget)? {
-                let visible = |p: &Path| index.visible(i, p);
-                if let Err(err) =
-                    walk_tar(&layer, Some(reader), layer_seq(i), ctx, &gather, &visible, &mut |_, _| {})
-                {
-                    gather.problem(
-                        ctx,
-                        Path::new(name.as_deref().unwrap_or_default()),
-                        format!("layer: {err}"),
-                    );
-                }
-            }
-            let consumed = h.size - live.left;
-            tar.skip(e.stored - consumed).map_err(|e| e.to_string())?;
-        }
-        Ok(())
-    })();
+    let (index, top_of) = index_streamed_layers(&listed, &layers, ctx, &gather);
+    let second = walk_streamed_layers(stream, &listed, &top_of, &index, ctx, &gather);
     if let Err(e) = second {
         gather.problem(ctx, Path::new(""), e);
     }

@@ -15,7 +15,8 @@ use super::{read_head, reserve_room, visit, Bytes, Ctx, Gather, IN_FLIGHT_BYTES,
 use crate::inspect::Found;
 use crate::model::ArchiveRecord;
 use crate::parse::archive::{
-    link_escapes, member_path, parse_pax, parse_tar_header, TarBlock, TarHeader, TarType, TAR_BLOCK,
+    link_escapes, member_path, parse_pax, parse_tar_header, PaxOverrides, TarBlock, TarHeader, TarType,
+    TAR_BLOCK,
 };
 use crate::source::origin::{Budget, Origin, JUMP};
 
@@ -144,67 +145,87 @@ pub(super) fn next_entry(tar: &mut TarStream) -> Result<Option<TarEntry>, String
                 meta(tar, &h)?;
             }
             _ => {
-                let trim = |mut v: Vec<u8>| {
-                    while v.last() == Some(&0) {
-                        v.pop();
-                    }
-                    v
-                };
-                let mut sparse = h.kind == TarType::Sparse;
-                if let Some(n) = long_name {
-                    h.name = trim(n);
-                }
-                if let Some(l) = long_link {
-                    h.link = trim(l);
-                }
-                if let Some(p) = pax {
-                    if let Some(n) = p.path {
-                        h.name = n;
-                    }
-                    if let Some(l) = p.linkpath {
-                        h.link = l;
-                    }
-                    if let (Some(s), TarType::File | TarType::Sparse | TarType::Other(_)) = (p.size, h.kind) {
-                        h.size = s;
-                    }
-                    if let Some(n) = p.sparse_name {
-                        h.name = n;
-                    }
-                    sparse |= p.sparse;
-                }
-                // Old GNU sparse headers chain extension blocks that the size does not count.
-                let mut extended = h.kind == TarType::Sparse && block.get(482).is_some_and(|&b| b != 0);
-                let mut blocks = 0;
-                while extended {
-                    blocks += 1;
-                    let mut ext = [0u8; TAR_BLOCK];
-                    if blocks > MAX_SPARSE_BLOCKS
-                        || tar.read_full(&mut ext).map_err(|e| e.to_string())? < TAR_BLOCK
-                    {
-                        return Err(format!(
-                            "GNU sparse header at {at:#x}: extension blocks truncated or too many"
-                        ));
-                    }
-                    extended = ext.get(504).is_some_and(|&b| b != 0);
-                }
-                let stored = h
-                    .size
-                    .checked_add(padding(h.size))
-                    .filter(|&n| tar.pos.checked_add(n).is_some())
-                    .ok_or_else(|| format!("tar header at {at:#x}: member size {} out of range", h.size))?;
-                if let Some(len) = tar.origin.known_len() {
-                    if tar.pos + h.size > len {
-                        return Err(format!(
-                            "archive truncated: the member at {at:#x} claims {} bytes, {} remain",
-                            h.size,
-                            len - tar.pos
-                        ));
-                    }
-                }
+                let sparse = apply_extensions(&mut h, long_name, long_link, pax);
+                skip_sparse_extensions(tar, &block, &h, at)?;
+                let stored = stored_size(tar, &h, at)?;
                 return Ok(Some(TarEntry { header: h, data: tar.pos, stored, sparse }));
             }
         }
     }
+}
+
+/// Applies a GNU long name and link and a PAX record to the header they precede; true when the
+/// member is sparse.
+fn apply_extensions(
+    h: &mut TarHeader,
+    long_name: Option<Vec<u8>>,
+    long_link: Option<Vec<u8>>,
+    pax: Option<PaxOverrides>,
+) -> bool {
+    let trim = |mut v: Vec<u8>| {
+        while v.last() == Some(&0) {
+            v.pop();
+        }
+        v
+    };
+    let mut sparse = h.kind == TarType::Sparse;
+    if let Some(n) = long_name {
+        h.name = trim(n);
+    }
+    if let Some(l) = long_link {
+        h.link = trim(l);
+    }
+    if let Some(p) = pax {
+        if let Some(n) = p.path {
+            h.name = n;
+        }
+        if let Some(l) = p.linkpath {
+            h.link = l;
+        }
+        if let (Some(s), TarType::File | TarType::Sparse | TarType::Other(_)) = (p.size, h.kind) {
+            h.size = s;
+        }
+        if let Some(n) = p.sparse_name {
+            h.name = n;
+        }
+        sparse |= p.sparse;
+    }
+    sparse
+}
+
+/// Skips the extension blocks an old GNU sparse header chains, which its size does not count.
+fn skip_sparse_extensions(tar: &mut TarStream, block: &[u8], h: &TarHeader, at: u64) -> Result<(), String> {
+    let mut extended = h.kind == TarType::Sparse && block.get(482).is_some_and(|&b| b != 0);
+    let mut blocks = 0;
+    while extended {
+        blocks += 1;
+        let mut ext = [0u8; TAR_BLOCK];
+        if blocks > MAX_SPARSE_BLOCKS || tar.read_full(&mut ext).map_err(|e| e.to_string())? < TAR_BLOCK {
+            return Err(format!("GNU sparse header at {at:#x}: extension blocks truncated or too many"));
+        }
+        extended = ext.get(504).is_some_and(|&b| b != 0);
+    }
+    Ok(())
+}
+
+/// The bytes a member's data takes in the stream, padding included, checked against the size
+/// of the stream when it is known.
+fn stored_size(tar: &TarStream, h: &TarHeader, at: u64) -> Result<u64, String> {
+    let stored = h
+        .size
+        .checked_add(padding(h.size))
+        .filter(|&n| tar.pos.checked_add(n).is_some())
+        .ok_or_else(|| format!("tar header at {at:#x}: member size {} out of range", h.size))?;
+    if let Some(len) = tar.origin.known_len() {
+        if tar.pos + h.size > len {
+            return Err(format!(
+                "archive truncated: the member at {at:#x} claims {} bytes, {} remain",
+                h.size,
+                len - tar.pos
+            ));
+        }
+    }
+    Ok(stored)
 }
 
 /// What an entry type becomes on extraction: GNU dump folders (`D`) are folders; other types

@@ -271,6 +271,23 @@ fn count_v2_yaml_kernels(text: &[u8]) -> u64 {
     count
 }
 
+/// Objects linked from many (Tensile's merged .co) carry one metadata note per input: the
+/// kernels of all of them count; the first target and version stand.
+fn merge_metadata(acc: Option<KernelMetadata>, md: Option<KernelMetadata>) -> Option<KernelMetadata> {
+    match (acc, md) {
+        (Some(mut a), Some(b)) => {
+            a.kernels = match (a.kernels, b.kernels) {
+                (Some(x), Some(y)) => Some(x + y),
+                (x, y) => x.or(y),
+            };
+            a.target = a.target.or(b.target);
+            a.version = a.version.or(b.version);
+            Some(a)
+        }
+        (a, b) => a.or(b),
+    }
+}
+
 /// Reads the notes in `[off, off + size)` in order, in chunks of [`NOTE_CHUNK`]: each note needs
 /// its header, name and up to [`METADATA_PREFIX`] bytes of descriptor, which hold every fact
 /// gfxscan needs unless the metadata map does not lead with its kernel list.
@@ -331,20 +348,7 @@ fn read_note_range(src: &dyn ByteSource, facts: &mut NoteFacts, off: u64, size: 
                     Some(k) => Some(KernelMetadata { kernels: Some(k), ..KernelMetadata::default() }),
                     None => parse_kernel_metadata(&desc(desc_len)?).ok(),
                 };
-                // Objects linked from many (Tensile's merged .co) carry one metadata note per
-                // input: the kernels of all of them count.
-                facts.metadata = match (facts.metadata.take(), md) {
-                    (Some(mut a), Some(b)) => {
-                        a.kernels = match (a.kernels, b.kernels) {
-                            (Some(x), Some(y)) => Some(x + y),
-                            (x, y) => x.or(y),
-                        };
-                        a.target = a.target.or(b.target);
-                        a.version = a.version.or(b.version);
-                        Some(a)
-                    }
-                    (a, b) => a.or(b),
-                };
+                facts.metadata = merge_metadata(facts.metadata.take(), md);
             }
             (b"AMD", NT_AMD_HSA_ISA_VERSION) => {
                 // {u16 vendor_size, u16 arch_size, u32 major, u32 minor, u32 stepping, names}

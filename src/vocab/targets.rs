@@ -110,6 +110,38 @@ fn valid_name(n: &str) -> bool {
         && !n.ends_with('-')
 }
 
+/// What is wrong with one entry on its own: its name, machine value, features, generic fields.
+fn entry_errors(t: &Target, who: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if !valid_name(&t.name) {
+        errs.push(format!("{who}: name must be lowercase letters, digits and '-'"));
+    }
+    if !(1..=0xff).contains(&t.mach) {
+        errs.push(format!("{who}: mach {:#x} is outside EF_AMDGPU_MACH (0x001..0x0ff)", t.mach));
+    }
+    let mut last = None;
+    for f in &t.features {
+        match FEATURES.iter().position(|k| k == f) {
+            None => errs.push(format!("{who}: unknown feature {f:?} (known: sramecc, xnack)")),
+            Some(p) if last.is_some_and(|l| p <= l) => {
+                errs.push(format!("{who}: features must be unique and in the order sramecc, xnack"))
+            }
+            Some(p) => last = Some(p),
+        }
+    }
+    if t.is_generic() {
+        if t.generic.is_some() {
+            errs.push(format!("{who}: a generic target cannot itself name a generic"));
+        }
+        if t.generic_version.is_none_or(|v| !(1..=255).contains(&v)) {
+            errs.push(format!("{who}: generic targets need generic_version 1..255"));
+        }
+    } else if t.generic_version.is_some() {
+        errs.push(format!("{who}: generic_version is only for generic targets"));
+    }
+    errs
+}
+
 impl RawTargets {
     /// Checks every rule; returns the table or every broken rule, each naming its entry.
     pub fn validate(self, origin: &str) -> Result<Targets, Vec<String>> {
@@ -129,12 +161,7 @@ impl RawTargets {
         let mut firmware: BTreeMap<&str, &str> = BTreeMap::new();
         for (i, t) in self.target.iter().enumerate() {
             let who = format!("target {:?}", t.name);
-            if !valid_name(&t.name) {
-                errs.push(format!("{who}: name must be lowercase letters, digits and '-'"));
-            }
-            if !(1..=0xff).contains(&t.mach) {
-                errs.push(format!("{who}: mach {:#x} is outside EF_AMDGPU_MACH (0x001..0x0ff)", t.mach));
-            }
+            errs.extend(entry_errors(t, &who));
             if let Some(&j) = by_mach.get(&t.mach) {
                 let other: &Target = &self.target[j];
                 errs.push(format!("{who}: mach {:#04x} already used by {:?}", t.mach, other.name));
@@ -143,26 +170,6 @@ impl RawTargets {
             }
             if by_name.insert(t.name.clone(), i).is_some() {
                 errs.push(format!("{who}: name used twice"));
-            }
-            let mut last = None;
-            for f in &t.features {
-                match FEATURES.iter().position(|k| k == f) {
-                    None => errs.push(format!("{who}: unknown feature {f:?} (known: sramecc, xnack)")),
-                    Some(p) if last.is_some_and(|l| p <= l) => {
-                        errs.push(format!("{who}: features must be unique and in the order sramecc, xnack"))
-                    }
-                    Some(p) => last = Some(p),
-                }
-            }
-            if t.is_generic() {
-                if t.generic.is_some() {
-                    errs.push(format!("{who}: a generic target cannot itself name a generic"));
-                }
-                if t.generic_version.is_none_or(|v| !(1..=255).contains(&v)) {
-                    errs.push(format!("{who}: generic targets need generic_version 1..255"));
-                }
-            } else if t.generic_version.is_some() {
-                errs.push(format!("{who}: generic_version is only for generic targets"));
             }
             for p in &t.firmware {
                 if let Some(prev) = firmware.insert(p.as_str(), t.name.as_str()) {
