@@ -59,7 +59,7 @@ fn threads(s: &str) -> Result<usize, String> {
 
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
+pub enum OutputFormat {
     /// Aligned table for people.
     Table,
     /// The versioned JSON snapshot (docs/schema.md).
@@ -81,12 +81,12 @@ pub enum ReportFormat {
     Markdown,
 }
 
-impl From<ReportFormat> for Format {
-    fn from(f: ReportFormat) -> Format {
+impl From<ReportFormat> for OutputFormat {
+    fn from(f: ReportFormat) -> OutputFormat {
         match f {
-            ReportFormat::Table => Format::Table,
-            ReportFormat::Json => Format::Json,
-            ReportFormat::Markdown => Format::Markdown,
+            ReportFormat::Table => OutputFormat::Table,
+            ReportFormat::Json => OutputFormat::Json,
+            ReportFormat::Markdown => OutputFormat::Markdown,
         }
     }
 }
@@ -129,8 +129,8 @@ pub struct ScanArgs {
     #[command(flatten)]
     pub opts: ScanOpts,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
+    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+    pub format: OutputFormat,
     /// Short for --format json.
     #[arg(long, conflicts_with = "format")]
     pub json: bool,

@@ -24,7 +24,7 @@ pub mod vocab;
 
 use anyhow::bail;
 
-use cli::{CheckArgs, Cli, Command, DiffArgs, Format, ScanArgs, ScanOpts, TableArgs};
+use cli::{CheckArgs, Cli, Command, DiffArgs, OutputFormat, ScanArgs, ScanOpts, TableArgs};
 use exit::ExitStatus;
 use report::output::Output;
 use source::snapshot;
@@ -85,7 +85,7 @@ fn run_scan(args: ScanArgs) -> anyhow::Result<ExitStatus> {
     known_targets("--compare", args.compare.as_deref().unwrap_or_default(), &targets)?;
     let out = Output::open(args.opts.output.as_deref())?;
     let snap = scan_for(&args.opts, &targets)?;
-    let format = if args.json { Format::Json } else { args.format };
+    let format = if args.json { OutputFormat::Json } else { args.format };
     let status = if snap.problems.is_empty() { ExitStatus::Clean } else { ExitStatus::Problems };
     out.deliver(status, |w| match &args.compare {
         Some(chosen) => report::write_compare(&snap, &targets, chosen, format, w),
@@ -131,7 +131,7 @@ fn run_check(args: CheckArgs) -> anyhow::Result<ExitStatus> {
     let snap = scan_roots(roots.clone(), &args.opts, &targets)?;
     let libpaths = pending.into_iter().map(|p| p.place_in(&roots)).collect();
     let result = check::check(&snap, &found, &targets, check::CheckOptions { not_checked, libpaths });
-    let format = if args.json { Format::Json } else { args.format.into() };
+    let format = if args.json { OutputFormat::Json } else { args.format.into() };
     out.deliver(result.exit_status(), |w| report::write_check(&result, format, w))
 }
 
@@ -218,7 +218,7 @@ fn run_diff(args: DiffArgs) -> anyhow::Result<ExitStatus> {
     let (old, so) = side(&args.old, old_snap)?;
     let (new, sn) = side(&args.new, new_snap)?;
     let d = diff::diff(&old, &new, (so, sn), &targets);
-    let format = if args.json { Format::Json } else { args.format.into() };
+    let format = if args.json { OutputFormat::Json } else { args.format.into() };
     out.deliver(d.exit_status(args.fail_on_loss), |w| report::write_diff(&d, format, w))
 }
 

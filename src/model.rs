@@ -10,8 +10,10 @@ use std::os::unix::ffi::OsStrExt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::parse::bundle::BundleFormat;
 use crate::parse::firmware::FirmwareHeader;
 use crate::parse::magic::Kind;
+use crate::vocab::codec::Codec;
 
 /// Version of the JSON contract. Bump on any change that an old reader would misread.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -99,6 +101,27 @@ pub enum Container {
     Embedded,
 }
 
+/// A bundle's format in JSON: `plain`, or `ccob-v<version>`.
+impl Serialize for BundleFormat {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            BundleFormat::Plain => s.serialize_str("plain"),
+            BundleFormat::Ccob(v) => s.collect_str(&format_args!("ccob-v{v}")),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for BundleFormat {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        match text.strip_prefix("ccob-v").map(str::parse::<u16>) {
+            _ if text == "plain" => Ok(BundleFormat::Plain),
+            Some(Ok(v)) => Ok(BundleFormat::Ccob(v)),
+            _ => Err(serde::de::Error::custom(format!("unknown bundle format {text:?}"))),
+        }
+    }
+}
+
 /// One AMDGPU code object.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CodeObjectRecord {
@@ -117,9 +140,9 @@ pub struct CodeObjectRecord {
     /// The bundle entry ID, for bundle entries and bundle sections.
     pub bundle_entry_id: Option<String>,
     /// `plain`, `ccob-v1`, `ccob-v2`, `ccob-v3`, for bundle entries.
-    pub bundle_format: Option<String>,
+    pub bundle_format: Option<BundleFormat>,
     /// `zstd` or `zlib`, for compressed bundles.
-    pub compression: Option<String>,
+    pub compression: Option<Codec>,
     /// File offset of the bundle holding it, for bundle entries.
     pub bundle_offset: Option<u64>,
     /// File offset of the object; for compressed bundles, its offset in the inflated bundle.

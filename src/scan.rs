@@ -65,7 +65,7 @@ struct PendingArchive {
     disk: PathBuf,
     /// Opened through a symbolic link the walk followed.
     followed: bool,
-    format: archive::Format,
+    format: archive::ArchiveFormat,
     path: RelPath,
 }
 

@@ -1,7 +1,8 @@
 //! Fixture builders shared by unit and integration tests: real AMDGPU code objects, offload
 //! bundles, compressed bundles and host ELFs built in code, so `cargo test` needs no LLVM.
 //!
-//! Each builder writes the bytes the format documents (FORMATS.md §1-2), so a test shows its
+//! Each builder writes the bytes the format's source defines (LLVM AMDGPUUsage "ELF Code
+//! Object", clang `OffloadBundler.cpp`, Tensile's MessagePack indexes), so a test shows its
 //! input next to its assertion. Not part of the stable API.
 #![doc(hidden)]
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]

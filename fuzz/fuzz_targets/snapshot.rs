@@ -4,7 +4,7 @@
 
 use std::sync::OnceLock;
 
-use gfxscan::cli::Format;
+use gfxscan::cli::OutputFormat;
 use gfxscan::check::devices::{from_args, Device, Env};
 use gfxscan::model::Snapshot;
 use libfuzzer_sys::fuzz_target;
@@ -42,11 +42,11 @@ fuzz_target!(|data: &[u8]| {
     let _ = c.missing();
 
     let mut sink = Vec::new();
-    for f in [Format::Table, Format::Json, Format::Markdown, Format::Csv] {
+    for f in [OutputFormat::Table, OutputFormat::Json, OutputFormat::Markdown, OutputFormat::Csv] {
         sink.clear();
         let _ = gfxscan::report::write_scan(&s, targets, &[], f, &mut sink);
         let _ = gfxscan::report::write_compare(&s, targets, &[], f, &mut sink);
-        if f != Format::Csv {
+        if f != OutputFormat::Csv {
             let _ = gfxscan::report::write_diff(&d2, f, &mut sink);
             let _ = gfxscan::report::write_diff(&d3, f, &mut sink);
             let _ = gfxscan::report::write_check(&c, f, &mut sink);

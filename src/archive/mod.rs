@@ -75,7 +75,7 @@ pub fn settle(budget: &Budget, found: Found, at: &RelPath) -> Found {
 
 /// The kinds of archive gfxscan opens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
+pub enum ArchiveFormat {
     /// A Debian package: `ar` with `debian-binary` first.
     Deb,
     /// A zip archive (wheels).
@@ -91,13 +91,13 @@ fn is_tar_header(block: &[u8]) -> bool {
 
 /// Decides from a file's first bytes (up to 512) whether it is an archive gfxscan opens. Compressed
 /// data is an archive only when it inflates to a tar header.
-pub fn detect(kind: Kind, head: &[u8], origin: &Arc<Origin>, budget: &Arc<Budget>) -> Option<Format> {
+pub fn detect(kind: Kind, head: &[u8], origin: &Arc<Origin>, budget: &Arc<Budget>) -> Option<ArchiveFormat> {
     match kind {
-        Kind::Zip => Some(Format::Zip),
-        Kind::Tar => Some(Format::Tar(None)),
+        Kind::Zip => Some(ArchiveFormat::Zip),
+        Kind::Tar => Some(ArchiveFormat::Tar(None)),
         Kind::Ar => {
             let name = head.get(8..24)?;
-            name.starts_with(b"debian-binary").then_some(Format::Deb)
+            name.starts_with(b"debian-binary").then_some(ArchiveFormat::Deb)
         }
         Kind::Gzip | Kind::Zstd | Kind::Xz => {
             let codec = kind.codec()?;
@@ -110,7 +110,7 @@ pub fn detect(kind: Kind, head: &[u8], origin: &Arc<Origin>, budget: &Arc<Budget
             };
             let mut block = Vec::with_capacity(TAR_BLOCK);
             decoded.open().ok()?.take(TAR_BLOCK as u64).read_to_end(&mut block).ok()?;
-            is_tar_header(&block).then_some(Format::Tar(Some(codec)))
+            is_tar_header(&block).then_some(ArchiveFormat::Tar(Some(codec)))
         }
         _ => None,
     }
@@ -269,16 +269,16 @@ impl Gather {
 }
 
 /// Expands one archive into what its members hold.
-pub fn expand(origin: Arc<Origin>, format: Format, ctx: &Ctx) -> Found {
+pub fn expand(origin: Arc<Origin>, format: ArchiveFormat, ctx: &Ctx) -> Found {
     let record = |format: String| ArchiveRecord { path: ctx.base.clone(), format, members: 0, layers: None };
     let result = match format {
-        Format::Deb => expand_deb(&origin, ctx),
-        Format::Zip => expand_zip(&origin, ctx, record("zip".into())),
-        Format::Tar(None) if origin.random().is_some() => match expand_if_image(&origin, ctx) {
+        ArchiveFormat::Deb => expand_deb(&origin, ctx),
+        ArchiveFormat::Zip => expand_zip(&origin, ctx, record("zip".into())),
+        ArchiveFormat::Tar(None) if origin.random().is_some() => match expand_if_image(&origin, ctx) {
             Some(found) => return found,
             None => expand_tar(&origin, ctx, record("tar".into())),
         },
-        Format::Tar(codec) => {
+        ArchiveFormat::Tar(codec) => {
             let name = codec.map_or("tar".to_string(), |c| format!("tar+{}", c.name()));
             let stream = match codec {
                 Some(codec) => Arc::new(Origin::decoded(origin, codec, None, &ctx.budget)),
@@ -361,7 +361,7 @@ fn visit(origin: &Arc<Origin>, bytes: Bytes, path: &Path, ctx: &Ctx) -> Found {
                 f.problem(at, format!("archive nested {MAX_DEPTH} deep: not opened"));
                 return f;
             }
-            if origin.random().is_none() && format == Format::Zip {
+            if origin.random().is_none() && format == ArchiveFormat::Zip {
                 let mut f = Found::default();
                 f.problem(
                     at,

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use crate::families;
 use crate::model::{ArchiveRecord, CodeObjectRecord, Container, FileRecord, Problem, RelPath};
-use crate::parse::bundle::{parse_bundles, Bundle, BundleFormat, Bundles};
+use crate::parse::bundle::{parse_bundles, Bundle, Bundles};
 use crate::parse::elf::{parse_code_object, CodeObject};
 use crate::parse::host::parse_host_elf;
 use crate::parse::magic::{classify, Kind};
@@ -77,13 +77,6 @@ impl Found {
     }
 }
 
-fn format_name(f: BundleFormat) -> String {
-    match f {
-        BundleFormat::Plain => "plain".to_string(),
-        BundleFormat::Ccob(v) => format!("ccob-v{v}"),
-    }
-}
-
 /// Collects code objects and problems from parsed structures.
 struct Collector<'t> {
     targets: &'t Targets,
@@ -117,8 +110,8 @@ impl Collector<'_> {
             kernels: co.kernels(),
             container,
             bundle_entry_id: bundle.map(|(_, _, id)| id.to_string()),
-            bundle_format: bundle.map(|(b, _, _)| format_name(b.format)),
-            compression: bundle.and_then(|(b, _, _)| b.compression.map(|c| c.name().to_string())),
+            bundle_format: bundle.map(|(b, _, _)| b.format),
+            compression: bundle.and_then(|(b, _, _)| b.compression),
             bundle_offset: bundle.map(|(_, at, _)| at),
             offset,
             e_flags: co.header.e_flags,

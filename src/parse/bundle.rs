@@ -1,7 +1,7 @@
 //! Offload bundles: plain (`__CLANG_OFFLOAD_BUNDLE__`) and compressed (`CCOB` v1, v2, v3), alone
 //! or many in a row as in a host library's `.hip_fatbin`.
 //!
-//! Layouts (clang `OffloadBundler.cpp`/`.h`, FORMATS.md §2.1-2.3): a plain bundle is the magic,
+//! Layouts (clang `OffloadBundler.cpp`/`.h`): a plain bundle is the magic,
 //! `u64` entry count, then per entry `u64 offset, u64 size, u64 id_len, id`; offsets are relative
 //! to the magic. A CCOB header is `"CCOB", u16 version, u16 method (0 zlib, 1 zstd)` then
 //! V1 `u32 uncompressed, u64 hash`; V2 `u32 total, u32 uncompressed, u64 hash`; V3 `u64 total,

@@ -1,6 +1,6 @@
 //! Host ELF libraries: where their device code lives.
 //!
-//! Three places (FORMATS.md §2.3, §7): the `.hip_fatbin` section, holding one bundle per
+//! Three places (clang `CGCUDANV.cpp`, `OffloadBundler.cpp`): the `.hip_fatbin` section, holding one bundle per
 //! translation unit (walked by [`super::bundle::parse_bundles`]); sections of a "fat object"
 //! named `__CLANG_OFFLOAD_BUNDLE__<entry ID>`, each one code object (Intel SYCL uses the same
 //! prefix with `sycl-` IDs, which are not AMD device code); and raw code objects embedded as

@@ -88,8 +88,10 @@ pub struct Rule {
     pub kind: Kind,
 }
 
-/// The rules, first match wins. Sources: FORMATS.md §1.1 (ELF, `e_machine` at 18), §2
-/// (bundle magics, OffloadBinary `10 FF 10 AD`, kpack `KPAK`), §4.2 (SQLite), §7.
+/// The rules, first match wins. Sources: the ELF header (`e_machine` at 18, EM_AMDGPU = 224 in
+/// LLVM `BinaryFormat/ELF.h`), clang `OffloadBundler.cpp` (`__CLANG_OFFLOAD_BUNDLE__`, `CCOB`),
+/// LLVM `Object/OffloadBinary.h` (`10 FF 10 AD`), rocm-kpack (`KPAK`), the SQLite file format
+/// (its 16-byte header string), and each compressor's own magic.
 #[rustfmt::skip]
 pub const KINDS: &[Rule] = &[
     Rule { magic: b"\x7fELF", check: Some(crate::parse::elf::is_amdgpu_elf), kind: Kind::AmdgpuElf },

@@ -14,7 +14,7 @@ use comfy_table::presets::{ASCII_MARKDOWN, NOTHING};
 use comfy_table::{CellAlignment, Table};
 
 use crate::check::{CheckReport, Outcome, Status};
-use crate::cli::Format;
+use crate::cli::OutputFormat;
 use crate::diff::{DiffOutcome, SnapshotDiff};
 use crate::families::FAMILY_ROWS;
 use crate::model::{Snapshot, TargetCounts};
@@ -145,7 +145,7 @@ pub fn write_scan(
     snap: &Snapshot,
     targets: &Targets,
     only: &[String],
-    format: Format,
+    format: OutputFormat,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
     let (rows, via) = target_rows(snap, targets, only);
@@ -158,7 +158,7 @@ pub fn write_scan(
         }
     };
     match format {
-        Format::Json => {
+        OutputFormat::Json => {
             let mut view = snap.clone();
             if !only.is_empty() {
                 view.targets = rows.into_iter().collect();
@@ -168,7 +168,7 @@ pub fn write_scan(
             // Serialized first, then written: a closed pipe stays an io::Error the binary knows.
             write_json(out, &view)?;
         }
-        Format::Csv => {
+        OutputFormat::Csv => {
             let mut w = csv::Writer::from_writer(Vec::new());
             w.write_record(["target", "code_objects", "kernels", "bytes", "files"])?;
             for (name, c) in &rows {
@@ -182,8 +182,8 @@ pub fn write_scan(
             }
             out.write_all(&w.into_inner().map_err(|e| e.into_error())?)?;
         }
-        Format::Table | Format::Markdown => {
-            let md = format == Format::Markdown;
+        OutputFormat::Table | OutputFormat::Markdown => {
+            let md = format == OutputFormat::Markdown;
             writeln!(out, "{}", headline(snap))?;
             writeln!(out)?;
             if rows.is_empty() {
@@ -227,7 +227,7 @@ pub fn write_compare(
     snap: &Snapshot,
     targets: &Targets,
     chosen: &[String],
-    format: Format,
+    format: OutputFormat,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
     let cols = compare_targets(snap, targets, chosen);
@@ -241,7 +241,7 @@ pub fn write_compare(
         (n, _) => thousands(n),
     };
     match format {
-        Format::Json => {
+        OutputFormat::Json => {
             let mut view = snap.clone();
             let mut shown = cols.clone();
             shown.extend(via.values().cloned());
@@ -255,7 +255,7 @@ pub fn write_compare(
             }
             write_json(out, &view)?;
         }
-        Format::Csv => {
+        OutputFormat::Csv => {
             let mut w = csv::Writer::from_writer(Vec::new());
             w.write_record(std::iter::once("family".to_string()).chain(cols.iter().cloned()))?;
             for (row, _) in FAMILY_ROWS.iter() {
@@ -265,8 +265,8 @@ pub fn write_compare(
             }
             out.write_all(&w.into_inner().map_err(|e| e.into_error())?)?;
         }
-        Format::Table | Format::Markdown => {
-            let md = format == Format::Markdown;
+        OutputFormat::Table | OutputFormat::Markdown => {
+            let md = format == OutputFormat::Markdown;
             writeln!(out, "{}", headline(snap))?;
             writeln!(out)?;
             let mut t = Table::new();
@@ -361,12 +361,12 @@ fn write_gpu(gpu: &crate::check::GpuReport, md: bool, out: &mut dyn Write) -> io
 
 /// Writes the verdicts of `gfxscan check`: per install, per GPU; then what was not checked,
 /// the files that could not be read, and the overall outcome.
-pub fn write_check(report: &CheckReport, format: Format, out: &mut dyn Write) -> anyhow::Result<()> {
-    if format == Format::Json {
+pub fn write_check(report: &CheckReport, format: OutputFormat, out: &mut dyn Write) -> anyhow::Result<()> {
+    if format == OutputFormat::Json {
         write_json(out, report)?;
         return Ok(());
     }
-    let md = format == Format::Markdown;
+    let md = format == OutputFormat::Markdown;
     let (h, li) = if md { ("### ", "- ") } else { ("", "  ") };
     for inst in &report.installs {
         let kind = serde_json::to_value(inst.install.kind).ok().and_then(|v| v.as_str().map(String::from));
@@ -445,12 +445,12 @@ fn signed(old: u64, new: u64) -> String {
 }
 
 /// Writes a diff, most important first: losses, gains, target-ID changes, counts, files.
-pub fn write_diff(d: &SnapshotDiff, format: Format, out: &mut dyn Write) -> anyhow::Result<()> {
-    if format == Format::Json {
+pub fn write_diff(d: &SnapshotDiff, format: OutputFormat, out: &mut dyn Write) -> anyhow::Result<()> {
+    if format == OutputFormat::Json {
         write_json(out, d)?;
         return Ok(());
     }
-    let style = if format == Format::Markdown { DIFF_MARKDOWN } else { DIFF_TABLE };
+    let style = if format == OutputFormat::Markdown { DIFF_MARKDOWN } else { DIFF_TABLE };
     write_diff_sides(d, style, out)?;
     if d.is_empty() {
         writeln!(out)?;

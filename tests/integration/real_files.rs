@@ -1,6 +1,8 @@
 //! Real files under `tests/data/real` (provenance in its README): exact facts, and no prefix
 //! of any of them may panic or pass unnoticed.
 
+use gfxscan::parse::bundle::BundleFormat;
+use gfxscan::vocab::codec::Codec;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -36,8 +38,8 @@ fn real_files_give_their_known_facts() {
 
     let j = by_path["jax-prng.hip_fatbin"];
     assert_eq!((j.bundles, j.code_objects.len()), (1, 27));
-    assert!(j.code_objects.iter().all(|c| c.bundle_format.as_deref() == Some("ccob-v3")
-        && c.compression.as_deref() == Some("zstd")
+    assert!(j.code_objects.iter().all(|c| c.bundle_format == Some(BundleFormat::Ccob(3))
+        && c.compression == Some(Codec::Zstd)
         && c.code_object_version == Some(6)));
     let procs: Vec<&str> = j.code_objects.iter().map(|c| c.processor.as_str()).collect();
     for p in ["gfx950", "gfx1250", "gfx1153", "gfx1010", "gfx90a"] {
@@ -46,8 +48,8 @@ fn real_files_give_their_known_facts() {
 
     let m = &by_path["mori-io.hip_fatbin"].code_objects[0];
     assert_eq!(
-        (m.target_id.as_str(), m.bundle_format.as_deref(), m.code_object_version),
-        ("gfx942", Some("plain"), Some(6))
+        (m.target_id.as_str(), m.bundle_format, m.code_object_version),
+        ("gfx942", Some(BundleFormat::Plain), Some(6))
     );
 }
 
