@@ -1,10 +1,11 @@
 //! gfxscan: what AMD GPU code an installed ROCm stack really ships, per GPU target.
 //!
-//! The pipeline reads top to bottom:
-//! `walk` (which files) → `classify` (what each is, by magic) → `parse` (raw facts from bytes,
-//! pure) → `resolve` (facts to targets through `targets.toml`) → `aggregate` (per-target
-//! totals) → `report` (table, JSON, Markdown, CSV). `scan` drives the first five in parallel;
-//! only `walk` and `scan` touch files, only `report` and `main` print.
+//! The modules are the pipeline, each importing only those before it: `source` (where bytes
+//! come from) → `parse` (pure parsers) → `inspect` and `families` (one item → its record) →
+//! `archive` (packages and images as trees) → `scan` (the parallel driver) → `aggregate`
+//! (records → snapshot) → `check`, `diff` (verdicts) → `report` (every output). `vocab` and
+//! `model` are the shared words and the JSON contract. This file turns a command line into those
+//! calls; only `source` touches files on the way in, only `report` and `main` print.
 
 pub mod aggregate;
 pub mod archive;

@@ -1,10 +1,10 @@
-//! Scanning: walk → read → classify → parse → resolve, in parallel, into a sorted [`Snapshot`].
+//! The parallel driver: walk the roots, read every candidate once on a pool of `-j` threads
+//! (hard links share one read), expand archives after the plain files, and hand the tallies to
+//! `aggregate` for the snapshot.
 //!
-//! This and `walk` are the only modules that touch files. Each file is opened without following
-//! links and without blocking (a FIFO swapped in after the walk cannot hang the scan), checked
-//! to be regular, and read only where a parser asks: the first bytes for the magic, then headers,
-//! tables and notes through positioned reads. A file that fails becomes a [`Problem`] and the
-//! scan goes on. Results are sorted afterwards, so the thread count never changes the output.
+//! Files are opened and read by `source::file` (no link following, no blocking, positioned
+//! reads) and inspected by `inspect`. A file that fails becomes a [`Problem`] and the scan goes
+//! on. Results are sorted afterwards, so the thread count never changes the output.
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;

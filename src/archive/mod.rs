@@ -2,19 +2,21 @@
 //!
 //! A `.deb` (`ar` + `data.tar.*`), a `.whl`/`.zip`, a `.tar` (plain, gzip, zstd or xz) or a
 //! container image (`docker save` archive or OCI layout) is a tree of members; each regular
-//! member goes through the same inspection as a file on disk (`scan::inspect`), under its path
-//! inside the archive. Nothing is written anywhere.
+//! member goes through the same inspection as a file on disk (`inspect::inspect`), under its
+//! path inside the archive. Nothing is written anywhere. This module holds what every format
+//! shares (detection, the member visit, gathering results in extraction order); `tar`, `zip` and
+//! `image` walk their formats.
 //!
-//! Bytes come from an [`Origin`]: a range of a file, memory, or the decompressed form of another
+//! Bytes come from a `source::origin::Origin`: a range of a file, memory, or the decompressed form of another
 //! origin, which can always be opened again from its start. Members of random-access origins
 //! (a plain tar or a stored zip member on disk) are read in place; members of streams up to
 //! [`IN_MEMORY`] are read once into memory and inspected in parallel while the stream goes on;
-//! larger ones are inspected through a [`ReplaySource`], which reads forward from the live
+//! larger ones are inspected through a `ReplaySource`, which reads forward from the live
 //! stream and, when a parser reads backwards (an ELF's section table sits at its end), opens the
 //! origin again: a few passes of decompression, never the member in memory. An xz stream of
 //! several blocks (as Debian builds `data.tar.xz`) is opened at the block holding an offset,
 //! through its index, so such jumps cost one block. Every byte inflated counts against one
-//! [`Budget`] per top-level archive, so a decompression bomb ends as a problem.
+//! `Budget` per top-level archive, so a decompression bomb ends as a problem.
 //!
 //! Extraction semantics decide what a member is: the last entry at a path wins, hard links are
 //! the files they name, and an image is its final file system — layers applied bottom up through

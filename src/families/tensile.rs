@@ -27,7 +27,7 @@ use crate::vocab::verdict::{GapRule, LibraryKind, Status, Verdict};
 pub struct Tensile;
 
 /// rocBLAS library/src/tensile_host.cpp `TensileHost::initialize` (l.799-842): none of
-/// TensileLibrary_lazy_<arch>.dat, TensileLibrary_<arch>.dat, TensileLibrary.dat exists → the
+/// `TensileLibrary_lazy_<arch>.dat`, `TensileLibrary_<arch>.dat`, TensileLibrary.dat exists → the
 /// message below, then rocblas_abort() (std::abort) at the first GEMM-type call.
 pub const ROCBLAS_NO_INDEX: GapRule = GapRule {
     status: Status::Missing,
@@ -35,7 +35,7 @@ pub const ROCBLAS_NO_INDEX: GapRule = GapRule {
 };
 
 /// rocBLAS tensile_host.cpp l.874-952 and `runContractionProblem` (l.1119-1262): a merged
-/// index loads; with no code file for the arch it warns "No paths matched <path>/*<arch>*co",
+/// index loads; with no code file for the arch it warns "No paths matched `<path>/*<arch>*co`",
 /// and with no row serving it each GEMM prints "rocBLAS error: No Tensile solution found" and
 /// returns rocblas_status_not_implemented. Not an abort, but no GEMM runs.
 pub const ROCBLAS_MERGED_NO_ROW: GapRule = GapRule {
@@ -44,7 +44,7 @@ pub const ROCBLAS_MERGED_NO_ROW: GapRule = GapRule {
 };
 
 /// rocBLAS tensile_host.cpp l.874-952 (merged: "rocBLAS warning: No paths matched
-/// <path>/*<arch>*co"); lazy: Tensile HipSolutionAdapter `launchKernel` cannot load the code
+/// `<path>/*<arch>*co`"); lazy: Tensile HipSolutionAdapter `launchKernel` cannot load the code
 /// file and the call returns a HIP error converted to a rocBLAS status.
 pub const ROCBLAS_NO_CODE: GapRule = GapRule {
     status: Status::Missing,
@@ -52,7 +52,7 @@ pub const ROCBLAS_NO_CODE: GapRule = GapRule {
 };
 
 /// hipBLASLt library/src/amd_detail/rocblaslt/src/tensile_host.cpp l.1381-1437: "rocblaslt
-/// error: Cannot read …/TensileLibrary_lazy_<arch>.dat"; rocblaslt_abort() is commented out;
+/// error: Cannot read `…/TensileLibrary_lazy_<arch>.dat`"; rocblaslt_abort() is commented out;
 /// matmuls then return HIPBLAS_STATUS_INVALID_VALUE. PyTorch (aten Context.cpp
 /// `blasPreferredBackend`) uses hipBLASLt only on its supported archs and otherwise rocBLAS;
 /// rocBLAS (handle.cpp l.252-266) uses hipBLASLt by default only on gfx1200/1201 and falls back

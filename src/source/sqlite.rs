@@ -38,7 +38,7 @@ fn count_rows(conn: &Connection, table: &str) -> Result<u64, String> {
 const SQLITE_IN_MEMORY: u64 = 256 << 20;
 
 /// Counts the rows of `table` in an SQLite database that has no path on disk: it is loaded
-/// read-only into an in-memory database, up to [`SQLITE_IN_MEMORY`] bytes.
+/// read-only into an in-memory database, up to `SQLITE_IN_MEMORY` bytes.
 pub fn rows_in_memory(src: &dyn ByteSource, table: &str) -> Result<u64, String> {
     let len = src.len();
     if len > SQLITE_IN_MEMORY {
