@@ -178,20 +178,6 @@ pub struct FileRecord {
     pub artifact: Option<Artifact>,
 }
 
-/// Artifact families that decide whether a GPU target can run, beyond host-library code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Family {
-    /// rocBLAS / hipBLASLt Tensile library files.
-    Tensile,
-    /// MIOpen databases and tuning models.
-    Miopen,
-    /// Linux amdgpu (and radeon) firmware blobs.
-    Firmware,
-    /// Device-library ISA bitcode (`oclc_isa_version_<isa>.bc`).
-    Bitcode,
-}
-
 /// What a file is within its artifact family.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -323,7 +309,7 @@ impl Storage {
     }
 }
 
-pub use crate::vocab::component::Component;
+pub use crate::vocab::library::{Component, Family};
 
 /// A file's place in an artifact family and the facts that decide which targets it serves.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -162,6 +162,6 @@ fn scan_json(root: &Path) -> Vec<u8> {
     let bar = gfxscan::report::progress::Bar::new(true);
     let snap = gfxscan::scan::scan(&config, &targets, &bar).unwrap();
     let mut out = Vec::new();
-    gfxscan::report::write_scan(&snap, &targets, &[], gfxscan::cli::Format::Json, &mut out).unwrap();
+    gfxscan::report::write_scan(&snap, &targets, &[], gfxscan::cli::OutputFormat::Json, &mut out).unwrap();
     out
 }

@@ -6,7 +6,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use gfxscan::archive::{detect, expand, expand_if_image, Budget, Ctx, Origin};
+use gfxscan::archive::{detect, expand, expand_if_image, Ctx};
+use gfxscan::source::origin::{Budget, Origin};
 use gfxscan::parse::magic::classify;
 use gfxscan::model::RelPath;
 use gfxscan::parse::archive::{

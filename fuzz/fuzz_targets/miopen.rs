@@ -2,7 +2,9 @@
 //! (MIOpen DB names, firmware prefixes, Tensile file names).
 #![no_main]
 
-use gfxscan::families::{firmware_prefix, miopen_name, tensile_name_target};
+use gfxscan::families::firmware::firmware_prefix;
+use gfxscan::families::miopen::miopen_name;
+use gfxscan::families::tensile::tensile_name_target;
 use gfxscan::parse::miopen::{count_text_records, parse_lfs_pointer};
 use libfuzzer_sys::fuzz_target;
 

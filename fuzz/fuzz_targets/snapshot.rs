@@ -1,19 +1,21 @@
-//! JSON snapshot reader (the pure steps of `gfxscan::read_snapshot`), then what reads a
-//! snapshot: `diff`, `check` and the report writers.
+//! JSON snapshot reader (`source::snapshot::parse_snapshot`, the pure step of
+//! `gfxscan::read_snapshot`), then what reads a snapshot: `diff`, `check` and the report writers.
 #![no_main]
 
 use std::sync::OnceLock;
 
 use gfxscan::cli::OutputFormat;
-use gfxscan::check::devices::{from_args, Device, Env};
+use gfxscan::check::devices::{from_args, Env, Gpus};
+use gfxscan::check::CheckOptions;
+use gfxscan::diff::SideSource;
 use gfxscan::model::Snapshot;
 use libfuzzer_sys::fuzz_target;
 
 #[path = "common.rs"]
 mod common;
 
-fn devices() -> &'static [Device] {
-    static D: OnceLock<Vec<Device>> = OnceLock::new();
+fn devices() -> &'static Gpus {
+    static D: OnceLock<Gpus> = OnceLock::new();
     D.get_or_init(|| {
         let gpus: Vec<String> =
             ["gfx90a:xnack-", "gfx942:sramecc+:xnack-", "gfx1100", "gfx906"].map(String::from).to_vec();
@@ -22,24 +24,20 @@ fn devices() -> &'static [Device] {
 }
 
 fuzz_target!(|data: &[u8]| {
-    // read_snapshot: a JSON value first, then the typed snapshot.
-    if let Ok(v) = serde_json::from_slice::<serde_json::Value>(data) {
-        let _ = v.pointer("/tool/name").and_then(|v| v.as_str());
-        let _ = v.get("schema_version").and_then(|v| v.as_u64());
-        let _ = serde_json::from_value::<Snapshot>(v);
-    }
+    // What read_snapshot does after decoding: refuse what is no snapshot, else the snapshot.
+    let _ = gfxscan::source::snapshot::parse_snapshot(data);
     let Ok(s) = serde_json::from_slice::<Snapshot>(data) else { return };
     let targets = common::targets();
 
-    let d = gfxscan::diff::diff(&s, &s, ("a", "b"), targets);
+    let d = gfxscan::diff::diff(&s, &s, (SideSource::Scan, SideSource::Snapshot), targets);
     let _ = d.is_empty();
     let empty = Snapshot { files: Vec::new(), targets: Default::default(), ..s.clone() };
-    let d2 = gfxscan::diff::diff(&s, &empty, ("snapshot", "scan"), targets);
-    let d3 = gfxscan::diff::diff(&empty, &s, ("scan", "snapshot"), targets);
+    let d2 = gfxscan::diff::diff(&s, &empty, (SideSource::Snapshot, SideSource::Scan), targets);
+    let d3 = gfxscan::diff::diff(&empty, &s, (SideSource::Scan, SideSource::Snapshot), targets);
 
-    let c0 = gfxscan::check::check(&s, &[], targets);
-    let c = gfxscan::check::check(&s, devices(), targets);
-    let _ = c.missing();
+    let c0 = gfxscan::check::check(&s, &Gpus::default(), targets, CheckOptions::default());
+    let c = gfxscan::check::check(&s, devices(), targets, CheckOptions::default());
+    let _ = c.exit_status();
 
     let mut sink = Vec::new();
     for f in [OutputFormat::Table, OutputFormat::Json, OutputFormat::Markdown, OutputFormat::Csv] {

@@ -7,14 +7,14 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::tar::{extracted_kind, list_tar, next_entry, tar_stream, walk_tar, MemberReader, TarStream};
+use super::tar::{
+    extracted_kind, layer_codec, list_tar, next_entry, tar_stream, walk_tar, MemberReader, TarStream,
+};
 use super::{settle, Ctx, Gather, MAX_IMAGE_JSON};
 use crate::inspect::Found;
 use crate::model::ArchiveRecord;
 use crate::parse::archive::{member_path, TarType, TAR_BLOCK};
-use crate::parse::magic::{classify, Kind};
 use crate::source::origin::{Budget, Metered, Origin};
-use crate::vocab::codec::Codec;
 
 /// A container image's layers, bottom first, as origins with their media kinds.
 pub(super) struct Layers {
@@ -263,16 +263,6 @@ pub(super) struct StreamedImage {
     /// Where the last member of each name starts in the stream.
     pub(super) data_at: HashMap<String, u64>,
     pub(super) members: HashMap<String, Arc<Origin>>,
-}
-
-/// The tar stream of a layer member whose first bytes are `head`: itself, or its decoding.
-pub(super) fn layer_codec(head: &[u8]) -> Option<Option<Codec>> {
-    let kind = classify(head);
-    match kind.codec() {
-        Some(c) => Some(Some(c)),
-        None if kind == Kind::Tar => Some(None),
-        None => None,
-    }
 }
 
 /// Pass one over a streamed image: every member is read as it goes by, and nothing is kept but

@@ -2,6 +2,8 @@
 //! and hard links applied as GNU tar extracts them; regular members inspected in place, in
 //! memory (in parallel) or through a replay of the stream.
 
+use crate::parse::magic::{classify, Kind};
+use crate::vocab::codec::Codec;
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsStr;
 use std::io::{self, Read};
@@ -10,7 +12,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::image::layer_codec;
 use super::{read_head, reserve_room, visit, Bytes, Ctx, Gather, IN_FLIGHT_BYTES, IN_MEMORY, MAX_TAR_META};
 use crate::inspect::Found;
 use crate::model::ArchiveRecord;
@@ -467,4 +468,15 @@ pub(super) fn list_tar(stream: &Arc<Origin>) -> Result<BTreeMap<String, Arc<Orig
         tar.skip(e.stored).map_err(|e| e.to_string())?;
     }
     Ok(out)
+}
+
+/// How a tar stream whose first bytes are `head` is stored: plain (`Some(None)`), compressed
+/// whole (`Some(Some(codec))`), or not a tar stream at all (`None`).
+pub(super) fn layer_codec(head: &[u8]) -> Option<Option<Codec>> {
+    let kind = classify(head);
+    match kind.codec() {
+        Some(c) => Some(Some(c)),
+        None if kind == Kind::Tar => Some(None),
+        None => None,
+    }
 }

@@ -278,7 +278,7 @@ fn libpath_verdict(
             let rule = tensile::missing_folder_gap(lp.component, &dev.processor, targets);
             let mut v = Verdict::judged(
                 format!("{}/", lp.value.trim_end_matches('/')),
-                LibraryKind::Tensile,
+                LibraryKind::Family(Family::Tensile),
                 Some(rule),
                 format!("{}={} does not exist", lp.variable, lp.value),
                 &dev.processor,
@@ -467,11 +467,10 @@ pub fn check(snap: &Snapshot, gpus: &Gpus, targets: &Targets, opts: CheckOptions
         .collect();
     // Only host code, bundles and Tensile libraries are libraries with device code; MIOpen's
     // databases and the device-library bitcode alone are nothing to check.
-    let has_code = installs
-        .iter()
-        .flat_map(|i| &i.gpus)
-        .flat_map(|g| &g.verdicts)
-        .any(|v| matches!(v.kind, LibraryKind::HostLibrary | LibraryKind::Bundle | LibraryKind::Tensile));
+    let has_code = installs.iter().flat_map(|i| &i.gpus).flat_map(|g| &g.verdicts).any(|v| match v.kind {
+        LibraryKind::HostLibrary | LibraryKind::Bundle => true,
+        LibraryKind::Family(f) => cataloger(f).holds_device_code(),
+    });
     let outcome = if installs.iter().any(|i| i.status == Status::Missing) {
         Outcome::Missing
     } else if !snap.problems.is_empty() || !gpus.unknown.is_empty() {

@@ -64,7 +64,7 @@ impl Cataloger for Bitcode {
             None => (Some(&NO_BITCODE), format!("no device-library bitcode for {arch}")),
             Some(f) => (None, format!("{} present", file_name(&f.path.path))),
         };
-        let mut v = Verdict::judged(lib.display(), LibraryKind::Bitcode, rule, detail, arch);
+        let mut v = Verdict::judged(lib.display(), LibraryKind::Family(Family::Bitcode), rule, detail, arch);
         if rule.is_some() {
             v.available = here.iter().filter_map(name).collect::<BTreeSet<_>>().into_iter().collect();
         }

@@ -218,7 +218,7 @@ impl Cataloger for Miopen {
         let mine: Vec<&FileRecord> =
             here.iter().copied().filter(|f| name(f).as_deref() == Some(arch)).collect();
         let (rule, detail) = detail(&mine, arch);
-        let mut v = Verdict::judged(lib.display(), LibraryKind::Miopen, rule, detail, arch);
+        let mut v = Verdict::judged(lib.display(), LibraryKind::Family(Family::Miopen), rule, detail, arch);
         if rule.is_some() {
             // A target is offered only where a real database serves it, never by a stand-in's name.
             v.available = here

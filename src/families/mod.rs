@@ -132,6 +132,13 @@ pub trait Cataloger: Sync {
     /// files are no library a program loads (firmware).
     fn library_dir(&self, path: &str) -> Option<String>;
 
+    /// True when its libraries hold device code (a Tensile library does; MIOpen's databases
+    /// and the bitcode do not): a check that finds only libraries that do not has nothing to
+    /// check.
+    fn holds_device_code(&self) -> bool {
+        false
+    }
+
     /// What `check` says of one of its libraries for a GPU; `None` for a family whose files
     /// no program loads (firmware).
     fn verdict(&self, lib: &Library, dev: &DeviceTarget) -> Option<Verdict>;

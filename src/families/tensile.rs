@@ -292,6 +292,10 @@ impl Cataloger for Tensile {
         Some(tensile_dir(path))
     }
 
+    fn holds_device_code(&self) -> bool {
+        true
+    }
+
     fn verdict(&self, lib: &Library, dev: &DeviceTarget) -> Option<Verdict> {
         Some(verdict(lib, dev))
     }
@@ -517,7 +521,7 @@ pub fn verdict(lib: &Library, dev: &DeviceTarget) -> Verdict {
         ));
         rule = rule.or(Some(&HIPBLASLT_GAP));
     }
-    let mut v = Verdict::judged(lib.display(), LibraryKind::Tensile, rule, detail, arch);
+    let mut v = Verdict::judged(lib.display(), LibraryKind::Family(Family::Tensile), rule, detail, arch);
     v.component = Some(e.component);
     v.loads = e.index;
     if v.status != Status::Ok || rule.is_some() {

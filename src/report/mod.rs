@@ -339,7 +339,9 @@ fn write_gpu(gpu: &crate::check::GpuReport, md: bool, out: &mut dyn Write) -> io
             detail.push_str(&format!(": {c}"));
         }
         // A Tensile verdict's detail already says what its indexes and code files serve.
-        if !v.available.is_empty() && v.kind != crate::check::LibraryKind::Tensile {
+        if !v.available.is_empty()
+            && v.kind != crate::check::LibraryKind::Family(crate::model::Family::Tensile)
+        {
             detail.push_str(&format!(" — has {}", v.available.join(", ")));
         }
         if let Some(l) = &v.loads {

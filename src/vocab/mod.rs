@@ -2,7 +2,7 @@
 //! IDs and the runtime's compatibility rule, units for people, and compression codecs.
 
 pub mod codec;
-pub mod component;
+pub mod library;
 pub mod target_id;
 pub mod targets;
 pub mod units;

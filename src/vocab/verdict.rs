@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use crate::vocab::component::Component;
+use crate::vocab::library::{Component, Family};
 
 /// A library's verdict for one GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -27,20 +27,26 @@ impl Status {
     }
 }
 
-/// What kind of library a verdict is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "kebab-case")]
+/// What kind of library a verdict is about; in JSON `host-library`, `bundle`, or the family's
+/// name (`tensile`, `miopen`, `bitcode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum LibraryKind {
     /// A host library with device code (`.hip_fatbin`, embedded code objects).
     HostLibrary,
     /// A standalone offload bundle.
     Bundle,
-    /// A Tensile library folder (rocBLAS, hipBLASLt).
-    Tensile,
-    /// MIOpen's database folder.
-    Miopen,
-    /// The device-library bitcode folder.
-    Bitcode,
+    /// A folder of an artifact family (a Tensile library, MIOpen's databases, the bitcode).
+    Family(Family),
+}
+
+impl Serialize for LibraryKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            LibraryKind::HostLibrary => s.serialize_str("host-library"),
+            LibraryKind::Bundle => s.serialize_str("bundle"),
+            LibraryKind::Family(f) => f.serialize(s),
+        }
+    }
 }
 
 /// One row of the gap table: how bad a gap is and what the user will see.
