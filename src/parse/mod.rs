@@ -16,6 +16,7 @@ pub mod firmware;
 pub mod host;
 pub mod miopen;
 pub mod msgpack;
+pub mod offload;
 pub mod tensile;
 
 use std::borrow::Cow;
