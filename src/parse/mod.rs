@@ -14,6 +14,7 @@ pub mod bundle;
 pub mod elf;
 pub mod firmware;
 pub mod host;
+pub mod kpack;
 pub mod miopen;
 pub mod msgpack;
 pub mod offload;
