@@ -18,6 +18,7 @@ pub mod kpack;
 pub mod miopen;
 pub mod msgpack;
 pub mod offload;
+pub mod pe;
 pub mod tensile;
 
 use std::borrow::Cow;
