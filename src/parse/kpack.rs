@@ -371,9 +371,7 @@ pub fn parse_kpack(src: &dyn ByteSource) -> Result<Kpack> {
         };
         match used.get_mut(idx) {
             Some(u) if !*u => *u = true,
-            _ => {
-                return Err(ParseError::Malformed { what: "kpack TOC entries share a blob", offset: offset })
-            }
+            _ => return Err(ParseError::Malformed { what: "kpack TOC entries share a blob", offset }),
         }
         kpack.kernels.push(KpackKernel {
             binary: e.binary,
@@ -462,7 +460,7 @@ pub struct FatbinWrapper {
 /// Reads the 24-byte wrappers of a `.hipFatBinSegment` section (64-bit little-endian host).
 pub fn parse_fatbin_wrappers(src: &dyn ByteSource) -> Result<Vec<FatbinWrapper>> {
     let len = src.len();
-    if len % WRAPPER_LEN != 0 {
+    if !len.is_multiple_of(WRAPPER_LEN) {
         return Err(ParseError::Malformed { what: "fat binary wrapper section size", offset: len });
     }
     bounded(len / WRAPPER_LEN, MAX_WRAPPERS, "fat binary wrappers")?;

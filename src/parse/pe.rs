@@ -211,25 +211,24 @@ pub mod fixture {
     /// an all-zero optional header of 240 bytes.
     pub fn pe_image(sections: &[(&str, &[u8])]) -> Vec<u8> {
         let align = |v: usize| v.div_ceil(0x200) * 0x200;
-        let mut out = vec![0u8; 0x40];
-        out[..2].copy_from_slice(b"MZ");
-        out[0x3c..0x40].copy_from_slice(&0x40u32.to_le_bytes());
+        let mut out = b"MZ".to_vec();
+        out.resize(0x3c, 0);
+        out.extend_from_slice(&0x40u32.to_le_bytes());
         out.extend_from_slice(b"PE\0\0");
         out.extend_from_slice(&0x8664u16.to_le_bytes());
         out.extend_from_slice(&(sections.len() as u16).to_le_bytes());
         out.extend_from_slice(&[0u8; 12]);
         out.extend_from_slice(&240u16.to_le_bytes());
         out.extend_from_slice(&0x2022u16.to_le_bytes());
-        let mut opt = vec![0u8; 240];
-        opt[..2].copy_from_slice(&0x20bu16.to_le_bytes());
+        let mut opt = 0x20bu16.to_le_bytes().to_vec();
+        opt.resize(240, 0);
         out.extend_from_slice(&opt);
         let mut data_at = align(out.len() + 40 * sections.len());
         let mut rva = 0x1000u32;
         let mut bodies = Vec::new();
         for (name, body) in sections {
-            let mut n = [0u8; 8];
-            let b = name.as_bytes();
-            n[..b.len().min(8)].copy_from_slice(&b[..b.len().min(8)]);
+            let mut n: Vec<u8> = name.bytes().take(8).collect();
+            n.resize(8, 0);
             out.extend_from_slice(&n);
             let raw = align(body.len());
             for v in [body.len() as u32, rva, raw as u32, data_at as u32, 0, 0] {
