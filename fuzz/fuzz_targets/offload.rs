@@ -4,7 +4,9 @@
 #![no_main]
 
 use gfxscan::parse::elf::parse_code_object;
-use gfxscan::parse::offload::{is_offload_binary, offload_kind_name, parse_offload_binaries, parse_offload_header};
+use gfxscan::parse::offload::{
+    is_offload_binary, offload_kind_name, parse_offload_binaries, parse_offload_header,
+};
 use gfxscan::parse::Slice;
 use libfuzzer_sys::fuzz_target;
 
