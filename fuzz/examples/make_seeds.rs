@@ -135,6 +135,42 @@ fn main() {
     // Snapshots: a scan of tests/data/real, and of a tree with one file of every family.
     let d = seeds.join("snapshot");
     put(&d, "real.json", &scan_json(&real));
+    // OffloadBinaries: one and two images, v3 compressed with zstd and zlib, two end to end.
+    {
+        use gfxscan::parse::offload::fixture::{compressed_offload_binary, offload_binary, Image};
+        let images = [Image::hip("gfx90a:xnack+", &co_v4), Image::hip("gfx906", &co_v3)];
+        let one = offload_binary(&images[..1]);
+        let d = seeds.join("offload");
+        put(&d, "one.offload", &one);
+        put(&d, "two-images.offload", &offload_binary(&images));
+        put(&d, "zstd.offload", &compressed_offload_binary(&images, true));
+        put(&d, "zlib.offload", &compressed_offload_binary(&images[..1], false));
+        put(&d, "section-of-two.bin", &[one.clone(), one].concat());
+    }
+
+    // kpack: raw and zstd-per-kernel archives, a .rocm_kpack_ref marker, HIPF/HIPK wrappers.
+    {
+        use gfxscan::parse::kpack::{fixture, HIPF_MAGIC, HIPK_MAGIC};
+        let kernels: [fixture::Kernel; 2] =
+            [("lib/libx.so#0", "gfx90a", co_v4.as_slice()), ("lib/libx.so#0", "gfx906", co_v3.as_slice())];
+        let d = seeds.join("kpack");
+        put(&d, "none.kpack", &fixture::kpack(&kernels, false));
+        put(&d, "zstd.kpack", &fixture::kpack(&kernels, true));
+        put(&d, "rocm_kpack_ref", &fixture::kpack_ref("lib/libx.so", &["../.kpack/x_@GFXARCH@.kpack"]));
+        put(&d, "hipFatBinSegment", &fixture::wrappers(&[(HIPK_MAGIC, 0), (HIPF_MAGIC, 1)]));
+    }
+
+    // PE: a DLL with .hip_fat (the fat binary above), .hipFatB and .kpackrf sections.
+    {
+        use gfxscan::parse::kpack::{fixture as kp, HIPF_MAGIC};
+        use gfxscan::parse::pe::fixture::pe_image;
+        let wrappers = kp::wrappers(&[(HIPF_MAGIC, 0)]);
+        let marker = kp::kpack_ref("bin/x.dll", &[".kpack/x_@GFXARCH@.kpack"]);
+        let d = seeds.join("pe");
+        put(&d, "hip.dll", &pe_image(&[(".text", &[0xc3; 16]), (".hipFatB", &wrappers), (".hip_fat", &fat)]));
+        put(&d, "kpack-split.dll", &pe_image(&[(".hipFatB", &wrappers), (".kpackrf", &marker)]));
+    }
+
     let tmp = std::env::temp_dir().join("gfxscan-fuzz-seed-tree");
     let _ = fs::remove_dir_all(&tmp);
     put(&tmp.join("lib"), "libx.so", &host_elf(&[HostSection::hip_fatbin(&fat)]));

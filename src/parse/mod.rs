@@ -14,9 +14,12 @@ pub mod bundle;
 pub mod elf;
 pub mod firmware;
 pub mod host;
+pub mod kpack;
 pub mod magic;
 pub mod miopen;
 pub mod msgpack;
+pub mod offload;
+pub mod pe;
 pub mod tensile;
 
 use std::borrow::Cow;
