@@ -27,8 +27,9 @@
 
 use std::borrow::Cow;
 
-use super::bundle::{inflater, Compression};
+use super::bundle::inflater;
 use super::{align_up, check_range, le16, le32, le64, ByteSource, ParseError, Result, Slice, StreamSource};
+use crate::vocab::codec::Codec;
 
 /// The first four bytes of every OffloadBinary (`0x10FF10AD` as bytes).
 pub const OFFLOAD_MAGIC: [u8; 4] = [0x10, 0xFF, 0x10, 0xAD];
@@ -199,7 +200,7 @@ pub struct OffloadEntry {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OffloadCompression {
     /// zstd (by its frame magic) or zlib.
-    pub method: Compression,
+    pub method: Codec,
     /// Size of the binary once inflated.
     pub inflated_size: u64,
 }
@@ -395,8 +396,7 @@ pub fn parse_offload_binary(src: &dyn ByteSource) -> Result<OffloadBinary> {
         return Err(ParseError::Malformed { what: "compressed OffloadBinary sizes", offset: 16 });
     }
     let body = src.read_up_to(h.entries_offset, 4)?;
-    let method =
-        if body.as_ref() == [0x28, 0xB5, 0x2F, 0xFD] { Compression::Zstd } else { Compression::Zlib };
+    let method = if body.as_ref() == [0x28, 0xB5, 0x2F, 0xFD] { Codec::Zstd } else { Codec::Zlib };
     let body_len = h.inflated_size - h.entries_offset;
     let stream = StreamSource::new(src, h.entries_offset, h.size, inflater(method)?, body_len);
     let mut prefix = src.read_at(0, h.entries_offset.min(MAX_METADATA) as usize)?.into_owned();
@@ -688,7 +688,7 @@ mod tests {
             assert!(got.stopped.is_none(), "{:?}", got.stopped);
             let b = &got.binaries[0];
             let c = b.compression.expect("compressed");
-            assert_eq!(c.method, if zstd { Compression::Zstd } else { Compression::Zlib });
+            assert_eq!(c.method, if zstd { Codec::Zstd } else { Codec::Zlib });
             assert_eq!(b.entries, plain.entries);
         }
     }
