@@ -99,6 +99,11 @@ pub enum Container {
     Bundle,
     /// Raw data in a host ELF, or a fat-object bundle section.
     Embedded,
+    /// An image of an LLVM OffloadBinary (the new offload driver: a standalone `.offload` file
+    /// or a host binary's `.llvm.offloading` section).
+    OffloadBinary,
+    /// A kernel of a TheRock `.kpack` archive (device code split out of a host library).
+    Kpack,
 }
 
 /// A bundle's format in JSON: `plain`, or `ccob-v<version>`.
@@ -176,6 +181,23 @@ pub struct FileRecord {
     /// What it is beyond code objects: a Tensile, MIOpen, firmware or bitcode file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub artifact: Option<Artifact>,
+    /// A host library whose device code was split out into `.kpack` archives (TheRock): where
+    /// the runtime looks for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kpack_ref: Option<KpackRef>,
+}
+
+/// The `.rocm_kpack_ref` of a kpack-split host library, and its code-object indexes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KpackRef {
+    /// The library's key in the archives' tables (`lib/librocblas.so.5`).
+    pub kernel_name: String,
+    /// Archive paths, relative to the library's folder; `@GFXARCH@` stands for the GPU's
+    /// target ID or a less specific one.
+    pub search_paths: Vec<String>,
+    /// Indexes of its code objects (one per HIPK wrapper): each is looked up as
+    /// `<kernel_name>#<index>`.
+    pub code_objects: Vec<u64>,
 }
 
 /// What a file is within its artifact family.

@@ -2,19 +2,19 @@
 //! magic, its code objects (standalone, bundle entries, `.hip_fatbin`, raw embedded objects)
 //! resolved to targets, and its artifact family with the facts only its content can say.
 
+mod code;
 pub mod resolve;
 
 use std::path::{Path, PathBuf};
 
 use crate::families;
-use crate::model::{ArchiveRecord, CodeObjectRecord, Container, FileRecord, Problem, RelPath};
-use crate::parse::bundle::{parse_bundles, Bundle, Bundles};
-use crate::parse::elf::{parse_code_object, CodeObject};
-use crate::parse::host::parse_host_elf;
+use crate::model::{ArchiveRecord, FileRecord, Problem, RelPath};
+use crate::parse::bundle::parse_bundles;
 use crate::parse::magic::{classify, Kind};
+use crate::parse::offload::parse_offload_binaries;
 use crate::parse::ByteSource;
 use crate::vocab::targets::Targets;
-use resolve::resolve_code_object;
+use code::Collector;
 
 /// What reading one regular file (or archive member) gave.
 #[derive(Debug, Clone)]
@@ -77,76 +77,6 @@ impl Found {
     }
 }
 
-/// Collects code objects and problems from parsed structures.
-struct Collector<'t> {
-    targets: &'t Targets,
-    code_objects: Vec<CodeObjectRecord>,
-    problems: Vec<String>,
-    bundles: u64,
-}
-
-impl Collector<'_> {
-    fn record(
-        &mut self,
-        co: &CodeObject,
-        container: Container,
-        offset: u64,
-        bundle: Option<(&Bundle, u64, &str)>,
-    ) {
-        if let Some(defect) = &co.defect {
-            let what = match bundle {
-                Some((_, at, id)) => format!("bundle at {at:#x}, entry {id}"),
-                None if container == Container::File => "code object".to_string(),
-                None => format!("code object at {offset:#x}"),
-            };
-            self.problems.push(format!("{what}: {defect}"));
-        }
-        let r = resolve_code_object(co, self.targets);
-        self.code_objects.push(CodeObjectRecord {
-            processor: r.processor,
-            target_id: r.target_id,
-            code_object_version: co.header.code_object_version(),
-            size: co.size,
-            kernels: co.kernels(),
-            container,
-            bundle_entry_id: bundle.map(|(_, _, id)| id.to_string()),
-            bundle_format: bundle.map(|(b, _, _)| b.format),
-            compression: bundle.and_then(|(b, _, _)| b.compression),
-            bundle_offset: bundle.map(|(_, at, _)| at),
-            offset,
-            e_flags: co.header.e_flags,
-            generic_version: r.generic_version,
-            isa_version: (co.header.code_object_version() == Some(2))
-                .then(|| co.notes.isa_version.map(|(a, b, c)| format!("{a}.{b}.{c}")))
-                .flatten(),
-        });
-    }
-
-    /// Records every entry of the bundles of a region that starts at file offset `base`.
-    fn bundles(&mut self, base: u64, found: &Bundles, region: &str) {
-        for b in &found.bundles {
-            self.bundles += 1;
-            let at = base + b.offset;
-            for e in &b.entries {
-                let Some(result) = &e.code_object else { continue };
-                let offset = if b.compression.is_some() { e.table.offset } else { at + e.table.offset };
-                match result {
-                    Ok(co) => self.record(co, Container::Bundle, offset, Some((b, at, &e.table.id))),
-                    Err(err) => {
-                        self.problems.push(format!("{region}bundle at {at:#x}, entry {}: {err}", e.table.id))
-                    }
-                }
-            }
-            if let Some(err) = &b.error {
-                self.problems.push(format!("{region}bundle at {at:#x}: {}", err.clone().rebased(base)));
-            }
-        }
-        if let Some(err) = &found.stopped {
-            self.problems.push(format!("{region}{}", err.clone().rebased(base)));
-        }
-    }
-}
-
 /// Bytes of the head that family detection and firmware headers look at.
 pub const FAMILY_HEAD: usize = 64;
 
@@ -168,36 +98,14 @@ pub fn inspect(
         return out;
     }
     let head = head.get(..FAMILY_HEAD).unwrap_or(head);
-    let mut col = Collector { targets, code_objects: Vec::new(), problems: Vec::new(), bundles: 0 };
+    let mut col = Collector::new(targets);
     match kind {
-        Kind::AmdgpuElf => match parse_code_object(src, Some(size)) {
-            Ok(co) => col.record(&co, Container::File, 0, None),
-            Err(e) => col.problems.push(e.to_string()),
-        },
+        Kind::AmdgpuElf => col.standalone(src),
         Kind::OffloadBundle | Kind::CompressedOffloadBundle => col.bundles(0, &parse_bundles(src), ""),
-        Kind::HostElf => match parse_host_elf(src) {
-            Ok(facts) => {
-                if let Some((base, found)) = &facts.fatbin {
-                    col.bundles(*base, found, ".hip_fatbin: ");
-                }
-                for (section, err) in &facts.unsearched {
-                    col.problems.push(format!("{section} not searched for embedded code objects: {err}"));
-                }
-                for e in &facts.embedded {
-                    match &e.code_object {
-                        Ok(co) => {
-                            let b = e.bundle_entry_id.as_deref();
-                            col.record(co, Container::Embedded, e.offset, None);
-                            if let (Some(id), Some(last)) = (b, col.code_objects.last_mut()) {
-                                last.bundle_entry_id = Some(id.to_string());
-                            }
-                        }
-                        Err(err) => col.problems.push(format!("code object at {:#x}: {err}", e.offset)),
-                    }
-                }
-            }
-            Err(e) => col.problems.push(e.to_string()),
-        },
+        Kind::HostElf => col.host_elf(src),
+        Kind::OffloadBinary => col.offloading(src, 0, &parse_offload_binaries(src), ""),
+        Kind::Kpack => col.kpack(src),
+        Kind::Pe => col.pe(src),
         _ => {}
     }
     // File order: a code object in a compressed bundle sits where its bundle does.
@@ -215,7 +123,7 @@ pub fn inspect(
         ));
     }
     out.problems = col.problems;
-    if !col.code_objects.is_empty() || col.bundles > 0 || artifact.is_some() {
+    if !col.code_objects.is_empty() || col.bundles > 0 || artifact.is_some() || col.kpack_ref.is_some() {
         out.record = Some(FileRecord {
             path: out.path.clone(),
             kind,
@@ -223,6 +131,7 @@ pub fn inspect(
             bundles: col.bundles,
             code_objects: col.code_objects,
             artifact,
+            kpack_ref: col.kpack_ref,
         });
     }
     out

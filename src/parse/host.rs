@@ -17,6 +17,8 @@ use object::Endianness;
 
 use super::bundle::{parse_bundles, parse_entry_id, Bundles};
 use super::elf::{is_amdgpu_elf, parse_code_object, parse_header, CodeObject};
+use super::kpack::{parse_fatbin_wrappers, parse_kpack_ref, KpackRef, WrapperMagic};
+use super::offload::{parse_offload_binaries, OffloadBinaries};
 use super::{ByteSource, ParseError, Result, Slice};
 
 /// Most section headers read from one host ELF.
@@ -65,6 +67,45 @@ pub struct HostFacts {
     pub embedded: Vec<Embedded>,
     /// Data sections that could not be searched for embedded code objects, and why.
     pub unsearched: Vec<(String, ParseError)>,
+    /// `.llvm.offloading` sections (the new offload driver): file offset and the
+    /// OffloadBinaries in them.
+    pub offloading: Vec<(u64, OffloadBinaries)>,
+    /// A kpack-split binary (TheRock): its `.rocm_kpack_ref` (`.kpackrf` in PE images) and the
+    /// code-object indexes of its `HIPK` wrappers.
+    pub kpack: Option<Result<(KpackRef, Vec<u64>)>>,
+}
+
+/// Section names the new offload driver gives device code (clang `OffloadBundler` /
+/// `clang-linker-wrapper`; `.llvm.offloading` is `SHT_LLVM_OFFLOADING` in ELF).
+pub const OFFLOADING_SECTION: &str = ".llvm.offloading";
+/// `SHT_LLVM_OFFLOADING` (LLVM `BinaryFormat/ELF.h`).
+pub const SHT_LLVM_OFFLOADING: u32 = 0x6fff_4c03;
+/// Where a kpack-split binary keeps its archive reference (rocm-kpack
+/// `elf/kpack_transform.py` `add_kpack_ref_section`) and its fat binary wrappers.
+pub const KPACK_REF_SECTION: &str = ".rocm_kpack_ref";
+pub const FATBIN_WRAPPER_SECTION: &str = ".hipFatBinSegment";
+
+/// The kpack reference and the `HIPK` wrappers' code-object indexes of a split binary, read
+/// from its reference section and its wrapper section (when it has one).
+pub fn kpack_marks(
+    src: &dyn ByteSource,
+    reference: (u64, u64),
+    wrappers: Option<(u64, u64)>,
+) -> Result<(KpackRef, Vec<u64>)> {
+    let r = parse_kpack_ref(&Slice::new(src, reference.0, reference.1))?;
+    let mut indexes = Vec::new();
+    if let Some((off, size)) = wrappers {
+        for w in parse_fatbin_wrappers(&Slice::new(src, off, size))? {
+            if w.magic == WrapperMagic::Hipk {
+                indexes.push(w.reserved);
+            }
+        }
+    }
+    if indexes.is_empty() {
+        // A reference without HIPK wrappers names the binary's one code object, index 0.
+        indexes.push(0);
+    }
+    Ok((r, indexes))
 }
 
 fn sections_of<H: FileHeader<Endian = Endianness>>(
@@ -152,6 +193,8 @@ fn may_embed(s: &Section) -> bool {
         && s.size >= 64
         && s.name != ".hip_fatbin"
         && s.name != ".nv_fatbin"
+        && s.sh_type != SHT_LLVM_OFFLOADING
+        && !s.name.starts_with(OFFLOADING_SECTION)
         && !s.name.starts_with(BUNDLE_SECTION_PREFIX)
 }
 
@@ -225,6 +268,8 @@ pub fn parse_host_elf(src: &dyn ByteSource) -> Result<HostFacts> {
         if s.name == ".hip_fatbin" {
             let region = Slice::new(src, s.offset, s.size);
             facts.fatbin = Some((s.offset, parse_bundles(&region)));
+        } else if s.sh_type == SHT_LLVM_OFFLOADING || s.name.starts_with(OFFLOADING_SECTION) {
+            facts.offloading.push((s.offset, parse_offload_binaries(&Slice::new(src, s.offset, s.size))));
         } else if let Some(id) = s.name.strip_prefix(BUNDLE_SECTION_PREFIX) {
             if parse_entry_id(id).is_amdgcn() && s.size > 0 {
                 let view = Slice::new(src, s.offset, s.size);
@@ -243,6 +288,16 @@ pub fn parse_host_elf(src: &dyn ByteSource) -> Result<HostFacts> {
         }
     }
     facts.embedded.sort_by_key(|e| e.offset);
+    let range = |name: &str| {
+        sections
+            .iter()
+            .find(|s| s.name == name && s.sh_type != object::elf::SHT_NOBITS)
+            .filter(|s| s.offset.checked_add(s.size).is_some_and(|e| e <= src.len()))
+            .map(|s| (s.offset, s.size))
+    };
+    if let Some(reference) = range(KPACK_REF_SECTION) {
+        facts.kpack = Some(kpack_marks(src, reference, range(FATBIN_WRAPPER_SECTION)));
+    }
     Ok(facts)
 }
 

@@ -22,6 +22,8 @@ pub enum Kind {
     OffloadBinary,
     /// A TheRock kpack archive of split device code.
     Kpack,
+    /// A Windows PE image (`.dll`, `.pyd`, `.exe`), which may carry HIP fat binaries.
+    Pe,
     /// An SQLite database (MIOpen perf or kernel DB).
     Sqlite,
     /// bzip2, zstd, xz, gzip data.
@@ -100,6 +102,7 @@ pub const KINDS: &[Rule] = &[
     Rule { magic: b"CCOB", check: None, kind: Kind::CompressedOffloadBundle },
     Rule { magic: b"\x10\xff\x10\xad", check: None, kind: Kind::OffloadBinary },
     Rule { magic: b"KPAK", check: None, kind: Kind::Kpack },
+    Rule { magic: b"MZ", check: Some(is_pe_image), kind: Kind::Pe },
     Rule { magic: b"SQLite format 3\0", check: None, kind: Kind::Sqlite },
     Rule { magic: b"BZh", check: None, kind: Kind::Bzip2 },
     Rule { magic: b"\x28\xb5\x2f\xfd", check: None, kind: Kind::Zstd },
@@ -117,6 +120,13 @@ pub const KINDS: &[Rule] = &[
     // tar has no magic at 0: its header block's checksum decides (ustar, GNU and v7 alike).
     Rule { magic: b"", check: Some(is_tar_block), kind: Kind::Tar },
 ];
+
+/// A PE image: `MZ`, then `PE\0\0` where the DOS header's `e_lfanew` (at 0x3c) points, within
+/// the bytes classification sees (the PE/COFF specification, "MS-DOS Stub").
+fn is_pe_image(b: &[u8]) -> bool {
+    let at = crate::parse::le32(b, 0x3c).map(|v| v as usize);
+    at.and_then(|at| b.get(at..at.checked_add(4)?)).is_some_and(|sig| sig == b"PE\0\0")
+}
 
 fn is_tar_block(b: &[u8]) -> bool {
     matches!(crate::parse::archive::parse_tar_header(b, 0), Ok(crate::parse::archive::TarBlock::Header(_)))

@@ -1,0 +1,284 @@
+//! The code objects of one item, wherever they sit: a standalone code object, offload bundles
+//! (plain and CCOB, alone or in `.hip_fatbin`), raw objects embedded in host data, LLVM
+//! OffloadBinaries (standalone or in `.llvm.offloading`), the kernels of a TheRock `.kpack`
+//! archive, and the same containers inside a Windows PE image (`.hip_fat`). Each object is
+//! resolved to its target through `targets.toml`; what cannot be read is a problem.
+
+use crate::model::{CodeObjectRecord, Container, KpackRef};
+use crate::parse::bundle::{inflater, parse_bundles, Bundle, Bundles};
+use crate::parse::elf::{parse_code_object, CodeObject};
+use crate::parse::host::{kpack_marks, parse_host_elf, HostFacts};
+use crate::parse::kpack::{parse_kpack, KpackCompression, KpackKernel};
+use crate::parse::offload::{
+    parse_offload_binaries, ImageKind, OffloadBinaries, OffloadBinary, OffloadEntry,
+};
+use crate::parse::pe::parse_pe;
+use crate::parse::{ByteSource, ParseError, Slice, StreamSource};
+use crate::vocab::codec::Codec;
+use crate::vocab::targets::Targets;
+
+use super::resolve::resolve_code_object;
+
+/// Largest kpack kernel inflated to read its code object.
+const MAX_KPACK_KERNEL: u64 = 256 << 20;
+
+/// Collects code objects and problems from parsed structures.
+pub struct Collector<'t> {
+    pub targets: &'t Targets,
+    pub code_objects: Vec<CodeObjectRecord>,
+    pub problems: Vec<String>,
+    pub bundles: u64,
+    pub kpack_ref: Option<KpackRef>,
+}
+
+/// Where a code object sits, beyond its container: its bundle (with the bundle's file offset
+/// and the entry ID), or the group and ID of an OffloadBinary image or a kpack kernel.
+enum Place<'b> {
+    Alone,
+    Bundle(&'b Bundle, u64, &'b str),
+    Group(u64, String),
+}
+
+impl<'t> Collector<'t> {
+    pub fn new(targets: &'t Targets) -> Self {
+        Collector { targets, code_objects: Vec::new(), problems: Vec::new(), bundles: 0, kpack_ref: None }
+    }
+
+    fn record(&mut self, co: &CodeObject, container: Container, offset: u64, place: Place) {
+        if let Some(defect) = &co.defect {
+            let what = match &place {
+                Place::Bundle(_, at, id) => format!("bundle at {at:#x}, entry {id}"),
+                Place::Group(_, id) => format!("{id} at {offset:#x}"),
+                Place::Alone if container == Container::File => "code object".to_string(),
+                Place::Alone => format!("code object at {offset:#x}"),
+            };
+            self.problems.push(format!("{what}: {defect}"));
+        }
+        let r = resolve_code_object(co, self.targets);
+        let (bundle, group) = match &place {
+            Place::Bundle(b, at, id) => (Some((*b, *at, *id)), None),
+            Place::Group(at, id) => (None, Some((*at, id.clone()))),
+            Place::Alone => (None, None),
+        };
+        self.code_objects.push(CodeObjectRecord {
+            processor: r.processor,
+            target_id: r.target_id,
+            code_object_version: co.header.code_object_version(),
+            size: co.size,
+            kernels: co.kernels(),
+            container,
+            bundle_entry_id: bundle.map(|(_, _, id)| id.to_string()).or(group.as_ref().map(|g| g.1.clone())),
+            bundle_format: bundle.map(|(b, _, _)| b.format),
+            compression: bundle.and_then(|(b, _, _)| b.compression),
+            bundle_offset: bundle.map(|(_, at, _)| at).or(group.map(|g| g.0)),
+            offset,
+            e_flags: co.header.e_flags,
+            generic_version: r.generic_version,
+            isa_version: (co.header.code_object_version() == Some(2))
+                .then(|| co.notes.isa_version.map(|(a, b, c)| format!("{a}.{b}.{c}")))
+                .flatten(),
+        });
+    }
+
+    /// A file that is one code object.
+    pub fn standalone(&mut self, src: &dyn ByteSource) {
+        match parse_code_object(src, Some(src.len())) {
+            Ok(co) => self.record(&co, Container::File, 0, Place::Alone),
+            Err(e) => self.problems.push(e.to_string()),
+        }
+    }
+
+    /// Records every entry of the bundles of a region that starts at file offset `base`.
+    pub fn bundles(&mut self, base: u64, found: &Bundles, region: &str) {
+        for b in &found.bundles {
+            self.bundles += 1;
+            let at = base + b.offset;
+            for e in &b.entries {
+                let Some(result) = &e.code_object else { continue };
+                let offset = if b.compression.is_some() { e.table.offset } else { at + e.table.offset };
+                match result {
+                    Ok(co) => self.record(co, Container::Bundle, offset, Place::Bundle(b, at, &e.table.id)),
+                    Err(err) => {
+                        self.problems.push(format!("{region}bundle at {at:#x}, entry {}: {err}", e.table.id))
+                    }
+                }
+            }
+            if let Some(err) = &b.error {
+                self.problems.push(format!("{region}bundle at {at:#x}: {}", err.clone().rebased(base)));
+            }
+        }
+        if let Some(err) = &found.stopped {
+            self.problems.push(format!("{region}{}", err.clone().rebased(base)));
+        }
+    }
+
+    /// A host ELF: its `.hip_fatbin`, bundle sections, embedded objects, `.llvm.offloading`
+    /// sections, and the kpack reference of a split library.
+    pub fn host_elf(&mut self, src: &dyn ByteSource) {
+        match parse_host_elf(src) {
+            Ok(facts) => self.host_facts(src, &facts),
+            Err(e) => self.problems.push(e.to_string()),
+        }
+    }
+
+    fn host_facts(&mut self, src: &dyn ByteSource, facts: &HostFacts) {
+        if let Some((base, found)) = &facts.fatbin {
+            self.bundles(*base, found, ".hip_fatbin: ");
+        }
+        for (section, err) in &facts.unsearched {
+            self.problems.push(format!("{section} not searched for embedded code objects: {err}"));
+        }
+        for e in &facts.embedded {
+            match &e.code_object {
+                Ok(co) => {
+                    self.record(co, Container::Embedded, e.offset, Place::Alone);
+                    if let (Some(id), Some(last)) = (&e.bundle_entry_id, self.code_objects.last_mut()) {
+                        last.bundle_entry_id = Some(id.to_string());
+                    }
+                }
+                Err(err) => self.problems.push(format!("code object at {:#x}: {err}", e.offset)),
+            }
+        }
+        for (base, found) in &facts.offloading {
+            self.offloading(src, *base, found, ".llvm.offloading: ");
+        }
+        self.kpack_marks(facts.kpack.clone());
+    }
+
+    fn kpack_marks(
+        &mut self,
+        marks: Option<crate::parse::Result<(crate::parse::kpack::KpackRef, Vec<u64>)>>,
+    ) {
+        match marks {
+            Some(Ok((r, indexes))) => {
+                self.kpack_ref = Some(KpackRef {
+                    kernel_name: r.kernel_name,
+                    search_paths: r.search_paths,
+                    code_objects: indexes,
+                })
+            }
+            Some(Err(e)) => self.problems.push(format!("kpack reference: {e}")),
+            None => {}
+        }
+    }
+
+    /// The AMDGPU images of the OffloadBinaries of a region starting at file offset `base`
+    /// (a standalone file, base 0, or a `.llvm.offloading` section). The region's images form
+    /// one group, as a `.hip_fatbin` does: a device needs one of them.
+    pub fn offloading(&mut self, src: &dyn ByteSource, base: u64, found: &OffloadBinaries, region: &str) {
+        for b in &found.binaries {
+            let read = match b.compression {
+                None => {
+                    self.offload_images(&Slice::new(src, base, src.len() - base.min(src.len())), 0, base, b)
+                }
+                Some(c) => {
+                    let view = Slice::new(src, base + b.offset, b.header.size);
+                    inflater(c.method).and_then(|inflate| {
+                        let body = c.inflated_size - b.header.entries_offset;
+                        let stream =
+                            StreamSource::new(&view, b.header.entries_offset, b.header.size, inflate, body);
+                        self.offload_images(&stream, b.header.entries_offset, base, b)
+                    })
+                }
+            };
+            if let Err(e) = read {
+                self.problems.push(format!("{region}OffloadBinary at {:#x}: {e}", base + b.offset));
+            }
+        }
+        if let Some(err) = &found.stopped {
+            self.problems.push(format!("{region}{}", err.clone().rebased(base)));
+        }
+    }
+
+    /// Parses the AMDGPU object images of one OffloadBinary from `images`, where an image's
+    /// offset less `shift` is its place (`shift` is where an inflated body starts).
+    fn offload_images(
+        &mut self,
+        images: &dyn ByteSource,
+        shift: u64,
+        base: u64,
+        b: &OffloadBinary,
+    ) -> Result<(), ParseError> {
+        let mut entries: Vec<&OffloadEntry> = b.entries.iter().filter(|e| is_amdgpu_image(e)).collect();
+        entries.sort_by_key(|e| e.image_offset);
+        for e in entries {
+            let at = e.image_offset.checked_sub(shift).ok_or(ParseError::Malformed {
+                what: "OffloadBinary image inside its header",
+                offset: e.image_offset,
+            })?;
+            images.release_before(at);
+            let id = format!("{}-{}", e.triple.as_deref().unwrap_or("?"), e.arch.as_deref().unwrap_or("?"));
+            let offset = if b.compression.is_some() { e.image_offset } else { base + e.image_offset };
+            match parse_code_object(&Slice::new(images, at, e.image_size), Some(e.image_size)) {
+                Ok(co) => self.record(&co, Container::OffloadBinary, offset, Place::Group(base, id)),
+                Err(err) => self.problems.push(format!("OffloadBinary image {id} at {offset:#x}: {err}")),
+            }
+        }
+        Ok(())
+    }
+
+    /// The kernels of a `.kpack` archive, each a code object keyed `<binary>#<index>`.
+    pub fn kpack(&mut self, src: &dyn ByteSource) {
+        let archive = match parse_kpack(src) {
+            Ok(a) => a,
+            Err(e) => return self.problems.push(format!("kpack archive: {e}")),
+        };
+        for k in &archive.kernels {
+            let read = match archive.compression {
+                KpackCompression::None => parse_code_object(&Slice::new(src, k.offset, k.size), Some(k.size))
+                    .map(|co| (co, k.offset)),
+                KpackCompression::ZstdPerKernel => self.kpack_frame(src, k),
+            };
+            match read {
+                Ok((co, offset)) => {
+                    self.record(&co, Container::Kpack, offset, Place::Group(0, k.binary.clone()))
+                }
+                Err(e) => self.problems.push(format!("kpack kernel {} ({}): {e}", k.binary, k.arch)),
+            }
+        }
+    }
+
+    /// A zstd-framed kpack kernel, inflated (up to its recorded size) and parsed.
+    fn kpack_frame(&self, src: &dyn ByteSource, k: &KpackKernel) -> Result<(CodeObject, u64), ParseError> {
+        let declared = k.original_size.unwrap_or(MAX_KPACK_KERNEL).min(MAX_KPACK_KERNEL);
+        let frame = Slice::new(src, k.offset, k.size);
+        let stream = StreamSource::new(&frame, 0, k.size, inflater(Codec::Zstd)?, declared);
+        let co = parse_code_object(&stream, k.original_size)?;
+        Ok((co, k.offset))
+    }
+
+    /// A Windows PE image (a `.dll` or `.pyd`): `.hip_fat`/`.hip_fatbin` bundles,
+    /// `.llvm.offloading` sections, and a kpack reference in `.kpackrf`.
+    pub fn pe(&mut self, src: &dyn ByteSource) {
+        let pe = match parse_pe(src) {
+            Ok(pe) => pe,
+            Err(e) => return self.problems.push(e.to_string()),
+        };
+        let inside = |off: u64, size: u64| off.checked_add(size).is_some_and(|e| e <= src.len());
+        if let Some(s) = pe.hip_fatbin().filter(|s| s.size > 0) {
+            match inside(s.offset, s.size) {
+                true => {
+                    self.bundles(s.offset, &parse_bundles(&Slice::new(src, s.offset, s.size)), ".hip_fat: ")
+                }
+                false => self.problems.push(format!("{} runs past the end of the file", s.name)),
+            }
+        }
+        for s in pe.offloading().filter(|s| s.size > 0 && inside(s.offset, s.size)) {
+            let found = parse_offload_binaries(&Slice::new(src, s.offset, s.size));
+            self.offloading(src, s.offset, &found, ".llvm.offloading: ");
+        }
+        if let Some(r) = pe.section_any(&[".kpackrf", ".rocm_kpack_ref"]).filter(|s| inside(s.offset, s.size))
+        {
+            let wrappers = pe.section_any(&[".hipFatB", ".hipFatBinSegment"]).map(|s| (s.offset, s.size));
+            let wrappers = wrappers.filter(|(o, n)| inside(*o, *n));
+            self.kpack_marks(Some(kpack_marks(src, (r.offset, r.size), wrappers)));
+        }
+    }
+}
+
+/// An AMDGPU code-object image: an object image for an `amdgcn` triple or a `gfx` arch.
+fn is_amdgpu_image(e: &OffloadEntry) -> bool {
+    e.image_kind == ImageKind::Object
+        && (e.triple.as_deref().is_some_and(|t| t.starts_with("amdgcn"))
+            || e.arch.as_deref().is_some_and(|a| a.starts_with("gfx")))
+}
