@@ -22,6 +22,7 @@
 
 pub mod devices;
 pub mod install;
+pub mod kpack;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -234,7 +235,9 @@ fn libraries(snap: &Snapshot) -> Vec<(Install, Place)> {
                     places.insert(Place::Library(f.path.root, dir, fam));
                 }
             }
-            None if !f.code_objects.is_empty() && (f.kind == Kind::HostElf || f.bundles > 0) => {
+            None if f.kpack_ref.is_some()
+                || (!f.code_objects.is_empty() && (f.kind == Kind::HostElf || f.bundles > 0)) =>
+            {
                 places.insert(Place::Code(i));
             }
             None => {}
@@ -340,7 +343,10 @@ pub fn library_verdicts(
         let v = match place {
             Place::Code(i) => {
                 let f = &snap.files[*i];
-                code_verdict(f, f.path.display(&snap.roots), dev, targets)
+                match &f.kpack_ref {
+                    Some(r) => kpack::verdict(snap, f, r, f.path.display(&snap.roots), dev),
+                    None => code_verdict(f, f.path.display(&snap.roots), dev, targets),
+                }
             }
             Place::Library(root, dir, Family::Tensile) => {
                 let lib = library(snap, *root, dir, targets);

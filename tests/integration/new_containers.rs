@@ -1,0 +1,137 @@
+//! Where ROCm packaging is going: LLVM OffloadBinaries (the new offload driver), TheRock's
+//! kpack split (device code moved out of host libraries into per-arch `.kpack` archives), and
+//! Windows PE images. Fixtures are written with the upstream writers' logic (LLVM
+//! `OffloadBinary::write`, rocm-kpack `PackedKernelArchive.write` and `kpack_transform.py`, the
+//! PE/COFF layout clang's `.hip_fat` section lands in), through `gfxscan::parse::*::fixture`.
+
+use serde_json::Value;
+
+use gfxscan::parse::kpack::fixture::{kpack, kpack_ref, wrappers};
+use gfxscan::parse::offload::fixture::{compressed_offload_binary, offload_binary, Image};
+use gfxscan::parse::pe::fixture::pe_image;
+use gfxscan::testing::{fatbin, host_elf, HostSection};
+
+use crate::fixtures::{co, hip_bundle, GFX1100, GFX942};
+use crate::util::{gfxscan, Tree};
+
+const GFX1151: u32 = 0x04a;
+/// `HIPK` as a little-endian u32 (rocm-kpack `kpack_transform.py` `rewrite_hipfatbin_magic`).
+const HIPK: u32 = 0x4b50_4948;
+
+fn code_objects<'a>(snap: &'a Value, path: &str) -> Vec<(&'a str, &'a str)> {
+    let f = snap["files"].as_array().expect("files").iter().find(|f| f["path"] == path).expect(path);
+    f["code_objects"]
+        .as_array()
+        .expect("code objects")
+        .iter()
+        .map(|c| (c["processor"].as_str().unwrap_or(""), c["container"].as_str().unwrap_or("")))
+        .collect()
+}
+
+/// LLVM `OffloadBinary` (llvm/lib/Object/OffloadBinary.cpp `write`): a standalone file, the same
+/// binaries in a host ELF's `.llvm.offloading` section, and a compressed (version 3) one.
+#[test]
+fn offload_binaries_are_read_standalone_in_host_sections_and_compressed() {
+    let (a, b) = (co(GFX942, 0, 2), co(GFX1100, 0, 3));
+    let plain = offload_binary(&[Image::hip("gfx942", &a), Image::hip("gfx1100", &b)]);
+    let tree = Tree::new();
+    tree.file("lib/kernels.offload", &plain);
+    tree.file("lib/libnew.so", &host_elf(&[HostSection::rodata(".llvm.offloading", &plain)]));
+    tree.file("lib/packed.offload", &compressed_offload_binary(&[Image::hip("gfx942", &a)], true));
+    let (run, snap) = tree.scan_json(&[]);
+    run.expect_code(0);
+    let want = [("gfx942", "offload-binary"), ("gfx1100", "offload-binary")];
+    assert_eq!(code_objects(&snap, "lib/kernels.offload"), want);
+    assert_eq!(code_objects(&snap, "lib/libnew.so"), want);
+    assert_eq!(code_objects(&snap, "lib/packed.offload"), [("gfx942", "offload-binary")]);
+    // A host library whose new-driver images serve a GPU is judged like a fat binary.
+    let check = gfxscan([
+        "check",
+        "--quiet",
+        "--json",
+        "--gpu",
+        "gfx1100",
+        &tree.path("lib/libnew.so").to_string_lossy(),
+    ]);
+    check.expect_code(0);
+}
+
+/// A kpack-split library (rocm-kpack `elf/kpack_transform.py`: `.rocm_kpack_ref` names the
+/// archives, `HIPK` wrappers carry the code-object index) with one archive installed.
+fn split_install() -> Tree {
+    let tree = Tree::new();
+    let reference = kpack_ref("lib/libblas.so", &["../.kpack/blas_lib_@GFXARCH@.kpack"]);
+    let marks = wrappers(&[(HIPK, 0), (HIPK, 1)]);
+    let lib = host_elf(&[
+        HostSection::rodata(".rocm_kpack_ref", &reference),
+        HostSection::rodata(".hipFatBinSegment", &marks),
+    ]);
+    tree.file("lib/libblas.so", &lib);
+    let (k0, k1) = (co(GFX1151, 0, 4), co(GFX1151, 0, 5));
+    let kernels = [("lib/libblas.so#0", "gfx1151", &k0[..]), ("lib/libblas.so#1", "gfx1151", &k1[..])];
+    tree.file(".kpack/blas_lib_gfx1151.kpack", &kpack(&kernels, true));
+    tree
+}
+
+#[test]
+fn kpack_archives_count_per_target_and_split_libraries_record_their_reference() {
+    let tree = split_install();
+    let (run, snap) = tree.scan_json(&[]);
+    run.expect_code(0);
+    assert_eq!(
+        code_objects(&snap, ".kpack/blas_lib_gfx1151.kpack"),
+        [("gfx1151", "kpack"), ("gfx1151", "kpack")]
+    );
+    let lib =
+        snap["files"].as_array().expect("files").iter().find(|f| f["path"] == "lib/libblas.so").expect("lib");
+    assert_eq!(lib["kpack_ref"]["kernel_name"], "lib/libblas.so");
+    assert_eq!(lib["kpack_ref"]["code_objects"], serde_json::json!([0, 1]));
+}
+
+/// rocm-kpack runtime/src/loader.cpp: the archive for the GPU is found through the search
+/// path, or the library's kernels have no code.
+#[test]
+fn check_says_which_kpack_serves_the_gpu_or_that_it_is_not_installed() {
+    let tree = split_install();
+    let run = gfxscan(["check", "--quiet", "--json", "--gpu", "gfx1151", &tree.root_str()]);
+    run.expect_code(0);
+    let v = &run.json()["installs"][0]["gpus"][0]["verdicts"][0];
+    assert_eq!(v["status"], "ok", "{v:#}");
+    assert!(
+        v["detail"].as_str().unwrap_or("").contains("gfx1151 code is in blas_lib_gfx1151.kpack"),
+        "{v:#}"
+    );
+
+    let run = gfxscan(["check", "--quiet", "--json", "--gpu", "gfx1100", &tree.root_str()]);
+    run.expect_code(1);
+    let v = &run.json()["installs"][0]["gpus"][0]["verdicts"][0];
+    assert_eq!(v["status"], "missing", "{v:#}");
+    let detail = v["detail"].as_str().unwrap_or("");
+    assert!(
+        detail.contains("none for gfx1100 is installed") && detail.contains(".kpack/blas_lib_gfx1100.kpack"),
+        "{detail}"
+    );
+
+    // The archive for the GPU, without the library's second code object: the loader fails it.
+    let (k0,) = (co(GFX1151, 0, 4),);
+    tree.file(".kpack/blas_lib_gfx1151.kpack", &kpack(&[("lib/libblas.so#0", "gfx1151", &k0[..])], false));
+    let run = gfxscan(["check", "--quiet", "--json", "--gpu", "gfx1151", &tree.root_str()]);
+    run.expect_code(1);
+    let v = &run.json()["installs"][0]["gpus"][0]["verdicts"][0];
+    assert!(v["detail"].as_str().unwrap_or("").contains("not lib/libblas.so#1"), "{v:#}");
+}
+
+/// clang puts HIP fat binaries in `.hip_fatbin`, cut to `.hip_fat` in a linked PE image
+/// (clang/lib/CodeGen/CGCUDANV.cpp; 8-character COFF section names).
+#[test]
+fn windows_dlls_carry_bundles_in_hip_fat() {
+    let fat = fatbin(&[hip_bundle(&[("gfx1100", &co(GFX1100, 0, 2)), ("gfx942", &co(GFX942, 0, 1))])]);
+    let tree = Tree::new();
+    tree.file("bin/rocblas.dll", &pe_image(&[(".text", b"\x90\x90"), (".hip_fat", &fat)]));
+    let (run, snap) = tree.scan_json(&[]);
+    run.expect_code(0);
+    assert_eq!(code_objects(&snap, "bin/rocblas.dll"), [("gfx1100", "bundle"), ("gfx942", "bundle")]);
+    assert_eq!(snap["summary"]["kinds"]["pe"], 1);
+    let run = gfxscan(["check", "--quiet", "--json", "--gpu", "gfx1151", &tree.root_str()]);
+    run.expect_code(1);
+}
