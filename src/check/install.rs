@@ -3,7 +3,7 @@
 //! `check` gives one verdict per install, so a leftover old ROCm never fails the check of the
 //! new one, and two roots are never mixed into one answer. An install is the nearest enclosing
 //! one of, innermost first: a Python distribution (`…/site-packages/<package>`, or
-//! `dist-packages`), an Ollama folder (`…/ollama`), a ROCm prefix (`…/rocm` or `…/rocm-<version>`),
+//! `dist-packages`; TheRock's `rocm-sdk` packages together are one install), an Ollama folder (`…/ollama`), a ROCm prefix (`…/rocm` or `…/rocm-<version>`),
 //! a system prefix (`…/usr`, Debian's packages), else the root itself (a folder, a package or
 //! an image given as ROOT).
 
@@ -19,6 +19,9 @@ pub enum InstallKind {
     System,
     /// One package in a Python environment's `site-packages`.
     Python,
+    /// TheRock's `rocm-sdk` wheels in one Python environment (`_rocm_sdk_core`,
+    /// `_rocm_sdk_libraries_<family>`, `_rocm_sdk_devel`, `rocm_sdk`): one ROCm, split over packages.
+    RocmSdk,
     /// An Ollama folder with its bundled libraries.
     Ollama,
     /// A root that is none of the above.
@@ -31,6 +34,13 @@ pub struct Install {
     /// Its path, as shown (the root as given, joined with the folders inside it).
     pub path: String,
     pub kind: InstallKind,
+}
+
+/// True for the packages TheRock's `rocm`, `rocm-sdk-core`, `rocm-sdk-devel` and
+/// `rocm-sdk-libraries-<family>` wheels install (`_rocm_sdk_core`, `_rocm_sdk_devel`,
+/// `_rocm_sdk_libraries_gfx1151`, `rocm_sdk`).
+fn is_rocm_sdk_package(name: &str) -> bool {
+    name.starts_with("_rocm_sdk_") || name == "rocm_sdk" || name.starts_with("rocm_sdk_")
 }
 
 /// True for `rocm` and `rocm-<version>` (`rocm-7.2.0`, `rocm-6.4.1-123`).
@@ -75,7 +85,10 @@ pub fn install_of(root: &str, path: &str) -> Install {
     let found = (0..dirs).rev().find_map(|i| {
         let p = parts[i];
         if i > 0 && matches!(parts[i - 1], "site-packages" | "dist-packages") {
-            return Some((i, InstallKind::Python));
+            return Some((
+                i,
+                if is_rocm_sdk_package(p) { InstallKind::RocmSdk } else { InstallKind::Python },
+            ));
         }
         if p == "ollama" {
             return Some((i, InstallKind::Ollama));
@@ -90,6 +103,14 @@ pub fn install_of(root: &str, path: &str) -> Install {
         .or_else(|| (0..dirs).rev().find(|&i| is_rocm_dir(parts[i])).map(|i| (i, InstallKind::Rocm)))
         .or_else(|| (0..dirs).rev().find(|&i| parts[i] == "usr").map(|i| (i, InstallKind::System)));
     match found {
+        // The rocm-sdk packages are named together: `…/site-packages/_rocm_sdk_*`.
+        Some((i, InstallKind::RocmSdk)) => {
+            let mut install = at(i, InstallKind::RocmSdk);
+            if let Some((dir, _)) = install.path.rsplit_once('/') {
+                install.path = format!("{dir}/_rocm_sdk_*");
+            }
+            install
+        }
         Some((i, kind)) => at(i, kind),
         None => Install { path: root.to_string(), kind: root_kind(root) },
     }
@@ -98,6 +119,22 @@ pub fn install_of(root: &str, path: &str) -> Install {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// TheRock wheels: `rocm-sdk-core` and `rocm-sdk-libraries-gfx1151` install two packages of
+    /// one ROCm; a check judges them together, apart from torch beside them.
+    #[test]
+    fn rocm_sdk_packages_are_one_install() {
+        let sp = "/venv/lib/python3.12/site-packages";
+        let core = install_of("/venv", &format!("{sp}/_rocm_sdk_core/lib/libamdhip64.so"));
+        let libs = install_of("/venv", &format!("{sp}/_rocm_sdk_libraries_gfx1151/lib/rocblas/library/"));
+        assert_eq!(core, libs);
+        assert_eq!(
+            (core.path.as_str(), core.kind),
+            (format!("{sp}/_rocm_sdk_*").as_str(), InstallKind::RocmSdk)
+        );
+        let torch = install_of("/venv", &format!("{sp}/torch/lib/libtorch_hip.so"));
+        assert_eq!(torch.kind, InstallKind::Python);
+    }
 
     fn of(root: &str, path: &str) -> (String, InstallKind) {
         let i = install_of(root, path);

@@ -12,6 +12,7 @@ mod formats;
 mod fuzz_regressions;
 mod hardening;
 mod hostile;
+mod layouts;
 mod new_containers;
 mod real_files;
 mod scan_cli;
