@@ -23,6 +23,7 @@
 pub mod devices;
 pub mod install;
 pub mod kpack;
+pub mod plugins;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -223,6 +224,8 @@ pub struct CheckOptions {
 enum Place {
     Code(usize),
     Library(usize, String, Family),
+    /// The per-arch plugins of one kind in one folder (`plugins::PLUGINS`).
+    Plugins(usize, String, usize),
 }
 
 /// The libraries of a snapshot, each with the install it belongs to.
@@ -238,7 +241,11 @@ fn libraries(snap: &Snapshot) -> Vec<(Install, Place)> {
             None if f.kpack_ref.is_some()
                 || (!f.code_objects.is_empty() && (f.kind == Kind::HostElf || f.bundles > 0)) =>
             {
-                places.insert(Place::Code(i));
+                let (dir, name) = f.path.path.rsplit_once('/').unwrap_or(("", &f.path.path));
+                match plugins::plugin_of(name) {
+                    Some((kind, _)) => places.insert(Place::Plugins(f.path.root, dir.to_string(), kind)),
+                    None => places.insert(Place::Code(i)),
+                };
             }
             None => {}
         }
@@ -249,7 +256,7 @@ fn libraries(snap: &Snapshot) -> Vec<(Install, Place)> {
         .map(|p| {
             let (root, shown) = match &p {
                 Place::Code(i) => (snap.files[*i].path.root, snap.files[*i].path.display(&snap.roots)),
-                Place::Library(r, d, _) => {
+                Place::Library(r, d, _) | Place::Plugins(r, d, _) => {
                     let rel = RelPath { root: *r, path: d.clone(), path_hex: None };
                     (*r, format!("{}/", rel.display(&snap.roots)))
                 }
@@ -358,6 +365,11 @@ pub fn library_verdicts(
                     Some(lp) => libpath_verdict(snap, lp, &lib.display(), dev, targets),
                     None => tensile::verdict(&lib, dev),
                 }
+            }
+            Place::Plugins(root, dir, kind) => {
+                let judge = |f: &FileRecord| code_verdict(f, f.path.display(&snap.roots), dev, targets);
+                let Some(v) = plugins::verdict(snap, *root, dir, *kind, dev, &judge) else { continue };
+                v
             }
             Place::Library(root, dir, fam) => {
                 let Some(v) = cataloger(*fam).verdict(&library(snap, *root, dir, targets), dev) else {

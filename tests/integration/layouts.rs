@@ -147,3 +147,26 @@ fn rocm7_per_arch_subfolders_and_zlib_indexes() {
     let v = verdicts(&check(&tree, "gfx950", 0));
     assert_eq!(v, [("rocm".to_string(), "library".to_string(), "ok".to_string())]);
 }
+
+/// MIOpen's per-arch CK grouped-convolution plugins (MIOpen `ck_grouped_conv_lib_loader.cpp`
+/// `LoadLibrary`): only the one named for the GPU is loaded; without it MIOpen warns and uses
+/// other solvers. The plugins of other GPUs are never a gap.
+#[test]
+fn miopen_ck_plugins_are_judged_per_gpu() {
+    use crate::fixtures::GFX90A;
+    let tree = Tree::new();
+    let lib = "opt/rocm/lib";
+    let both = [("gfx942", &co(GFX942, 0, 1)[..]), ("gfx1100", &co(GFX1100, 0, 1)[..])];
+    tree.file(format!("{lib}/libMIOpen.so.1"), &host_lib(&both));
+    tree.file(format!("{lib}/libMIOpenCKGroupedConv_gfx942.so"), &host_lib(&[("gfx942", &co(GFX942, 0, 9))]));
+    tree.file(format!("{lib}/libMIOpenCKGroupedConv_gfx90a.so"), &host_lib(&[("gfx90a", &co(GFX90A, 0, 9))]));
+    let v = verdicts(&check(&tree, "gfx942", 0));
+    assert!(v.contains(&("rocm".into(), "libMIOpenCKGroupedConv_gfx942.so".into(), "ok".into())), "{v:?}");
+    assert_eq!(v.len(), 2, "{v:?}");
+    let report = check(&tree, "gfx1100", 0);
+    let v = verdicts(&report);
+    assert!(v.contains(&("rocm".into(), "libMIOpenCKGroupedConv_gfx1100.so".into(), "warn".into())), "{v:?}");
+    let plugin = &report["installs"][0]["gpus"][0]["verdicts"][1];
+    assert!(plugin["detail"].as_str().unwrap_or("").contains("is not installed"), "{plugin:#}");
+    assert_eq!(plugin["available"], serde_json::json!(["gfx90a", "gfx942"]));
+}
