@@ -43,6 +43,12 @@ fn is_rocm_sdk_package(name: &str) -> bool {
     name.starts_with("_rocm_sdk_") || name == "rocm_sdk" || name.starts_with("rocm_sdk_")
 }
 
+/// True for the version folder of AMD's HIP SDK for Windows (`…/AMD/ROCm/6.2`), which keeps
+/// its DLLs and `rocblas/library` in `bin`.
+fn is_hip_sdk_dir(parent: &str, name: &str) -> bool {
+    parent == "ROCm" && name.starts_with(|c: char| c.is_ascii_digit())
+}
+
 /// True for `rocm` and `rocm-<version>` (`rocm-7.2.0`, `rocm-6.4.1-123`).
 fn is_rocm_dir(name: &str) -> bool {
     name == "rocm" || name.strip_prefix("rocm-").is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit()))
@@ -101,6 +107,9 @@ pub fn install_of(root: &str, path: &str) -> Install {
     }
     let found = found
         .or_else(|| (0..dirs).rev().find(|&i| is_rocm_dir(parts[i])).map(|i| (i, InstallKind::Rocm)))
+        .or_else(|| {
+            (1..dirs).rev().find(|&i| is_hip_sdk_dir(parts[i - 1], parts[i])).map(|i| (i, InstallKind::Rocm))
+        })
         .or_else(|| (0..dirs).rev().find(|&i| parts[i] == "usr").map(|i| (i, InstallKind::System)));
     match found {
         // The rocm-sdk packages are named together: `…/site-packages/_rocm_sdk_*`.
@@ -119,6 +128,14 @@ pub fn install_of(root: &str, path: &str) -> Install {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// AMD's HIP SDK for Windows: `C:\\Program Files\\AMD\\ROCm\\6.2\\bin\\rocblas.dll`, as scanned from
+    /// an unpacked copy, is one ROCm install per version.
+    #[test]
+    fn the_hip_sdk_for_windows_is_a_rocm_install() {
+        let i = install_of("/mnt/c", "/mnt/c/Program Files/AMD/ROCm/6.2/bin/rocblas/library/");
+        assert_eq!((i.path.as_str(), i.kind), ("/mnt/c/Program Files/AMD/ROCm/6.2", InstallKind::Rocm));
+    }
 
     /// TheRock wheels: `rocm-sdk-core` and `rocm-sdk-libraries-gfx1151` install two packages of
     /// one ROCm; a check judges them together, apart from torch beside them.
