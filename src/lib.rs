@@ -1,10 +1,10 @@
 //! gfxscan: what AMD GPU code an installed ROCm stack really ships, per GPU target.
 //!
-//! The modules are the pipeline, each importing only those before it: `source` (where bytes
-//! come from) → `parse` (pure parsers) → `inspect` and `families` (one item → its record) →
-//! `archive` (packages and images as trees) → `scan` (the parallel driver) → `aggregate`
-//! (records → snapshot) → `check`, `diff` (verdicts) → `report` (every output). `vocab` and
-//! `model` are the shared words and the JSON contract. This file turns a command line into those
+//! The modules are the pipeline, and no stage imports a later one: `source` (where bytes come
+//! from) → `parse` (pure parsers) → `inspect` and `families` (one item → its record) → `archive`
+//! (packages and images as trees) → `scan` (the parallel driver, which hands its tallies to
+//! `aggregate`: records → snapshot) → `check`, `diff` (verdicts) → `report` (every output).
+//! `vocab` and `model` are the shared words and the JSON contract. This file turns a command line into those
 //! calls; only `source` touches files on the way in, only `report` and `main` print.
 
 pub mod aggregate;

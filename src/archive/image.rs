@@ -324,8 +324,8 @@ pub(super) fn list_streamed_image(
     Ok(out)
 }
 
-/// Pass one of a streamed image: the layer index from each layer's listing, and which layer
-/// each member name is (the upper one, for a name that appears twice).
+/// Between the passes over a streamed image: the layer index from the listings pass one took,
+/// and which layer each member name is (the upper one, for a name that appears twice).
 fn index_streamed_layers(
     listed: &StreamedImage,
     layers: &Layers,

@@ -183,9 +183,15 @@ impl Env {
 
 /// Applies the override in force to a native target: for a KFD GPU its node's own variable
 /// (`HSA_OVERRIDE_GFX_VERSION_<node>`, which wins), else the global one.
+///
+/// The effective target's features are its own: sramecc as KFD reports it for a node
+/// (`sram_ecc`), else as the native target states it; xnack as stated, else `HSA_XNACK`; and
+/// neither where the effective target lacks the feature (ROCr builds the agent's ISA from the
+/// overridden version and the node's modes).
 pub fn apply_override(
     native: DeviceTarget,
     node: Option<u32>,
+    sram_ecc: Option<bool>,
     env: &Env,
     targets: &Targets,
 ) -> Result<(Option<Override>, DeviceTarget), String> {
@@ -202,7 +208,25 @@ pub fn apply_override(
         .find(|t| t.gfx_target_version == Some(version))
         .map(|t| t.name.clone())
         .ok_or_else(|| format!("{variable}={value}: no GPU target has ISA version {}.{}.{} ({}); the runtime reports an unrecognized id", v.0, v.1, v.2, version_name(v)))?;
-    let effective = DeviceTarget::new(&name, native.sramecc, native.xnack);
+    let t = targets.by_name(&name);
+    let supports = |f: &str| t.is_some_and(|t| t.supports(f));
+    let sramecc = match (supports("sramecc"), sram_ecc) {
+        (false, _) => Setting::Any,
+        (true, Some(on)) => {
+            if on {
+                Setting::On
+            } else {
+                Setting::Off
+            }
+        }
+        (true, None) => native.sramecc,
+    };
+    let xnack = match (supports("xnack"), native.xnack) {
+        (false, _) => Setting::Any,
+        (true, Setting::Any) => xnack_from_env(env),
+        (true, stated) => stated,
+    };
+    let effective = DeviceTarget::new(&name, sramecc, xnack);
     Ok((Some(Override { variable, value: value.to_string() }), effective))
 }
 
@@ -226,7 +250,7 @@ pub fn from_args(gpus: &[String], env: &Env, targets: &Targets) -> Result<Gpus, 
         if supports_xnack && native.xnack == Setting::Any {
             native = DeviceTarget::new(&native.processor, native.sramecc, xnack_from_env(env));
         }
-        let (r#override, effective) = apply_override(native.clone(), None, env, targets)?;
+        let (r#override, effective) = apply_override(native.clone(), None, None, env, targets)?;
         devices.push(Device {
             index: i as u32,
             node: None,
@@ -282,11 +306,12 @@ fn strtol_whole(token: &str) -> Option<i64> {
 }
 
 /// The GPUs `ROCR_VISIBLE_DEVICES` keeps, in its order, as ROCr reads it (rocr-runtime
-/// `core/util/amd_filter_device.cpp` `RvdFilter`): an empty value keeps no GPU; tokens are
+/// `runtime/hsa-runtime/core/runtime/amd_filter_device.cpp` `RvdFilter`): an empty value keeps
+/// no GPU, and so does an empty entry (`token.at(0)` throws inside `hsa_init`); tokens are
 /// trimmed and upper-cased; at most as many tokens as GPUs are read; a token starting with `G`
 /// is a prefix (5 to 20 characters) of one GPU's `GPU-<16 upper-case hex digits>` UUID
 /// (`ProcessUuidToken`; a UUID of 0 matches nothing, a prefix of several GPUs names none);
-/// any other is an index read by `strtol(…, 0)`; the first token that names no GPU, or one
+/// any other is an index read by `strtol(…, 0)` into an `int32_t` (so it wraps); the first token that names no GPU, or one
 /// already named, ends the list (`BuildUsrDeviceList`). `None` when the variable is unset.
 pub fn rocr_visible(list: Option<&str>, uuids: &[u64]) -> Option<Vec<usize>> {
     let list = list?;
@@ -298,8 +323,11 @@ pub fn rocr_visible(list: Option<&str>, uuids: &[u64]) -> Option<Vec<usize>> {
     }
     // `getline` on ',' yields no empty token after a final comma.
     let tokens = list.strip_suffix(',').unwrap_or(list).split(',');
-    for token in tokens.take(uuids.len()) {
-        let token = token.trim().to_ascii_uppercase();
+    let tokens: Vec<String> = tokens.map(|t| t.trim().to_ascii_uppercase()).collect();
+    if tokens.iter().any(String::is_empty) {
+        return Some(Vec::new());
+    }
+    for token in tokens.into_iter().take(uuids.len()) {
         let index = if token.starts_with('G') {
             let hits: Vec<usize> = (5..=20)
                 .contains(&token.len())
@@ -315,7 +343,7 @@ pub fn rocr_visible(list: Option<&str>, uuids: &[u64]) -> Option<Vec<usize>> {
                 .collect();
             (hits.len() == 1).then(|| hits[0])
         } else {
-            strtol_whole(&token).and_then(|i| usize::try_from(i).ok()).filter(|&i| i < uuids.len())
+            strtol_whole(&token).and_then(|i| usize::try_from(i as i32).ok()).filter(|&i| i < uuids.len())
         };
         match index {
             Some(i) if !out.contains(&i) => out.push(i),
@@ -380,7 +408,9 @@ pub fn from_kfd(sysfs_root: &Path, env: &Env, targets: &Targets) -> Result<Gpus,
         // `topology_sysfs_get_node_props`): a GPU the table lacks runs as the override says.
         let native = node_target(&props, env, targets)
             .unwrap_or_else(|| DeviceTarget::new(&name, Setting::Any, Setting::Any));
-        let (r#override, effective) = apply_override(native.clone(), Some(node), env, targets)?;
+        let sram_ecc = props.capability & HSA_CAP_SRAM_EDCSUPPORTED != 0;
+        let (r#override, effective) =
+            apply_override(native.clone(), Some(node), Some(sram_ecc), env, targets)?;
         if r#override.is_none() && targets.by_name(&native.processor).is_none() {
             out.unknown.push(UnknownGpu { node, gfx_target_version: props.gfx_target_version, name });
             continue;

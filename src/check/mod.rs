@@ -17,8 +17,9 @@
 //! What a gap costs — MISSING when the program stops or its calls fail, WARN when it only runs
 //! slower or without an optional path — is data: a [`GapRule`] per kind of gap, each read from
 //! the library's source, kept with the library (host code here, each artifact family in its
-//! cataloger, which also judges its folders). Nothing found is [`Outcome::NothingToCheck`], files not read make the
-//! outcome [`Outcome::Incomplete`]: an OK is only given for what was read.
+//! cataloger, which also judges its folders). Nothing found is [`Outcome::NothingToCheck`],
+//! files not read make the outcome [`Outcome::Incomplete`]: an OK is only given for what was
+//! read.
 
 pub mod devices;
 pub mod install;
@@ -429,7 +430,13 @@ fn override_hint(
 
 /// The warning for an override across ISAs the table does not call compatible.
 fn override_warning(device: &Device, targets: &Targets) -> Option<String> {
-    let (o, t) = (device.r#override.as_ref()?, targets.by_name(&device.native.processor)?);
+    let o = device.r#override.as_ref()?;
+    let Some(t) = targets.by_name(&device.native.processor) else {
+        return Some(format!(
+            "{}={} runs {} code on a {}, an ISA targets.toml does not know: nothing records them as compatible; kernels may fault, compute wrong results or hang the GPU",
+            o.variable, o.value, device.effective.processor, device.native.processor
+        ));
+    };
     if device.native.processor == device.effective.processor {
         return None;
     }

@@ -68,11 +68,13 @@ pub fn miopen_name(base: &str, targets: &Targets) -> Option<(String, Option<Stri
     Some((t.name.clone(), variant, cu))
 }
 
-/// True for a find-DB of MIOpen's OpenCL backend (`gfx900_56.OpenCL.fdb.txt`). MIOpen
-/// find_db.cpp `GetInstalledPath` opens `<basename>.<GetSystemFindDbSuffix()>.fdb.txt`, the
-/// suffix being `HIP` in ROCm's build: an OpenCL find-DB is never looked up.
-fn opencl_find_db(name: &str) -> bool {
-    name.trim_end_matches(".bz2").ends_with(".OpenCL.fdb.txt")
+/// True for a system find-DB MIOpen's HIP build never opens: MIOpen find_db.cpp
+/// `GetInstalledPath` opens `<basename>.<GetSystemFindDbSuffix()>.fdb.txt`, the suffix being
+/// `HIP` in ROCm's build, so an OpenCL find-DB (`gfx900_56.OpenCL.fdb.txt`) or one without the
+/// backend suffix is never looked up.
+fn unread_find_db(name: &str) -> bool {
+    let name = name.trim_end_matches(".bz2");
+    name.ends_with(".fdb.txt") && !name.ends_with(".HIP.fdb.txt")
 }
 
 /// True when a MIOpen file is a database MIOpen's HIP build reads for the target it names.
@@ -80,17 +82,22 @@ fn is_database(f: &FileRecord) -> bool {
     f.artifact.as_ref().is_some_and(|a| {
         a.role.is_database()
             && matches!(a.format, Storage::Sqlite | Storage::Text)
-            && !opencl_find_db(file_name(&f.path.path))
+            && !unread_find_db(file_name(&f.path.path))
     })
 }
 
 /// What a MIOpen file that is not a database MIOpen reads is, for the verdict's detail.
 fn stand_in(name: &str, a: &Artifact) -> String {
     match (a.role.is_database(), a.format) {
-        (true, _) if opencl_find_db(name) => format!(
-            "{name} is a find-DB for MIOpen's OpenCL backend; ROCm's HIP build reads {}",
-            name.replace(".OpenCL.", ".HIP.")
-        ),
+        (true, _) if unread_find_db(name) => {
+            let base = name.trim_end_matches(".bz2").trim_end_matches(".fdb.txt").trim_end_matches(".OpenCL");
+            let which = if name.contains(".OpenCL.") {
+                "for MIOpen's OpenCL backend"
+            } else {
+                "without a backend suffix"
+            };
+            format!("{name} is a find-DB {which}; ROCm's HIP build reads {base}.HIP.fdb.txt")
+        }
         (true, Storage::GitLfsPointer) => format!(
             "{name} is a git-lfs pointer{}, not a database",
             a.lfs_size.map(|n| format!(" to {}", human_bytes(n))).unwrap_or_default()

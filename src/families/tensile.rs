@@ -52,23 +52,26 @@ pub const ROCBLAS_NO_CODE: GapRule = GapRule {
 };
 
 /// hipBLASLt library/src/amd_detail/rocblaslt/src/tensile_host.cpp l.1381-1437: "rocblaslt
-/// error: Cannot read `…/TensileLibrary_lazy_<arch>.dat`"; rocblaslt_abort() is commented out;
-/// matmuls then return HIPBLAS_STATUS_INVALID_VALUE. PyTorch (aten Context.cpp
-/// `blasPreferredBackend`) uses hipBLASLt only on its supported archs and otherwise rocBLAS;
-/// rocBLAS (handle.cpp l.252-266) uses hipBLASLt by default only on gfx1200/1201 and falls back
-/// to Tensile when it fails (tensile_host.cpp l.1147).
+/// error: Cannot read …/TensileLibrary_lazy_`<arch>`.dat"; rocblaslt_abort() is commented out;
+/// matmuls then return HIPBLAS_STATUS_INVALID_VALUE. rocBLAS (handle.cpp l.252-266) uses hipBLASLt
+/// by default only on gfx1200/1201 and falls back to Tensile when it fails (tensile_host.cpp
+/// l.1147). PyTorch (aten Context.cpp `blasPreferredBackend`) uses rocBLAS unless its build
+/// prefers hipBLASLt for every GPU of the process; ROCm's own PyTorch builds add gfx110x and
+/// gfx115x to that list (ROCm/pytorch release branches 2.8 and later).
 pub const HIPBLASLT_GAP: GapRule = GapRule {
     status: Status::Warn,
-    consequence: "hipBLASLt does not abort: it prints \"rocblaslt error: Cannot read …TensileLibrary_lazy_<arch>.dat\" and its matmuls return HIPBLAS_STATUS_INVALID_VALUE; PyTorch and rocBLAS use rocBLAS GEMMs on such GPUs",
+    consequence: "hipBLASLt does not abort: it prints \"rocblaslt error: Cannot read …TensileLibrary_lazy_<arch>.dat\" and its matmuls return HIPBLAS_STATUS_INVALID_VALUE; rocBLAS falls back to its own GEMMs, and PyTorch uses rocBLAS unless its build prefers hipBLASLt for this GPU (ROCm's own builds do for gfx110x/gfx115x)",
 };
 
 /// PyTorch aten/src/ATen/cuda/detail/CUDAHooks.cpp `getHipblasltPreferredArchs` (the
-/// targets.toml `pytorch_hipblaslt` rows) and Context.cpp `blasPreferredBackend`: on these GPUs
-/// PyTorch picks hipBLASLt by default and falls back only when the arch is missing from
-/// `getHipblasltSupportedArchs`, never because the installed library lacks its files.
+/// targets.toml `pytorch_hipblaslt` rows; gfx1200/gfx1201 from ROCm 6.4, gfx950 from 7.0) and
+/// Context.cpp `blasPreferredBackend`: when every GPU of the process is one of these, PyTorch
+/// picks hipBLASLt and falls back only for archs missing from `getHipblasltSupportedArchs`,
+/// never because the installed library lacks its files. hipBLASLt itself still does not abort,
+/// so this is a WARN whose consequence names the failing PyTorch path.
 pub const HIPBLASLT_DEFAULT_GAP: GapRule = GapRule {
-    status: Status::Missing,
-    consequence: "PyTorch sends this GPU's GEMMs to hipBLASLt by default: they fail with HIPBLAS_STATUS_INVALID_VALUE after \"rocblaslt error: Cannot read …TensileLibrary_lazy_<arch>.dat\" unless the program selects rocBLAS (torch.backends.cuda.preferred_blas_library)",
+    status: Status::Warn,
+    consequence: "hipBLASLt does not abort, but PyTorch sends this GPU's GEMMs to hipBLASLt by default (when every GPU of the process is a gfx90a/gfx942/gfx950/gfx1200/gfx1201): its matmuls then fail with HIPBLAS_STATUS_INVALID_VALUE after \"rocblaslt error: Cannot read …TensileLibrary_lazy_<arch>.dat\" unless the program selects rocBLAS (torch.backends.cuda.preferred_blas_library)",
 };
 
 const ROWS: &[(&str, &str)] =

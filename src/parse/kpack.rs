@@ -256,6 +256,10 @@ fn zstd_frames(src: &dyn ByteSource, offset: u64, size: u64) -> Result<Vec<(u64,
 /// Reads a `.kpack` archive: header, TOC, and where each kernel's bytes are.
 ///
 /// Every blob or frame must lie in the file; every TOC entry must name its own blob.
+///
+/// Longer than 80 lines on purpose: it reads the MessagePack TOC in the order
+/// `PackedKernelArchive.write` emits it, one bounds check per field, so the whole layout and
+/// its checks read top to bottom in one place.
 pub fn parse_kpack(src: &dyn ByteSource) -> Result<Kpack> {
     let head = src.read_up_to(0, KPACK_HEADER_LEN as usize)?;
     let (version, toc_offset) = parse_kpack_header(&head)?;

@@ -273,6 +273,9 @@ fn c_string(src: &dyn ByteSource, at: u64, end: u64) -> Result<String> {
 
 /// Reads the entry table of the binary at the start of `view` (addressed from the header, its
 /// length the binary's uncompressed size).
+///
+/// Longer than 80 lines on purpose: one pass over the entry table and its string table in the
+/// order LLVM's `OffloadBinary::write` lays them out, with a bounds check at every field.
 fn read_entries(view: &dyn ByteSource, h: &OffloadHeader) -> Result<Vec<OffloadEntry>> {
     let total = view.len();
     if h.entries_count > MAX_ENTRIES {

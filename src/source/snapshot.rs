@@ -28,6 +28,10 @@ pub enum SideKind {
     Neither(String),
 }
 
+/// The most a compressed snapshot may inflate to (a snapshot of the largest ROCm trees is tens
+/// of MB).
+const MAX_SNAPSHOT: u64 = 2 << 30;
+
 const UTF16_LE: &[u8] = b"\xff\xfe";
 const UTF16_BE: &[u8] = b"\xfe\xff";
 
@@ -81,10 +85,16 @@ pub fn read_snapshot(path: &Path) -> anyhow::Result<model::Snapshot> {
             let mut inflated = Vec::new();
             codec
                 .decoder(Box::new(raw.as_slice()))
-                .and_then(|mut d| d.read_to_end(&mut inflated))
+                .and_then(|d| d.take(MAX_SNAPSHOT + 1).read_to_end(&mut inflated))
                 .with_context(|| {
                     format!("{}: {} data that does not inflate", path.display(), codec.name())
                 })?;
+            if inflated.len() as u64 > MAX_SNAPSHOT {
+                anyhow::bail!(
+                    "{}: inflates past {MAX_SNAPSHOT} bytes: a decompression bomb, or no snapshot gfxscan reads",
+                    path.display()
+                );
+            }
             inflated
         }
         None => raw,
