@@ -55,9 +55,15 @@ impl ParseError {
     /// its region's, from a region's to the file's.
     pub fn rebased(self, base: u64) -> ParseError {
         match self {
-            ParseError::Truncated { what, offset } => ParseError::Truncated { what, offset: offset + base },
-            ParseError::Malformed { what, offset } => ParseError::Malformed { what, offset: offset + base },
-            ParseError::Io { offset, detail } => ParseError::Io { offset: offset + base, detail },
+            ParseError::Truncated { what, offset } => {
+                ParseError::Truncated { what, offset: offset.saturating_add(base) }
+            }
+            ParseError::Malformed { what, offset } => {
+                ParseError::Malformed { what, offset: offset.saturating_add(base) }
+            }
+            ParseError::Io { offset, detail } => {
+                ParseError::Io { offset: offset.saturating_add(base), detail }
+            }
             other => other,
         }
     }

@@ -81,3 +81,14 @@ fn firmware_xz_footer_backward_size_overflow() {
     let found = fuzz_input("firmware-xz-backward-size-overflow.xz");
     let _ = inflate_firmware(&found, Codec::Xz);
 }
+
+/// Used to panic with "attempt to add with overflow" in `ParseError::rebased` (src/parse/mod.rs),
+/// moving an error that names an offset near u64::MAX to the file's coordinates: an
+/// OffloadBinary whose second binary's entry table claims such an offset (fuzz target
+/// `offload`). Offsets in errors now saturate.
+#[test]
+fn offload_error_offset_rebased_past_u64_max() {
+    let data = fuzz_input("offload-rebased-offset-overflow.bin");
+    let found = gfxscan::parse::offload::parse_offload_binaries(&data);
+    assert!(found.stopped.is_some() || !found.binaries.is_empty());
+}
