@@ -104,7 +104,7 @@ fn images_dir(path: &str) -> Option<String> {
 
 /// Kernels listed in an AKS2 archive: its header's count, confirmed by walking its inflated
 /// directory.
-fn count_kernels(src: &dyn ByteSource) -> Result<u64, ParseError> {
+pub fn count_kernels(src: &dyn ByteSource) -> Result<u64, ParseError> {
     let header = parse_aks2_header(src)?;
     let want = u64::from(header.directory_size);
     if want > MAX_DIRECTORY {
