@@ -32,7 +32,6 @@ use super::{files_of, Cataloger, Content, Item, Library};
 use crate::model::{Artifact, Family, FileRecord, Role, Storage};
 use crate::parse::aotriton::{is_aks2, parse_aks2_directory, parse_aks2_header, MAX_DIRECTORY};
 use crate::parse::{ByteSource, ParseError};
-use crate::vocab::codec::Codec;
 use crate::vocab::target_id::DeviceTarget;
 use crate::vocab::targets::Targets;
 use crate::vocab::units::thousands;
@@ -102,6 +101,10 @@ fn images_dir(path: &str) -> Option<String> {
     None
 }
 
+/// Most memory the xz decoder may use for one archive (`lzma.LZMACompressor()` writes preset 6,
+/// an 8 MiB dictionary).
+const XZ_MEMLIMIT: u64 = 128 << 20;
+
 /// Kernels listed in an AKS2 archive: its header's count, confirmed by walking its inflated
 /// directory.
 pub fn count_kernels(src: &dyn ByteSource) -> Result<u64, ParseError> {
@@ -110,10 +113,16 @@ pub fn count_kernels(src: &dyn ByteSource) -> Result<u64, ParseError> {
     if want > MAX_DIRECTORY {
         return Err(ParseError::TooLarge { what: "AKS2 directory", claimed: want, limit: MAX_DIRECTORY });
     }
-    let stream = Reader { src, at: 16 };
     let decode = |e: std::io::Error| ParseError::Decompress { what: "AKS2 xz stream", detail: e.to_string() };
+    // An `.xz` stream only, as `PackedKernel` decodes (`lzma_stream_decoder`), under a memory
+    // limit: a `.lzma` header may ask for a 4 GiB dictionary.
+    let stream = liblzma::stream::Stream::new_stream_decoder(XZ_MEMLIMIT, 0)
+        .map_err(|e| decode(std::io::Error::other(e)))?;
     let mut dir = Vec::new();
-    Codec::Xz.decoder(Box::new(stream)).map_err(decode)?.take(want).read_to_end(&mut dir).map_err(decode)?;
+    liblzma::read::XzDecoder::new_stream(Reader { src, at: 16 }, stream)
+        .take(want)
+        .read_to_end(&mut dir)
+        .map_err(decode)?;
     Ok(parse_aks2_directory(&dir, &header)?.len() as u64)
 }
 
@@ -305,5 +314,12 @@ mod tests {
         let mut lying = a.clone();
         lying[8] = 2;
         assert!(count_kernels(&lying.as_slice()).is_err());
+    }
+    /// Found by the `aotriton` fuzz target: an `.lzma` (LZMA_Alone) header asking for a 4 GiB
+    /// dictionary after an AKS2 header. Only `.xz` is decoded, under a memory limit.
+    #[test]
+    fn lzma_alone_stream_with_a_huge_dictionary_is_refused() {
+        let data: &[u8] = b"\x41\x4b\x53\x32\x36\x01\x00\x00\x03\x00\x00\x00\x06\x01\x00\x00\x00\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x40\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x20\x00\x00\x00\x5b\x00\x00\x00\x61\x74\x74\x6e\x5f\x66\x77\x64\x2d\x53\x69\x67\x2d\x46\x5f\x5f\x5e\x66\x70\x31\x36\x40\x31\x36\x5f\x31\x32\x38\x5f\x46\x5f\x46\x5f\x30\x5f\x30\x5f\x5f\x50\x5f\x5f\x5f\x5f\x32\x34\x36\x30\x5f\x36\x34\x5f\x54\x72\x75\x65\x5f\x5f\x43\x4f\x5f\x5f\x77\x61\x76\x65\x30\x5f\x00\x00\x00\x00\x00\x00\xd6\xb4\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81\x81\x67\x31\x2d\x2d\x41\x72\x63\x68\x5f\x67\x66\x78\x39\x34\x32\x00\x00\x00\x00\x81\x81\x81\x00\x00\x00\x81";
+        assert!(count_kernels(&data).is_err());
     }
 }
