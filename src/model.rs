@@ -245,6 +245,10 @@ pub enum Role {
     SolutionMap,
     /// hipBLASLt: `hipblasltExtOpLibrary.dat`, the extension operations' index.
     ExtopIndex,
+    /// AOTriton: an AKS2 kernel archive (`aotriton.images/amd-<pack>/<family>/<kernel>/*.aks2`).
+    KernelArchive,
+    /// AOTriton: `aotriton.images/amd-<pack>/__signature__`, the build's JSON signature.
+    ImageSignature,
 }
 
 impl Role {
@@ -303,6 +307,8 @@ pub enum Storage {
     GitLfsPointer,
     /// LLVM bitcode.
     Bitcode,
+    /// An AOTriton Kernel Storage V2 archive (`AKS2` header, xz-compressed directory and images).
+    Aks2,
     /// A symbolic link (no content of its own).
     Link,
 }
@@ -326,6 +332,7 @@ impl Storage {
             Storage::Xz => "xz",
             Storage::GitLfsPointer => "git-lfs-pointer",
             Storage::Bitcode => "bitcode",
+            Storage::Aks2 => "aks2",
             Storage::Link => "link",
         }
     }
@@ -357,6 +364,10 @@ pub struct Artifact {
     /// from `content_targets`: it holds no code and no hardware rows of its own).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lists_targets: Option<Vec<String>>,
+    /// AOTriton: the processors a pack folder serves (`amd-gfx110x` is gfx1100 to gfx1103),
+    /// when the folder names a pack rather than one processor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pack_targets: Option<Vec<String>>,
     /// Entries of a solution map (code-object libraries it names).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entries: Option<u64>,
@@ -367,7 +378,8 @@ pub struct Artifact {
     /// MIOpen: compute-unit count from the name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cu_count: Option<u32>,
-    /// Database records (text lines, `perf_db` or `kern_db` rows).
+    /// Database records (text lines, `perf_db` or `kern_db` rows); AOTriton: the kernels an
+    /// AKS2 archive's directory lists.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub records: Option<u64>,
     /// git-lfs pointer: the size of the file it stands for.
@@ -386,7 +398,7 @@ pub struct Artifact {
 
 impl Artifact {
     /// The targets this file counts for: its content's when known (with its name's when a
-    /// row serves any processor), else its name's.
+    /// row serves any processor), else its name's (an AOTriton pack folder's processors).
     pub fn targets(&self) -> Vec<String> {
         match &self.content_targets {
             // An index with a row for any processor serves the target it is named for too.
@@ -398,7 +410,10 @@ impl Artifact {
                 t
             }
             Some(t) => t.clone(),
-            None => self.name_target.iter().cloned().collect(),
+            None => match &self.pack_targets {
+                Some(p) => p.clone(),
+                None => self.name_target.iter().cloned().collect(),
+            },
         }
     }
 }

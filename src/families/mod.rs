@@ -1,4 +1,4 @@
-//! Artifact families as catalogers: the Tensile, MIOpen, firmware and bitcode files around the
+//! Artifact families as catalogers: the Tensile, MIOpen, firmware, bitcode and AOTriton files around the
 //! code that decide whether a GPU can run. Each family is one module holding all it knows —
 //! which files are its members, the facts only their content can say, the rows it adds to the
 //! families table, what `check` says of one of its libraries for a GPU, and how `diff` pairs its
@@ -11,6 +11,7 @@
 //! (`gfx90878` is gfx908 with 0x78 CUs). Content decides where it can: Tensile code files serve
 //! the processors of their code objects, Tensile indexes the processors of their hardware rows.
 
+pub mod aotriton;
 pub mod bitcode;
 pub mod firmware;
 pub mod miopen;
@@ -156,7 +157,7 @@ pub trait Cataloger: Sync {
 /// Every family, in the order membership is decided: a file is the first one's that claims it
 /// (a file in `firmware/amdgpu` is firmware whatever its name).
 pub static CATALOGERS: &[&dyn Cataloger] =
-    &[&firmware::Firmware, &bitcode::Bitcode, &miopen::Miopen, &tensile::Tensile];
+    &[&firmware::Firmware, &bitcode::Bitcode, &miopen::Miopen, &aotriton::Aotriton, &tensile::Tensile];
 
 /// The cataloger of a family.
 pub fn cataloger(family: Family) -> &'static dyn Cataloger {

@@ -9,6 +9,7 @@
 //! panic: malformed input is a [`ParseError`] that names what was wrong and where.
 #![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::panic)]
 
+pub mod aotriton;
 pub mod archive;
 pub mod bundle;
 pub mod elf;

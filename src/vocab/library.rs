@@ -34,4 +34,7 @@ pub enum Family {
     Firmware,
     /// Device-library ISA bitcode (`oclc_isa_version_<isa>.bc`).
     Bitcode,
+    /// AOTriton kernel images (`aotriton.images/amd-<pack>/`): PyTorch's flash and
+    /// memory-efficient attention on ROCm.
+    Aotriton,
 }

@@ -604,11 +604,15 @@ fn compare_tree() -> Tree {
     let bc = b"BC\xC0\xDE\x35\x14\0\0";
     tree.file(format!("{BITCODE}/oclc_isa_version_900.bc"), bc);
     tree.file(format!("{BITCODE}/oclc_isa_version_1100.bc"), bc);
+    tree.file(
+        "lib/aotriton.images/amd-gfx90a/flash/attn_fwd/FONLY__x___gfx90a.aks2",
+        &gfxscan::parse::aotriton::testing::aks2(&[("attn_fwd--Arch_gfx90a", b"\x7fELF")]),
+    );
     tree
 }
 
 /// `(row key, gfx900, gfx1100)` the compare tree holds.
-const WANT: [(&str, u64, u64); 10] = [
+const WANT: [(&str, u64, u64); 11] = [
     ("host-library-code-objects", 1, 1),
     ("standalone-code-objects", 1, 0),
     ("rocblas-files", 1, 0),
@@ -619,6 +623,7 @@ const WANT: [(&str, u64, u64); 10] = [
     ("miopen-tuning-models", 0, 1),
     ("firmware-blobs", 1, 2),
     ("device-lib-bitcode", 1, 1),
+    ("aotriton-kernel-archives", 0, 0),
 ];
 
 #[test]

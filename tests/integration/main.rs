@@ -1,6 +1,7 @@
 //! Integration tests: the real `gfxscan` binary (and `gfxscan::scan::scan`) over trees built
 //! in a temporary folder from the fixture builders of `gfxscan::testing`.
 
+mod aotriton;
 mod archives;
 mod check;
 mod commands;
