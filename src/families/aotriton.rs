@@ -52,14 +52,6 @@ pub const NO_IMAGES: GapRule = GapRule {
                   built for it but without images, the kernels fail to load and PyTorch does not check the error",
 };
 
-/// AOTriton packs that name a group of processors (`AOTRITON_ARCH_TO_PACK`, every release).
-const PACKS: &[(&str, &[&str])] = &[
-    ("gfx11xx", &["gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151"]),
-    ("gfx110x", &["gfx1100", "gfx1101", "gfx1102", "gfx1103"]),
-    ("gfx115x", &["gfx1150", "gfx1151", "gfx1152", "gfx1153"]),
-    ("gfx120x", &["gfx1200", "gfx1201"]),
-];
-
 const ROWS: &[(&str, &str)] = &[("aotriton-kernel-archives", "AOTriton kernel archives (AKS2)")];
 
 /// The `amd-<pack>` folder right under `aotriton.images` in `path`, with the file below it:
@@ -83,9 +75,16 @@ fn pack_of(path: &Path) -> Option<String> {
 
 /// The processors a pack serves: its group's, or the one it names.
 fn pack_processors(pack: &str, targets: &Targets) -> (Option<String>, Option<Vec<String>>) {
-    match PACKS.iter().find(|(p, _)| p.eq_ignore_ascii_case(pack)) {
-        Some((_, archs)) => (None, Some(archs.iter().map(|a| a.to_string()).collect())),
-        None => (targets.by_name(pack).map(|t| t.name.clone()), None),
+    // A group pack names its processors in targets.toml (`aotriton_packs`).
+    let mut members: Vec<String> = targets
+        .iter()
+        .filter(|t| t.aotriton_packs.iter().any(|p| p.eq_ignore_ascii_case(pack)))
+        .map(|t| t.name.clone())
+        .collect();
+    members.sort();
+    match members.is_empty() {
+        false => (None, Some(members)),
+        true => (targets.by_name(pack).map(|t| t.name.clone()), None),
     }
 }
 
@@ -101,10 +100,6 @@ fn images_dir(path: &str) -> Option<String> {
     None
 }
 
-/// Most memory the xz decoder may use for one archive (`lzma.LZMACompressor()` writes preset 6,
-/// an 8 MiB dictionary).
-const XZ_MEMLIMIT: u64 = 128 << 20;
-
 /// Kernels listed in an AKS2 archive: its header's count, confirmed by walking its inflated
 /// directory.
 pub fn count_kernels(src: &dyn ByteSource) -> Result<u64, ParseError> {
@@ -114,12 +109,11 @@ pub fn count_kernels(src: &dyn ByteSource) -> Result<u64, ParseError> {
         return Err(ParseError::TooLarge { what: "AKS2 directory", claimed: want, limit: MAX_DIRECTORY });
     }
     let decode = |e: std::io::Error| ParseError::Decompress { what: "AKS2 xz stream", detail: e.to_string() };
-    // An `.xz` stream only, as `PackedKernel` decodes (`lzma_stream_decoder`), under a memory
-    // limit: a `.lzma` header may ask for a 4 GiB dictionary.
-    let stream = liblzma::stream::Stream::new_stream_decoder(XZ_MEMLIMIT, 0)
-        .map_err(|e| decode(std::io::Error::other(e)))?;
+    // An `.xz` stream only, as `PackedKernel` decodes (`lzma_stream_decoder`), under the shared
+    // memory limit: a hostile header may ask for a 4 GiB dictionary.
     let mut dir = Vec::new();
-    liblzma::read::XzDecoder::new_stream(Reader { src, at: 16 }, stream)
+    crate::vocab::codec::xz_decoder(Reader { src, at: 16 }, false)
+        .map_err(decode)?
         .take(want)
         .read_to_end(&mut dir)
         .map_err(decode)?;

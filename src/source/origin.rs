@@ -192,7 +192,7 @@ impl Origin {
                         let body = inner.open_at(first.offset)?.take(seek.index_at - first.offset);
                         let tail = io::Cursor::new(xz_tail_index(&seek.blocks, i, seek.flags));
                         let stream = Box::new(head.chain(body).chain(tail));
-                        (Box::new(liblzma::read::XzDecoder::new(stream)), first.uncompressed_offset)
+                        (crate::vocab::codec::xz_decoder(stream, false)?, first.uncompressed_offset)
                     }
                     _ => (codec.decoder(inner.open()?)?, 0),
                 };

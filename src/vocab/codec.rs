@@ -39,7 +39,20 @@ impl Codec {
             Codec::Zlib => Box::new(flate2::read::ZlibDecoder::new(input)),
             Codec::Deflate => Box::new(flate2::read::DeflateDecoder::new(input)),
             Codec::Zstd => Box::new(zstd::stream::read::Decoder::new(input)?),
-            Codec::Xz => Box::new(liblzma::read::XzDecoder::new_multi_decoder(input)),
+            Codec::Xz => xz_decoder(input, true)?,
         })
     }
+}
+
+/// The most memory an xz stream's decoder may take. xz's largest preset (`-9`) needs 65 MiB;
+/// a hostile header may ask for a 4 GiB dictionary, which liblzma's default (no limit) would
+/// allocate.
+pub const XZ_MEMLIMIT: u64 = 256 << 20;
+
+/// A reader of the `.xz` stream `input` decompressed under [`XZ_MEMLIMIT`] (only the `.xz`
+/// format, never legacy `.lzma`); `concatenated` reads every stream of a multi-stream file.
+pub fn xz_decoder<'a, R: Read + 'a>(input: R, concatenated: bool) -> io::Result<Box<dyn Read + 'a>> {
+    let flags = if concatenated { liblzma::stream::CONCATENATED } else { 0 };
+    let stream = liblzma::stream::Stream::new_stream_decoder(XZ_MEMLIMIT, flags).map_err(io::Error::other)?;
+    Ok(Box::new(liblzma::read::XzDecoder::new_stream(input, stream)))
 }

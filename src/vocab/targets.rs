@@ -50,6 +50,9 @@ pub struct Target {
     /// Code object V2 ISA versions (`major.minor.stepping[:features]`) naming this processor.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub v2_isa: Vec<String>,
+    /// AOTriton's group folders (`aotriton.images/amd-<pack>`) holding this processor's kernels.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aotriton_packs: Vec<String>,
     /// PyTorch sends this target's GEMMs to hipBLASLt by default (see targets.toml's sources).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pytorch_hipblaslt: bool,
