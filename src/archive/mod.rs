@@ -378,7 +378,8 @@ fn visit(origin: &Arc<Origin>, bytes: Bytes, path: &Path, ctx: &Ctx) -> Found {
         }
     }
     let mut found = Found::default();
-    found.files.push(inspect(&*src, &head, path, None, at, ctx.targets));
+    let name = crate::families::member_name(&ctx.base.path, path);
+    found.files.push(inspect(&*src, &head, &name, None, at, ctx.targets));
     found
 }
 

@@ -1,8 +1,8 @@
 //! AOTriton: the kernel images of PyTorch's flash and memory-efficient attention on ROCm,
 //! installed beside `libaotriton_v2.so` as `aotriton.images/amd-<pack>/<family>/<kernel>/*.aks2`
 //! (AOTriton 0.8 to 0.12), with the build's `amd-<pack>/__signature__` (0.12 on). Since 0.13
-//! the archives are entries of `amd-<pack>/<family>/<kernel>.zip`, which members' names alone
-//! do not place in the folder: not attributed yet. Verified against ROCm/aotriton:
+//! the archives are entries of `amd-<pack>/<family>/<kernel>.zip`, judged as if unpacked
+//! beside it (`unpacks_in_place`). Verified against ROCm/aotriton:
 //!
 //! * `v3src/packed_kernel_common.cc` `locate_aotriton_images`: the folder is
 //!   `aotriton.images` next to the library (`KERNEL_STORAGE_V2_BASE`); `v3src/CMakeLists.txt`
@@ -186,6 +186,13 @@ impl Cataloger for Aotriton {
     /// for all of its processors, so its kernel count is no per-processor figure).
     fn tally(&self, a: &Artifact) -> Option<(&'static str, u64)> {
         (a.role == Role::KernelArchive).then_some((ROWS[0].0, 1))
+    }
+
+    /// AOTriton 0.13 on packs each kernel's AKS2 archives into an uncompressed
+    /// `amd-<pack>/<family>/<kernel>.zip` (`python/flatzip.py` `build_zip`): its members are
+    /// that folder's archives.
+    fn unpacks_in_place(&self, archive: &str) -> bool {
+        archive.to_ascii_lowercase().ends_with(".zip") && pack_of(Path::new(archive)).is_some()
     }
 
     fn library_dir(&self, path: &str) -> Option<String> {

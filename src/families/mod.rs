@@ -140,6 +140,13 @@ pub trait Cataloger: Sync {
         false
     }
 
+    /// True when the members of the archive at `archive` (a path relative to its root) belong to
+    /// this family's layout as if unpacked beside it into a folder named by its stem: they are
+    /// judged by that path, not by their name inside the archive alone.
+    fn unpacks_in_place(&self, _archive: &str) -> bool {
+        false
+    }
+
     /// What `check` says of one of its libraries for a GPU; `None` for a family whose files
     /// no program loads (firmware).
     fn verdict(&self, lib: &Library, dev: &DeviceTarget) -> Option<Verdict>;
@@ -168,6 +175,17 @@ pub fn cataloger(family: Family) -> &'static dyn Cataloger {
 pub fn detect(path: &Path, content: Content, targets: &Targets) -> Option<Artifact> {
     let name = path.file_name()?.to_str()?;
     CATALOGERS.iter().find_map(|c| c.detect(path, name, content, targets))
+}
+
+/// The path an archive member is judged by: its name inside the archive, or, for an archive a
+/// family unpacks in place, `<archive folder>/<archive stem>/<name>`.
+pub fn member_name(archive: &str, member: &Path) -> std::path::PathBuf {
+    if !CATALOGERS.iter().any(|c| c.unpacks_in_place(archive)) {
+        return member.to_path_buf();
+    }
+    let archive = Path::new(archive);
+    let stem = archive.file_stem().unwrap_or_default();
+    archive.parent().unwrap_or(Path::new("")).join(stem).join(member)
 }
 
 /// The family a link's name places it in (links have no content of their own).

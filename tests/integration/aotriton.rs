@@ -162,3 +162,20 @@ fn diff_losing_gfx942_images() {
     assert!(losses.contains("gfx942") && losses.contains("aotriton"), "{:#}", report["losses"]);
     assert!(!losses.contains("gfx1100"), "{:#}", report["losses"]);
 }
+
+/// AOTriton 0.13 on packs a kernel's AKS2 archives into an uncompressed
+/// `amd-<pack>/<family>/<kernel>.zip` (ROCm/aotriton `python/flatzip.py` `build_zip`): its
+/// members are judged as if unpacked beside it, so they count for the pack's targets.
+#[test]
+fn aotriton_0_13_zip_packs_count_like_their_folders() {
+    use crate::archives::{zip_of, Entry};
+    let t = Tree::new();
+    let inner = aks2(&[("attn_fwd-a--Arch_gfx942", b"\x7fELF-a"), ("attn_fwd-b--Arch_gfx942", b"\x7fELF-b")]);
+    let name = "FONLY__^fp16@16,128,False,False,0,0___gfx942.aks2".to_string();
+    t.file(format!("{IMAGES}/amd-gfx942/flash/attn_fwd.zip"), &zip_of(&[Entry::File(name, inner)], false));
+    let snap = scan_json(&t, &[]);
+    assert_eq!(snap["families"]["aotriton-kernel-archives"], json!({"gfx942": 1}), "{:#}", snap["files"]);
+    let (run, report) = check(&t, "gfx942");
+    run.expect_code(0);
+    assert_eq!(images_verdict(&report, &t)["status"], "ok");
+}

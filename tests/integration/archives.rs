@@ -22,7 +22,7 @@ use crate::util::{file_paths, file_record, garbage, gfxscan, problems, run, Run,
 
 /// One entry of a tree: a regular file or a symbolic link (folders follow from the paths).
 #[derive(Clone)]
-enum Entry {
+pub(crate) enum Entry {
     File(String, Vec<u8>),
     Link(String, String),
 }
@@ -283,7 +283,7 @@ fn zip_bytes(members: &[ZipMember]) -> Vec<u8> {
 }
 
 /// A zip of the entries: folders as `name/`, files deflated or stored, links as Unix symlinks.
-fn zip_of(entries: &[Entry], deflated: bool) -> Vec<u8> {
+pub(crate) fn zip_of(entries: &[Entry], deflated: bool) -> Vec<u8> {
     let mut members: Vec<ZipMember> = folders(entries)
         .into_iter()
         .map(|d| ZipMember {
