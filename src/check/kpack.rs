@@ -3,10 +3,12 @@
 //!
 //! ROCm/clr `hip_code_object.cpp` `StatCO::digestFatBinary` sends a `HIPK` wrapper to the kpack
 //! loader with the wrapper's code-object index; rocm-kpack `runtime/src/loader.cpp` resolves
-//! each search path against the library's folder (`resolve_path`), expands `@GFXARCH@` with the
-//! device's target ID and every less specific one (`for_each_compatible_target`: features
-//! dropped, never a generic target), opens the archives that exist, picks — target by target,
-//! most specific first — the first archive listing that target, and fetches
+//! each search path against the library's folder (`resolve_path`), expands `@GFXARCH@` for each
+//! architecture clr asks for — the device's ISA, then its generic target (clr
+//! `FatBinaryInfo::ExtractKpackBinary` passes `TargetToGeneric` of the ISA second) — with every
+//! less specific form of it (`for_each_compatible_target`: features dropped), opens the archives
+//! that exist, picks — target by target, in that order — the first archive listing that target,
+//! and fetches
 //! `<kernel_name>#<index>` from it; a missing archive is `KPACK_ERROR_ARCHIVE_NOT_FOUND`, a
 //! missing kernel in the chosen archive is an error too (no other archive is tried).
 
@@ -14,18 +16,38 @@ use std::path::{Component, Path};
 
 use crate::model::{Container, FileRecord, KpackRef, Snapshot};
 use crate::vocab::target_id::DeviceTarget;
+use crate::vocab::targets::Targets;
 use crate::vocab::verdict::{GapRule, LibraryKind, Status, Verdict};
 
 /// clr `StatCO::digestFatBinary` → kpack loader: no archive, or no kernel in it, for the GPU.
 pub const KPACK_GAP: GapRule = GapRule {
     status: Status::Missing,
-    consequence: "the HIP runtime finds no kpack code for the GPU (kpack loader: archive or kernel not found): the library's kernels fail with hipErrorNoBinaryForGpu",
+    consequence: "the HIP runtime finds no kpack code for the GPU (kpack loader: archive or kernel not found): registering the library's code fails (clr hip_code_object.cpp: hipErrorInvalidImage, or hipErrorInvalidKernelFile when no device loaded it) and its kernels cannot launch",
 };
 
-/// The target strings the loader tries for a device, most specific first
-/// (`for_each_compatible_target`): every subset of its stated features, in their order.
-pub fn compatible_targets(dev: &DeviceTarget) -> Vec<String> {
-    let features: Vec<String> = dev.target_id.split(':').skip(1).map(str::to_string).collect();
+/// The archives are outside what was scanned: nothing is known of them.
+pub const KPACK_OUTSIDE: GapRule = GapRule {
+    status: Status::Warn,
+    consequence:
+        "not checked: the kpack archives this library loads its device code from lie outside the scanned root",
+};
+
+/// The target strings the loader tries for a device: its ISA, then its generic target (with the
+/// same features), each most specific first (`for_each_compatible_target`).
+pub fn loader_targets(dev: &DeviceTarget, targets: &Targets) -> Vec<String> {
+    let mut out = compatible_targets(&dev.target_id);
+    if let Some(g) = targets.by_name(&dev.processor).and_then(|t| t.generic.clone()) {
+        let features = dev.target_id.split_once(':').map_or(String::new(), |(_, f)| format!(":{f}"));
+        out.extend(compatible_targets(&format!("{g}{features}")));
+    }
+    out
+}
+
+/// Every subset of a target ID's features, most features first, in their order
+/// (`for_each_compatible_target`).
+pub fn compatible_targets(target_id: &str) -> Vec<String> {
+    let processor = target_id.split(':').next().unwrap_or(target_id);
+    let features: Vec<String> = target_id.split(':').skip(1).map(str::to_string).collect();
     let n = features.len();
     let mut subsets: Vec<Vec<&String>> = (0..1u32 << n)
         .map(|mask| (0..n).filter(|i| mask & (1 << i) != 0).filter_map(|i| features.get(i)).collect())
@@ -39,12 +61,7 @@ pub fn compatible_targets(dev: &DeviceTarget) -> Vec<String> {
     });
     subsets
         .into_iter()
-        .map(|s| {
-            std::iter::once(dev.processor.as_str())
-                .chain(s.iter().map(|f| f.as_str()))
-                .collect::<Vec<_>>()
-                .join(":")
-        })
+        .map(|s| std::iter::once(processor).chain(s.iter().map(|f| f.as_str())).collect::<Vec<_>>().join(":"))
         .collect()
 }
 
@@ -68,20 +85,25 @@ fn resolve(dir: &str, rel: &str) -> Option<String> {
 }
 
 /// The archive paths the loader would try for `dev`, in its order.
-fn candidates(r: &KpackRef, dir: &str, dev: &DeviceTarget) -> Vec<String> {
+/// The archive paths under the root the loader would try, in its order, and whether a search
+/// path leads out of the root (where the scan cannot see).
+fn candidates(r: &KpackRef, dir: &str, tries: &[String]) -> (Vec<String>, bool) {
     let mut out: Vec<String> = Vec::new();
+    let mut outside = false;
     for p in &r.search_paths {
         let expanded: Vec<String> = match p.contains("@GFXARCH@") {
-            true => compatible_targets(dev).iter().map(|t| p.replace("@GFXARCH@", t)).collect(),
+            true => tries.iter().map(|t| p.replace("@GFXARCH@", t)).collect(),
             false => vec![p.clone()],
         };
         for e in expanded {
-            if let Some(path) = resolve(dir, &e).filter(|p| !out.contains(p)) {
-                out.push(path);
+            match resolve(dir, &e) {
+                Some(path) if !out.contains(&path) => out.push(path),
+                Some(_) => {}
+                None => outside = true,
             }
         }
     }
-    out
+    (out, outside)
 }
 
 /// True when a kpack kernel is for `target` as the loader compares a TOC architecture: the
@@ -97,21 +119,32 @@ pub fn verdict(
     r: &KpackRef,
     display: String,
     dev: &DeviceTarget,
+    targets: &Targets,
 ) -> Verdict {
     let dir = f.path.path.rsplit_once('/').map_or("", |(d, _)| d);
-    let tried = candidates(r, dir, dev);
+    let tries = loader_targets(dev, targets);
+    let (tried, outside) = candidates(r, dir, &tries);
     let archives: Vec<&FileRecord> = tried
         .iter()
         .filter_map(|p| snap.files.iter().find(|g| g.path.root == f.path.root && &g.path.path == p))
         .filter(|g| g.code_objects.iter().any(|c| c.container == Container::Kpack))
         .collect();
-    let chosen = compatible_targets(dev).into_iter().find_map(|t| {
+    let chosen = tries.iter().cloned().find_map(|t| {
         archives.iter().find(|a| a.code_objects.iter().any(|k| kernel_for(k, &t))).map(|a| (*a, t))
     });
     let judged = |rule: Option<&GapRule>, detail: String| {
         Verdict::judged(display.clone(), LibraryKind::HostLibrary, rule, detail, &dev.processor)
     };
     let Some((archive, target)) = chosen else {
+        if outside {
+            // The archives may lie above the scanned root: not seen is not missing.
+            let mut v = judged(
+                Some(&KPACK_OUTSIDE),
+                format!("device code split out to kpack archives outside the scanned root ({}): not checked; scan the install's root", r.search_paths.join(", ")),
+            );
+            v.available = Vec::new();
+            return v;
+        }
         let looked =
             if tried.is_empty() { "no search path under the root".to_string() } else { tried.join(", ") };
         let mut v = judged(
@@ -170,11 +203,13 @@ mod tests {
         let dev = DeviceTarget::new("gfx942", Setting::On, Setting::Off);
         // rocm-kpack runtime/src/isa_target_match.h `for_each_compatible_target`.
         assert_eq!(
-            compatible_targets(&dev),
+            compatible_targets(&dev.target_id),
             ["gfx942:sramecc+:xnack-", "gfx942:sramecc+", "gfx942:xnack-", "gfx942"]
         );
         let plain = DeviceTarget::new("gfx1151", Setting::Any, Setting::Any);
-        assert_eq!(compatible_targets(&plain), ["gfx1151"]);
+        assert_eq!(compatible_targets(&plain.target_id), ["gfx1151"]);
+        // clr asks for the device's generic target second (`ExtractKpackBinary`).
+        assert_eq!(loader_targets(&plain, &Targets::builtin()), ["gfx1151", "gfx11-generic"]);
     }
 
     #[test]

@@ -32,7 +32,9 @@ use serde::Serialize;
 
 use crate::check::install::{install_of, Install};
 use crate::families::{cataloger, tensile, Library};
-use crate::model::{CodeObjectRecord, Component, Family, FileRecord, Problem, RelPath, Snapshot, Tool};
+use crate::model::{
+    CodeObjectRecord, Component, Container, Family, FileRecord, Problem, RelPath, Snapshot, Tool,
+};
 use crate::parse::magic::Kind;
 use crate::vocab::target_id::{compatible, split_version, CodeTarget, DeviceTarget};
 use crate::vocab::targets::Targets;
@@ -239,12 +241,15 @@ fn libraries(snap: &Snapshot) -> Vec<(Install, Place)> {
                     places.insert(Place::Library(f.path.root, dir, fam));
                 }
             }
+            // Code only in `.llvm.offloading` is no library's: LLVM drops the section from linked
+            // output (it is for the linker wrapper) and clr never reads it.
             None if f.kpack_ref.is_some()
-                || (!f.code_objects.is_empty() && (f.kind == Kind::HostElf || f.bundles > 0)) =>
+                || (f.code_objects.iter().any(|c| c.container != Container::OffloadBinary)
+                    && (f.kind == Kind::HostElf || f.bundles > 0)) =>
             {
                 let (dir, name) = f.path.path.rsplit_once('/').unwrap_or(("", &f.path.path));
                 match plugins::plugin_of(name) {
-                    Some((kind, _)) => places.insert(Place::Plugins(f.path.root, dir.to_string(), kind)),
+                    Some((kind, _, _)) => places.insert(Place::Plugins(f.path.root, dir.to_string(), kind)),
                     None => places.insert(Place::Code(i)),
                 };
             }
@@ -352,7 +357,7 @@ pub fn library_verdicts(
             Place::Code(i) => {
                 let f = &snap.files[*i];
                 match &f.kpack_ref {
-                    Some(r) => kpack::verdict(snap, f, r, f.path.display(&snap.roots), dev),
+                    Some(r) => kpack::verdict(snap, f, r, f.path.display(&snap.roots), dev, targets),
                     None => code_verdict(f, f.path.display(&snap.roots), dev, targets),
                 }
             }

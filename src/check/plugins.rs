@@ -15,14 +15,15 @@ use crate::vocab::verdict::{GapRule, LibraryKind, Status, Verdict};
 
 /// A kind of per-arch plugin: its file-name prefix, what it is, and what its absence costs.
 pub struct PluginKind {
-    pub prefix: &'static str,
+    /// The name between the platform's library prefix and the arch (`MIOpenCKGroupedConv_`).
+    pub name: &'static str,
     pub what: &'static str,
     pub gap: GapRule,
 }
 
 /// Every kind of per-arch plugin gfxscan knows.
 pub const PLUGINS: &[PluginKind] = &[PluginKind {
-    prefix: "libMIOpenCKGroupedConv_",
+    name: "MIOpenCKGroupedConv_",
     what: "MIOpen's CK grouped-convolution plugin",
     gap: GapRule {
         status: Status::Warn,
@@ -30,13 +31,19 @@ pub const PLUGINS: &[PluginKind] = &[PluginKind {
     },
 }];
 
-/// The plugin kind and the processor a file name is for (`libMIOpenCKGroupedConv_gfx942.so`,
-/// `.so.1`, `.dll`).
-pub fn plugin_of(file_name: &str) -> Option<(usize, &str)> {
+/// The plugin kind and processor of a file of a plugin's name, and whether it is exactly the
+/// name the loader opens, `library_prefix + name + arch + dynamic_library_postfix`
+/// (`MakeLibraryFilename`): `libMIOpenCKGroupedConv_gfx942.so` on Linux,
+/// `MIOpenCKGroupedConv_gfx942.dll` on Windows; a versioned file (`….so.1`) is not.
+pub fn plugin_of(file_name: &str) -> Option<(usize, &str, bool)> {
     PLUGINS.iter().enumerate().find_map(|(k, p)| {
-        let rest = file_name.strip_prefix(p.prefix)?;
-        let processor = rest.split_once('.').map_or(rest, |(a, _)| a);
-        processor.starts_with("gfx").then_some((k, processor))
+        let rest = file_name.strip_prefix("lib").unwrap_or(file_name).strip_prefix(p.name)?;
+        let (arch, suffix) = rest.split_once('.')?;
+        let exact = match file_name.starts_with("lib") {
+            true => suffix == "so",
+            false => suffix == "dll",
+        };
+        arch.starts_with("gfx").then_some((k, arch, exact))
     })
 }
 
@@ -55,15 +62,26 @@ pub fn verdict(
         .files
         .iter()
         .filter(|f| f.path.root == root && f.path.path.rsplit_once('/').map_or("", |(d, _)| d) == dir)
-        .filter(|f| plugin_of(file_name(&f.path.path)).is_some_and(|(k, _)| k == kind))
+        .filter(|f| plugin_of(file_name(&f.path.path)).is_some_and(|(k, _, _)| k == kind))
         .collect();
-    let mine =
-        here.iter().find(|f| plugin_of(file_name(&f.path.path)).is_some_and(|(_, a)| a == dev.processor));
-    if let Some(f) = mine {
-        return Some(judge(f));
+    let mine: Vec<(&FileRecord, bool)> = here
+        .iter()
+        .filter_map(|f| {
+            let (_, arch, exact) = plugin_of(file_name(&f.path.path))?;
+            (arch == dev.processor).then_some((*f, exact))
+        })
+        .collect();
+    if let Some((f, exact)) = mine.iter().find(|(_, e)| *e).or(mine.first()) {
+        let mut v = judge(f);
+        if !exact {
+            // Links are not read: the name MIOpen opens may be a link to this file, or missing.
+            let opens = format!("lib{}{}.so", p.name, dev.processor);
+            v.detail = format!("{}; MIOpen opens {opens}, which must be a link to this file", v.detail);
+        }
+        return Some(v);
     }
     let shown = crate::model::RelPath { root, path: dir.to_string(), path_hex: None }.display(&snap.roots);
-    let name = format!("{}{}.so", p.prefix, dev.processor);
+    let name = format!("lib{}{}.so", p.name, dev.processor);
     let mut v = Verdict::judged(
         format!("{shown}/{name}"),
         LibraryKind::HostLibrary,
@@ -71,8 +89,12 @@ pub fn verdict(
         format!("{} for {} ({name}) is not installed", p.what, dev.processor),
         &dev.processor,
     );
-    v.available =
-        here.iter().filter_map(|f| plugin_of(file_name(&f.path.path)).map(|(_, a)| a.to_string())).collect();
+    v.available = here
+        .iter()
+        .filter_map(|f| plugin_of(file_name(&f.path.path)).map(|(_, a, _)| a.to_string()))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
     Some(v)
 }
 
@@ -86,8 +108,10 @@ mod tests {
 
     #[test]
     fn plugin_names_give_their_processor() {
-        assert_eq!(plugin_of("libMIOpenCKGroupedConv_gfx942.so"), Some((0, "gfx942")));
-        assert_eq!(plugin_of("libMIOpenCKGroupedConv_gfx1151.so.1.0"), Some((0, "gfx1151")));
+        assert_eq!(plugin_of("libMIOpenCKGroupedConv_gfx942.so"), Some((0, "gfx942", true)));
+        assert_eq!(plugin_of("MIOpenCKGroupedConv_gfx1151.dll"), Some((0, "gfx1151", true)));
+        // MIOpen opens only the unversioned name.
+        assert_eq!(plugin_of("libMIOpenCKGroupedConv_gfx1151.so.1.0"), Some((0, "gfx1151", false)));
         assert_eq!(plugin_of("libMIOpen.so.1"), None);
     }
 }

@@ -29,6 +29,17 @@ pub struct Collector<'t> {
     pub problems: Vec<String>,
     pub bundles: u64,
     pub kpack_ref: Option<KpackRef>,
+    /// Bytes this item may still walk or inflate in OffloadBinary regions: sections may overlap
+    /// and compressed binaries may claim any size, so the work per file is bounded.
+    work: u64,
+    /// OffloadBinary regions already read (file offset, length).
+    regions: Vec<(u64, u64)>,
+}
+
+/// How much OffloadBinary work one file may cost: 200 times its size, at least 4 GiB (as an
+/// archive's inflation budget).
+fn work_for(size: u64) -> u64 {
+    size.saturating_mul(200).max(4 << 30)
 }
 
 /// Where a code object sits, beyond its container: its bundle (with the bundle's file offset
@@ -40,8 +51,40 @@ enum Place<'b> {
 }
 
 impl<'t> Collector<'t> {
-    pub fn new(targets: &'t Targets) -> Self {
-        Collector { targets, code_objects: Vec::new(), problems: Vec::new(), bundles: 0, kpack_ref: None }
+    pub fn new(targets: &'t Targets, size: u64) -> Self {
+        Collector {
+            targets,
+            code_objects: Vec::new(),
+            problems: Vec::new(),
+            bundles: 0,
+            kpack_ref: None,
+            work: work_for(size),
+            regions: Vec::new(),
+        }
+    }
+
+    /// True the first time a region is met: section headers may name the same bytes again.
+    fn first_visit(&mut self, offset: u64, len: u64) -> bool {
+        let new = !self.regions.contains(&(offset, len));
+        if new {
+            self.regions.push((offset, len));
+        }
+        new
+    }
+
+    /// Takes `n` bytes of work from the file's budget; false (with a problem) when it is spent.
+    fn spend(&mut self, n: u64, what: &str) -> bool {
+        match self.work.checked_sub(n) {
+            Some(left) => {
+                self.work = left;
+                true
+            }
+            None => {
+                self.work = 0;
+                self.problems.push(format!("{what}: over the file's budget of OffloadBinary work, not read"));
+                false
+            }
+        }
     }
 
     fn record(&mut self, co: &CodeObject, container: Container, offset: u64, place: Place) {
@@ -140,7 +183,9 @@ impl<'t> Collector<'t> {
             }
         }
         for (base, found) in &facts.offloading {
-            self.offloading(src, *base, found, ".llvm.offloading: ");
+            if self.first_visit(*base, 0) {
+                self.offloading(src, *base, found, ".llvm.offloading: ");
+            }
         }
         self.kpack_marks(facts.kpack.clone());
     }
@@ -167,6 +212,10 @@ impl<'t> Collector<'t> {
     /// one group, as a `.hip_fatbin` does: a device needs one of them.
     pub fn offloading(&mut self, src: &dyn ByteSource, base: u64, found: &OffloadBinaries, region: &str) {
         for b in &found.binaries {
+            let cost = b.compression.map_or(b.header.size, |c| c.inflated_size);
+            if !self.spend(cost, &format!("{region}OffloadBinary at {:#x}", base + b.offset)) {
+                break;
+            }
             let read = match b.compression {
                 None => {
                     self.offload_images(&Slice::new(src, base, src.len() - base.min(src.len())), 0, base, b)
@@ -210,7 +259,13 @@ impl<'t> Collector<'t> {
             let id = format!("{}-{}", e.triple.as_deref().unwrap_or("?"), e.arch.as_deref().unwrap_or("?"));
             let offset = if b.compression.is_some() { e.image_offset } else { base + e.image_offset };
             match parse_code_object(&Slice::new(images, at, e.image_size), Some(e.image_size)) {
-                Ok(co) => self.record(&co, Container::OffloadBinary, offset, Place::Group(base, id)),
+                Ok(co) => {
+                    self.record(&co, Container::OffloadBinary, offset, Place::Group(base, id));
+                    // Offsets of a compressed binary's images count in the inflated binary.
+                    if let (Some(c), Some(last)) = (b.compression, self.code_objects.last_mut()) {
+                        last.compression = Some(c.method);
+                    }
+                }
                 Err(err) => self.problems.push(format!("OffloadBinary image {id} at {offset:#x}: {err}")),
             }
         }
@@ -255,7 +310,16 @@ impl<'t> Collector<'t> {
             Err(e) => return self.problems.push(e.to_string()),
         };
         let inside = |off: u64, size: u64| off.checked_add(size).is_some_and(|e| e <= src.len());
-        if let Some(s) = pe.hip_fatbin().filter(|s| s.size > 0) {
+        if let Some(r) = pe.section_any(&[".kpackrf", ".rocm_kpack_ref"]).filter(|s| inside(s.offset, s.size))
+        {
+            let wrappers = pe.section_any(&[".hipFatB", ".hipFatBinSegment"]).map(|s| (s.offset, s.size));
+            let wrappers = wrappers.filter(|(o, n)| inside(*o, *n));
+            self.kpack_marks(Some(kpack_marks(src, (r.offset, r.size), wrappers)));
+        }
+        // A kpack-split DLL keeps what rocm-kpack `coff/zero_page.py` could not drop of `.hip_fat`
+        // (the last partial page): leftovers, not bundles.
+        let split = self.kpack_ref.is_some();
+        if let Some(s) = pe.hip_fatbin().filter(|s| s.size > 0 && !split) {
             match inside(s.offset, s.size) {
                 true => {
                     self.bundles(s.offset, &parse_bundles(&Slice::new(src, s.offset, s.size)), ".hip_fat: ")
@@ -264,14 +328,11 @@ impl<'t> Collector<'t> {
             }
         }
         for s in pe.offloading().filter(|s| s.size > 0 && inside(s.offset, s.size)) {
+            if !self.first_visit(s.offset, s.size) || !self.spend(s.size, &s.name) {
+                continue;
+            }
             let found = parse_offload_binaries(&Slice::new(src, s.offset, s.size));
             self.offloading(src, s.offset, &found, ".llvm.offloading: ");
-        }
-        if let Some(r) = pe.section_any(&[".kpackrf", ".rocm_kpack_ref"]).filter(|s| inside(s.offset, s.size))
-        {
-            let wrappers = pe.section_any(&[".hipFatB", ".hipFatBinSegment"]).map(|s| (s.offset, s.size));
-            let wrappers = wrappers.filter(|(o, n)| inside(*o, *n));
-            self.kpack_marks(Some(kpack_marks(src, (r.offset, r.size), wrappers)));
         }
     }
 }

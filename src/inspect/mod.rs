@@ -98,7 +98,7 @@ pub fn inspect(
         return out;
     }
     let head = head.get(..FAMILY_HEAD).unwrap_or(head);
-    let mut col = Collector::new(targets);
+    let mut col = Collector::new(targets, size);
     match kind {
         Kind::AmdgpuElf => col.standalone(src),
         Kind::OffloadBundle | Kind::CompressedOffloadBundle => col.bundles(0, &parse_bundles(src), ""),

@@ -277,6 +277,9 @@ fn c_string(src: &dyn ByteSource, at: u64, end: u64) -> Result<String> {
 /// Longer than 80 lines on purpose: one pass over the entry table and its string table in the
 /// order LLVM's `OffloadBinary::write` lays them out, with a bounds check at every field.
 fn read_entries(view: &dyn ByteSource, h: &OffloadHeader) -> Result<Vec<OffloadEntry>> {
+    // Every string kept counts against one budget per binary: entries may all point at the
+    // same string map, which must not multiply memory (review finding: 174 KB made 8.5 GB).
+    let mut string_budget = MAX_METADATA;
     let total = view.len();
     if h.entries_count > MAX_ENTRIES {
         return Err(ParseError::TooLarge {
@@ -351,6 +354,12 @@ fn read_entries(view: &dyn ByteSource, h: &OffloadHeader) -> Result<Vec<OffloadE
                 }
                 String::from_utf8_lossy(&view.read_at(value_off, value_size as usize)?).into_owned()
             };
+            let cost = (key.len() + value.len()) as u64;
+            string_budget = string_budget.checked_sub(cost).ok_or(ParseError::TooLarge {
+                what: "OffloadBinary strings",
+                claimed: MAX_METADATA.saturating_add(cost),
+                limit: MAX_METADATA,
+            })?;
             strings.push((key, value));
         }
         // `StringData[Key] = ...` in a MapVector: the last value of a repeated key wins.
@@ -591,6 +600,20 @@ pub mod fixture {
 mod tests {
     use super::fixture::{compressed_offload_binary, offload_binary, Image};
     use super::*;
+
+    /// Review finding: entries may all point at one string map, so strings were kept once per
+    /// entry without bound (a 174 KB file took 8.5 GB). Every string kept now counts against
+    /// one budget per binary, [`MAX_METADATA`].
+    #[test]
+    fn strings_past_the_metadata_budget_are_refused() {
+        let value = "x".repeat(4096);
+        let keys: Vec<String> = (0..256).map(|i| format!("k{i:03}")).collect();
+        let image = [0x7fu8, b'E', b'L', b'F'];
+        let mut img = Image::hip("gfx942", &image);
+        img.strings = keys.iter().map(|k| (k.as_str(), value.as_str())).collect();
+        let b = offload_binary(&[img]);
+        assert!(matches!(parse_offload_binary(&b), Err(ParseError::TooLarge { .. })));
+    }
     use crate::parse::elf::parse_code_object;
     use crate::testing::{code_object, CodeObjectSpec};
 

@@ -170,3 +170,30 @@ fn miopen_ck_plugins_are_judged_per_gpu() {
     assert!(plugin["detail"].as_str().unwrap_or("").contains("is not installed"), "{plugin:#}");
     assert_eq!(plugin["available"], serde_json::json!(["gfx90a", "gfx942"]));
 }
+
+/// MIOpen on Windows names its plugins without `lib` and with `.dll` (`MakeLibraryFilename`:
+/// `library_prefix` is empty there); AMD's HIP SDK keeps its DLLs and `rocblas/library` in
+/// `AMD/ROCm/<version>/bin`, one install per version.
+#[test]
+fn the_hip_sdk_for_windows_with_its_plugins() {
+    let tree = Tree::new();
+    let bin = "Program Files/AMD/ROCm/6.2/bin";
+    let code = co(GFX1100, 0, 1);
+    tree.file(
+        format!("{bin}/MIOpen.dll"),
+        &pe_image(&[(".hip_fat", &fatbin(&[hip_bundle(&[("gfx1100", &code)])]))]),
+    );
+    let plugin = pe_image(&[(".hip_fat", &fatbin(&[hip_bundle(&[("gfx942", &co(GFX942, 0, 1))])]))]);
+    tree.file(format!("{bin}/MIOpenCKGroupedConv_gfx942.dll"), &plugin);
+    tree.file(
+        format!("{bin}/rocblas/library/TensileLibrary_lazy_gfx1100.dat"),
+        &tensile_index(&["gfx1100"], 1),
+    );
+    tree.file(format!("{bin}/rocblas/library/TensileLibrary_gfx1100.co"), &co(GFX1100, 0, 2));
+    let report = check(&tree, "gfx1100", 0);
+    assert_eq!(report["installs"][0]["kind"], "rocm");
+    assert!(report["installs"][0]["path"].as_str().unwrap_or("").ends_with("AMD/ROCm/6.2"));
+    let v = verdicts(&report);
+    assert!(v.contains(&("rocm".into(), "libMIOpenCKGroupedConv_gfx1100.so".into(), "warn".into())), "{v:?}");
+    assert!(v.iter().all(|(_, lib, status)| status == "ok" || lib.starts_with("libMIOpenCK")), "{v:?}");
+}

@@ -44,7 +44,8 @@ fn offload_binaries_are_read_standalone_in_host_sections_and_compressed() {
     assert_eq!(code_objects(&snap, "lib/kernels.offload"), want);
     assert_eq!(code_objects(&snap, "lib/libnew.so"), want);
     assert_eq!(code_objects(&snap, "lib/packed.offload"), [("gfx942", "offload-binary")]);
-    // A host library whose new-driver images serve a GPU is judged like a fat binary.
+    // `.llvm.offloading` is for the linker wrapper: LLVM drops it from linked output and clr
+    // never reads it, so code found only there is no library's, and there is nothing to check.
     let check = gfxscan([
         "check",
         "--quiet",
@@ -53,7 +54,7 @@ fn offload_binaries_are_read_standalone_in_host_sections_and_compressed() {
         "gfx1100",
         &tree.path("lib/libnew.so").to_string_lossy(),
     ]);
-    check.expect_code(0);
+    check.expect_code(4);
 }
 
 /// A kpack-split library (rocm-kpack `elf/kpack_transform.py`: `.rocm_kpack_ref` names the
@@ -134,4 +135,61 @@ fn windows_dlls_carry_bundles_in_hip_fat() {
     assert_eq!(snap["summary"]["kinds"]["pe"], 1);
     let run = gfxscan(["check", "--quiet", "--json", "--gpu", "gfx1151", &tree.root_str()]);
     run.expect_code(1);
+}
+
+/// Review finding: clr's `FatBinaryInfo::ExtractKpackBinary` asks the kpack loader for the
+/// device's ISA and then its generic target (`TargetToGeneric`), so an archive of generic code
+/// serves the GPU.
+#[test]
+fn a_generic_kpack_archive_serves_the_gpu() {
+    use crate::fixtures::{GENERIC_V1, GFX11_GENERIC};
+    let tree = Tree::new();
+    let reference = kpack_ref("lib/libblas.so", &["../.kpack/blas_lib_@GFXARCH@.kpack"]);
+    let lib = host_elf(&[
+        HostSection::rodata(".rocm_kpack_ref", &reference),
+        HostSection::rodata(".hipFatBinSegment", &wrappers(&[(HIPK, 0)])),
+    ]);
+    tree.file("lib/libblas.so", &lib);
+    let k = co(GFX11_GENERIC, GENERIC_V1, 3);
+    tree.file(
+        ".kpack/blas_lib_gfx11-generic.kpack",
+        &kpack(&[("lib/libblas.so#0", "gfx11-generic", &k[..])], false),
+    );
+    let run = gfxscan(["check", "--quiet", "--json", "--gpu", "gfx1151", &tree.root_str()]);
+    run.expect_code(0);
+    let v = &run.json()["installs"][0]["gpus"][0]["verdicts"][0];
+    assert!(v["detail"].as_str().unwrap_or("").contains("blas_lib_gfx11-generic.kpack"), "{v:#}");
+}
+
+/// Review finding: a search path that leaves the scanned root (`check /opt/rocm/lib`) is not
+/// seen, which is not missing: a WARN that says so, not a MISSING.
+#[test]
+fn kpack_archives_outside_the_root_are_not_checked_not_missing() {
+    let tree = split_install();
+    let run =
+        gfxscan(["check", "--quiet", "--json", "--gpu", "gfx1151", &tree.path("lib").to_string_lossy()]);
+    run.expect_code(0);
+    let v = &run.json()["installs"][0]["gpus"][0]["verdicts"][0];
+    assert_eq!(v["status"], "warn", "{v:#}");
+    assert!(v["detail"].as_str().unwrap_or("").contains("outside the scanned root"), "{v:#}");
+}
+
+/// Review finding: rocm-kpack `coff/zero_page.py` drops only whole pages of `.hip_fat`, so a
+/// split DLL keeps a partial page of bundle bytes; they are leftovers, not bundles to read.
+#[test]
+fn a_kpack_split_dll_keeps_no_bundles_and_no_problem() {
+    let fat = fatbin(&[hip_bundle(&[("gfx1100", &co(GFX1100, 0, 2))])]);
+    let leftover = &fat[fat.len().saturating_sub(700)..];
+    let reference = kpack_ref("bin/blas.dll", &["../.kpack/blas_lib_@GFXARCH@.kpack"]);
+    let marks = wrappers(&[(HIPK, 0)]);
+    let dll = pe_image(&[(".hip_fat", leftover), (".kpackrf", &reference), (".hipFatB", &marks)]);
+    let tree = Tree::new();
+    tree.file("bin/blas.dll", &dll);
+    let (run, snap) = tree.scan_json(&[]);
+    run.expect_code(0);
+    assert_eq!(snap["problems"], serde_json::json!([]));
+    let f =
+        snap["files"].as_array().expect("files").iter().find(|f| f["path"] == "bin/blas.dll").expect("dll");
+    assert_eq!(f["kpack_ref"]["kernel_name"], "bin/blas.dll");
+    assert_eq!(f["bundles"], 0);
 }
