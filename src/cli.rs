@@ -40,6 +40,20 @@ pub enum Command {
     Diff(DiffArgs),
     /// Print the table of GPU targets in use (built-in, or --targets FILE).
     Targets(TargetsArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    ///
+    /// For example: `gfxscan completions bash > /etc/bash_completion.d/gfxscan`.
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff), e.g. `gfxscan man > gfxscan.1 && man ./gfxscan.1`.
+    Man,
+}
+
+/// Arguments of `gfxscan completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 /// Most worker threads `-j` takes. Thousands of threads made the thread pool fail to start

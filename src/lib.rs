@@ -229,6 +229,10 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
         Command::Scan(args) => run_scan(args),
         Command::Check(args) => run_check(args),
         Command::Diff(args) => run_diff(args),
+        Command::Completions(args) => {
+            Output::Stdout.deliver(ExitStatus::Clean, |w| report::write_completions(args.shell, w))
+        }
+        Command::Man => Output::Stdout.deliver(ExitStatus::Clean, report::write_man),
         Command::Targets(args) => {
             let targets = load_targets(&args.table)?;
             Output::Stdout.deliver(ExitStatus::Clean, |w| report::write_targets(&targets, args.json, w))

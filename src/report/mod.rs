@@ -706,3 +706,17 @@ pub fn write_targets(targets: &Targets, json: bool, out: &mut dyn Write) -> anyh
     writeln!(out, "{t}")?;
     Ok(())
 }
+
+/// A completion script for `shell`, generated from the command line's own definition.
+pub fn write_completions(shell: clap_complete::Shell, out: &mut dyn Write) -> anyhow::Result<()> {
+    let mut cmd = <crate::cli::Cli as clap::CommandFactory>::command();
+    clap_complete::generate(shell, &mut cmd, "gfxscan", out);
+    Ok(())
+}
+
+/// The manual page (roff), generated from the command line's own definition.
+pub fn write_man(out: &mut dyn Write) -> anyhow::Result<()> {
+    let cmd = <crate::cli::Cli as clap::CommandFactory>::command();
+    clap_mangen::Man::new(cmd).render(out)?;
+    Ok(())
+}

@@ -183,3 +183,27 @@ fn duplicate_roots_are_scanned_once() {
         assert!(Path::new(root).join(name).exists(), "{root} + {name}");
     }
 }
+
+/// Shell completions and the man page come from the command line's own definition
+/// (clap_complete, clap_mangen), so they cannot drift from it.
+#[test]
+fn completions_and_man_page_are_generated() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let run = crate::util::gfxscan(["completions", shell]);
+        run.expect_code(0);
+        for sub in ["scan", "check", "diff", "targets"] {
+            assert!(run.stdout.contains(sub), "{shell}: no {sub}");
+        }
+    }
+    // The bash script parses.
+    let script = crate::util::gfxscan(["completions", "bash"]).stdout;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("gfxscan.bash");
+    std::fs::write(&path, script).expect("write");
+    let bash = std::process::Command::new("bash").arg("-n").arg(&path).status().expect("bash");
+    assert!(bash.success());
+    let man = crate::util::gfxscan(["man"]);
+    man.expect_code(0);
+    assert!(man.stdout.contains(".TH gfxscan 1") && man.stdout.contains("check"), "{}", man.stdout);
+    crate::util::gfxscan(["completions", "tcsh"]).expect_code(2);
+}
