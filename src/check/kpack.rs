@@ -178,7 +178,11 @@ pub fn verdict(
     let mut v = match missing.first() {
         None => judged(
             None,
-            format!("{} code is in {name} ({} code objects)", dev.processor, r.code_objects.len()),
+            format!(
+                "{} code is in {name} ({})",
+                dev.processor,
+                crate::vocab::units::count(r.code_objects.len() as u64, "code object")
+            ),
         ),
         Some(first) => judged(
             Some(&KPACK_GAP),

@@ -166,7 +166,10 @@ fn code_verdict(f: &FileRecord, display: String, dev: &DeviceTarget, targets: &T
     };
     let (gap, detail) = if lacking.is_empty() {
         let what = if f.bundles > 0 {
-            format!("all {} bundles have code for it", f.bundles)
+            match f.bundles {
+                1 => "its bundle has code for it".to_string(),
+                n => format!("all {} bundles have code for it", crate::vocab::units::thousands(n)),
+            }
         } else {
             "has code for it".into()
         };

@@ -488,14 +488,14 @@ const DIFF_MARKDOWN: DiffStyle = DiffStyle { h: "### ", li: "- ", md: true };
 fn write_diff_sides(d: &SnapshotDiff, st: DiffStyle, out: &mut dyn Write) -> io::Result<()> {
     let side = |s: &crate::diff::Side| {
         format!(
-            "{} ({}, {} files, {} code objects)",
+            "{} ({}, {}, {})",
             s.roots.join(", "),
             match s.source {
                 crate::diff::SideSource::Scan => "scan",
                 crate::diff::SideSource::Snapshot => "snapshot",
             },
-            thousands(s.files),
-            thousands(s.code_objects)
+            crate::vocab::units::count(s.files, "file"),
+            crate::vocab::units::count(s.code_objects, "code object")
         )
     };
     writeln!(out, "gfxscan diff · {} → {}", side(&d.old), side(&d.new))?;

@@ -16,6 +16,12 @@ pub fn human_bytes(n: u64) -> String {
     }
 }
 
+/// A count with its noun, in the singular for one (`1 file`, `1,024 files`); `noun` is the
+/// singular and takes an `s`.
+pub fn count(n: u64, noun: &str) -> String {
+    format!("{} {noun}{}", thousands(n), if n == 1 { "" } else { "s" })
+}
+
 /// `1234567` → `1,234,567`.
 pub fn thousands(n: u64) -> String {
     let s = n.to_string();
@@ -39,5 +45,13 @@ mod tests {
         assert_eq!(thousands(1234567), "1,234,567");
         assert_eq!(human_bytes(1023), "1023 B");
         assert_eq!(human_bytes(1536), "1.5 KiB");
+    }
+
+    /// The small things of the "answer at a glance" issue: `all 1 bundles`, `1 files`.
+    #[test]
+    fn counts_take_the_singular_for_one() {
+        assert_eq!(count(1, "file"), "1 file");
+        assert_eq!(count(0, "file"), "0 files");
+        assert_eq!(count(1234, "code object"), "1,234 code objects");
     }
 }
