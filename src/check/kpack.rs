@@ -138,15 +138,13 @@ pub fn verdict(
     let Some((archive, target)) = chosen else {
         if outside {
             // The archives may lie above the scanned root: not seen is not missing.
-            let mut v = judged(
+            return judged(
                 Some(&KPACK_OUTSIDE),
                 format!("device code split out to kpack archives outside the scanned root ({}): not checked; scan the install's root", r.search_paths.join(", ")),
             );
-            v.available = Vec::new();
-            return v;
         }
         let looked =
-            if tried.is_empty() { "no search path under the root".to_string() } else { tried.join(", ") };
+            if tried.is_empty() { "its reference names no archive".to_string() } else { tried.join(", ") };
         let mut v = judged(
             Some(&KPACK_GAP),
             format!(

@@ -14,6 +14,7 @@ use crate::parse::offload::{
 };
 use crate::parse::pe::parse_pe;
 use crate::parse::{ByteSource, ParseError, Slice, StreamSource};
+use crate::source::origin::budget_for;
 use crate::vocab::codec::Codec;
 use crate::vocab::targets::Targets;
 
@@ -29,17 +30,11 @@ pub struct Collector<'t> {
     pub problems: Vec<String>,
     pub bundles: u64,
     pub kpack_ref: Option<KpackRef>,
-    /// Bytes this item may still walk or inflate in OffloadBinary regions: sections may overlap
-    /// and compressed binaries may claim any size, so the work per file is bounded.
+    /// Bytes this item may still walk or inflate in OffloadBinaries and kpack frames: sections
+    /// may overlap and compressed data may claim any size, so the work per file is bounded.
     work: u64,
     /// OffloadBinary regions already read (file offset, length).
     regions: Vec<(u64, u64)>,
-}
-
-/// How much OffloadBinary work one file may cost: 200 times its size, at least 4 GiB (as an
-/// archive's inflation budget).
-fn work_for(size: u64) -> u64 {
-    size.saturating_mul(200).max(4 << 30)
 }
 
 /// Where a code object sits, beyond its container: its bundle (with the bundle's file offset
@@ -58,7 +53,8 @@ impl<'t> Collector<'t> {
             problems: Vec::new(),
             bundles: 0,
             kpack_ref: None,
-            work: work_for(size),
+            // As much as an archive of its size may inflate.
+            work: budget_for(size),
             regions: Vec::new(),
         }
     }
@@ -159,12 +155,12 @@ impl<'t> Collector<'t> {
     /// sections, and the kpack reference of a split library.
     pub fn host_elf(&mut self, src: &dyn ByteSource) {
         match parse_host_elf(src) {
-            Ok(facts) => self.host_facts(src, &facts),
+            Ok(facts) => self.host_facts(src, facts),
             Err(e) => self.problems.push(e.to_string()),
         }
     }
 
-    fn host_facts(&mut self, src: &dyn ByteSource, facts: &HostFacts) {
+    fn host_facts(&mut self, src: &dyn ByteSource, facts: HostFacts) {
         if let Some((base, found)) = &facts.fatbin {
             self.bundles(*base, found, ".hip_fatbin: ");
         }
@@ -187,7 +183,7 @@ impl<'t> Collector<'t> {
                 self.offloading(src, *base, found, ".llvm.offloading: ");
             }
         }
-        self.kpack_marks(facts.kpack.clone());
+        self.kpack_marks(facts.kpack);
     }
 
     fn kpack_marks(
@@ -279,6 +275,11 @@ impl<'t> Collector<'t> {
             Err(e) => return self.problems.push(format!("kpack archive: {e}")),
         };
         for k in &archive.kernels {
+            if archive.compression == KpackCompression::ZstdPerKernel
+                && !self.spend(frame_limit(k), &format!("kpack kernel {}", k.binary))
+            {
+                break;
+            }
             let read = match archive.compression {
                 KpackCompression::None => parse_code_object(&Slice::new(src, k.offset, k.size), Some(k.size))
                     .map(|co| (co, k.offset)),
@@ -295,7 +296,7 @@ impl<'t> Collector<'t> {
 
     /// A zstd-framed kpack kernel, inflated (up to its recorded size) and parsed.
     fn kpack_frame(&self, src: &dyn ByteSource, k: &KpackKernel) -> Result<(CodeObject, u64), ParseError> {
-        let declared = k.original_size.unwrap_or(MAX_KPACK_KERNEL).min(MAX_KPACK_KERNEL);
+        let declared = frame_limit(k);
         let frame = Slice::new(src, k.offset, k.size);
         let stream = StreamSource::new(&frame, 0, k.size, inflater(Codec::Zstd)?, declared);
         let co = parse_code_object(&stream, k.original_size)?;
@@ -328,13 +329,18 @@ impl<'t> Collector<'t> {
             }
         }
         for s in pe.offloading().filter(|s| s.size > 0 && inside(s.offset, s.size)) {
-            if !self.first_visit(s.offset, s.size) || !self.spend(s.size, &s.name) {
+            if !self.first_visit(s.offset, s.size) {
                 continue;
             }
             let found = parse_offload_binaries(&Slice::new(src, s.offset, s.size));
             self.offloading(src, s.offset, &found, ".llvm.offloading: ");
         }
     }
+}
+
+/// The most a kpack kernel's zstd frame is inflated to: its recorded size, capped.
+fn frame_limit(k: &KpackKernel) -> u64 {
+    k.original_size.unwrap_or(MAX_KPACK_KERNEL).min(MAX_KPACK_KERNEL)
 }
 
 /// An AMDGPU code-object image: an object image for an `amdgcn` triple or a `gfx` arch.
