@@ -1,53 +1,91 @@
 #!/usr/bin/env bash
-# Rebuilds sample/: a small real ROCm-like install (about 6 MB) taken file for file from
-# ../shared/corpus/files, so that `gfxscan scan sample` shows real output on any machine.
-# Every file is copied byte for byte; sample/PROVENANCE.tsv records source path and sha256.
+# Builds /work/main/sample from real files (byte for byte). Not part of the repo.
 set -euo pipefail
-here=$(cd "$(dirname "$0")/.." && pwd)
-src=${1:-$here/../shared/corpus/files}
-out=$here/sample
-rm -rf "$out"
-mkdir -p "$out"
-printf 'sample_path\tcorpus_path\tbytes\tsha256\n' > "$out/PROVENANCE.tsv"
-put() { # put CORPUS_PATH SAMPLE_PATH
+out=/work/main/sample
+C1=/work/shared/corpus/files     # shared corpus root
+C2=$HOME/gfxscan-corpus          # Debian tree root (deb/<suite>/<pkg>_<ver>/...)
+rm -rf "$out"; mkdir -p "$out"
+P="$out/PROVENANCE.tsv"
+printf 'sample_path\tcorpus_path\tbytes\tsha256\tnote\n' > "$P"
+src_of() { if [ -f "$C1/$1" ]; then echo "$C1/$1"; elif [ -f "$C2/$1" ]; then echo "$C2/$1"; else echo "missing: $1" >&2; exit 1; fi; }
+put() { # put CORPUS_PATH SAMPLE_PATH NOTE
+  local s; s=$(src_of "$1")
   mkdir -p "$(dirname "$out/$2")"
-  cp "$src/$1" "$out/$2"
-  printf '%s\t%s\t%s\t%s\n' "$2" "$1" "$(stat -c %s "$src/$1")" "$(sha256sum "$src/$1" | cut -d' ' -f1)" >> "$out/PROVENANCE.tsv"
+  cp "$s" "$out/$2"
+  cmp -s "$s" "$out/$2"
+  printf '%s\t%s\t%s\t%s\t%s\n' "$2" "$1" "$(stat -c %s "$s")" "$(sha256sum "$s" | cut -d' ' -f1)" "$3" >> "$P"
 }
-rb=github/rocmlibs/rocblas-gfx1032/library
-hb="github/rocmlibs/hipblaslt-gfx110x/hipblaslt-rocmlibs-for-gfx1100-gfx1101-gfx1102-gfx1103-gfx1150-for hip6.2/library"
-fw=deb/trixie/firmware-amd-graphics_20250410-2/usr/lib/firmware/amdgpu
+link() { # link CORPUS_PATH SAMPLE_PATH TARGET NOTE
+  local t; t=$(readlink "$C2/$1" 2>/dev/null || true)
+  [ -z "$t" ] || [ "$t" = "$3" ] || { echo "link target mismatch for $1: $t vs $3" >&2; exit 1; }
+  mkdir -p "$(dirname "$out/$2")"
+  ln -s "$3" "$out/$2"
+  printf '%s\t%s\t%s\t%s\t%s\n' "$2" "$1" 0 "symlink->$3" "$4" >> "$P"
+}
+L=usr/lib/x86_64-linux-gnu
+# --- HSA runtime (raw embedded blit kernels + trap handlers) -----------------------------
+hsa=deb/trixie/libhsa-runtime64-1_6.1.2-3/$L
+put "$hsa/libhsa-runtime64.so.1.13.0" opt/rocm/lib/libhsa-runtime64.so.1.13.0 \
+  "Debian trixie libhsa-runtime64-1 6.1.2-3 (ROCr, ROCm 6.1.2); embedded blit kernels and trap handlers; kept instead of sid's 6.4.3 build (libhsa-runtime64.so.1.15.0, 4.36 MB) for the 10 MB budget"
+link "$hsa/libhsa-runtime64.so.1" opt/rocm/lib/libhsa-runtime64.so.1 libhsa-runtime64.so.1.13.0 \
+  "symlink, as shipped in libhsa-runtime64-1 6.1.2-3"
+# --- rocBLAS 4.4.1 Tensile library (lazy loading), subset for gfx900, gfx1030, gfx1100 -----
+rb=deb/sid/librocblas4_6.4.4-4/$L/rocblas/4.4.1/library
+rbn="Debian sid librocblas4 6.4.4-4 (rocBLAS 4.4.1, ROCm 6.4), subset of its 1,349-file Tensile library dir"
+for a in gfx900 gfx1030 gfx1100; do
+  put "$rb/TensileLibrary_lazy_$a.dat" "opt/rocm/lib/rocblas/library/TensileLibrary_lazy_$a.dat" "$rbn; lazy-loading index for $a"
+done
+for k in DD SS; do
+  f=TensileLibrary_Type_${k}_Contraction_l_Ailk_Bjlk_Cijk_Dijk_fallback
+  put "$rb/$f.dat" "opt/rocm/lib/rocblas/library/$f.dat" "$rbn; fallback solution index (all archs)"
+  for a in gfx900 gfx1030 gfx1100; do
+    put "$rb/${f}_$a.hsaco" "opt/rocm/lib/rocblas/library/${f}_$a.hsaco" "$rbn; fallback kernels for $a (source kernels, CO v5)"
+  done
+done
+for f in TensileLibrary_Type_ZZ_Contraction_l_Ailk_Bjlk_Cijk_Dijk_gfx900.dat \
+         TensileLibrary_Type_ZZ_Contraction_l_Ailk_Bjlk_Cijk_Dijk_gfx900.co \
+         TensileLibrary_Type_DD_Contraction_l_Ailk_Bjlk_Cijk_Dijk_gfx900.dat \
+         TensileLibrary_Type_DD_Contraction_l_Ailk_Bjlk_Cijk_Dijk_gfx900.hsaco; do
+  put "$rb/$f" "opt/rocm/lib/rocblas/library/$f" "$rbn; gfx900-only solutions (the smallest non-fallback set; gfx1030/gfx1100 ones are 5-17 MB each)"
+done
+# --- hipBLASLt 7.1 (TensileLite) library: gfx1100 subset -----------------------------------
+hb=deb/sid/libhipblaslt1_7.1.1+dfsg-4/$L/hipblaslt/library
+hbn="Debian sid libhipblaslt1 7.1.1+dfsg-4 (hipBLASLt, ROCm 6.4/7.1 era), subset of its 1,467-file library dir"
+put "$hb/hipblasltTransform.hsaco" opt/rocm/lib/hipblaslt/library/hipblasltTransform.hsaco "$hbn; plain offload bundle, gfx908 only in this build"
+put "$hb/TensileLiteLibrary_lazy_Mapping.dat" opt/rocm/lib/hipblaslt/library/TensileLiteLibrary_lazy_Mapping.dat "$hbn; TensileLite mapping index"
+put "$hb/TensileLibrary_lazy_gfx1100.dat" opt/rocm/lib/hipblaslt/library/TensileLibrary_lazy_gfx1100.dat "$hbn; lazy-loading index for gfx1100"
+put "$hb/hipblasltExtOpLibrary.dat" opt/rocm/lib/hipblaslt/library/hipblasltExtOpLibrary.dat "$hbn; ExtOp index"
+put "$hb/extop_gfx1100.co" opt/rocm/lib/hipblaslt/library/extop_gfx1100.co "$hbn; ExtOp kernels for gfx1100"
+for e in dat co; do
+  f=TensileLibrary_DD_DD_UA_Type_DD_Contraction_l_Ailk_Bjlk_Cijk_Dijk_gfx1100.$e
+  put "$hb/$f" "opt/rocm/lib/hipblaslt/library/$f" "$hbn; DD solutions for gfx1100 (.co is CCOB v2 + zstd)"
+done
+# --- MIOpen databases ---------------------------------------------------------------------
+md=github/miopen/develop-2024-10-24/share/miopen/db
+mn="MIOpen develop snapshot 2024-10-24, installed share/miopen/db (Debian's libmiopen1 6.4.3 ships no DB)"
+put "$md/gfx1030_36.db" opt/rocm/share/miopen/db/gfx1030_36.db "$mn; SQLite perf DB, gfx1030 36 CUs"
+put "$md/gfx900_56.OpenCL.fdb.txt" opt/rocm/share/miopen/db/gfx900_56.OpenCL.fdb.txt "$mn; text find-DB, gfx900 56 CUs"
+put "$md/gfx942_metadata.tn.model" opt/rocm/share/miopen/db/gfx942_metadata.tn.model "$mn; tuning model (gfx942; kept from the previous sample, no gfx900/1030/1100 model exists)"
+# --- device-library bitcode (a handful of ISAs) -------------------------------------------
 dl=deb/trixie/rocm-device-libs-17_6.0+git20231212.5a852ed-2/usr/lib/llvm-17/lib/clang/17/amdgcn/bitcode
-# Runtime with raw embedded code objects (36 V4 blit kernels + 3 V2 trap handlers).
-put deb/trixie/libhsa-runtime64-1_6.1.2-3/usr/lib/x86_64-linux-gnu/libhsa-runtime64.so.1.13.0 opt/rocm/lib/libhsa-runtime64.so.1.13.0
-# A .hsaco that is really a plain offload bundle (5 targets).
-put "$hb/hipblasltTransform.hsaco" opt/rocm/lib/hipblaslt/library/hipblasltTransform.hsaco
-put "$hb/TensileLibrary_lazy_gfx1100.dat" opt/rocm/lib/hipblaslt/library/TensileLibrary_lazy_gfx1100.dat
-# A lazy-loading rocBLAS library dir for gfx1032 (index, manifest, a V4 .co, V5 .hsaco).
-for f in TensileLibrary_lazy_gfx1032.dat TensileManifest.txt Kernels.so-000-gfx1032.hsaco \
-         TensileLibrary_Type_HH_HPA_Contraction_l_Ailk_Bjlk_Cijk_Dijk_gfx1032.co \
-         TensileLibrary_Type_SS_Contraction_l_Ailk_Bjlk_Cijk_Dijk_fallback.dat \
-         TensileLibrary_Type_SS_Contraction_l_Ailk_Bjlk_Cijk_Dijk_fallback_gfx1032.hsaco \
-         TensileLibrary_Type_DD_Contraction_l_Ailk_Bjlk_Cijk_Dijk_fallback.dat \
-         TensileLibrary_Type_DD_Contraction_l_Ailk_Bjlk_Cijk_Dijk_fallback_gfx1032.hsaco; do
-  put "$rb/$f" "opt/rocm/lib/rocblas/library/$f"
+for v in 900 906 942 1030 1032 1100 1101; do
+  put "$dl/oclc_isa_version_$v.bc" "opt/rocm/amdgcn/bitcode/oclc_isa_version_$v.bc" "Debian trixie rocm-device-libs-17 6.0+git20231212.5a852ed-2; per-ISA device-library bitcode"
 done
-# MIOpen: a text find-DB and a tuning model.
-put github/miopen/develop-2024-10-24/share/miopen/db/gfx900_56.OpenCL.fdb.txt opt/rocm/share/miopen/db/gfx900_56.OpenCL.fdb.txt
-put github/miopen/develop-2024-10-24/share/miopen/db/gfx942_metadata.tn.model opt/rocm/share/miopen/db/gfx942_metadata.tn.model
-# Device-library bitcode, one file per ISA.
-for f in "$src/$dl"/oclc_isa_version_*.bc; do
-  put "$dl/$(basename "$f")" "opt/rocm/amdgcn/bitcode/$(basename "$f")"
+# --- a Python extension with a compressed .hip_fatbin -------------------------------------
+put whl/jax_rocm7_plugin-0.12.0/jax_rocm7_plugin/_prng.so venv/lib/python3.12/site-packages/jax_rocm7_plugin/_prng.so \
+  "PyPI wheel jax_rocm7_plugin 0.12.0; .hip_fatbin CCOB v3 + zstd, 27 targets incl. gfx900/gfx1030/gfx1100"
+# --- firmware (Debian firmware-amd-graphics 20250410-2) -----------------------------------
+fw=deb/trixie/firmware-amd-graphics_20250410-2/usr/lib/firmware/amdgpu
+fn="Debian trixie firmware-amd-graphics 20250410-2"
+for f in vega10_ce.bin vega10_me.bin vega10_mec.bin vega10_pfp.bin vega10_rlc.bin vega10_sdma.bin vega10_sdma1.bin vega10_gpu_info.bin; do
+  put "$fw/$f" "lib/firmware/amdgpu/$f" "$fn; Vega 10 = gfx900"
 done
-# A Python extension with a compressed (CCOB v3, zstd) .hip_fatbin for 27 targets.
-put whl/jax_rocm7_plugin-0.12.0/jax_rocm7_plugin/_prng.so venv/lib/python3.12/site-packages/jax_rocm7_plugin/_prng.so
-# Firmware: Vega 10 (gfx900) and GC 11.0.0 (gfx1100) blobs.
-for f in vega10_ce.bin vega10_me.bin vega10_mec.bin vega10_pfp.bin vega10_rlc.bin vega10_sdma.bin vega10_sdma1.bin \
-         vega10_gpu_info.bin gc_11_0_0_imu.bin gc_11_0_0_rlc.bin gc_11_0_0_pfp.bin; do
-  [ -f "$src/$fw/$f" ] && put "$fw/$f" "lib/firmware/amdgpu/$f"
+link "$fw/vega10_mec2.bin" lib/firmware/amdgpu/vega10_mec2.bin vega10_mec.bin "$fn; symlink, as shipped in the package"
+for f in sienna_cichlid_ce.bin sienna_cichlid_me.bin sienna_cichlid_mec.bin sienna_cichlid_pfp.bin sienna_cichlid_rlc.bin sienna_cichlid_sdma.bin; do
+  put "$fw/$f" "lib/firmware/amdgpu/$f" "$fn; Sienna Cichlid = gfx1030 (graphics/compute/SDMA ucode subset)"
 done
-# The package ships vega10_mec2.bin as a link to vega10_mec.bin (the corpus stores it as a
-# small file naming its target; MANIFEST.tsv says "symlink->vega10_mec.bin").
-ln -s vega10_mec.bin "$out/lib/firmware/amdgpu/vega10_mec2.bin"
-printf '%s\t%s\t%s\t%s\n' lib/firmware/amdgpu/vega10_mec2.bin "$fw/vega10_mec2.bin" 0 "symlink->vega10_mec.bin" >> "$out/PROVENANCE.tsv"
-echo "sample rebuilt: $(du -sh "$out" | cut -f1), $(($(wc -l < "$out/PROVENANCE.tsv") - 1)) files"
+link "$fw/sienna_cichlid_mec2.bin" lib/firmware/amdgpu/sienna_cichlid_mec2.bin sienna_cichlid_mec.bin "$fn; symlink, as shipped in the package"
+for f in gc_11_0_0_imu.bin gc_11_0_0_pfp.bin gc_11_0_0_rlc.bin; do
+  put "$fw/$f" "lib/firmware/amdgpu/$f" "$fn; GC 11.0.0 = gfx1100 (subset)"
+done
+echo "sample rebuilt: $(du -sb "$out" | cut -f1) bytes, $(($(wc -l < "$P") - 1)) rows"

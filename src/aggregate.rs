@@ -9,8 +9,8 @@ use std::path::{Component, Path};
 use crate::families::{self, cataloger};
 use crate::inspect::{Found, LinkSeen};
 use crate::model::{
-    ArchiveRecord, FileRecord, LinkRecord, Mismatch, Problem, RelPath, Snapshot, Summary, TargetCounts, Tool,
-    SCHEMA_VERSION,
+    ArchiveRecord, FileRecord, IndexMap, LinkRecord, Mismatch, Problem, RelPath, Snapshot, Summary,
+    TargetCounts, TargetMap, Tool, SCHEMA_VERSION,
 };
 use crate::vocab::targets::Targets;
 
@@ -80,16 +80,23 @@ pub fn snapshot(tally: Tally, roots: Vec<String>, targets: &Targets) -> Snapshot
         tool: Tool::current(),
         roots,
         summary,
-        targets: summarize_targets(&files),
+        targets: in_natural_order(summarize_targets(&files), targets),
         mismatches: mismatches(&files, &links),
-        families: families_table(&files),
+        families: families_table(&files, targets),
         files,
         problems,
         links,
         filtered_to: None,
-        via_generic: BTreeMap::new(),
+        via_generic: TargetMap::new(),
         archives,
     }
+}
+
+/// A map keyed by processor, in the natural target order.
+pub fn in_natural_order<V>(m: BTreeMap<String, V>, targets: &Targets) -> TargetMap<V> {
+    let mut out: TargetMap<V> = m.into_iter().collect();
+    out.sort_by(|a, _, b, _| targets.cmp(a, b));
+    out
 }
 
 /// Code objects, kernels, bytes and files per processor.
@@ -113,7 +120,7 @@ pub fn summarize_targets(files: &[FileRecord]) -> BTreeMap<String, TargetCounts>
 
 /// Per row of the families table (`families::FAMILY_ROWS`), per target: how much the tree
 /// holds — code objects outside any family, and what each family's cataloger counts.
-pub fn families_table(files: &[FileRecord]) -> BTreeMap<String, BTreeMap<String, u64>> {
+pub fn families_table(files: &[FileRecord], targets: &Targets) -> IndexMap<String, TargetMap<u64>> {
     let mut t: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
     let mut add = |row: &str, target: &str, n: u64| {
         if n > 0 {
@@ -121,8 +128,8 @@ pub fn families_table(files: &[FileRecord]) -> BTreeMap<String, BTreeMap<String,
         }
     };
     for f in files {
-        if let Some(row) = families::code_row(f) {
-            for c in &f.code_objects {
+        for c in &f.code_objects {
+            if let Some(row) = families::code_row(f, c) {
                 add(row, &c.processor, 1);
             }
         }
@@ -132,7 +139,11 @@ pub fn families_table(files: &[FileRecord]) -> BTreeMap<String, BTreeMap<String,
             add(row, &target, n);
         }
     }
-    t
+    // Rows in display order, targets in the natural order.
+    families::FAMILY_ROWS
+        .iter()
+        .filter_map(|row| Some((row.key.to_string(), in_natural_order(t.remove(row.key)?, targets))))
+        .collect()
 }
 
 /// Joins a link's target to the folder holding the link, resolving `.` and `..` lexically.

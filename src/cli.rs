@@ -10,6 +10,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Colour statuses and changes: auto colours a terminal unless NO_COLOR is set or TERM is
+    /// dumb.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
 }
 
 /// Subcommands.
@@ -80,8 +84,34 @@ pub enum OutputFormat {
     Json,
     /// Markdown table, to paste into an issue.
     Markdown,
-    /// Comma-separated values, one row per target.
+    /// Comma-separated values, one row per target (per library with `--by library`).
     Csv,
+    /// One self-contained HTML page with bar charts per layer, to look at or share.
+    Html,
+}
+
+/// Which table `scan` shows (`--by`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum View {
+    /// Targets down, the install's layers across (the default).
+    #[default]
+    Target,
+    /// Libraries down, targets across: which library lacks which target.
+    Library,
+    /// Layers down, targets across.
+    Layer,
+}
+
+/// When to colour (`--color`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum ColorChoice {
+    /// Colour a terminal, unless NO_COLOR is set or TERM is dumb.
+    #[default]
+    Auto,
+    /// Always colour, even into a pipe or a file.
+    Always,
+    /// Never colour.
+    Never,
 }
 
 /// Output formats of `check` and `diff` (no CSV: their results are not one table).
@@ -93,6 +123,8 @@ pub enum ReportFormat {
     Json,
     /// Markdown, to paste into an issue.
     Markdown,
+    /// One self-contained HTML page, to look at or share.
+    Html,
 }
 
 impl From<ReportFormat> for OutputFormat {
@@ -101,6 +133,7 @@ impl From<ReportFormat> for OutputFormat {
             ReportFormat::Table => OutputFormat::Table,
             ReportFormat::Json => OutputFormat::Json,
             ReportFormat::Markdown => OutputFormat::Markdown,
+            ReportFormat::Html => OutputFormat::Html,
         }
     }
 }
@@ -148,12 +181,20 @@ pub struct ScanArgs {
     /// Short for --format json.
     #[arg(long, conflicts_with = "format")]
     pub json: bool,
-    /// Show only these targets, side by side (comma-separated, e.g. gfx900,gfx1030,gfx1100).
+    /// Show only these targets, in this order (comma-separated, e.g. gfx900,gfx1030,gfx1100).
     #[arg(long, value_delimiter = ',', value_name = "TARGETS")]
     pub only: Vec<String>,
-    /// Compare targets across artifact families: one table, families by targets (default: the
-    /// targets present). Put ROOTs first or after `--`: `scan /opt/rocm --compare gfx900,gfx1100`.
-    #[arg(long, value_delimiter = ',', num_args = 0..=1, value_name = "TARGETS")]
+    /// The table to show: targets down and layers across, libraries down and targets across
+    /// (which library lacks which target), or layers down and targets across.
+    #[arg(long, value_enum, default_value_t = View::Target)]
+    pub by: View,
+    /// Every row and column (kernels, bytes, files; targets with only the runtime's own code),
+    /// whatever the width.
+    #[arg(long)]
+    pub wide: bool,
+    /// Short for `--by layer --only TARGETS` (default: every target present). Put ROOTs first
+    /// or after `--`: `scan /opt/rocm --compare gfx900,gfx1100`.
+    #[arg(long, value_delimiter = ',', num_args = 0..=1, value_name = "TARGETS", conflicts_with_all = ["by", "only"])]
     pub compare: Option<Vec<String>>,
 }
 
@@ -190,6 +231,13 @@ pub struct DiffArgs {
     /// Exit 1 when any target lost coverage in any library.
     #[arg(long)]
     pub fail_on_loss: bool,
+    /// Compare only these targets (comma-separated, e.g. gfx900,gfx1030,gfx1100).
+    #[arg(long, value_delimiter = ',', value_name = "TARGETS")]
+    pub only: Vec<String>,
+    /// Every detail: each file added, removed or changed, and every library's code objects
+    /// (without it, lists stop after a few with "and N more").
+    #[arg(short, long)]
+    pub verbose: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
     pub format: ReportFormat,

@@ -363,9 +363,53 @@ pub struct SnapshotDiff {
     pub files_added: Vec<FileOnly>,
     pub files_removed: Vec<FileOnly>,
     pub files_changed: Vec<FileChange>,
+    /// `diff --only`: the targets this diff was cut to; absent when it covers every target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub only: Option<Vec<String>>,
+}
+
+/// The processor of a target ID (`gfx90a:xnack+` → `gfx90a`).
+fn processor(target_id: &str) -> &str {
+    target_id.split(':').next().unwrap_or(target_id)
 }
 
 impl SnapshotDiff {
+    /// Cuts the diff to what concerns `only` (by processor; a generic target counts for the
+    /// targets it serves): losses, gains, target-ID changes, counts and files of other targets
+    /// go, and the outcome is judged again on what is left. Per-library code-object totals are
+    /// not per target and stay.
+    pub fn restrict(&mut self, only: &[String], targets: &Targets) {
+        if only.is_empty() {
+            return;
+        }
+        let keep = |t: &str| {
+            let p = processor(t);
+            only.iter().any(|o| o == p || targets.by_name(o).and_then(|x| x.generic.as_deref()) == Some(p))
+        };
+        for list in [&mut self.losses, &mut self.gains] {
+            for c in list.iter_mut() {
+                c.targets.retain(|t| keep(t));
+                c.via_generic.retain(|t, _| keep(t));
+            }
+            list.retain(|c| !c.targets.is_empty());
+        }
+        self.target_id_changes.retain(|c| keep(&c.processor));
+        self.counts.retain(|c| keep(&c.target));
+        let touches = |ts: &[String]| ts.iter().any(|t| keep(t));
+        self.files_added.retain(|f| touches(&f.targets));
+        self.files_removed.retain(|f| touches(&f.targets));
+        self.files_changed.retain(|f| touches(&f.old_targets) || touches(&f.new_targets));
+        self.only = Some(only.to_vec());
+        if self.outcome != DiffOutcome::Incomplete {
+            self.outcome = if !self.losses.is_empty() {
+                DiffOutcome::Loss
+            } else if self.is_empty() {
+                DiffOutcome::Same
+            } else {
+                DiffOutcome::Changed
+            };
+        }
+    }
     /// True when nothing differs.
     pub fn is_empty(&self) -> bool {
         self.losses.is_empty()
@@ -506,7 +550,7 @@ pub fn diff(
         counts: count_changes(old, new, compared.as_ref(), targets),
         compared_targets: compared.map(|o| {
             let mut v: Vec<String> = o.into_iter().collect();
-            v.sort_by_key(|k| (targets.rank(k), k.clone()));
+            targets.sort(&mut v);
             v
         }),
         losses,
@@ -516,7 +560,11 @@ pub fn diff(
         files_added: files.added,
         files_removed: files.removed,
         files_changed: files.changed,
+        only: None,
     };
+    for c in d.losses.iter_mut().chain(d.gains.iter_mut()) {
+        targets.sort(&mut c.targets);
+    }
     d.outcome = if !old.problems.is_empty() || !new.problems.is_empty() {
         DiffOutcome::Incomplete
     } else if !d.losses.is_empty() {
@@ -544,7 +592,7 @@ fn count_changes(
     };
     let (to, tn) = (table(old), table(new));
     let families: Vec<&String> = to.keys().chain(tn.keys()).collect::<BTreeSet<_>>().into_iter().collect();
-    let get = |t: &BTreeMap<String, BTreeMap<String, u64>>, f: &str, k: &str| {
+    let get = |t: &crate::model::IndexMap<String, crate::model::TargetMap<u64>>, f: &str, k: &str| {
         t.get(f).and_then(|m| m.get(k)).copied().unwrap_or(0)
     };
     let mut changed_targets: Vec<String> = families
@@ -556,7 +604,7 @@ fn count_changes(
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    changed_targets.sort_by_key(|k| (targets.rank(k), k.clone()));
+    targets.sort(&mut changed_targets);
     let mut counts = Vec::new();
     for t in &changed_targets {
         for fam in &families {

@@ -80,21 +80,30 @@ fn known_targets(flag: &str, names: &[String], targets: &Targets) -> anyhow::Res
     Ok(())
 }
 
-fn run_scan(args: ScanArgs) -> anyhow::Result<ExitStatus> {
+/// How the report meets its reader: colour and width for standard output, plain for a file.
+fn style_for(color: cli::ColorChoice, output: Option<&std::path::Path>) -> report::Style {
+    let to_stdout = output.is_none_or(|p| p.as_os_str() == "-");
+    report::Style::detect(color, to_stdout, |k| std::env::var(k).ok())
+}
+
+fn run_scan(args: ScanArgs, color: cli::ColorChoice) -> anyhow::Result<ExitStatus> {
     let targets = load_targets(&args.opts.table)?;
     known_targets("--only", &args.only, &targets)?;
     known_targets("--compare", args.compare.as_deref().unwrap_or_default(), &targets)?;
     let out = Output::open(args.opts.output.as_deref())?;
+    let style = style_for(color, args.opts.output.as_deref());
     let snap = scan_for(&args.opts, &targets)?;
     let format = if args.json { OutputFormat::Json } else { args.format };
     let status = if snap.problems.is_empty() { ExitStatus::Clean } else { ExitStatus::Problems };
-    out.deliver(status, |w| match &args.compare {
-        Some(chosen) => report::write_compare(&snap, &targets, chosen, format, w),
-        None => report::write_scan(&snap, &targets, &args.only, format, w),
-    })
+    let view = match &args.compare {
+        Some(chosen) => report::ScanView { view: cli::View::Layer, only: chosen.clone(), wide: args.wide },
+        None => report::ScanView { view: args.by, only: args.only.clone(), wide: args.wide },
+    };
+    let matrix = check::matrix::library_matrix(&snap, &targets);
+    out.deliver(status, |w| report::write_scan(&snap, &targets, &matrix, &view, format, style, w))
 }
 
-fn run_check(args: CheckArgs) -> anyhow::Result<ExitStatus> {
+fn run_check(args: CheckArgs, color: cli::ColorChoice) -> anyhow::Result<ExitStatus> {
     let targets = load_targets(&args.opts.table)?;
     let env = check::devices::Env::from_process();
     let found = if args.gpus.is_empty() {
@@ -133,7 +142,8 @@ fn run_check(args: CheckArgs) -> anyhow::Result<ExitStatus> {
     let libpaths = pending.into_iter().map(|p| p.place_in(&roots)).collect();
     let result = check::check(&snap, &found, &targets, check::CheckOptions { not_checked, libpaths });
     let format = if args.json { OutputFormat::Json } else { args.format.into() };
-    out.deliver(result.exit_status(), |w| report::write_check(&result, format, w))
+    let style = style_for(color, args.opts.output.as_deref());
+    out.deliver(result.exit_status(), |w| report::write_check(&result, &targets, format, style, w))
 }
 
 /// A Tensile folder named by the environment, before the scan places it among the roots.
@@ -187,8 +197,9 @@ fn with_libpaths(
     Ok((roots, pending))
 }
 
-fn run_diff(args: DiffArgs) -> anyhow::Result<ExitStatus> {
+fn run_diff(args: DiffArgs, color: cli::ColorChoice) -> anyhow::Result<ExitStatus> {
     let targets = load_targets(&args.table)?;
+    known_targets("--only", &args.only, &targets)?;
     let out = Output::open(args.output.as_deref())?;
     let opts = |p: &std::path::Path| ScanOpts {
         roots: vec![p.to_path_buf()],
@@ -218,17 +229,21 @@ fn run_diff(args: DiffArgs) -> anyhow::Result<ExitStatus> {
     };
     let (old, so) = side(&args.old, old_snap)?;
     let (new, sn) = side(&args.new, new_snap)?;
-    let d = diff::diff(&old, &new, (so, sn), &targets);
+    let mut d = diff::diff(&old, &new, (so, sn), &targets);
+    d.restrict(&args.only, &targets);
     let format = if args.json { OutputFormat::Json } else { args.format.into() };
-    out.deliver(d.exit_status(args.fail_on_loss), |w| report::write_diff(&d, format, w))
+    let style = style_for(color, args.output.as_deref());
+    out.deliver(d.exit_status(args.fail_on_loss), |w| {
+        report::write_diff(&d, &targets, format, args.verbose, style, w)
+    })
 }
 
 /// Runs one command line.
 pub fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
     match cli.command {
-        Command::Scan(args) => run_scan(args),
-        Command::Check(args) => run_check(args),
-        Command::Diff(args) => run_diff(args),
+        Command::Scan(args) => run_scan(args, cli.color),
+        Command::Check(args) => run_check(args, cli.color),
+        Command::Diff(args) => run_diff(args, cli.color),
         Command::Completions(args) => {
             Output::Stdout.deliver(ExitStatus::Clean, |w| report::write_completions(args.shell, w))
         }

@@ -5,6 +5,8 @@
 //! on time or thread count, so the same tree always gives byte-identical JSON.
 
 use std::collections::BTreeMap;
+
+pub use indexmap::IndexMap;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 
@@ -444,6 +446,10 @@ pub struct Mismatch {
     pub via_link: Option<String>,
 }
 
+/// A map keyed by processor name, kept in the natural target order (`Targets::cmp`) so every
+/// JSON map reads like the tables.
+pub type TargetMap<V> = IndexMap<String, V>;
+
 /// Totals for one processor.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TargetCounts {
@@ -496,8 +502,8 @@ pub struct Snapshot {
     pub summary: Summary,
     /// Files holding device code, sorted by root and path.
     pub files: Vec<FileRecord>,
-    /// Totals per processor.
-    pub targets: BTreeMap<String, TargetCounts>,
+    /// Totals per processor, in the natural target order.
+    pub targets: TargetMap<TargetCounts>,
     /// Problems, sorted by root and path.
     pub problems: Vec<Problem>,
     /// Symbolic links inside artifact folders, sorted.
@@ -508,15 +514,15 @@ pub struct Snapshot {
     pub mismatches: Vec<Mismatch>,
     /// Per artifact family, per target: how much there is (see docs/schema.md).
     #[serde(default)]
-    pub families: BTreeMap<String, BTreeMap<String, u64>>,
+    pub families: IndexMap<String, TargetMap<u64>>,
     /// The targets the per-target tables were cut to (`scan --only`, `--compare`); absent for
     /// a whole snapshot. `diff` compares only these targets against such a snapshot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub filtered_to: Option<Vec<String>>,
     /// In a filtered view: each listed target whose generic target has code here (`gfx1151` →
     /// `gfx11-generic`), whose counts are then listed beside it.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub via_generic: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub via_generic: TargetMap<String>,
     /// Archives read as trees (packages, wheels, tarballs, images), sorted; absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub archives: Vec<ArchiveRecord>,

@@ -24,6 +24,7 @@
 pub mod devices;
 pub mod install;
 pub mod kpack;
+pub mod matrix;
 pub mod plugins;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -470,7 +471,11 @@ pub fn check_device(
     let warning = override_warning(device, targets);
     by_install
         .into_iter()
-        .map(|(install, verdicts)| {
+        .map(|(install, mut verdicts)| {
+            // What each library has, in the natural order people read targets in.
+            for v in &mut verdicts {
+                v.available.sort_by(|a, b| targets.cmp(a, b));
+            }
             let report = GpuReport {
                 device: device.clone(),
                 verdicts,

@@ -28,6 +28,7 @@ use std::collections::BTreeSet;
 use std::io::Read;
 use std::path::{Component as PathPart, Path};
 
+use super::Row;
 use super::{files_of, Cataloger, Content, Item, Library};
 use crate::model::{Artifact, Family, FileRecord, Role, Storage};
 use crate::parse::aotriton::{is_aks2, parse_aks2_directory, parse_aks2_header, MAX_DIRECTORY};
@@ -52,7 +53,8 @@ pub const NO_IMAGES: GapRule = GapRule {
                   built for it but without images, the kernels fail to load and PyTorch does not check the error",
 };
 
-const ROWS: &[(&str, &str)] = &[("aotriton-kernel-archives", "AOTriton kernel archives (AKS2)")];
+const ROWS: &[Row] =
+    &[Row { key: "aotriton-kernel-archives", label: "AOTriton kernel archives (AKS2)", column: "aotriton" }];
 
 /// The `amd-<pack>` folder right under `aotriton.images` in `path`, with the file below it:
 /// the pack's name (`gfx942`, `gfx110x`).
@@ -178,14 +180,14 @@ impl Cataloger for Aotriton {
         }
     }
 
-    fn rows(&self) -> &'static [(&'static str, &'static str)] {
+    fn rows(&self) -> &'static [Row] {
         ROWS
     }
 
     /// Archives count once for each processor they serve (an archive of a pack holds kernels
     /// for all of its processors, so its kernel count is no per-processor figure).
     fn tally(&self, a: &Artifact) -> Option<(&'static str, u64)> {
-        (a.role == Role::KernelArchive).then_some((ROWS[0].0, 1))
+        (a.role == Role::KernelArchive).then_some((ROWS[0].key, 1))
     }
 
     /// AOTriton 0.13 on packs each kernel's AKS2 archives into an uncompressed

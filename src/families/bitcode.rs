@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use super::Row;
 use super::{file_name, files_of, parent, Cataloger, Content, Library};
 use crate::model::{Artifact, Family, Role, Storage};
 use crate::parse::magic::Kind;
@@ -22,7 +23,8 @@ pub const NO_BITCODE: GapRule = GapRule {
     consequence: "runtime compilation (hipRTC, OpenCL, MIOpen's kernels) fails for this GPU; prebuilt code is unaffected",
 };
 
-const ROWS: &[(&str, &str)] = &[("device-lib-bitcode", "device-lib bitcode files")];
+const ROWS: &[Row] =
+    &[Row { key: "device-lib-bitcode", label: "device-lib bitcode files", column: "bitcode" }];
 
 impl Cataloger for Bitcode {
     fn family(&self) -> Family {
@@ -43,12 +45,12 @@ impl Cataloger for Bitcode {
         })
     }
 
-    fn rows(&self) -> &'static [(&'static str, &'static str)] {
+    fn rows(&self) -> &'static [Row] {
         ROWS
     }
 
     fn tally(&self, _a: &Artifact) -> Option<(&'static str, u64)> {
-        Some((ROWS[0].0, 1))
+        Some((ROWS[0].key, 1))
     }
 
     fn library_dir(&self, path: &str) -> Option<String> {

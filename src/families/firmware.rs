@@ -6,6 +6,7 @@
 
 use std::path::Path;
 
+use super::Row;
 use super::{has_component, Cataloger, Content, Item, Library};
 use crate::model::{Artifact, Family, Role, Storage};
 use crate::parse::firmware::{inflate_firmware, parse_firmware_header};
@@ -52,7 +53,7 @@ fn firmware_dir(path: &Path) -> Option<String> {
     (matches!(name, "amdgpu" | "radeon") && has_component(dir, &["firmware"])).then(|| name.to_string())
 }
 
-const ROWS: &[(&str, &str)] = &[("firmware-blobs", "firmware blobs")];
+const ROWS: &[Row] = &[Row { key: "firmware-blobs", label: "firmware blobs", column: "firmware" }];
 
 impl Cataloger for Firmware {
     fn family(&self) -> Family {
@@ -103,12 +104,12 @@ impl Cataloger for Firmware {
         };
     }
 
-    fn rows(&self) -> &'static [(&'static str, &'static str)] {
+    fn rows(&self) -> &'static [Row] {
         ROWS
     }
 
     fn tally(&self, _a: &Artifact) -> Option<(&'static str, u64)> {
-        Some((ROWS[0].0, 1))
+        Some((ROWS[0].key, 1))
     }
 
     fn library_dir(&self, _path: &str) -> Option<String> {

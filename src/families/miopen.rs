@@ -7,6 +7,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use super::Row;
 use super::{file_name, files_of, has_component, parent, Cataloger, Content, Item, Library};
 use crate::model::{Artifact, Family, FileRecord, Role, Storage};
 use crate::parse::magic::Kind;
@@ -39,11 +40,11 @@ const SUFFIXES: &[(&str, Role)] = &[
     (".db.txt", Role::PerfDb), (".db", Role::PerfDb), (".kdb", Role::KernelDb),
 ];
 
-const ROWS: &[(&str, &str)] = &[
-    ("miopen-perf-db-records", "MIOpen perf-DB records"),
-    ("miopen-find-db-records", "MIOpen find-DB records"),
-    ("miopen-kernel-db-entries", "MIOpen kernel-DB entries"),
-    ("miopen-tuning-models", "MIOpen tuning models"),
+const ROWS: &[Row] = &[
+    Row { key: "miopen-perf-db-records", label: "MIOpen perf-DB records", column: "perf-db" },
+    Row { key: "miopen-find-db-records", label: "MIOpen find-DB records", column: "find-db" },
+    Row { key: "miopen-kernel-db-entries", label: "MIOpen kernel-DB entries", column: "kernel-db" },
+    Row { key: "miopen-tuning-models", label: "MIOpen tuning models", column: "tn models" },
 ];
 
 /// A MIOpen database base name (`gfx900_56`, `gfx90878`, `gfx906_nosramecc_60`,
@@ -198,7 +199,7 @@ impl Cataloger for Miopen {
         }
     }
 
-    fn rows(&self) -> &'static [(&'static str, &'static str)] {
+    fn rows(&self) -> &'static [Row] {
         ROWS
     }
 
@@ -206,10 +207,10 @@ impl Cataloger for Miopen {
     fn tally(&self, a: &Artifact) -> Option<(&'static str, u64)> {
         let records = a.records.unwrap_or(0);
         match a.role {
-            Role::PerfDb => Some((ROWS[0].0, records)),
-            Role::FindDb => Some((ROWS[1].0, records)),
-            Role::KernelDb => Some((ROWS[2].0, records)),
-            Role::TuningModel => Some((ROWS[3].0, 1)),
+            Role::PerfDb => Some((ROWS[0].key, records)),
+            Role::FindDb => Some((ROWS[1].key, records)),
+            Role::KernelDb => Some((ROWS[2].key, records)),
+            Role::TuningModel => Some((ROWS[3].key, 1)),
             _ => None,
         }
     }

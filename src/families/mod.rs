@@ -20,7 +20,7 @@ pub mod tensile;
 use std::path::{Component as PathPart, Path};
 use std::sync::LazyLock;
 
-use crate::model::{Artifact, CodeObjectRecord, Family, FileRecord, Snapshot, Storage};
+use crate::model::{Artifact, CodeObjectRecord, Container, Family, FileRecord, Snapshot, Storage};
 use crate::parse::magic::{looks_like_text, Kind};
 use crate::parse::ByteSource;
 use crate::vocab::target_id::DeviceTarget;
@@ -123,8 +123,8 @@ pub trait Cataloger: Sync {
     /// artifact is still listed.
     fn facts(&self, _a: &mut Artifact, _item: &Item, _problems: &mut Vec<String>) {}
 
-    /// Its rows of the families table, in display order: (key, label).
-    fn rows(&self) -> &'static [(&'static str, &'static str)];
+    /// Its rows of the families table, in display order.
+    fn rows(&self) -> &'static [Row];
 
     /// The row one of its files counts in, and how much it adds for each of its targets.
     fn tally(&self, a: &Artifact) -> Option<(&'static str, u64)>;
@@ -194,23 +194,53 @@ pub fn detect_link(path: &Path, targets: &Targets) -> Option<Artifact> {
 }
 
 /// Rows of code objects outside any family, first in the families table.
-const CODE_ROWS: &[(&str, &str)] = &[
-    ("host-library-code-objects", "device code in host libraries (code objects)"),
-    ("standalone-code-objects", "standalone code objects (outside Tensile folders)"),
+const CODE_ROWS: &[Row] = &[
+    Row {
+        key: "host-library-code-objects",
+        label: "device code in host libraries (code objects)",
+        column: "code objects",
+    },
+    Row {
+        key: "standalone-code-objects",
+        label: "standalone code objects (outside Tensile folders)",
+        column: "code objects",
+    },
+    Row {
+        key: "runtime-internal-code-objects",
+        label: "runtime-internal code objects (HSA runtime blit kernels, trap handlers)",
+        column: "runtime",
+    },
 ];
 
-/// Rows of the families table, in display order (the families in `Family` order): (key, label).
-pub static FAMILY_ROWS: LazyLock<Vec<(&'static str, &'static str)>> = LazyLock::new(|| {
+/// One row of the families table: a count the tree holds per target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Row {
+    /// Its key in the snapshot's `families` map.
+    pub key: &'static str,
+    /// What it counts, for people.
+    pub label: &'static str,
+    /// Its column in the per-target table; rows sharing a column add up.
+    pub column: &'static str,
+}
+
+/// Rows of the families table, in display order (the families in `Family` order).
+pub static FAMILY_ROWS: LazyLock<Vec<Row>> = LazyLock::new(|| {
     let mut families: Vec<&dyn Cataloger> = CATALOGERS.to_vec();
     families.sort_by_key(|c| c.family());
     CODE_ROWS.iter().copied().chain(families.iter().flat_map(|c| c.rows().iter().copied())).collect()
 });
 
-/// The row a file's code objects count in: host libraries' apart from standalone objects.
-pub fn code_row(f: &FileRecord) -> Option<&'static str> {
+/// The row a code object counts in: host libraries' apart from standalone objects, and the
+/// HSA runtime's own (its blit kernels and trap handlers, raw code objects embedded in
+/// libhsa-runtime64: rocr-runtime `core/runtime/blit_shaders/` and `trap_handler/`, built
+/// into the library) apart from both, since they serve the runtime, not applications.
+pub fn code_row(f: &FileRecord, c: &CodeObjectRecord) -> Option<&'static str> {
+    let runtime =
+        c.container == Container::Embedded && file_name(&f.path.path).starts_with("libhsa-runtime64");
     match f.artifact.as_ref().and_then(|a| a.family) {
-        None if f.kind == Kind::HostElf => Some(CODE_ROWS[0].0),
-        None => Some(CODE_ROWS[1].0),
+        None if runtime => Some(CODE_ROWS[2].key),
+        None if f.kind == Kind::HostElf => Some(CODE_ROWS[0].key),
+        None => Some(CODE_ROWS[1].key),
         Some(_) => None,
     }
 }

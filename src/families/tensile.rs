@@ -13,6 +13,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use super::Row;
 use super::{file_name, files_of, Cataloger, Content, Item, Library};
 use crate::model::{Artifact, Component, Family, FileRecord, Role, Storage};
 use crate::parse::bundle::inflate_stream;
@@ -74,8 +75,10 @@ pub const HIPBLASLT_DEFAULT_GAP: GapRule = GapRule {
     consequence: "hipBLASLt does not abort, but PyTorch sends this GPU's GEMMs to hipBLASLt by default (when every GPU of the process is a gfx90a/gfx942/gfx950/gfx1200/gfx1201): its matmuls then fail with HIPBLAS_STATUS_INVALID_VALUE after \"rocblaslt error: Cannot read …TensileLibrary_lazy_<arch>.dat\" unless the program selects rocBLAS (torch.backends.cuda.preferred_blas_library)",
 };
 
-const ROWS: &[(&str, &str)] =
-    &[("rocblas-files", "rocBLAS Tensile files"), ("hipblaslt-files", "hipBLASLt Tensile files")];
+const ROWS: &[Row] = &[
+    Row { key: "rocblas-files", label: "rocBLAS Tensile files", column: "rocblas" },
+    Row { key: "hipblaslt-files", label: "hipBLASLt Tensile files", column: "hipblaslt" },
+];
 
 const EXTENSIONS: [&str; 6] = [".dat", ".dat.zlib", ".co", ".hsaco", ".yaml", ".txt"];
 
@@ -280,14 +283,14 @@ impl Cataloger for Tensile {
         }
     }
 
-    fn rows(&self) -> &'static [(&'static str, &'static str)] {
+    fn rows(&self) -> &'static [Row] {
         ROWS
     }
 
     fn tally(&self, a: &Artifact) -> Option<(&'static str, u64)> {
         match a.library {
-            Some(Component::Hipblaslt) => Some((ROWS[1].0, 1)),
-            _ => Some((ROWS[0].0, 1)),
+            Some(Component::Hipblaslt) => Some((ROWS[1].key, 1)),
+            _ => Some((ROWS[0].key, 1)),
         }
     }
 

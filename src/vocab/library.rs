@@ -38,3 +38,16 @@ pub enum Family {
     /// memory-efficient attention on ROCm.
     Aotriton,
 }
+
+impl Family {
+    /// Its name as JSON spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Tensile => "tensile",
+            Family::Miopen => "miopen",
+            Family::Firmware => "firmware",
+            Family::Bitcode => "bitcode",
+            Family::Aotriton => "aotriton",
+        }
+    }
+}

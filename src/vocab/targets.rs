@@ -56,6 +56,10 @@ pub struct Target {
     /// PyTorch sends this target's GEMMs to hipBLASLt by default (see targets.toml's sources).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pytorch_hipblaslt: bool,
+    /// Products built on this processor, as people know them (`Radeon RX 6700 XT`), most
+    /// familiar first; the first is shown beside the target name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub products: Vec<String>,
     /// MIOpen database arch name when it differs from `name`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub miopen: Option<String>,
@@ -91,8 +95,51 @@ pub struct Targets {
     by_mach: BTreeMap<u32, usize>,
     by_name: BTreeMap<String, usize>,
     by_v2_isa: BTreeMap<(u32, u32, u32), (usize, String)>,
+    /// Each target's place in the natural order ([`natural_order`]).
+    natural: BTreeMap<String, usize>,
     /// Where the table came from: `built-in` or a path.
     pub origin: String,
+}
+
+/// The version a `gfx` processor name spells: `gfx90a` → (9, 0, 10), `gfx1151` → (11, 5, 1).
+/// The last two characters are the minor version and the stepping (a hex digit), the digits
+/// before them the major version. `None` for other names (`cypress`, generic targets).
+pub fn gfx_version(name: &str) -> Option<(u32, u32, u32)> {
+    let digits = name.strip_prefix("gfx")?;
+    if digits.len() < 3 || !digits.is_ascii() {
+        return None;
+    }
+    let (major, rest) = digits.split_at(digits.len() - 2);
+    let mut rest = rest.chars();
+    let minor = rest.next()?.to_digit(10)?;
+    let stepping = rest.next()?.to_digit(16)?;
+    Some((major.parse().ok()?, minor, stepping))
+}
+
+/// The order people read targets in: generation, then number (gfx600 … gfx90a, gfx942,
+/// gfx950, gfx1010 … gfx1201, gfx1250), names without a gfx version (R600-era) first in file
+/// order, and each generic target right after the last processor that names it as its
+/// `generic` (with its family). Unknown names sort after all of these (see [`Targets::rank`]).
+pub fn natural_order(list: &[Target]) -> Vec<&str> {
+    let mut specific: Vec<(usize, &Target)> = list.iter().filter(|t| !t.is_generic()).enumerate().collect();
+    specific.sort_by_key(|(i, t)| (gfx_version(&t.name), *i));
+    let mut out: Vec<&str> = Vec::with_capacity(list.len());
+    let mut placed: BTreeSet<&str> = BTreeSet::new();
+    for (k, (_, t)) in specific.iter().enumerate() {
+        out.push(&t.name);
+        // A generic target follows the last of its processors in this order.
+        if let Some(g) = t.generic.as_deref() {
+            let later = specific[k + 1..].iter().any(|(_, u)| u.generic.as_deref() == Some(g));
+            if !later && placed.insert(g) {
+                out.push(g);
+            }
+        }
+    }
+    // Generic targets no processor names go last, in file order.
+    out.extend(
+        list.iter().filter(|t| t.is_generic() && !placed.contains(t.name.as_str())).map(|t| t.name.as_str()),
+    );
+    out
 }
 
 /// Parses `major.minor.stepping[:features]` from a `v2_isa` value.
@@ -207,7 +254,9 @@ impl RawTargets {
         if !errs.is_empty() {
             return Err(errs);
         }
-        Ok(Targets { list: self.target, by_mach, by_name, by_v2_isa, origin: origin.to_string() })
+        let natural =
+            natural_order(&self.target).into_iter().enumerate().map(|(i, n)| (n.to_string(), i)).collect();
+        Ok(Targets { list: self.target, by_mach, by_name, by_v2_isa, natural, origin: origin.to_string() })
     }
 }
 
@@ -259,9 +308,21 @@ impl Targets {
         self.by_name.get(name).map(|&i| &self.list[i])
     }
 
-    /// Position of a processor in the table, for ordering output; unknown names sort last.
+    /// Position of a processor in the natural order ([`natural_order`]); unknown names last.
     pub fn rank(&self, name: &str) -> usize {
-        self.by_name.get(name).copied().unwrap_or(usize::MAX)
+        self.natural.get(name).copied().unwrap_or(usize::MAX)
+    }
+
+    /// Sorts target names into the natural order; unknown names last, by name.
+    pub fn sort(&self, names: &mut [String]) {
+        names.sort_by(|a, b| self.cmp(a, b));
+    }
+
+    /// Compares two target names or target IDs (`gfx90a:xnack+`) in the natural order of
+    /// their processors, then by the whole text.
+    pub fn cmp(&self, a: &str, b: &str) -> std::cmp::Ordering {
+        let rank = |s: &str| self.rank(s.split(':').next().unwrap_or(s));
+        (rank(a), a).cmp(&(rank(b), b))
     }
 
     /// The processor and implied features of a code object V2 ISA version.
@@ -313,6 +374,73 @@ mod tests {
         let mut sorted = machs.clone();
         sorted.sort_unstable();
         assert_eq!(machs, sorted, "keep targets.toml sorted by mach");
+    }
+
+    #[test]
+    fn the_natural_order_is_generation_then_number_with_generics_beside_their_family() {
+        let t = Targets::builtin();
+        let order = natural_order(&t.list);
+        assert_eq!(order.len(), t.len(), "every target has one place");
+        let pos = |n: &str| order.iter().position(|x| *x == n).unwrap_or_else(|| panic!("{n} placed"));
+        // The order the issue spells out, and the pairs EF_AMDGPU_MACH order gets wrong.
+        let chain = [
+            "gfx600",
+            "gfx602",
+            "gfx700",
+            "gfx801",
+            "gfx805",
+            "gfx810",
+            "gfx900",
+            "gfx90a",
+            "gfx90c",
+            "gfx9-generic",
+            "gfx940",
+            "gfx942",
+            "gfx950",
+            "gfx9-4-generic",
+            "gfx1010",
+            "gfx1013",
+            "gfx10-1-generic",
+            "gfx1030",
+            "gfx1036",
+            "gfx10-3-generic",
+            "gfx1100",
+            "gfx1103",
+            "gfx1150",
+            "gfx1153",
+            "gfx11-generic",
+            "gfx1200",
+            "gfx1201",
+            "gfx12-generic",
+            "gfx1250",
+        ];
+        for w in chain.windows(2) {
+            assert!(pos(w[0]) < pos(w[1]), "{} before {}", w[0], w[1]);
+        }
+        // Every processor comes before its generic target, and every gfx name after R600-era names.
+        for x in t.iter() {
+            if let Some(g) = &x.generic {
+                assert!(pos(&x.name) < pos(g), "{} before {g}", x.name);
+            }
+            if gfx_version(&x.name).is_none() && !x.is_generic() {
+                assert!(pos(&x.name) < pos("gfx600"), "{} before gfx600", x.name);
+            }
+        }
+        // rank() agrees with the order, and unknown names go last.
+        assert!(t.rank("gfx1033") < t.rank("gfx1100") && t.rank("gfx1201") < t.rank("unknown-0x99"));
+        let mut names =
+            vec!["gfx1100".to_string(), "gfx805".into(), "zz".into(), "gfx90a".into(), "gfx1013".into()];
+        t.sort(&mut names);
+        assert_eq!(names, ["gfx805", "gfx90a", "gfx1013", "gfx1100", "zz"]);
+    }
+
+    #[test]
+    fn gfx_versions_read_the_stepping_as_hex() {
+        assert_eq!(gfx_version("gfx90a"), Some((9, 0, 10)));
+        assert_eq!(gfx_version("gfx1151"), Some((11, 5, 1)));
+        assert_eq!(gfx_version("gfx11-generic"), None);
+        assert_eq!(gfx_version("cypress"), None);
+        assert_eq!(gfx_version("gfx9"), None);
     }
 
     #[test]

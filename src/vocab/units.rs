@@ -19,7 +19,15 @@ pub fn human_bytes(n: u64) -> String {
 /// A count with its noun, in the singular for one (`1 file`, `1,024 files`); `noun` is the
 /// singular and takes an `s`.
 pub fn count(n: u64, noun: &str) -> String {
-    format!("{} {noun}{}", thousands(n), if n == 1 { "" } else { "s" })
+    if n == 1 {
+        return format!("1 {noun}");
+    }
+    // library → libraries; key → keys.
+    let plural = match noun.strip_suffix('y') {
+        Some(stem) if !stem.ends_with(['a', 'e', 'i', 'o', 'u']) => format!("{stem}ies"),
+        _ => format!("{noun}s"),
+    };
+    format!("{} {plural}", thousands(n))
 }
 
 /// `1234567` → `1,234,567`.

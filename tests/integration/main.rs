@@ -16,6 +16,7 @@ mod hostile;
 mod layouts;
 mod new_containers;
 mod real_files;
+mod report;
 mod scan_cli;
 mod util;
 mod verdicts;

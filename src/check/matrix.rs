@@ -1,0 +1,125 @@
+//! The library × target matrix: for each library of each install, which targets it has code
+//! or data for, and which it serves only through a generic target.
+//!
+//! Its libraries are the ones `check` judges (host libraries and standalone bundles, Tensile
+//! folders, MIOpen databases, firmware, bitcode, per-arch plugins), so the matrix and the
+//! verdicts never disagree about what a library is. A mark says what is there, not whether a
+//! GPU will run: that is `check`'s answer.
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+
+use super::install::Install;
+use super::{libraries, plugins, Place};
+use crate::families::cataloger;
+use crate::model::{Container, Snapshot};
+use crate::vocab::targets::Targets;
+
+/// What one library holds for one target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mark {
+    /// Code or data built for the target itself.
+    Own,
+    /// Only code for the target's generic target (`gfx11-generic` for gfx1151).
+    Generic,
+    /// Nothing for it.
+    None,
+}
+
+/// One library: where it is, what it is, and the processors it has code or data for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LibraryRow {
+    /// The install it belongs to.
+    pub install: Install,
+    /// Its path inside the install (a folder ends in `/`).
+    pub library: String,
+    /// What it is: `code` (a host library or bundle), or the family of its folder.
+    pub layer: String,
+    /// Processors it has code or data for, in the natural order.
+    pub targets: Vec<String>,
+}
+
+impl LibraryRow {
+    /// What the library holds for `target`.
+    pub fn mark(&self, target: &str, table: &Targets) -> Mark {
+        if self.targets.iter().any(|t| t == target) {
+            return Mark::Own;
+        }
+        let generic = table.by_name(target).and_then(|t| t.generic.as_deref());
+        match generic {
+            Some(g) if self.targets.iter().any(|t| t == g) => Mark::Generic,
+            _ => Mark::None,
+        }
+    }
+}
+
+/// Every library of the snapshot with its targets, by install, then path.
+pub fn library_matrix(snap: &Snapshot, table: &Targets) -> Vec<LibraryRow> {
+    let mut rows: Vec<LibraryRow> = libraries(snap)
+        .into_iter()
+        .map(|(install, place)| {
+            let (shown, layer, mut held) = holdings(snap, &place);
+            let prefix = format!("{}/", install.path.trim_end_matches('/'));
+            let library = shown.strip_prefix(&prefix).map(str::to_string).unwrap_or(shown);
+            held.sort_by(|a, b| table.cmp(a, b));
+            held.dedup();
+            LibraryRow { install, library, layer, targets: held }
+        })
+        .filter(|r| !r.targets.is_empty())
+        .collect();
+    rows.sort_by(|a, b| (&a.install, &a.library).cmp(&(&b.install, &b.library)));
+    rows
+}
+
+/// A place's path as shown, its layer, and the processors it holds.
+fn holdings(snap: &Snapshot, place: &Place) -> (String, String, Vec<String>) {
+    let dir_of = |root: usize, dir: &str| {
+        let rel = crate::model::RelPath { root, path: dir.to_string(), path_hex: None };
+        format!("{}/", rel.display(&snap.roots))
+    };
+    match place {
+        Place::Code(i) => {
+            let f = &snap.files[*i];
+            // `.llvm.offloading` code is no library's (see `libraries`).
+            let held = f
+                .code_objects
+                .iter()
+                .filter(|c| c.container != Container::OffloadBinary)
+                .map(|c| c.processor.clone())
+                .collect::<BTreeSet<_>>();
+            (f.path.display(&snap.roots), "code".to_string(), held.into_iter().collect())
+        }
+        Place::Library(root, dir, fam) => {
+            let held = snap
+                .files
+                .iter()
+                .filter(|f| f.path.root == *root)
+                .filter(|f| f.artifact.as_ref().and_then(|a| a.family) == Some(*fam))
+                .filter(|f| cataloger(*fam).library_dir(&f.path.path).as_deref() == Some(dir.as_str()))
+                .flat_map(|f| {
+                    let named = f.artifact.as_ref().map(|a| a.targets()).unwrap_or_default();
+                    named.into_iter().chain(f.code_objects.iter().map(|c| c.processor.clone()))
+                })
+                .collect::<BTreeSet<_>>();
+            (dir_of(*root, dir), fam.name().to_string(), held.into_iter().collect())
+        }
+        Place::Plugins(root, dir, kind) => {
+            let held = snap
+                .files
+                .iter()
+                .filter(|f| {
+                    f.path.root == *root && f.path.path.rsplit_once('/').map_or("", |(d, _)| d) == dir
+                })
+                .filter_map(|f| {
+                    let name = f.path.path.rsplit('/').next().unwrap_or("");
+                    plugins::plugin_of(name)
+                        .filter(|(k, _, _)| k == kind)
+                        .map(|(_, arch, _)| arch.to_string())
+                })
+                .collect::<BTreeSet<_>>();
+            (dir_of(*root, dir), "plugins".to_string(), held.into_iter().collect())
+        }
+    }
+}

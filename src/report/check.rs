@@ -1,0 +1,205 @@
+//! `check` for people: per install, per GPU, a verdict per library, statuses in colour, long
+//! details wrapped inside their cell so every line fits the width; then what was not checked,
+//! what could not be read, and the outcome.
+
+use std::io::{self, Write};
+
+use comfy_table::{Cell, ContentArrangement};
+
+use crate::check::{CheckReport, GpuReport, LibraryKind, Outcome, Status};
+use crate::cli::OutputFormat;
+use crate::model::Family;
+use crate::vocab::targets::Targets;
+use crate::vocab::units::count;
+
+use super::style::{paint, status_color, wrap, Style};
+use super::write_json;
+
+/// The GPU's line: index, where it was found, its target (and override), its product.
+fn gpu_line(gpu: &GpuReport, targets: &Targets) -> String {
+    let d = &gpu.device;
+    let origin = match d.node {
+        Some(n) => format!("KFD node {n}"),
+        None => "--gpu".to_string(),
+    };
+    let target = match &d.r#override {
+        Some(o) => format!(
+            "{} → checked as {} ({}={})",
+            d.native.target_id, d.effective.target_id, o.variable, o.value
+        ),
+        None => d.native.target_id.clone(),
+    };
+    let product = targets.by_name(&d.native.processor).and_then(|t| t.products.first());
+    let product = product.map(|p| format!(" · {p}")).unwrap_or_default();
+    format!("GPU {} · {origin} · {target}{product}", d.index)
+}
+
+/// A verdict's detail: what was found, what a gap costs, what the library has.
+fn detail(v: &crate::check::Verdict) -> String {
+    let mut detail = v.detail.clone();
+    if let Some(c) = &v.consequence {
+        detail.push_str(&format!(": {c}"));
+    }
+    // A Tensile verdict's detail already says what its indexes and code files serve.
+    if !v.available.is_empty() && v.kind != LibraryKind::Family(Family::Tensile) {
+        detail.push_str(&format!(" — has {}", v.available.join(", ")));
+    }
+    if let Some(l) = &v.loads {
+        if v.status == Status::Ok {
+            detail.push_str(&format!(" — loads {l}"));
+        }
+    }
+    detail
+}
+
+/// Writes one GPU's verdicts in one install.
+fn write_gpu(
+    gpu: &GpuReport,
+    install: &str,
+    targets: &Targets,
+    md: bool,
+    style: Style,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let status = gpu.status();
+    writeln!(
+        out,
+        "{}{} · {}",
+        if md { "#### " } else { "" },
+        gpu_line(gpu, targets),
+        paint(status.word(), status_color(status), style.color)
+    )?;
+    writeln!(out)?;
+    let mut t = super::table::styled(md, style);
+    if let (false, Some(w)) = (md, style.width) {
+        // Details wrap inside their cell; no line passes the width.
+        t.set_content_arrangement(ContentArrangement::Dynamic);
+        t.set_width(u16::try_from(w).unwrap_or(u16::MAX));
+    }
+    t.set_header(if md { ["library", "status", "detail"] } else { ["LIBRARY", "STATUS", "DETAIL"] });
+    for v in &gpu.verdicts {
+        let word = Cell::new(v.status.word());
+        let word = if style.color { word.fg(status_color(v.status)) } else { word };
+        // Libraries are named inside their install, whose path heads the section.
+        let prefix = format!("{}/", install.trim_end_matches('/'));
+        let library = v.library.strip_prefix(&prefix).unwrap_or(&v.library);
+        t.add_row(vec![Cell::new(library), word, Cell::new(detail(v))]);
+    }
+    let text = t.to_string();
+    for line in text.lines() {
+        writeln!(out, "{}", line.trim_end())?;
+    }
+    let (first, rest) = if md { ("- ", "  ") } else { ("  ", "    ") };
+    for h in &gpu.hints {
+        writeln!(out, "{}", wrap(&format!("hint: {h}"), first, rest, style.width))?;
+    }
+    for w in &gpu.warnings {
+        writeln!(out, "{}", wrap(&format!("warning: {w}"), first, rest, style.width))?;
+    }
+    writeln!(out)
+}
+
+/// The last line: how many GPUs in how many installs, and the outcome.
+pub fn outcome_line(report: &CheckReport) -> String {
+    let counted = format!(
+        "{} checked in {}",
+        count(report.devices.len() as u64, "GPU"),
+        count(report.installs.len() as u64, "install")
+    );
+    match report.outcome {
+        Outcome::Ok => format!("{counted} · OK: every required piece present"),
+        Outcome::Missing => {
+            let missing: Vec<String> = report
+                .installs
+                .iter()
+                .flat_map(|i| {
+                    i.gpus
+                        .iter()
+                        .filter(|g| g.status() == Status::Missing)
+                        .map(move |g| format!("{} in {}", g.device.effective.target_id, i.install.path))
+                })
+                .collect();
+            format!("{counted} · MISSING: code for {}", missing.join("; "))
+        }
+        Outcome::Incomplete => format!(
+            "{counted} · INCOMPLETE: {}; no OK is given for what could not be read",
+            match (report.problems.len(), report.unknown_gpus.len()) {
+                (0, u) => format!("{} not in the target table", count(u as u64, "GPU")),
+                (p, 0) => format!("{} could not be read (listed above)", count(p as u64, "file")),
+                (p, u) => format!(
+                    "{} could not be read and {} not in the target table",
+                    count(p as u64, "file"),
+                    count(u as u64, "GPU")
+                ),
+            }
+        ),
+        Outcome::NothingToCheck => {
+            format!("NOTHING TO CHECK: no library with device code under {}", report.roots.join(", "))
+        }
+    }
+}
+
+/// Writes the verdicts of `gfxscan check`: per install, per GPU; then what was not checked,
+/// the files that could not be read, and the overall outcome.
+pub fn write_check(
+    report: &CheckReport,
+    targets: &Targets,
+    format: OutputFormat,
+    style: Style,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    match format {
+        OutputFormat::Json => return write_json(out, report),
+        OutputFormat::Html => return super::html::write_check_html(report, &outcome_line(report), out),
+        _ => {}
+    }
+    let md = format == OutputFormat::Markdown;
+    let style = if md { style.unbounded() } else { style };
+    let (h, li) = if md { ("### ", "- ") } else { ("", "  ") };
+    for inst in &report.installs {
+        let kind = serde_json::to_value(inst.install.kind).ok().and_then(|v| v.as_str().map(String::from));
+        let head =
+            format!("Install {} ({}) · {}", inst.install.path, kind.unwrap_or_default(), inst.status.word());
+        let head = wrap(&head, h, "  ", style.width);
+        // The status word is the line's end: colour it after wrapping.
+        let word = inst.status.word();
+        let head = match head.strip_suffix(word) {
+            Some(rest) => format!("{rest}{}", paint(word, status_color(inst.status), style.color)),
+            None => head,
+        };
+        writeln!(out, "{head}")?;
+        writeln!(out)?;
+        for gpu in &inst.gpus {
+            write_gpu(gpu, &inst.install.path, targets, md, style, out)?;
+        }
+    }
+    for u in &report.unknown_gpus {
+        let line = format!(
+            "unknown GPU: {u}: not in the target table, not checked (update gfxscan, or pass --targets FILE)"
+        );
+        writeln!(out, "{}", wrap(&line, li, "    ", style.width))?;
+    }
+    for n in &report.not_checked {
+        writeln!(out, "{li}not checked: {n} (another install; name it as ROOT to check it)")?;
+    }
+    if !report.problems.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "{h}Could not be read ({}):", report.problems.len())?;
+        for p in &report.problems {
+            writeln!(out, "{li}{}: {}", p.path.display(&report.roots), p.message)?;
+        }
+    }
+    if !report.unknown_gpus.is_empty() || !report.not_checked.is_empty() || !report.problems.is_empty() {
+        writeln!(out)?;
+    }
+    let line = outcome_line(report);
+    let color = match report.outcome {
+        Outcome::Ok => Some(status_color(Status::Ok)),
+        Outcome::Missing => Some(status_color(Status::Missing)),
+        Outcome::Incomplete => Some(status_color(Status::Warn)),
+        Outcome::NothingToCheck => None,
+    };
+    let line = wrap(&line, "", "  ", style.width);
+    writeln!(out, "{}", color.map_or_else(|| line.clone(), |c| paint(&line, c, style.color)))?;
+    Ok(())
+}

@@ -1,0 +1,418 @@
+//! `diff` for people, most important first and in one screen: both sides, a summary per target
+//! (libraries lost and gained) and per library (targets lost and gained), the target × layer
+//! pivot (old → new); then the details — target-ID changes, code objects per library, files —
+//! capped with "and N more" unless `--verbose`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{self, Write};
+
+use comfy_table::Color;
+
+use crate::cli::OutputFormat;
+use crate::diff::{Coverage, DiffOutcome, SnapshotDiff, UnitChange};
+use crate::vocab::targets::Targets;
+use crate::vocab::units::{count, human_bytes, thousands};
+
+use super::scan::layers;
+use super::style::{paint, wrap, Style};
+use super::table::{render_blocks, Column};
+use super::write_json;
+
+/// How many items a list shows before "and N more" (without `--verbose`).
+const CAP: usize = 8;
+
+/// How a diff is laid out for its reader.
+#[derive(Clone, Copy)]
+struct Layout {
+    h: &'static str,
+    li: &'static str,
+    md: bool,
+    verbose: bool,
+    style: Style,
+}
+
+/// `items` joined, cut after [`CAP`] with "and N more" unless verbose.
+fn capped(items: &[String], verbose: bool) -> String {
+    if verbose || items.len() <= CAP {
+        return items.join(", ");
+    }
+    format!("{} and {} more", items[..CAP].join(", "), items.len() - CAP)
+}
+
+fn signed(old: u64, new: u64) -> String {
+    match new.cmp(&old) {
+        std::cmp::Ordering::Equal => "=".to_string(),
+        std::cmp::Ordering::Greater => format!("+{}", thousands(new - old)),
+        std::cmp::Ordering::Less => format!("-{}", thousands(old - new)),
+    }
+}
+
+/// Writes a diff in the chosen format.
+pub fn write_diff(
+    d: &SnapshotDiff,
+    targets: &Targets,
+    format: OutputFormat,
+    verbose: bool,
+    style: Style,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    match format {
+        OutputFormat::Json => return write_json(out, d),
+        OutputFormat::Html => return super::html::write_diff_html(d, &summary_lines(d, targets), out),
+        _ => {}
+    }
+    let md = format == OutputFormat::Markdown;
+    let style = if md { style.unbounded() } else { style };
+    let l = if md {
+        Layout { h: "### ", li: "- ", md, verbose, style }
+    } else {
+        Layout { h: "", li: "  ", md, verbose, style }
+    };
+    write_sides(d, l, out)?;
+    if d.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "No differences.")?;
+        return Ok(());
+    }
+    write_by_target(d, targets, l, out)?;
+    // A side read in part proves no loss: what it lacks may only be unread.
+    let lost_title = if d.outcome == DiffOutcome::Incomplete {
+        "Targets not found on a side read in part (unconfirmed losses)"
+    } else {
+        "Targets lost"
+    };
+    write_coverage(lost_title, &d.losses, "lost", l, out)?;
+    write_coverage("Targets gained", &d.gains, "gained", l, out)?;
+    write_pivot(d, targets, l, out)?;
+    write_id_changes(d, l, out)?;
+    write_libraries(d, l, out)?;
+    write_files(d, l, out)?;
+    if !verbose {
+        writeln!(out)?;
+        writeln!(out, "--verbose lists every file and library change.")?;
+    }
+    Ok(())
+}
+
+/// The diff's first lines: both sides, filters, the targets compared, each side's problems.
+fn write_sides(d: &SnapshotDiff, l: Layout, out: &mut dyn Write) -> io::Result<()> {
+    let side = |s: &crate::diff::Side| {
+        format!(
+            "{} ({}, {}, {})",
+            s.roots.join(", "),
+            match s.source {
+                crate::diff::SideSource::Scan => "scan",
+                crate::diff::SideSource::Snapshot => "snapshot",
+            },
+            count(s.files, "file"),
+            count(s.code_objects, "code object")
+        )
+    };
+    let head = format!("gfxscan diff · {} → {}", side(&d.old), side(&d.new));
+    writeln!(out, "{}", wrap(&head, "", "  ", l.style.width))?;
+    for (name, s) in [("old", &d.old), ("new", &d.new)] {
+        if let Some(f) = &s.filtered_to {
+            writeln!(
+                out,
+                "The {name} side was written with --only {}: its other targets are unknown.",
+                f.join(",")
+            )?;
+        }
+    }
+    if let Some(t) = &d.compared_targets {
+        let listed = if t.is_empty() { "none in common".to_string() } else { t.join(", ") };
+        writeln!(out, "Compared targets: {listed}")?;
+    }
+    if let Some(o) = &d.only {
+        writeln!(out, "Only targets {} (--only).", o.join(", "))?;
+    }
+    for (name, s) in [("old", &d.old), ("new", &d.new)] {
+        if s.problems.is_empty() {
+            continue;
+        }
+        writeln!(out)?;
+        let n = s.problems.len() as u64;
+        writeln!(out, "{}The {name} side could not be read in full ({}):", l.h, count(n, "problem"))?;
+        for p in &s.problems {
+            writeln!(out, "{}{}: {}", l.li, p.path, p.message)?;
+        }
+    }
+    if d.outcome == DiffOutcome::Incomplete {
+        writeln!(out)?;
+        writeln!(out, "INCOMPLETE: what follows compares only what could be read; a target listed as lost may only be unread.")?;
+    }
+    Ok(())
+}
+
+/// Per target (by processor): the libraries it lost and gained, natural order.
+fn per_target(d: &SnapshotDiff, targets: &Targets) -> Vec<(String, Vec<String>, Vec<String>)> {
+    let mut by: BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)> = BTreeMap::new();
+    for (list, lost) in [(&d.losses, true), (&d.gains, false)] {
+        for c in list {
+            for t in &c.targets {
+                let p = t.split(':').next().unwrap_or(t).to_string();
+                let slot = by.entry(p).or_default();
+                if lost { &mut slot.0 } else { &mut slot.1 }.insert(c.library.clone());
+            }
+        }
+    }
+    let mut names: Vec<String> = by.keys().cloned().collect();
+    targets.sort(&mut names);
+    names
+        .into_iter()
+        .map(|n| {
+            let (lost, gained) = by.remove(&n).unwrap_or_default();
+            (n, lost.into_iter().collect(), gained.into_iter().collect())
+        })
+        .collect()
+}
+
+/// The summary as plain lines (for the HTML page).
+pub fn summary_lines(d: &SnapshotDiff, targets: &Targets) -> Vec<String> {
+    per_target(d, targets)
+        .into_iter()
+        .map(|(t, lost, gained)| {
+            let mut parts = Vec::new();
+            if !lost.is_empty() {
+                parts.push(format!("lost in {}: {}", count(lost.len() as u64, "library"), lost.join(", ")));
+            }
+            if !gained.is_empty() {
+                parts.push(format!(
+                    "gained in {}: {}",
+                    count(gained.len() as u64, "library"),
+                    gained.join(", ")
+                ));
+            }
+            format!("{t}: {}", parts.join("; "))
+        })
+        .collect()
+}
+
+/// The summary per target: one line each, losses first and in red.
+fn write_by_target(d: &SnapshotDiff, targets: &Targets, l: Layout, out: &mut dyn Write) -> io::Result<()> {
+    let rows = per_target(d, targets);
+    if rows.is_empty() {
+        return Ok(());
+    }
+    // Targets with the same losses and gains share a line.
+    let mut groups: Vec<(Vec<String>, Vec<String>, Vec<String>)> = Vec::new();
+    for (t, lost, gained) in rows {
+        match groups.iter_mut().find(|(_, l2, g2)| *l2 == lost && *g2 == gained) {
+            Some((ts, _, _)) => ts.push(t),
+            None => groups.push((vec![t], lost, gained)),
+        }
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{}Per target ({} in {}):",
+        l.h,
+        groups.iter().map(|g| g.0.len()).sum::<usize>(),
+        count(groups.len() as u64, "group")
+    )?;
+    for (ts, lost, gained) in groups {
+        let t = ts.join(", ");
+        let mut parts = Vec::new();
+        if !lost.is_empty() {
+            let text =
+                format!("lost in {}: {}", count(lost.len() as u64, "library"), capped(&lost, l.verbose));
+            parts.push(paint(&text, Color::Red, l.style.color));
+        }
+        if !gained.is_empty() {
+            let text = format!(
+                "gained in {}: {}",
+                count(gained.len() as u64, "library"),
+                capped(&gained, l.verbose)
+            );
+            parts.push(paint(&text, Color::Green, l.style.color));
+        }
+        let line = format!("{t}: {}", parts.join("; "));
+        writeln!(out, "{}", wrap(&line, l.li, "      ", l.style.width))?;
+    }
+    Ok(())
+}
+
+/// Losses or gains of device code, one line per library, its targets capped.
+fn write_coverage(
+    title: &str,
+    list: &[Coverage],
+    verb: &str,
+    l: Layout,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    if list.is_empty() {
+        return Ok(());
+    }
+    writeln!(out)?;
+    writeln!(out, "{}{title}, per library ({}):", l.h, list.len())?;
+    for c in list {
+        let whole = match c.how {
+            UnitChange::Gone => " (nothing of it left)",
+            UnitChange::New => " (nothing of it before)",
+            UnitChange::Changed => "",
+        };
+        let listed: Vec<String> = c
+            .targets
+            .iter()
+            .map(|t| match c.via_generic.get(t) {
+                Some(g) if verb == "lost" => format!("{t} (was served by {g})"),
+                Some(g) => format!("{t} (served by {g})"),
+                None => t.clone(),
+            })
+            .collect();
+        let line = format!("{}{whole}: {verb} {}", c.library, capped(&listed, l.verbose));
+        writeln!(out, "{}", wrap(&line, l.li, "      ", l.style.width))?;
+    }
+    Ok(())
+}
+
+/// Targets down, layers across, `old → new` per cell: one row per target with a change.
+fn write_pivot(d: &SnapshotDiff, targets: &Targets, l: Layout, out: &mut dyn Write) -> io::Result<()> {
+    if !d.counts.iter().any(|c| c.old != c.new) {
+        return Ok(());
+    }
+    let all = layers();
+    let layer_of = |key: &str| all.iter().position(|x| x.rows.iter().any(|r| r.key == key));
+    // (target, layer) → (old, new), summing the rows of a layer.
+    let mut cells: BTreeMap<(String, usize), (u64, u64)> = BTreeMap::new();
+    for c in &d.counts {
+        let Some(i) = layer_of(&c.family) else { continue };
+        let slot = cells.entry((c.target.clone(), i)).or_default();
+        slot.0 += c.old;
+        slot.1 += c.new;
+    }
+    let mut rows: Vec<String> =
+        cells.keys().map(|(t, _)| t.clone()).collect::<BTreeSet<_>>().into_iter().collect();
+    targets.sort(&mut rows);
+    let used: BTreeSet<usize> = cells.keys().map(|(_, i)| *i).collect();
+    let cols: Vec<Column> = used
+        .iter()
+        .map(|&i| {
+            let texts = rows
+                .iter()
+                .map(|t| match cells.get(&(t.clone(), i)) {
+                    None | Some((0, 0)) => "—".to_string(),
+                    Some((a, b)) if a == b => thousands(*a),
+                    Some((a, b)) => format!("{} → {}", thousands(*a), thousands(*b)),
+                })
+                .collect();
+            Column::right(all[i].header, texts, None)
+        })
+        .collect();
+    writeln!(out)?;
+    writeln!(out, "{}Per target and layer (old → new; one number: unchanged):", l.h)?;
+    writeln!(out, "{}", render_blocks(Column::left("target", rows, None), cols, l.md, l.style))?;
+    Ok(())
+}
+
+/// Target-ID changes, capped.
+fn write_id_changes(d: &SnapshotDiff, l: Layout, out: &mut dyn Write) -> io::Result<()> {
+    if d.target_id_changes.is_empty() {
+        return Ok(());
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{}Target-ID changes (a device loses its code only if listed under lost) ({}):",
+        l.h,
+        d.target_id_changes.len()
+    )?;
+    let lines: Vec<String> = d
+        .target_id_changes
+        .iter()
+        .map(|c| format!("{}: {} → {}", c.library, c.old.join(", "), c.new.join(", ")))
+        .collect();
+    write_capped_lines(&lines, l, out)
+}
+
+/// Lines, one per item, the rest counted after [`CAP`] unless verbose.
+fn write_capped_lines(lines: &[String], l: Layout, out: &mut dyn Write) -> io::Result<()> {
+    let shown = if l.verbose { lines.len() } else { lines.len().min(CAP) };
+    for line in &lines[..shown] {
+        writeln!(out, "{}", wrap(line, l.li, "      ", l.style.width))?;
+    }
+    if shown < lines.len() {
+        writeln!(out, "{}… and {} more", l.li, lines.len() - shown)?;
+    }
+    Ok(())
+}
+
+/// Code objects (per version) and bundles per library.
+fn write_libraries(d: &SnapshotDiff, l: Layout, out: &mut dyn Write) -> io::Result<()> {
+    if d.libraries.is_empty() {
+        return Ok(());
+    }
+    writeln!(out)?;
+    writeln!(out, "{}Code objects per library ({}):", l.h, d.libraries.len())?;
+    let lines: Vec<String> = d
+        .libraries
+        .iter()
+        .map(|lib| {
+            let versions: BTreeSet<&String> =
+                lib.old_code_objects.keys().chain(lib.new_code_objects.keys()).collect();
+            let mut parts: Vec<String> = versions
+                .into_iter()
+                .map(|v| {
+                    let a = lib.old_code_objects.get(v).copied().unwrap_or(0);
+                    let b = lib.new_code_objects.get(v).copied().unwrap_or(0);
+                    format!("{v} {} → {} ({})", thousands(a), thousands(b), signed(a, b))
+                })
+                .collect();
+            if lib.old_bundles != lib.new_bundles {
+                let (a, b) = (lib.old_bundles, lib.new_bundles);
+                parts.push(format!("bundles {} → {} ({})", thousands(a), thousands(b), signed(a, b)));
+            }
+            format!("{}: {}", lib.library, parts.join(", "))
+        })
+        .collect();
+    write_capped_lines(&lines, l, out)
+}
+
+/// Files removed, added and changed, each with what changed.
+fn write_files(d: &SnapshotDiff, l: Layout, out: &mut dyn Write) -> io::Result<()> {
+    let (added, removed, changed) = (&d.files_added, &d.files_removed, &d.files_changed);
+    if added.len() + removed.len() + changed.len() == 0 {
+        return Ok(());
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{}Files: {} added, {} removed, {} changed",
+        l.h,
+        thousands(added.len() as u64),
+        thousands(removed.len() as u64),
+        thousands(changed.len() as u64)
+    )?;
+    let only = |mark: &str, f: &crate::diff::FileOnly| {
+        let targets =
+            if f.targets.is_empty() { String::new() } else { format!(", {}", f.targets.join(", ")) };
+        format!("{mark} {} ({}{targets})", f.path, human_bytes(f.size))
+    };
+    let mut lines: Vec<String> = removed.iter().map(|f| only("-", f)).collect();
+    lines.extend(added.iter().map(|f| only("+", f)));
+    lines.extend(changed.iter().map(|f| {
+        let mut what = Vec::new();
+        if f.old_size != f.new_size {
+            what.push(format!("size {} → {}", human_bytes(f.old_size), human_bytes(f.new_size)));
+        }
+        if f.old_code_objects != f.new_code_objects {
+            what.push(format!("code objects {} → {}", f.old_code_objects, f.new_code_objects));
+        }
+        if f.old_targets != f.new_targets {
+            what.push(format!("targets {} → {}", f.old_targets.len(), f.new_targets.len()));
+        }
+        if let Some((a, b)) = f.ucode {
+            what.push(format!("ucode version {a} → {b}"));
+        }
+        if let Some((a, b)) = f.records {
+            what.push(format!("records {} → {} ({})", thousands(a), thousands(b), signed(a, b)));
+        }
+        let path = if f.old_path == f.new_path {
+            f.new_path.clone()
+        } else {
+            format!("{} → {}", f.old_path, f.new_path)
+        };
+        format!("~ {path}: {}", what.join("; "))
+    }));
+    write_capped_lines(&lines, l, out)
+}

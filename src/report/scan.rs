@@ -1,0 +1,499 @@
+//! `scan` for people: the per-target table (the default), the per-layer view and the
+//! per-library view, each fitted to the reader's width.
+//!
+//! The per-target table is the comparison users come for: targets down in the natural order,
+//! the install's layers across (code objects in libraries, the runtime's own, rocBLAS and
+//! hipBLASLt files, MIOpen records, firmware, bitcode). Its columns come from the families'
+//! rows (`families::FAMILY_ROWS`, grouped by their `column`), so a new family is a new column.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+
+use crate::check::matrix::{LibraryRow, Mark};
+use crate::cli::{OutputFormat, View};
+use crate::families::{Row, FAMILY_ROWS};
+use crate::model::{Snapshot, TargetCounts};
+use crate::vocab::targets::Targets;
+use crate::vocab::units::{count, human_bytes, thousands};
+
+use super::style::{wrap, Style};
+use super::table::{fit, render_blocks, Column};
+use super::write_json;
+
+/// The row key of the runtime's own code objects (`families::code_row`).
+const RUNTIME_ROW: &str = "runtime-internal-code-objects";
+
+/// What the reader asked to see.
+#[derive(Debug, Clone, Default)]
+pub struct ScanView {
+    pub view: View,
+    /// `--only`: these targets, in this order, zeros included.
+    pub only: Vec<String>,
+    /// `--wide`: every row and column (kernels, bytes, files), no width limit.
+    pub wide: bool,
+}
+
+/// A column of the per-target table: one layer of the install, one or more family rows.
+pub struct Layer {
+    pub header: &'static str,
+    pub rows: Vec<Row>,
+}
+
+/// The layers in display order: family rows grouped by their column, first one first.
+pub fn layers() -> Vec<Layer> {
+    let mut out: Vec<Layer> = Vec::new();
+    for row in FAMILY_ROWS.iter() {
+        match out.iter_mut().find(|l| l.header == row.column) {
+            Some(l) => l.rows.push(*row),
+            None => out.push(Layer { header: row.column, rows: vec![*row] }),
+        }
+    }
+    out
+}
+
+/// How much `layer` holds for `target`.
+pub fn layer_count(snap: &Snapshot, layer: &Layer, target: &str) -> u64 {
+    layer.rows.iter().filter_map(|r| snap.families.get(r.key)?.get(target)).sum()
+}
+
+/// The people's name of a target's first product, short (`Radeon RX 6700 XT` → `RX 6700 XT`).
+pub fn product(targets: &Targets, name: &str) -> Option<String> {
+    let p = targets.by_name(name)?.products.first()?;
+    Some(p.strip_prefix("Radeon RX ").map_or_else(|| p.clone(), |rest| format!("RX {rest}")))
+}
+
+/// The targets the tables show: with `only`, those in the user's order, each followed by its
+/// generic target when that has code here; else every target anything here is for, in the
+/// natural order. Each generic row names the targets it serves.
+pub fn shown_targets(snap: &Snapshot, targets: &Targets, only: &[String]) -> Vec<(String, Vec<String>)> {
+    if only.is_empty() {
+        let mut all: Vec<String> = snap
+            .targets
+            .keys()
+            .chain(snap.families.values().flat_map(|m| m.keys()))
+            .cloned()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        targets.sort(&mut all);
+        return all.into_iter().map(|t| (t, Vec::new())).collect();
+    }
+    let via = generic_servers(snap, targets, only);
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    for t in only {
+        if !out.iter().any(|(n, _)| n == t) {
+            out.push((t.clone(), Vec::new()));
+        }
+        if let Some(g) = via.get(t) {
+            match out.iter_mut().find(|(n, _)| n == g) {
+                Some((_, served)) => served.push(t.clone()),
+                None => out.push((g.clone(), vec![t.clone()])),
+            }
+        }
+    }
+    out
+}
+
+/// For each chosen target whose generic target has code here, that generic target: the
+/// runtime loads it where no code built for the target itself is present.
+pub fn generic_servers(snap: &Snapshot, targets: &Targets, chosen: &[String]) -> BTreeMap<String, String> {
+    chosen
+        .iter()
+        .filter_map(|t| {
+            let g = targets.by_name(t)?.generic.clone()?;
+            snap.targets.get(&g).filter(|c| c.code_objects > 0)?;
+            Some((t.clone(), g))
+        })
+        .collect()
+}
+
+/// The header line of a scan report.
+pub fn headline(snap: &Snapshot) -> String {
+    let s = &snap.summary;
+    // Archives read as trees: the format of a single one, else how many.
+    let archives = match snap.archives.as_slice() {
+        [] => String::new(),
+        [one] => format!(" ({})", one.format),
+        many => format!(" ({} archives)", thousands(many.len() as u64)),
+    };
+    format!(
+        "gfxscan {} · {}{archives} · {} ({}) · {} with device code · {} · {}",
+        snap.tool.version,
+        count(snap.roots.len() as u64, "root"),
+        count(s.files, "file"),
+        human_bytes(s.bytes),
+        thousands(s.files_with_device_code),
+        count(s.code_objects, "code object"),
+        count(snap.problems.len() as u64, "problem"),
+    )
+}
+
+/// Writes a scan result in the chosen format and view.
+pub fn write_scan(
+    snap: &Snapshot,
+    targets: &Targets,
+    matrix: &[LibraryRow],
+    view: &ScanView,
+    format: OutputFormat,
+    style: Style,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let style = if view.wide || format == OutputFormat::Markdown { style.unbounded() } else { style };
+    match format {
+        OutputFormat::Json => write_json(out, &json_view(snap, targets, view)),
+        OutputFormat::Csv => write_csv(snap, targets, matrix, view, out),
+        OutputFormat::Html => super::html::write_scan_html(snap, targets, matrix, &view.only, out),
+        OutputFormat::Table | OutputFormat::Markdown => {
+            let md = format == OutputFormat::Markdown;
+            writeln!(out, "{}", headline(snap))?;
+            writeln!(out)?;
+            match view.view {
+                View::Target => write_by_target(snap, targets, view, md, style, out)?,
+                View::Layer => write_by_layer(snap, targets, &view.only, md, style, out)?,
+                View::Library => write_by_library(snap, targets, matrix, &view.only, md, style, out)?,
+            }
+            write_mismatches(snap, out, md, style)?;
+            write_problems(snap, out, md)?;
+            Ok(())
+        }
+    }
+}
+
+/// The JSON snapshot, cut to `--only` targets when given (zeros included; generic servers
+/// beside them; every family row listed for each).
+fn json_view(snap: &Snapshot, targets: &Targets, view: &ScanView) -> Snapshot {
+    let mut v = snap.clone();
+    if view.only.is_empty() {
+        return v;
+    }
+    let shown = shown_targets(snap, targets, &view.only);
+    v.targets =
+        shown.iter().map(|(t, _)| (t.clone(), snap.targets.get(t).cloned().unwrap_or_default())).collect();
+    v.families = FAMILY_ROWS
+        .iter()
+        .map(|r| {
+            let per: crate::model::TargetMap<u64> = shown
+                .iter()
+                .map(|(t, _)| {
+                    (t.clone(), snap.families.get(r.key).and_then(|m| m.get(t)).copied().unwrap_or(0))
+                })
+                .collect();
+            (r.key.to_string(), per)
+        })
+        .collect();
+    v.filtered_to = Some(view.only.clone());
+    v.via_generic = generic_servers(snap, targets, &view.only).into_iter().collect();
+    v
+}
+
+/// One row per target: its code-object totals and every family row, raw numbers.
+fn write_csv(
+    snap: &Snapshot,
+    targets: &Targets,
+    matrix: &[LibraryRow],
+    view: &ScanView,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let shown = shown_targets(snap, targets, &view.only);
+    if view.view == View::Layer {
+        w.write_record(std::iter::once("family").chain(shown.iter().map(|(t, _)| t.as_str())))?;
+        for r in FAMILY_ROWS.iter() {
+            let per = shown.iter().map(|(t, _)| {
+                snap.families.get(r.key).and_then(|m| m.get(t)).copied().unwrap_or(0).to_string()
+            });
+            w.write_record(std::iter::once(r.key.to_string()).chain(per))?;
+        }
+    } else if view.view == View::Library {
+        let names: Vec<&str> = shown.iter().map(|(t, _)| t.as_str()).collect();
+        w.write_record(["install", "library", "layer"].into_iter().chain(names.iter().copied()))?;
+        for r in matrix {
+            let marks = names.iter().map(|t| mark_word(r.mark(t, targets)));
+            w.write_record([r.install.path.as_str(), &r.library, &r.layer].into_iter().chain(marks))?;
+        }
+    } else {
+        let head = ["target", "product", "code_objects", "kernels", "bytes", "files"];
+        w.write_record(head.into_iter().chain(FAMILY_ROWS.iter().map(|r| r.key)))?;
+        for (t, _) in &shown {
+            let c = snap.targets.get(t).cloned().unwrap_or_default();
+            let mut rec = vec![
+                t.clone(),
+                targets.by_name(t).and_then(|x| x.products.first().cloned()).unwrap_or_default(),
+                c.code_objects.to_string(),
+                c.kernels.to_string(),
+                c.bytes.to_string(),
+                c.files.to_string(),
+            ];
+            rec.extend(
+                FAMILY_ROWS.iter().map(|r| {
+                    snap.families.get(r.key).and_then(|m| m.get(t)).copied().unwrap_or(0).to_string()
+                }),
+            );
+            w.write_record(rec)?;
+        }
+    }
+    out.write_all(&w.into_inner().map_err(|e| e.into_error())?)?;
+    Ok(())
+}
+
+fn mark_word(m: Mark) -> &'static str {
+    match m {
+        Mark::Own => "own",
+        Mark::Generic => "generic",
+        Mark::None => "",
+    }
+}
+
+/// A count as a table cell: thousands separators, a dash for none.
+fn cell(n: u64) -> String {
+    if n == 0 {
+        "—".to_string()
+    } else {
+        thousands(n)
+    }
+}
+
+/// True for a target whose only code here is the runtime's own.
+fn runtime_only(snap: &Snapshot, target: &str) -> bool {
+    let mut any = snap.families.iter().filter(|(_, m)| m.get(target).is_some_and(|&n| n > 0));
+    any.all(|(k, _)| k == RUNTIME_ROW)
+        && snap.families.get(RUNTIME_ROW).is_some_and(|m| m.contains_key(target))
+}
+
+/// The default table: targets down, layers across.
+fn write_by_target(
+    snap: &Snapshot,
+    targets: &Targets,
+    view: &ScanView,
+    md: bool,
+    style: Style,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let shown = shown_targets(snap, targets, &view.only);
+    let fold = view.only.is_empty() && !view.wide;
+    let (rows, folded): (Vec<_>, Vec<_>) =
+        shown.into_iter().partition(|(t, _)| !(fold && runtime_only(snap, t)));
+    if rows.is_empty() && folded.is_empty() {
+        writeln!(out, "No AMDGPU code objects, Tensile libraries, MIOpen databases or firmware found.")?;
+        return Ok(());
+    }
+    let all = layers();
+    let present: Vec<&Layer> =
+        all.iter().filter(|l| snap.families.keys().any(|k| l.rows.iter().any(|r| r.key == k))).collect();
+    let mut cols = vec![
+        Column::left("target", rows.iter().map(|(t, served)| target_label(t, served)).collect(), None),
+        Column::left(
+            "product",
+            rows.iter().map(|(t, _)| product(targets, t).unwrap_or_default()).collect(),
+            Some(0),
+        ),
+    ];
+    for (i, l) in present.iter().enumerate() {
+        // The code-object column stays; the rest go from the right when the width is short.
+        let drop = (i > 0).then_some((100 - i) as u8);
+        cols.push(Column::right(
+            l.header,
+            rows.iter().map(|(t, _)| cell(layer_count(snap, l, t))).collect(),
+            drop,
+        ));
+    }
+    if view.wide {
+        let totals: Vec<TargetCounts> =
+            rows.iter().map(|(t, _)| snap.targets.get(t).cloned().unwrap_or_default()).collect();
+        cols.push(Column::right(
+            "all code objects",
+            totals.iter().map(|c| cell(c.code_objects)).collect(),
+            None,
+        ));
+        cols.push(Column::right("kernels", totals.iter().map(|c| cell(c.kernels)).collect(), None));
+        cols.push(Column::right("device code", totals.iter().map(|c| human_bytes(c.bytes)).collect(), None));
+        cols.push(Column::right("files", totals.iter().map(|c| cell(c.files)).collect(), None));
+    }
+    let (text, dropped) = fit(cols, md, style);
+    if !rows.is_empty() {
+        writeln!(out, "{text}")?;
+    }
+    let mut notes: Vec<String> = Vec::new();
+    let legend: Vec<String> = present
+        .iter()
+        .filter(|l| !dropped.iter().any(|d| d == l.header))
+        .map(|l| {
+            let what: Vec<&str> = l.rows.iter().map(|r| r.label).collect();
+            format!("{}: {}", l.header.to_uppercase(), what.join(" + "))
+        })
+        .collect();
+    notes.push(format!("Columns: {}.", legend.join("; ")));
+    if !folded.is_empty() {
+        let names: Vec<&str> = folded.iter().map(|(t, _)| t.as_str()).collect();
+        notes.push(format!(
+            "Only the runtime's own code (no library code; --wide lists them): {}.",
+            names.join(", ")
+        ));
+    }
+    let absent: Vec<&str> =
+        all.iter().filter(|l| !present.iter().any(|p| p.header == l.header)).map(|l| l.header).collect();
+    if !absent.is_empty() {
+        notes.push(format!("None in this tree: {}.", absent.join(", ")));
+    }
+    let hidden: Vec<&str> = dropped.iter().map(String::as_str).filter(|h| *h != "product").collect();
+    if !hidden.is_empty() {
+        notes.push(format!(
+            "Not shown, to fit {} columns: {} (--wide or --format csv shows every column).",
+            style.width.unwrap_or_default(),
+            hidden.join(", ")
+        ));
+    }
+    writeln!(out)?;
+    for n in notes {
+        writeln!(out, "{}", wrap(&n, if md { "- " } else { "" }, "  ", style.width))?;
+    }
+    Ok(())
+}
+
+/// A target row's name: a generic target says which chosen targets it serves.
+fn target_label(t: &str, served: &[String]) -> String {
+    if served.is_empty() {
+        t.to_string()
+    } else {
+        format!("{t} (serves {})", served.join(", "))
+    }
+}
+
+/// Layers down, targets across (the old `--compare`), in blocks of targets that fit.
+fn write_by_layer(
+    snap: &Snapshot,
+    targets: &Targets,
+    only: &[String],
+    md: bool,
+    style: Style,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let shown = shown_targets(snap, targets, only);
+    let rows: Vec<&Row> = FAMILY_ROWS.iter().collect();
+    let labels: Vec<String> = rows.iter().map(|r| r.label.to_string()).collect();
+    let cols: Vec<Column> = shown
+        .iter()
+        .map(|(t, _)| {
+            let cells = rows
+                .iter()
+                .map(|r| cell(snap.families.get(r.key).and_then(|m| m.get(t)).copied().unwrap_or(0)))
+                .collect();
+            Column::target_counts(t, cells)
+        })
+        .collect();
+    writeln!(out, "{}", render_blocks(Column::left("layer", labels, None), cols, md, style))?;
+    Ok(())
+}
+
+/// The targets of the per-library view: those chosen, else every target a library holds
+/// except those only the runtime's own code is for (listed apart).
+fn library_targets(
+    snap: &Snapshot,
+    targets: &Targets,
+    matrix: &[LibraryRow],
+    only: &[String],
+) -> (Vec<String>, Vec<String>) {
+    if !only.is_empty() {
+        return (only.to_vec(), Vec::new());
+    }
+    // Generic targets are not columns: their code shows as ○ under the targets it serves.
+    let mut all: Vec<String> = matrix
+        .iter()
+        .flat_map(|r| r.targets.iter().cloned())
+        .filter(|t| !targets.by_name(t).is_some_and(|x| x.is_generic()))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    targets.sort(&mut all);
+    all.into_iter().partition(|t| !runtime_only(snap, t))
+}
+
+/// Libraries down (grouped under their install), targets across, one mark per cell: which
+/// library lacks which target.
+fn write_by_library(
+    snap: &Snapshot,
+    targets: &Targets,
+    matrix: &[LibraryRow],
+    only: &[String],
+    md: bool,
+    style: Style,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    if matrix.is_empty() {
+        writeln!(out, "No library with device code, Tensile files, MIOpen databases or firmware found.")?;
+        return Ok(());
+    }
+    let (shown, folded) = library_targets(snap, targets, matrix, only);
+    // One line per install, then its libraries, indented, with their marks.
+    let mut labels: Vec<String> = Vec::new();
+    let mut rows: Vec<Option<&LibraryRow>> = Vec::new();
+    for (i, r) in matrix.iter().enumerate() {
+        if i == 0 || matrix[i - 1].install != r.install {
+            labels.push(r.install.path.clone());
+            rows.push(None);
+        }
+        labels.push(format!("  {}", r.library));
+        rows.push(Some(r));
+    }
+    let cols: Vec<Column> = shown
+        .iter()
+        .map(|t| {
+            let marks = rows
+                .iter()
+                .map(|r| match r.map(|r| r.mark(t, targets)) {
+                    None => "",
+                    Some(Mark::Own) => "●",
+                    Some(Mark::Generic) => "○",
+                    Some(Mark::None) => "·",
+                })
+                .map(str::to_string)
+                .collect();
+            Column::target(t, marks)
+        })
+        .collect();
+    writeln!(out, "{}", render_blocks(Column::left("library", labels, None), cols, md, style))?;
+    writeln!(out)?;
+    let li = if md { "- " } else { "" };
+    writeln!(
+        out,
+        "{li}● code or data built for the target · ○ only its generic target's code · · nothing for it"
+    )?;
+    if !folded.is_empty() {
+        let line = format!("Only the runtime's own code (--only names them): {}.", folded.join(", "));
+        writeln!(out, "{}", wrap(&line, li, "  ", style.width))?;
+    }
+    Ok(())
+}
+
+/// Files and links whose name claims a target their content does not serve.
+pub fn write_mismatches(snap: &Snapshot, out: &mut dyn Write, md: bool, style: Style) -> std::io::Result<()> {
+    if snap.mismatches.is_empty() {
+        return Ok(());
+    }
+    writeln!(out)?;
+    writeln!(out, "{}Names that lie ({}):", if md { "### " } else { "" }, snap.mismatches.len())?;
+    for m in &snap.mismatches {
+        let via = m.via_link.as_ref().map(|v| format!(" (a link to {v})")).unwrap_or_default();
+        let line = format!(
+            "{}{via}: named for {}, but serves {}",
+            m.path.display(&snap.roots),
+            m.name_target,
+            m.content_targets.join(", ")
+        );
+        writeln!(out, "{}", wrap(&line, if md { "- " } else { "  " }, "    ", style.width))?;
+    }
+    Ok(())
+}
+
+/// Everything that could not be read, with its path.
+pub fn write_problems(snap: &Snapshot, out: &mut dyn Write, md: bool) -> std::io::Result<()> {
+    if snap.problems.is_empty() {
+        return Ok(());
+    }
+    writeln!(out)?;
+    writeln!(out, "{}Problems ({}):", if md { "### " } else { "" }, snap.problems.len())?;
+    for p in &snap.problems {
+        writeln!(out, "{}{}: {}", if md { "- " } else { "  " }, p.path.display(&snap.roots), p.message)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,247 @@
+//! The reports people read: the default table's width and order on the real sample, the
+//! per-library view, colour and its opt-outs, `diff --only`, and the HTML page — checked for
+//! self-containment always, and rendered in headless Chromium when it is installed (CI installs
+//! it), where the page's own script reports what the browser drew.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use gfxscan::vocab::targets::Targets;
+
+use crate::util::{gfxscan, run, Run};
+
+fn sample() -> String {
+    format!("{}/sample", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `gfxscan` with a controlled environment: no terminal, the given variables only.
+fn gfxscan_env(args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gfxscan"));
+    cmd.args(args).env_remove("NO_COLOR").env_remove("TERM").env_remove("COLUMNS");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    run(cmd)
+}
+
+#[test]
+fn the_default_table_of_the_sample_fits_100_columns_in_natural_order() {
+    let r = gfxscan_env(&["scan", "-q", &sample()], &[]);
+    r.expect_code(0);
+    assert!(r.stdout.lines().all(|l| l.chars().count() <= 100), "{}", r.stdout);
+    assert!(r.stdout.lines().all(|l| l == l.trim_end()), "trailing spaces:\n{}", r.stdout);
+    // The rows' targets, in the order targets.toml's natural order gives.
+    let table = Targets::builtin();
+    let rows: Vec<String> = r
+        .stdout
+        .lines()
+        .skip_while(|l| !l.starts_with(" TARGET"))
+        .skip(2)
+        .take_while(|l| !l.trim().is_empty())
+        .map(|l| l.split_whitespace().next().unwrap_or_default().to_string())
+        .collect();
+    assert!(rows.len() >= 10, "{}", r.stdout);
+    let mut sorted = rows.clone();
+    table.sort(&mut sorted);
+    assert_eq!(rows, sorted, "natural order");
+    // The mission's three targets, with the layers the sample holds for them.
+    for t in ["gfx900", "gfx1030", "gfx1100"] {
+        let row = r.stdout.lines().find(|l| l.split_whitespace().next() == Some(t)).expect(t);
+        assert!(row.split_whitespace().filter(|c| *c != "—").count() >= 5, "{row}");
+    }
+    for head in ["ROCBLAS", "PERF-DB", "FIRMWARE", "RUNTIME"] {
+        assert!(r.stdout.contains(head), "{head}: {}", r.stdout);
+    }
+}
+
+#[test]
+fn a_narrow_width_drops_columns_and_says_which() {
+    let r = gfxscan_env(&["scan", "-q", &sample()], &[("COLUMNS", "60")]);
+    r.expect_code(0);
+    let table: Vec<&str> = r.stdout.lines().skip(2).take_while(|l| !l.is_empty()).collect();
+    assert!(table.iter().all(|l| l.chars().count() <= 60), "{}", r.stdout);
+    assert!(r.stdout.contains("Not shown, to fit 60 columns:"), "{}", r.stdout);
+    let wide = gfxscan_env(&["scan", "-q", "--wide", &sample()], &[("COLUMNS", "60")]);
+    assert!(wide.stdout.contains("KERNELS") && !wide.stdout.contains("Not shown"), "{}", wide.stdout);
+}
+
+#[test]
+fn only_keeps_the_users_order() {
+    let r = gfxscan(["scan", "-q", &sample(), "--only", "gfx1100,gfx900,gfx1030", "--format", "csv"]);
+    r.expect_code(0);
+    let firsts: Vec<&str> = r.stdout.lines().skip(1).map(|l| l.split(',').next().unwrap_or("")).collect();
+    assert_eq!(firsts, ["gfx1100", "gfx900", "gfx1030"]);
+}
+
+#[test]
+fn the_library_view_marks_which_library_lacks_a_target() {
+    let r = gfxscan_env(&["scan", "-q", &sample(), "--by", "library", "--only", "gfx1030,gfx900"], &[]);
+    r.expect_code(0);
+    let row = |name: &str| {
+        r.stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap_or_else(|| panic!("{name}: {}", r.stdout))
+            .split_whitespace()
+            .skip(1)
+            .collect::<Vec<_>>()
+    };
+    // Real sample: rocBLAS has both; hipBLASLt neither (Debian builds it for gfx908+ only);
+    // the MIOpen folder has gfx1030's perf DB and gfx900's find DB.
+    assert_eq!(row("lib/rocblas/library/"), ["●", "●"]);
+    assert_eq!(row("lib/hipblaslt/library/"), ["·", "·"]);
+    assert_eq!(row("share/miopen/db/"), ["●", "●"]);
+    assert!(r.stdout.lines().any(|l| l.contains("gfx1030") && l.contains("gfx900") && l.contains("LIBRARY")));
+}
+
+#[test]
+fn colour_only_when_asked_or_on_a_terminal() {
+    let args = ["check", "-q", "--gpu", "gfx1151", &sample()];
+    let plain = gfxscan_env(&args, &[]);
+    assert!(!plain.stdout.contains('\x1b'), "a pipe gets no escapes");
+    let always = gfxscan_env(&[&args[..], &["--color", "always"]].concat(), &[]);
+    assert!(always.stdout.contains("\x1b[31mMISSING"), "{}", always.stdout);
+    // --color always wins over NO_COLOR and TERM=dumb; auto honours them (and the pipe).
+    let forced =
+        gfxscan_env(&[&args[..], &["--color", "always"]].concat(), &[("NO_COLOR", "1"), ("TERM", "dumb")]);
+    assert!(forced.stdout.contains('\x1b'));
+    let never = gfxscan_env(&[&args[..], &["--color", "never"]].concat(), &[]);
+    assert!(!never.stdout.contains('\x1b'));
+    assert_eq!(plain.code, always.code, "colour never changes the verdict");
+}
+
+#[test]
+fn check_lines_fit_the_width_and_hints_wrap() {
+    let r = gfxscan_env(&["check", "-q", "--gpu", "gfx1031,gfx1151", &sample()], &[("COLUMNS", "80")]);
+    assert!(r.stdout.lines().all(|l| l.chars().count() <= 80), "{}", r.stdout);
+    // Products stand beside target names.
+    assert!(r.stdout.contains("gfx1031 · Radeon RX 6700 XT"), "{}", r.stdout);
+}
+
+#[test]
+fn diff_only_keeps_the_named_targets() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let old = tmp.path().join("old.json");
+    let s = gfxscan(["scan", "-q", &sample(), "--json", "-o", old.to_str().unwrap_or_default()]);
+    s.expect_code(0);
+    // The other side: the sample without its firmware.
+    let new = tmp.path().join("new");
+    copy_tree(Path::new(&sample()), &new, &|p| !p.to_string_lossy().contains("firmware"));
+    let all = gfxscan(["diff", "-q", old.to_str().unwrap_or_default(), new.to_str().unwrap_or_default()]);
+    all.expect_code(0);
+    assert!(all.stdout.contains("Per target"), "{}", all.stdout);
+    assert!(all.stdout.contains("gfx900") && all.stdout.contains("gfx1030"), "{}", all.stdout);
+    let only = gfxscan([
+        "diff",
+        "-q",
+        "--only",
+        "gfx1100",
+        "--json",
+        old.to_str().unwrap_or_default(),
+        new.to_str().unwrap_or_default(),
+    ]);
+    let d = only.json();
+    assert_eq!(d["only"], serde_json::json!(["gfx1100"]));
+    let lost: Vec<String> = d["losses"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|c| c["targets"].as_array().cloned().unwrap_or_default())
+        .filter_map(|t| t.as_str().map(String::from))
+        .collect();
+    assert!(!lost.is_empty() && lost.iter().all(|t| t == "gfx1100"), "{lost:?}");
+    assert!(d["counts"].as_array().into_iter().flatten().all(|c| c["target"] == "gfx1100"));
+}
+
+fn copy_tree(from: &Path, to: &Path, keep: &dyn Fn(&Path) -> bool) {
+    for e in walkdir::WalkDir::new(from) {
+        let e = e.expect("walk");
+        let rel = e.path().strip_prefix(from).expect("under");
+        if !keep(rel) {
+            continue;
+        }
+        let dst = to.join(rel);
+        if e.file_type().is_dir() {
+            std::fs::create_dir_all(&dst).expect("mkdir");
+        } else if e.file_type().is_symlink() {
+            let t = std::fs::read_link(e.path()).expect("readlink");
+            std::os::unix::fs::symlink(t, &dst).expect("symlink");
+        } else {
+            std::fs::copy(e.path(), &dst).expect("copy");
+        }
+    }
+}
+
+/// The browser to render with: `GFXSCAN_CHROMIUM`, else Debian's `chromium` on PATH.
+fn chromium() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("GFXSCAN_CHROMIUM") {
+        return Some(p.into());
+    }
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|d| Path::new(d).join("chromium"))
+        .find(|p| p.is_file())
+}
+
+/// The page's own report of what the browser drew (`data-rendered`), from the rendered DOM.
+fn rendered(page: &Path) -> Option<String> {
+    let browser = chromium()?;
+    let out = Command::new(browser)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000", "--dump-dom"])
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("chromium runs");
+    let dom = String::from_utf8_lossy(&out.stdout).into_owned();
+    let at = dom.find("data-rendered=\"").expect("the page's script ran and left its mark") + 15;
+    Some(dom[at..].split('"').next().unwrap_or_default().to_string())
+}
+
+/// A page that needs nothing from outside: no scripts, styles, images or fonts fetched.
+fn assert_self_contained(html: &str) {
+    assert!(html.starts_with("<!DOCTYPE html>"), "{}", &html[..80.min(html.len())]);
+    for bad in ["<link", " src=", "@import", "url(", "https://"] {
+        assert!(!html.contains(bad), "external reference {bad:?}");
+    }
+    assert_eq!(html.matches("http://").count(), html.matches("xmlns=\"http://www.w3.org/2000/svg\"").count());
+}
+
+fn html_of(args: &[&str], dir: &Path, name: &str) -> (PathBuf, String) {
+    let page = dir.join(name);
+    let mut all: Vec<&str> = args.to_vec();
+    let p = page.to_str().unwrap_or_default().to_string();
+    all.extend(["--format", "html", "-o", &p]);
+    let r = gfxscan(all);
+    assert!(r.code == 0 || r.code == 1, "{}", r.stderr);
+    let html = std::fs::read_to_string(&page).expect("page written");
+    assert_self_contained(&html);
+    (page, html)
+}
+
+#[test]
+fn the_html_report_renders_its_charts_in_a_browser() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let s = sample();
+    let (page, html) =
+        html_of(&["scan", "-q", &s, "--only", "gfx900,gfx1030,gfx1100"], tmp.path(), "scan.html");
+    let bars = html.matches("<rect class=\"bar").count();
+    // One chart per layer the three targets have anything in, one bar per target.
+    assert!(bars >= 15 && bars % 3 == 0, "{bars} bars");
+    for caption in ["rocBLAS Tensile files", "MIOpen perf-DB records", "firmware blobs"] {
+        assert!(html.contains(caption), "{caption}");
+    }
+    assert!(html.contains("Libraries × targets"));
+    let (check_page, check) = html_of(&["check", "-q", "--gpu", "gfx1151", &s], tmp.path(), "check.html");
+    assert!(check.contains("class=\"l missing\">MISSING"), "verdicts in colour");
+    match (rendered(&page), rendered(&check_page)) {
+        (Some(scan), Some(check)) => {
+            assert_eq!(
+                scan,
+                format!("bars={bars}/{bars} clipped=0"),
+                "the browser drew every bar, no label cut"
+            );
+            assert_eq!(check, "bars=0/0 clipped=0");
+        }
+        _ => eprintln!("chromium not installed: the page was checked as text only"),
+    }
+}
