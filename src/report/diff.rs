@@ -322,14 +322,18 @@ fn write_id_changes(d: &SnapshotDiff, l: Layout, out: &mut dyn Write) -> io::Res
         .iter()
         .map(|c| format!("{}: {} → {}", c.library, c.old.join(", "), c.new.join(", ")))
         .collect();
-    write_capped_lines(&lines, l, out)
+    write_capped_lines(&lines, false, l, out)
 }
 
-/// Lines, one per item, the rest counted after [`CAP`] unless verbose.
-fn write_capped_lines(lines: &[String], l: Layout, out: &mut dyn Write) -> io::Result<()> {
+/// Lines, one per item, the rest counted after [`CAP`] unless verbose. Lines that start with
+/// a path are not wrapped: a path is one word, and a copied line must stay whole.
+fn write_capped_lines(lines: &[String], paths: bool, l: Layout, out: &mut dyn Write) -> io::Result<()> {
     let shown = if l.verbose { lines.len() } else { lines.len().min(CAP) };
     for line in &lines[..shown] {
-        writeln!(out, "{}", wrap(line, l.li, "      ", l.style.width))?;
+        match paths {
+            true => writeln!(out, "{}{line}", l.li)?,
+            false => writeln!(out, "{}", wrap(line, l.li, "      ", l.style.width))?,
+        }
     }
     if shown < lines.len() {
         writeln!(out, "{}… and {} more", l.li, lines.len() - shown)?;
@@ -365,7 +369,7 @@ fn write_libraries(d: &SnapshotDiff, l: Layout, out: &mut dyn Write) -> io::Resu
             format!("{}: {}", lib.library, parts.join(", "))
         })
         .collect();
-    write_capped_lines(&lines, l, out)
+    write_capped_lines(&lines, false, l, out)
 }
 
 /// Files removed, added and changed, each with what changed.
@@ -414,5 +418,5 @@ fn write_files(d: &SnapshotDiff, l: Layout, out: &mut dyn Write) -> io::Result<(
         };
         format!("~ {path}: {}", what.join("; "))
     }));
-    write_capped_lines(&lines, l, out)
+    write_capped_lines(&lines, true, l, out)
 }

@@ -15,9 +15,11 @@ pub struct Bar {
 }
 
 impl Bar {
-    /// A bar on stderr, or a hidden one when stderr is not a terminal or `quiet` is set.
+    /// A bar on stderr, or a hidden one when stderr is not a terminal, the terminal is `dumb`
+    /// (it cannot move the cursor), or `quiet` is set.
     pub fn new(quiet: bool) -> Self {
-        let shown = !quiet && std::io::stderr().is_terminal();
+        let dumb = std::env::var_os("TERM").is_some_and(|t| t == "dumb");
+        let shown = !quiet && !dumb && std::io::stderr().is_terminal();
         let bar = ProgressBar::with_draw_target(
             None,
             if shown { ProgressDrawTarget::stderr() } else { ProgressDrawTarget::hidden() },

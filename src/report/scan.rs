@@ -306,7 +306,14 @@ fn write_by_target(
             None,
         ));
         cols.push(Column::right("kernels", totals.iter().map(|c| cell(c.kernels)).collect(), None));
-        cols.push(Column::right("device code", totals.iter().map(|c| human_bytes(c.bytes)).collect(), None));
+        cols.push(Column::right(
+            "device code",
+            totals
+                .iter()
+                .map(|c| if c.bytes == 0 { "—".to_string() } else { human_bytes(c.bytes) })
+                .collect(),
+            None,
+        ));
         cols.push(Column::right("files", totals.iter().map(|c| cell(c.files)).collect(), None));
     }
     let (text, dropped) = fit(cols, md, style);
@@ -314,6 +321,12 @@ fn write_by_target(
         writeln!(out, "{text}")?;
     }
     let mut notes: Vec<String> = Vec::new();
+    for (g, served) in rows.iter().filter(|(_, s)| !s.is_empty()) {
+        notes.push(format!(
+            "{}: served by {g} code where a library has none built for it (the runtime loads generic code then).",
+            served.join(", ")
+        ));
+    }
     let legend: Vec<String> = present
         .iter()
         .filter(|l| !dropped.iter().any(|d| d == l.header))
@@ -373,12 +386,12 @@ fn write_by_layer(
     let labels: Vec<String> = rows.iter().map(|r| r.label.to_string()).collect();
     let cols: Vec<Column> = shown
         .iter()
-        .map(|(t, _)| {
+        .map(|(t, served)| {
             let cells = rows
                 .iter()
                 .map(|r| cell(snap.families.get(r.key).and_then(|m| m.get(t)).copied().unwrap_or(0)))
                 .collect();
-            Column::target_counts(t, cells)
+            Column::target_counts(&target_label(t, served), cells)
         })
         .collect();
     writeln!(out, "{}", render_blocks(Column::left("layer", labels, None), cols, md, style))?;

@@ -166,7 +166,11 @@ pub fn walk(roots: &[Root], follow_links: bool, tick: &dyn Fn()) -> Walked {
                 Err(err) => {
                     let rel = err.path().map(rel_of).unwrap_or_default();
                     let message = match err.loop_ancestor() {
-                        Some(a) => format!("symlink loop back to {}", rel_of(a).display()),
+                        // A loop back to the root itself has an empty relative path: say so.
+                        Some(a) => match rel_of(a) {
+                            r if r.as_os_str().is_empty() => "symlink loop back to the root".to_string(),
+                            r => format!("symlink loop back to {}", r.display()),
+                        },
                         None => err.io_error().map_or_else(|| err.to_string(), |e| e.to_string()),
                     };
                     out.problems.push(Problem { path: RelPath::new(i, rel.as_os_str()), message });

@@ -96,7 +96,7 @@ fn aks2_py_archives_in_the_scan() {
     assert_eq!(snap["problems"], json!([]), "{:#}", snap["problems"]);
 }
 
-/// `scan --compare` shows the row for the targets compared.
+/// `scan --compare` shows the row for the targets compared, in the order they were asked in.
 #[test]
 fn compare_row_counts_archives() {
     let tree = torch_tree(true);
@@ -107,11 +107,29 @@ fn compare_row_counts_archives() {
         .lines()
         .find(|l| l.contains("AOTriton kernel archives"))
         .unwrap_or_else(|| panic!("no AOTriton row:\n{}", run.stdout));
-    // Targets in order (gfx1151, gfx942); none is a dash.
+    // Targets in the order asked (gfx942, gfx1151): 2 archives, then none (a dash).
     let cells: Vec<&str> = row.split_whitespace().collect();
-    assert_eq!(cells[cells.len() - 2..], ["—", "2"], "{}", run.stdout);
-    let header = run.stdout.lines().find(|l| l.contains("gfx942")).expect("header");
-    assert!(header.find("gfx1151") < header.find("gfx942"), "{header}");
+    assert_eq!(cells[cells.len() - 2..], ["2", "—"], "{}", run.stdout);
+    let header = run.stdout.lines().find(|l| l.contains("LAYER")).expect("header");
+    assert_eq!(
+        header.split_whitespace().collect::<Vec<_>>(),
+        ["LAYER", "gfx942", "gfx1151"],
+        "{}",
+        run.stdout
+    );
+    // Asked the other way round, the columns swap.
+    let swapped = tree.scan(&["--compare", "gfx1151,gfx942"]);
+    swapped.expect_code(0);
+    let header = swapped.stdout.lines().find(|l| l.contains("LAYER")).expect("header");
+    assert_eq!(
+        header.split_whitespace().collect::<Vec<_>>(),
+        ["LAYER", "gfx1151", "gfx942"],
+        "{}",
+        swapped.stdout
+    );
+    let row = swapped.stdout.lines().find(|l| l.contains("AOTriton kernel archives")).expect("AOTriton row");
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cells[cells.len() - 2..], ["—", "2"], "{}", swapped.stdout);
 }
 
 /// gfx942 has images: OK. gfx1151 has none (its pack, gfx115x, is absent): WARN with what
@@ -132,7 +150,8 @@ fn sdp_utils_check_gpu_ok_and_warn() {
     let v = images_verdict(&report, &tree);
     assert_eq!(v["status"], "warn", "{v:#}");
     assert_eq!(v["detail"], "no AOTriton kernel images for gfx1151");
-    assert_eq!(v["available"], json!(["gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx942"]));
+    // In the natural order: generation, then number (gfx942 before gfx1100).
+    assert_eq!(v["available"], json!(["gfx942", "gfx1100", "gfx1101", "gfx1102", "gfx1103"]));
     let consequence = v["consequence"].as_str().expect("consequence");
     assert!(consequence.contains("falls back to the slower math path"), "{consequence}");
 }

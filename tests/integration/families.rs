@@ -477,24 +477,41 @@ fn names_that_lie_copies_and_links() {
         ]
     );
 
+    let want = [
+        format!("  {root}/{ROCBLAS_LIB}/TensileLibrary_gfx1010.co: named for gfx1010, but serves gfx1030"),
+        format!(
+            "  {root}/{ROCBLAS_LIB}/TensileLibrary_lazy_gfx1010.dat (a link to \
+             {ROCBLAS_LIB}/TensileLibrary_lazy_gfx1030.dat): named for gfx1010, but serves gfx1030"
+        ),
+    ];
+    // Without a width limit, one line per name.
+    let run = tree.scan(&["--compare", "gfx1010,gfx1030", "--wide"]);
+    run.expect_code(0);
+    let at = run.stdout.find("Names that lie (2):").unwrap_or_else(|| panic!("{}", run.stdout));
+    let lines: Vec<&str> = run.stdout[at..].lines().skip(1).collect();
+    assert_eq!(lines, want, "{}", run.stdout);
+    // Fitted to 100 columns, each entry wraps at spaces and continues under a 4-space indent.
     let run = tree.scan(&["--compare", "gfx1010,gfx1030"]);
     run.expect_code(0);
     let at = run.stdout.find("Names that lie (2):").unwrap_or_else(|| panic!("{}", run.stdout));
-    let lines: Vec<&str> = run.stdout[at..].lines().skip(1).take(2).collect();
-    assert_eq!(
-        lines,
-        [
-            format!(
-                "  {root}/{ROCBLAS_LIB}/TensileLibrary_gfx1010.co: named for gfx1010, but serves gfx1030"
-            ),
-            format!(
-                "  {root}/{ROCBLAS_LIB}/TensileLibrary_lazy_gfx1010.dat (a link to \
-                 {ROCBLAS_LIB}/TensileLibrary_lazy_gfx1030.dat): named for gfx1010, but serves gfx1030"
-            ),
-        ],
-        "{}",
-        run.stdout
-    );
+    let lines: Vec<&str> = run.stdout[at..].lines().skip(1).collect();
+    assert!(lines.len() > 2, "these entries are longer than 100 columns:\n{}", run.stdout);
+    assert!(lines.iter().all(|l| l.chars().count() <= 100 && *l == l.trim_end()), "{}", run.stdout);
+    let mut entries: Vec<String> = Vec::new();
+    for line in &lines {
+        match (line.strip_prefix("    "), entries.last_mut()) {
+            (Some(more), Some(entry)) => {
+                assert!(!more.starts_with(' '), "{line:?}");
+                entry.push(' ');
+                entry.push_str(more);
+            }
+            _ => {
+                assert!(line.starts_with("  /"), "{line:?}");
+                entries.push(line.to_string());
+            }
+        }
+    }
+    assert_eq!(entries, want, "{}", run.stdout);
     let md = tree.scan(&["--compare", "gfx1010", "--format", "markdown"]);
     md.expect_code(0);
     assert!(md.stdout.contains("### Names that lie (2):\n- "), "{}", md.stdout);
@@ -612,9 +629,10 @@ fn compare_tree() -> Tree {
 }
 
 /// `(row key, gfx900, gfx1100)` the compare tree holds.
-const WANT: [(&str, u64, u64); 11] = [
+const WANT: [(&str, u64, u64); 12] = [
     ("host-library-code-objects", 1, 1),
     ("standalone-code-objects", 1, 0),
+    ("runtime-internal-code-objects", 0, 0),
     ("rocblas-files", 1, 0),
     ("hipblaslt-files", 0, 1),
     ("miopen-perf-db-records", 3, 0),
@@ -628,7 +646,7 @@ const WANT: [(&str, u64, u64); 11] = [
 
 #[test]
 fn compare_rows_follow_family_rows() {
-    let keys: Vec<&str> = FAMILY_ROWS.iter().map(|(k, _)| *k).collect();
+    let keys: Vec<&str> = FAMILY_ROWS.iter().map(|r| r.key).collect();
     let want: Vec<&str> = WANT.iter().map(|(k, _, _)| *k).collect();
     assert_eq!(keys, want, "FAMILY_ROWS changed: update WANT");
 }
@@ -643,8 +661,12 @@ fn compare_csv_has_exact_counts() {
         want.push_str(&format!("{k},{a},{b}\n"));
     }
     assert_eq!(run.stdout, want);
-    // Targets are put in targets.toml order, whatever order they were asked in.
+    // Targets keep the order they were asked in.
     let swapped = tree.scan(&["--compare", "gfx1100,gfx900", "--format", "csv"]);
+    let mut want = String::from("family,gfx1100,gfx900\n");
+    for (k, a, b) in WANT {
+        want.push_str(&format!("{k},{b},{a}\n"));
+    }
     assert_eq!(swapped.stdout, want);
 }
 
@@ -659,10 +681,11 @@ fn compare_table_and_markdown() {
         "{}",
         lines[0]
     );
-    let at = lines.iter().position(|l| l.contains("ARTIFACT")).unwrap_or_else(|| panic!("{}", run.stdout));
-    assert_eq!(lines[at].split_whitespace().collect::<Vec<_>>(), ["ARTIFACT", "gfx900", "gfx1100"]);
+    let at = lines.iter().position(|l| l.contains("LAYER")).unwrap_or_else(|| panic!("{}", run.stdout));
+    assert_eq!(lines[at].split_whitespace().collect::<Vec<_>>(), ["LAYER", "gfx900", "gfx1100"]);
     let body = &lines[at + 1..at + 1 + FAMILY_ROWS.len()];
-    for (line, ((_, label), (key, a, b))) in body.iter().zip(FAMILY_ROWS.iter().zip(WANT)) {
+    for (line, (row, (key, a, b))) in body.iter().zip(FAMILY_ROWS.iter().zip(WANT)) {
+        let label = row.label;
         let rest = line.trim_start().strip_prefix(label).unwrap_or_else(|| panic!("{key}: {line:?}"));
         let cell = |n: u64| if n == 0 { "—".to_string() } else { n.to_string() };
         assert_eq!(rest.split_whitespace().collect::<Vec<_>>(), [cell(a), cell(b)], "{key}: {line:?}");
@@ -679,9 +702,10 @@ fn compare_table_and_markdown() {
         .map(|l| l.trim_matches('|').split('|').map(str::trim).collect())
         .collect();
     assert_eq!(rows.len(), 2 + FAMILY_ROWS.len(), "{}", md.stdout);
-    assert_eq!(rows[0], ["artifact", "gfx900", "gfx1100"]);
+    assert_eq!(rows[0], ["layer", "gfx900", "gfx1100"]);
     assert!(rows[1].iter().all(|c| c.chars().all(|ch| ch == '-' || ch == ':')), "{:?}", rows[1]);
-    for (row, ((_, label), (_, a, b))) in rows[2..].iter().zip(FAMILY_ROWS.iter().zip(WANT)) {
+    for (row, (fam, (_, a, b))) in rows[2..].iter().zip(FAMILY_ROWS.iter().zip(WANT)) {
+        let label = fam.label;
         let cell = |n: u64| if n == 0 { "—".to_string() } else { n.to_string() };
         assert_eq!(*row, [label.to_string(), cell(a), cell(b)]);
     }
@@ -715,20 +739,37 @@ fn compare_unknown_target_is_fatal() {
 }
 
 #[test]
-fn compare_without_targets_lists_those_present_in_targets_toml_order() {
+fn compare_without_targets_lists_those_present_in_the_natural_order() {
     let tree = compare_tree();
     let run = tree.scan(&["--compare", "--format", "csv"]);
     run.expect_code(0);
     let header = run.stdout.lines().next().expect("header");
-    // mach 0x2c, 0x36, 0x3f, 0x41: not the alphabetical order.
-    assert_eq!(header, "family,gfx900,gfx1030,gfx90a,gfx1100");
+    // Generation, then number: not the alphabetical order, nor EF_AMDGPU_MACH's.
+    assert_eq!(header, "family,gfx900,gfx90a,gfx1030,gfx1100");
     assert_eq!(run.stdout.lines().count(), 1 + FAMILY_ROWS.len());
+    // The table is cut into blocks of targets that fit 100 columns, each under its own LAYER
+    // header; read in turn, the blocks give the targets in the same order.
     let table = tree.scan(&["--compare"]);
     table.expect_code(0);
-    let head = table.stdout.lines().find(|l| l.contains("ARTIFACT")).expect("header row");
+    let heads: Vec<Vec<&str>> = table
+        .stdout
+        .lines()
+        .filter(|l| l.trim_start().starts_with("LAYER"))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert!(heads.len() > 1, "four targets do not fit 100 columns beside the labels:\n{}", table.stdout);
+    assert!(heads.iter().all(|h| h[0] == "LAYER" && h.len() > 1), "{heads:?}");
+    let across: Vec<&str> = heads.iter().flat_map(|h| h[1..].iter().copied()).collect();
+    assert_eq!(across, ["gfx900", "gfx90a", "gfx1030", "gfx1100"], "{}", table.stdout);
+    assert!(table.stdout.lines().all(|l| l.chars().count() <= 100), "{}", table.stdout);
+    // Without a width limit, one block holds them all.
+    let wide = tree.scan(&["--compare", "--wide"]);
+    wide.expect_code(0);
+    let heads: Vec<&str> = wide.stdout.lines().filter(|l| l.trim_start().starts_with("LAYER")).collect();
+    assert_eq!(heads.len(), 1, "{}", wide.stdout);
     assert_eq!(
-        head.split_whitespace().collect::<Vec<_>>(),
-        ["ARTIFACT", "gfx900", "gfx1030", "gfx90a", "gfx1100"]
+        heads[0].split_whitespace().collect::<Vec<_>>(),
+        ["LAYER", "gfx900", "gfx90a", "gfx1030", "gfx1100"]
     );
 }
 
@@ -740,7 +781,7 @@ fn compare_on_a_tree_without_artifacts() {
     let run = tree.scan(&["--compare", "gfx900", "--format", "csv"]);
     run.expect_code(0);
     let want: String = std::iter::once("family,gfx900\n".to_string())
-        .chain(FAMILY_ROWS.iter().map(|(k, _)| format!("{k},0\n")))
+        .chain(FAMILY_ROWS.iter().map(|r| format!("{},0\n", r.key)))
         .collect();
     assert_eq!(run.stdout, want);
 }

@@ -6,7 +6,7 @@ use crate::fixtures::{co, hip_bundle, GFX1100, GFX900, GFX90A, XNACK_ON};
 use crate::util::{gfxscan, Tree};
 
 /// A tree with gfx1100 (2 kernels) and gfx900 (1) in a bundle and a gfx90a:xnack+ object
-/// (3), named so that neither file nor alphabetical order gives the targets.toml order.
+/// (3), named so that neither file nor alphabetical order gives the natural order.
 struct Small {
     tree: Tree,
     len_900: u64,
@@ -24,7 +24,17 @@ fn small() -> Small {
     Small { tree, len_900: c900.len() as u64, len_90a: c90a.len() as u64, len_1100: c1100.len() as u64 }
 }
 
-/// First cells of the table rows under the header line that contains `header`.
+/// The CSV header of the per-target view: totals, then every `FAMILY_ROWS` key.
+const CSV_HEADER: &str = "target,product,code_objects,kernels,bytes,files,host-library-code-objects,\
+                          standalone-code-objects,runtime-internal-code-objects,rocblas-files,\
+                          hipblaslt-files,miopen-perf-db-records,miopen-find-db-records,\
+                          miopen-kernel-db-entries,miopen-tuning-models,firmware-blobs,\
+                          device-lib-bitcode,aotriton-kernel-archives\n";
+
+/// The cells of the table rows under the header line that contains `header`. Header words
+/// stacked on further lines (upper case, no row name) and Markdown's `|---|` line are skipped;
+/// cells are split at Markdown pipes or at the two or more spaces between table columns, so
+/// `RX 7900 XTX` and `1.2 KiB` stay one cell.
 fn first_cells<'a>(text: &'a str, header: &str) -> Vec<Vec<&'a str>> {
     let lines: Vec<&str> = text.lines().collect();
     let at =
@@ -32,13 +42,17 @@ fn first_cells<'a>(text: &'a str, header: &str) -> Vec<Vec<&'a str>> {
     lines[at + 1..]
         .iter()
         .take_while(|l| !l.trim().is_empty())
-        .filter(|l| !l.trim_start().starts_with("|-") && !l.trim_start().starts_with("| -"))
-        .map(|l| l.split(['|', ' ']).filter(|c| !c.is_empty()).collect())
+        .skip_while(|l| !l.chars().any(|c| c.is_ascii_lowercase()))
+        .map(|l| {
+            let cells: Vec<&str> =
+                if l.starts_with('|') { l.split('|').collect() } else { l.split("  ").collect() };
+            cells.into_iter().map(str::trim).filter(|c| !c.is_empty()).collect()
+        })
         .collect()
 }
 
 #[test]
-fn table_rows_follow_targets_toml_order() {
+fn table_rows_follow_the_natural_order() {
     let s = small();
     let run = s.tree.scan(&["--format", "table"]);
     run.expect_code(0);
@@ -46,18 +60,67 @@ fn table_rows_follow_targets_toml_order() {
     let want = format!("gfxscan {} · 1 root · 2 files (", env!("CARGO_PKG_VERSION"));
     assert!(first.starts_with(&want), "{first}");
     assert!(first.ends_with("· 2 with device code · 3 code objects · 0 problems"), "{first}");
-    let header = run.stdout.lines().find(|l| l.contains("TARGET")).expect("header row");
-    for col in ["TARGET", "CODE OBJECTS", "KERNELS", "DEVICE CODE", "FILES"] {
-        assert!(header.contains(col), "{header}");
-    }
-    let rows = first_cells(&run.stdout, "TARGET");
-    let names: Vec<&str> = rows.iter().map(|r| r[0]).collect();
-    assert_eq!(names, ["gfx900", "gfx90a", "gfx1100"], "by mach 0x2c, 0x3f, 0x41:\n{}", run.stdout);
-    // target, code objects, kernels, <size> <unit>, files
-    assert_eq!([rows[0][1], rows[0][2], rows[0][5]], ["1", "1", "1"]);
-    assert_eq!([rows[1][1], rows[1][2], rows[1][5]], ["1", "3", "1"]);
-    assert_eq!([rows[2][1], rows[2][2], rows[2][5]], ["1", "2", "1"]);
+    // Targets down (generation, then number), their first product, then one column per layer
+    // present: here only code objects. Header words stack; no line ends in spaces.
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(
+        lines[1..8],
+        [
+            "",
+            " TARGET   PRODUCT             CODE",
+            "                           OBJECTS",
+            " gfx900   RX Vega 64             1",
+            " gfx90a   Instinct MI250X        1",
+            " gfx1100  RX 7900 XTX            1",
+            "",
+        ],
+        "{}",
+        run.stdout
+    );
+    // Then what each column counts, and the layers this tree has none of: one note each,
+    // wrapped at 100 columns under a 2-space indent.
+    let notes: Vec<String> =
+        lines[8..].join("\n").split("\n  ").collect::<Vec<_>>().join(" ").lines().map(String::from).collect();
+    assert_eq!(
+        notes,
+        [
+            "Columns: CODE OBJECTS: device code in host libraries (code objects) + standalone code objects \
+             (outside Tensile folders).",
+            "None in this tree: runtime, rocblas, hipblaslt, perf-db, find-db, kernel-db, tn models, firmware, \
+             bitcode, aotriton.",
+        ],
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.lines().all(|l| l == l.trim_end() && l.chars().count() <= 100), "{}", run.stdout);
     assert!(!run.stdout.contains("Problems"), "{}", run.stdout);
+
+    // --wide adds the totals: all code objects, kernels, device code, files.
+    let wide = s.tree.scan(&["--wide"]);
+    wide.expect_code(0);
+    let rows = first_cells(&wide.stdout, "TARGET");
+    assert_eq!(
+        rows,
+        [
+            ["gfx900", "RX Vega 64", "1", "1", "1", "1.1 KiB", "1"],
+            ["gfx90a", "Instinct MI250X", "1", "1", "3", "1.5 KiB", "1"],
+            ["gfx1100", "RX 7900 XTX", "1", "1", "2", "1.2 KiB", "1"],
+        ],
+        "{}",
+        wide.stdout
+    );
+    let header: Vec<&str> = wide.stdout.lines().skip_while(|l| !l.contains("TARGET")).take(3).collect();
+    assert_eq!(
+        header.iter().map(|l| l.split_whitespace().collect::<Vec<_>>()).collect::<Vec<_>>(),
+        [
+            vec!["TARGET", "PRODUCT", "CODE", "ALL", "KERNELS", "DEVICE", "FILES"],
+            vec!["OBJECTS", "CODE", "CODE"],
+            vec!["OBJECTS"],
+        ],
+        "{}",
+        wide.stdout
+    );
+    assert!(wide.stdout.lines().all(|l| l == l.trim_end()), "{}", wide.stdout);
 }
 
 #[test]
@@ -75,8 +138,17 @@ fn empty_tree_says_nothing_found() {
     tree.file("readme.txt", b"no device code here");
     let run = tree.scan(&[]);
     run.expect_code(0);
-    assert!(run.stdout.contains("No AMDGPU code objects found."), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("No AMDGPU code objects, Tensile libraries, MIOpen databases or firmware found."),
+        "{}",
+        run.stdout
+    );
     assert!(!run.stdout.contains("TARGET"), "{}", run.stdout);
+    assert!(!run.stdout.contains("Columns:"), "{}", run.stdout);
+    // CSV: the header alone.
+    let csv = tree.scan(&["--format", "csv"]);
+    csv.expect_code(0);
+    assert_eq!(csv.stdout, CSV_HEADER);
 }
 
 #[test]
@@ -97,10 +169,14 @@ fn csv_exact() {
     let s = small();
     let run = s.tree.scan(&["--format", "csv"]);
     run.expect_code(0);
+    // Every object here is standalone: 1 in standalone-code-objects, 0 in every other row.
     assert_eq!(
         run.stdout,
         format!(
-            "target,code_objects,kernels,bytes,files\ngfx900,1,1,{},1\ngfx90a,1,3,{},1\ngfx1100,1,2,{},1\n",
+            "{CSV_HEADER}\
+             gfx900,Radeon RX Vega 64,1,1,{},1,0,1,0,0,0,0,0,0,0,0,0,0\n\
+             gfx90a,Instinct MI250X,1,3,{},1,0,1,0,0,0,0,0,0,0,0,0,0\n\
+             gfx1100,Radeon RX 7900 XTX,1,2,{},1,0,1,0,0,0,0,0,0,0,0,0,0\n",
             s.len_900, s.len_90a, s.len_1100
         )
     );
@@ -137,7 +213,7 @@ fn output_file_gets_everything_stdout_nothing() {
     assert_eq!(run.stdout, "");
     let written = std::fs::read_to_string(&out).expect("report written");
     assert_eq!(written, to_stdout.stdout);
-    assert!(written.starts_with("target,code_objects,kernels,bytes,files\n"));
+    assert!(written.starts_with(CSV_HEADER), "{written}");
 
     let json_out = out_dir.path("snap.json");
     let run = s.tree.scan(&["--json", "--output", json_out.to_str().expect("UTF-8")]);
@@ -153,7 +229,8 @@ fn output_dash_is_stdout() {
     let s = small();
     let run = s.tree.scan(&["--format", "csv", "-o", "-"]);
     run.expect_code(0);
-    assert!(run.stdout.starts_with("target,code_objects"), "{}", run.stdout);
+    assert!(run.stdout.starts_with(CSV_HEADER), "{}", run.stdout);
+    assert_eq!(run.stdout.lines().count(), 4, "{}", run.stdout);
 }
 
 #[test]
@@ -164,7 +241,7 @@ fn output_to_unwritable_path_is_fatal() {
     assert!(run.stderr.contains("/nonexistent-dir/for/gfxscan/out.txt"), "{}", run.stderr);
 }
 
-/// `--only` shows exactly the named targets in table order, zeros for absent ones.
+/// `--only` shows exactly the named targets in the order given, zeros for absent ones.
 #[test]
 fn only_selects_rows_with_zeros() {
     let s = small();
@@ -173,20 +250,37 @@ fn only_selects_rows_with_zeros() {
     assert_eq!(
         run.stdout,
         format!(
-            "target,code_objects,kernels,bytes,files\ngfx900,1,1,{},1\ngfx1100,1,2,{},1\ngfx942,0,0,0,0\n",
-            s.len_900, s.len_1100
+            "{CSV_HEADER}\
+             gfx942,Instinct MI300X,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0\n\
+             gfx1100,Radeon RX 7900 XTX,1,2,{},1,0,1,0,0,0,0,0,0,0,0,0,0\n\
+             gfx900,Radeon RX Vega 64,1,1,{},1,0,1,0,0,0,0,0,0,0,0,0,0\n",
+            s.len_1100, s.len_900
         )
     );
 
-    let run = s.tree.scan(&["--only", "gfx900,gfx1100,gfx942"]);
+    let run = s.tree.scan(&["--only", "gfx1100,gfx942,gfx900"]);
+    run.expect_code(0);
+    let rows = first_cells(&run.stdout, "TARGET");
+    assert_eq!(
+        rows,
+        [["gfx1100", "RX 7900 XTX", "1"], ["gfx942", "Instinct MI300X", "—"], ["gfx900", "RX Vega 64", "1"]],
+        "{}",
+        run.stdout
+    );
+    let run = s.tree.scan(&["--only", "gfx1100,gfx942,gfx900", "--wide"]);
     run.expect_code(0);
     let rows = first_cells(&run.stdout, "TARGET");
     let names: Vec<&str> = rows.iter().map(|r| r[0]).collect();
-    assert_eq!(names, ["gfx900", "gfx1100", "gfx942"], "{}", run.stdout);
-    assert_eq!(rows[2], ["gfx942", "0", "0", "0", "B", "0"]);
+    assert_eq!(names, ["gfx1100", "gfx942", "gfx900"], "{}", run.stdout);
+    assert_eq!(rows[1], ["gfx942", "Instinct MI300X", "—", "—", "—", "—", "—"], "{}", run.stdout);
 
-    let run = s.tree.scan(&["--json", "--only", "gfx900,gfx942"]);
+    let run = s.tree.scan(&["--json", "--only", "gfx942,gfx900"]);
     run.expect_code(0);
+    // The targets map keeps the order asked for.
+    let targets_at = run.stdout.find("\"targets\": {").unwrap_or_else(|| panic!("{}", run.stdout));
+    let key =
+        |t: &str| run.stdout[targets_at..].find(&format!("\"{t}\": {{")).unwrap_or_else(|| panic!("{t}"));
+    assert!(key("gfx942") < key("gfx900"), "{}", run.stdout);
     let snap = run.json();
     assert_eq!(
         snap["targets"],

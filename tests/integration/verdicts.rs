@@ -319,22 +319,56 @@ fn diff_reports_the_devices_a_generic_object_served() {
 fn scan_only_shows_what_serves_a_target_through_its_generic() {
     let tree = Tree::new();
     tree.file("lib/libsolver.so", &host_lib(&[("gfx11-generic", &generic_co(GFX11_GENERIC))]));
+    // The generic row follows the target it serves, says so, and holds the code; the
+    // target's own row has none.
     let run = tree.scan(&["--only", "gfx1151"]);
     run.expect_code(0);
-    assert!(run.stdout.contains("gfx11-generic (generic; serves gfx1151)"), "{}", run.stdout);
-    assert!(
-        run.stdout.contains("gfx1151: no code built for it here; served by gfx11-generic"),
+    let rows: Vec<Vec<&str>> = run
+        .stdout
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("TARGET"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter(|l| l.contains("gfx"))
+        .map(|l| l.split("  ").map(str::trim).filter(|c| !c.is_empty()).collect())
+        .collect();
+    assert_eq!(
+        rows,
+        [vec!["gfx1151", "Radeon 8060S", "—"], vec!["gfx11-generic (serves gfx1151)", "1"]],
         "{}",
         run.stdout
     );
+    // In the per-library view the library is marked as serving gfx1151 through its generic code.
+    let library = tree.scan(&["--by", "library", "--only", "gfx1151"]);
+    library.expect_code(0);
+    let line = library.stdout.lines().find(|l| l.contains("lib/libsolver.so")).expect("library row");
+    assert_eq!(line.split_whitespace().collect::<Vec<_>>(), ["lib/libsolver.so", "○"], "{}", library.stdout);
     let (run, snap) = tree.scan_json(&["--only", "gfx1151"]);
     run.expect_code(0);
     assert_eq!(snap["via_generic"], json!({"gfx1151": "gfx11-generic"}));
     assert_eq!(snap["targets"]["gfx11-generic"]["code_objects"], 1);
     assert_eq!(snap["targets"]["gfx1151"]["code_objects"], 0);
-    let compare = tree.scan(&["--compare", "gfx1151"]);
+    // --compare puts the generic target's column right after the target it serves.
+    // --wide keeps one block, whatever the width.
+    let compare = tree.scan(&["--compare", "gfx1151", "--wide"]);
     compare.expect_code(0);
-    assert!(compare.stdout.contains("via gfx11-generic: 1"), "{}", compare.stdout);
+    let head = compare.stdout.lines().find(|l| l.contains("LAYER")).expect("header row");
+    assert_eq!(
+        head.split_whitespace().collect::<Vec<_>>(),
+        ["LAYER", "gfx1151", "gfx11-generic", "(serves", "gfx1151)"]
+    );
+    let row = compare.stdout.lines().find(|l| l.contains("device code in host libraries")).expect("row");
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cells[cells.len() - 2..], ["—", "1"], "{}", compare.stdout);
+    // At 100 columns the generic column comes in a second block, after the target it serves.
+    let narrow = tree.scan(&["--compare", "gfx1151"]);
+    let heads: Vec<&str> = narrow.stdout.lines().filter(|l| l.trim_start().starts_with("LAYER")).collect();
+    assert_eq!(heads.len(), 2, "{}", narrow.stdout);
+    assert!(
+        heads[0].ends_with("gfx1151") && heads[1].ends_with("gfx11-generic (serves gfx1151)"),
+        "{}",
+        narrow.stdout
+    );
 }
 
 // 5. `diff` never misreads.
