@@ -129,7 +129,7 @@ pub fn families_table(files: &[FileRecord], targets: &Targets) -> IndexMap<Strin
     };
     for f in files {
         for c in &f.code_objects {
-            if let Some(row) = families::code_row(f, c) {
+            for row in families::code_rows(f, c) {
                 add(row, &c.processor, 1);
             }
         }

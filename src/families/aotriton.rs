@@ -53,8 +53,12 @@ pub const NO_IMAGES: GapRule = GapRule {
                   built for it but without images, the kernels fail to load and PyTorch does not check the error",
 };
 
-const ROWS: &[Row] =
-    &[Row { key: "aotriton-kernel-archives", label: "AOTriton kernel archives (AKS2)", column: "aotriton" }];
+const ROWS: &[Row] = &[Row {
+    key: "aotriton-kernel-archives",
+    label: "AOTriton kernel archives (AKS2)",
+    column: "aotriton",
+    within: None,
+}];
 
 /// The `amd-<pack>` folder right under `aotriton.images` in `path`, with the file below it:
 /// the pack's name (`gfx942`, `gfx110x`).

@@ -24,7 +24,7 @@ pub const NO_BITCODE: GapRule = GapRule {
 };
 
 const ROWS: &[Row] =
-    &[Row { key: "device-lib-bitcode", label: "device-lib bitcode files", column: "bitcode" }];
+    &[Row { key: "device-lib-bitcode", label: "device-lib bitcode files", column: "bitcode", within: None }];
 
 impl Cataloger for Bitcode {
     fn family(&self) -> Family {

@@ -53,7 +53,8 @@ fn firmware_dir(path: &Path) -> Option<String> {
     (matches!(name, "amdgpu" | "radeon") && has_component(dir, &["firmware"])).then(|| name.to_string())
 }
 
-const ROWS: &[Row] = &[Row { key: "firmware-blobs", label: "firmware blobs", column: "firmware" }];
+const ROWS: &[Row] =
+    &[Row { key: "firmware-blobs", label: "firmware blobs", column: "firmware", within: None }];
 
 impl Cataloger for Firmware {
     fn family(&self) -> Family {

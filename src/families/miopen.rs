@@ -41,10 +41,15 @@ const SUFFIXES: &[(&str, Role)] = &[
 ];
 
 const ROWS: &[Row] = &[
-    Row { key: "miopen-perf-db-records", label: "MIOpen perf-DB records", column: "perf-db" },
-    Row { key: "miopen-find-db-records", label: "MIOpen find-DB records", column: "find-db" },
-    Row { key: "miopen-kernel-db-entries", label: "MIOpen kernel-DB entries", column: "kernel-db" },
-    Row { key: "miopen-tuning-models", label: "MIOpen tuning models", column: "tn models" },
+    Row { key: "miopen-perf-db-records", label: "MIOpen perf-DB records", column: "perf-db", within: None },
+    Row { key: "miopen-find-db-records", label: "MIOpen find-DB records", column: "find-db", within: None },
+    Row {
+        key: "miopen-kernel-db-entries",
+        label: "MIOpen kernel-DB entries",
+        column: "kernel-db",
+        within: None,
+    },
+    Row { key: "miopen-tuning-models", label: "MIOpen tuning models", column: "tn models", within: None },
 ];
 
 /// A MIOpen database base name (`gfx900_56`, `gfx90878`, `gfx906_nosramecc_60`,

@@ -199,16 +199,19 @@ const CODE_ROWS: &[Row] = &[
         key: "host-library-code-objects",
         label: "device code in host libraries (code objects)",
         column: "code objects",
+        within: None,
     },
     Row {
         key: "standalone-code-objects",
         label: "standalone code objects (outside Tensile folders)",
         column: "code objects",
+        within: None,
     },
     Row {
         key: "runtime-internal-code-objects",
         label: "runtime-internal code objects (HSA runtime blit kernels, trap handlers)",
         column: "runtime",
+        within: Some("host-library-code-objects"),
     },
 ];
 
@@ -221,6 +224,9 @@ pub struct Row {
     pub label: &'static str,
     /// Its column in the per-target table; rows sharing a column add up.
     pub column: &'static str,
+    /// The row that also counts what this one does: the per-target table shows this part
+    /// apart, taking it out of that row's column.
+    pub within: Option<&'static str>,
 }
 
 /// Rows of the families table, in display order (the families in `Family` order).
@@ -230,18 +236,19 @@ pub static FAMILY_ROWS: LazyLock<Vec<Row>> = LazyLock::new(|| {
     CODE_ROWS.iter().copied().chain(families.iter().flat_map(|c| c.rows().iter().copied())).collect()
 });
 
-/// The row a code object counts in: host libraries' apart from standalone objects, and the
+/// The rows a code object counts in: host libraries' apart from standalone objects; and the
 /// HSA runtime's own (its blit kernels and trap handlers, raw code objects embedded in
 /// libhsa-runtime64: rocr-runtime `core/runtime/blit_shaders/` and `trap_handler/`, built
-/// into the library) apart from both, since they serve the runtime, not applications.
-pub fn code_row(f: &FileRecord, c: &CodeObjectRecord) -> Option<&'static str> {
+/// into the library) also in a row of their own, since they serve the runtime, not
+/// applications (the per-target table shows them apart).
+pub fn code_rows(f: &FileRecord, c: &CodeObjectRecord) -> Vec<&'static str> {
     let runtime =
         c.container == Container::Embedded && file_name(&f.path.path).starts_with("libhsa-runtime64");
     match f.artifact.as_ref().and_then(|a| a.family) {
-        None if runtime => Some(CODE_ROWS[2].key),
-        None if f.kind == Kind::HostElf => Some(CODE_ROWS[0].key),
-        None => Some(CODE_ROWS[1].key),
-        Some(_) => None,
+        None if f.kind == Kind::HostElf && runtime => vec![CODE_ROWS[0].key, CODE_ROWS[2].key],
+        None if f.kind == Kind::HostElf => vec![CODE_ROWS[0].key],
+        None => vec![CODE_ROWS[1].key],
+        Some(_) => Vec::new(),
     }
 }
 

@@ -76,8 +76,8 @@ pub const HIPBLASLT_DEFAULT_GAP: GapRule = GapRule {
 };
 
 const ROWS: &[Row] = &[
-    Row { key: "rocblas-files", label: "rocBLAS Tensile files", column: "rocblas" },
-    Row { key: "hipblaslt-files", label: "hipBLASLt Tensile files", column: "hipblaslt" },
+    Row { key: "rocblas-files", label: "rocBLAS Tensile files", column: "rocblas", within: None },
+    Row { key: "hipblaslt-files", label: "hipBLASLt Tensile files", column: "hipblaslt", within: None },
 ];
 
 const EXTENSIONS: [&str; 6] = [".dat", ".dat.zlib", ".co", ".hsaco", ".yaml", ".txt"];

@@ -281,6 +281,15 @@ fn write_pivot(d: &SnapshotDiff, targets: &Targets, l: Layout, out: &mut dyn Wri
         slot.0 += c.old;
         slot.1 += c.new;
     }
+    // A part shown apart (the runtime's own code) leaves the layer that also counts it.
+    for c in &d.counts {
+        let within = crate::families::FAMILY_ROWS.iter().find(|r| r.key == c.family).and_then(|r| r.within);
+        if let Some(i) = within.and_then(layer_of) {
+            let slot = cells.entry((c.target.clone(), i)).or_default();
+            slot.0 = slot.0.saturating_sub(c.old);
+            slot.1 = slot.1.saturating_sub(c.new);
+        }
+    }
     let mut rows: Vec<String> =
         cells.keys().map(|(t, _)| t.clone()).collect::<BTreeSet<_>>().into_iter().collect();
     targets.sort(&mut rows);

@@ -51,9 +51,16 @@ pub fn layers() -> Vec<Layer> {
     out
 }
 
-/// How much `layer` holds for `target`.
+/// How much `layer` holds for `target`, less the parts other layers show apart.
 pub fn layer_count(snap: &Snapshot, layer: &Layer, target: &str) -> u64 {
-    layer.rows.iter().filter_map(|r| snap.families.get(r.key)?.get(target)).sum()
+    let count = |key: &str| snap.families.get(key).and_then(|m| m.get(target)).copied().unwrap_or(0);
+    let total: u64 = layer.rows.iter().map(|r| count(r.key)).sum();
+    let apart: u64 = FAMILY_ROWS
+        .iter()
+        .filter(|r| r.within.is_some_and(|w| layer.rows.iter().any(|x| x.key == w)))
+        .map(|r| count(r.key))
+        .sum();
+    total.saturating_sub(apart)
 }
 
 /// The people's name of a target's first product, short (`Radeon RX 6700 XT` → `RX 6700 XT`).
@@ -255,9 +262,12 @@ fn cell(n: u64) -> String {
 
 /// True for a target whose only code here is the runtime's own.
 fn runtime_only(snap: &Snapshot, target: &str) -> bool {
-    let mut any = snap.families.iter().filter(|(_, m)| m.get(target).is_some_and(|&n| n > 0));
-    any.all(|(k, _)| k == RUNTIME_ROW)
-        && snap.families.get(RUNTIME_ROW).is_some_and(|m| m.contains_key(target))
+    let counts: Vec<(bool, u64)> = layers()
+        .iter()
+        .map(|l| (l.rows.iter().any(|r| r.key == RUNTIME_ROW), layer_count(snap, l, target)))
+        .collect();
+    counts.iter().any(|(runtime, n)| *runtime && *n > 0)
+        && counts.iter().all(|(runtime, n)| *runtime || *n == 0)
 }
 
 /// The default table: targets down, layers across.
