@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Builds /work/main/sample from real files (byte for byte). Not part of the repo.
+# Rebuilds sample/ from real files, byte for byte, and writes sample/PROVENANCE.tsv.
+# Needs ../shared/corpus/files and the Debian trees of ../shared/corpus/fetch-debian.sh and
+# fetch-debian-rocm64.sh (GFXSCAN_DEBIAN_CORPUS, default ~/gfxscan-corpus).
 set -euo pipefail
-out=/work/main/sample
-C1=/work/shared/corpus/files     # shared corpus root
-C2=$HOME/gfxscan-corpus          # Debian tree root (deb/<suite>/<pkg>_<ver>/...)
+cd "$(dirname "$0")/.."
+out=$PWD/sample
+C1=$(cd ../shared/corpus/files && pwd)                 # shared corpus root
+C2=${GFXSCAN_DEBIAN_CORPUS:-$HOME/gfxscan-corpus}      # Debian tree root (deb/<suite>/<pkg>_<ver>/...)
 rm -rf "$out"; mkdir -p "$out"
 P="$out/PROVENANCE.tsv"
 printf 'sample_path\tcorpus_path\tbytes\tsha256\tnote\n' > "$P"

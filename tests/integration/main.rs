@@ -15,6 +15,7 @@ mod hardening;
 mod hostile;
 mod layouts;
 mod new_containers;
+mod readme;
 mod real_files;
 mod report;
 mod scan_cli;
