@@ -16,7 +16,7 @@ use crate::model::Snapshot;
 use crate::vocab::targets::Targets;
 use crate::vocab::units::{human_bytes, thousands};
 
-use super::scan::{headline, layer_count, layers, product, shown_targets};
+use super::scan::{headline, layer_count, layers, library_targets, product, shown_targets, Layer};
 
 /// Text made safe for HTML content and attribute values.
 pub fn esc(s: &str) -> String {
@@ -138,7 +138,10 @@ fn table_head(out: &mut String, heads: &[(&str, bool)]) {
 fn charts(out: &mut String, snap: &Snapshot, targets: &Targets, only: &[String]) {
     let shown = shown_targets(snap, targets, only);
     out.push_str("<h2>Per target, layer by layer</h2><div class=\"charts\">\n");
-    for (i, l) in layers().iter().enumerate() {
+    // The runtime's own code serves the runtime, not applications: its chart comes last.
+    let mut order: Vec<(usize, Layer)> = layers().into_iter().enumerate().collect();
+    order.sort_by_key(|(_, l)| l.rows.iter().any(|r| r.within.is_some()));
+    for (i, l) in &order {
         let bars: Vec<(String, u64)> = shown
             .iter()
             .map(|(t, _)| (target_label(targets, t), layer_count(snap, l, t)))
@@ -148,7 +151,7 @@ fn charts(out: &mut String, snap: &Snapshot, targets: &Targets, only: &[String])
             continue;
         }
         let what: Vec<&str> = l.rows.iter().map(|r| r.label).collect();
-        bar_chart(out, &what.join(" + "), &bars, i);
+        bar_chart(out, &what.join(" + "), &bars, *i);
     }
     out.push_str("</div>\n");
 }
@@ -156,11 +159,13 @@ fn charts(out: &mut String, snap: &Snapshot, targets: &Targets, only: &[String])
 /// The per-target table: every layer, and the code-object totals.
 fn target_table(out: &mut String, snap: &Snapshot, targets: &Targets, only: &[String]) {
     let shown = shown_targets(snap, targets, only);
-    let all = layers();
+    // Only the layers the tree holds; a note in the text report names the others.
+    let all: Vec<Layer> =
+        layers().into_iter().filter(|l| shown.iter().any(|(t, _)| layer_count(snap, l, t) > 0)).collect();
     let mut heads: Vec<(&str, bool)> = vec![("target", true), ("product", true)];
     heads.extend(all.iter().map(|l| (l.header, false)));
     heads.extend([("kernels", false), ("device code", false)]);
-    out.push_str("<h2>Per target</h2>");
+    out.push_str("<h2>Per target</h2><div class=\"matrix\">");
     table_head(out, &heads);
     for (t, served) in &shown {
         let c = snap.targets.get(t).cloned().unwrap_or_default();
@@ -177,22 +182,22 @@ fn target_table(out: &mut String, snap: &Snapshot, targets: &Targets, only: &[St
         }
         let _ = writeln!(out, "<td>{}</td><td>{}</td></tr>", thousands(c.kernels), human_bytes(c.bytes));
     }
-    out.push_str("</tbody></table>\n");
+    out.push_str("</tbody></table></div>\n");
 }
 
 /// The library × target matrix.
-fn matrix_table(out: &mut String, matrix: &[LibraryRow], targets: &Targets, only: &[String]) {
+fn matrix_table(
+    out: &mut String,
+    snap: &Snapshot,
+    matrix: &[LibraryRow],
+    targets: &Targets,
+    only: &[String],
+) {
     if matrix.is_empty() {
         return;
     }
-    let cols: Vec<String> = if only.is_empty() {
-        let mut all: Vec<String> = matrix.iter().flat_map(|r| r.targets.iter().cloned()).collect();
-        targets.sort(&mut all);
-        all.dedup();
-        all
-    } else {
-        only.to_vec()
-    };
+    // The same columns as the text view: no generic targets, no runtime-only targets.
+    let (cols, _) = library_targets(snap, targets, matrix, only);
     out.push_str("<h2>Libraries × targets</h2><p class=\"sub\">● code or data built for the target · ○ only its generic target's code · · nothing for it</p><div class=\"matrix\">");
     let mut heads: Vec<(&str, bool)> = vec![("install", true), ("library", true)];
     heads.extend(cols.iter().map(|c| (c.as_str(), false)));
@@ -246,7 +251,7 @@ pub fn write_scan_html(
     );
     charts(&mut out, snap, targets, only);
     target_table(&mut out, snap, targets, only);
-    matrix_table(&mut out, matrix, targets, only);
+    matrix_table(&mut out, snap, matrix, targets, only);
     let lies: Vec<String> = snap
         .mismatches
         .iter()

@@ -152,7 +152,7 @@ pub fn write_scan(
         OutputFormat::Html => super::html::write_scan_html(snap, targets, matrix, &view.only, out),
         OutputFormat::Table | OutputFormat::Markdown => {
             let md = format == OutputFormat::Markdown;
-            writeln!(out, "{}", headline(snap))?;
+            writeln!(out, "{}", wrap(&headline(snap), "", "  ", style.width))?;
             writeln!(out)?;
             match view.view {
                 View::Target => write_by_target(snap, targets, view, md, style, out)?,
@@ -410,7 +410,7 @@ fn write_by_layer(
 
 /// The targets of the per-library view: those chosen, else every target a library holds
 /// except those only the runtime's own code is for (listed apart).
-fn library_targets(
+pub fn library_targets(
     snap: &Snapshot,
     targets: &Targets,
     matrix: &[LibraryRow],
