@@ -89,6 +89,7 @@ pub fn snapshot(tally: Tally, roots: Vec<String>, targets: &Targets) -> Snapshot
         filtered_to: None,
         via_generic: TargetMap::new(),
         archives,
+        findings: Vec::new(),
     }
 }
 

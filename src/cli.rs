@@ -192,6 +192,9 @@ pub struct ScanArgs {
     /// whatever the width.
     #[arg(long)]
     pub wide: bool,
+    /// Exit 5 when the install is broken as shipped (findings), every file having been read.
+    #[arg(long)]
+    pub fail_on_findings: bool,
     /// Short for `--by layer --only TARGETS` (default: every target present). Put ROOTs first
     /// or after `--`: `scan /opt/rocm --compare gfx900,gfx1100`.
     #[arg(long, value_delimiter = ',', num_args = 0..=1, value_name = "TARGETS", conflicts_with_all = ["by", "only"])]

@@ -20,6 +20,9 @@ pub enum ExitStatus {
     Incomplete,
     /// 4 (`check`): no library with device code under the roots: nothing was checked.
     NothingToCheck,
+    /// 5 (`scan --fail-on-findings`): every file was read, and the install is broken as
+    /// shipped (findings).
+    Findings,
 }
 
 impl ExitStatus {
@@ -31,6 +34,7 @@ impl ExitStatus {
             ExitStatus::Fatal => 2,
             ExitStatus::Incomplete => 3,
             ExitStatus::NothingToCheck => 4,
+            ExitStatus::Findings => 5,
         }
     }
 }
@@ -54,10 +58,11 @@ mod tests {
                 ExitStatus::Missing,
                 ExitStatus::Fatal,
                 ExitStatus::Incomplete,
-                ExitStatus::NothingToCheck
+                ExitStatus::NothingToCheck,
+                ExitStatus::Findings
             ]
             .map(ExitStatus::code),
-            [0, 1, 1, 2, 3, 4]
+            [0, 1, 1, 2, 3, 4, 5]
         );
     }
 }

@@ -51,7 +51,9 @@ fn scan_roots(
     let bar = report::progress::Bar::new(opts.quiet);
     let snap = scan::scan(&config, targets, &bar);
     bar.finish();
-    snap
+    let mut snap = snap?;
+    snap.findings = check::findings::findings(&snap, targets);
+    Ok(snap)
 }
 
 /// Scans what `opts` names (or the default roots), with a progress bar.
@@ -94,7 +96,12 @@ fn run_scan(args: ScanArgs, color: cli::ColorChoice) -> anyhow::Result<ExitStatu
     let style = style_for(color, args.opts.output.as_deref());
     let snap = scan_for(&args.opts, &targets)?;
     let format = if args.json { OutputFormat::Json } else { args.format };
-    let status = if snap.problems.is_empty() { ExitStatus::Clean } else { ExitStatus::Problems };
+    // Files not read come first: findings from a partial read are not trusted to gate on.
+    let status = match (snap.problems.is_empty(), snap.findings.is_empty()) {
+        (false, _) => ExitStatus::Problems,
+        (true, false) if args.fail_on_findings => ExitStatus::Findings,
+        _ => ExitStatus::Clean,
+    };
     let view = match &args.compare {
         Some(chosen) => report::ScanView { view: cli::View::Layer, only: chosen.clone(), wide: args.wide },
         None => report::ScanView { view: args.by, only: args.only.clone(), wide: args.wide },

@@ -526,6 +526,40 @@ pub struct Snapshot {
     /// Archives read as trees (packages, wheels, tarballs, images), sorted; absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub archives: Vec<ArchiveRecord>,
+    /// Ways the install is broken as shipped, found from its files alone; absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<Finding>,
+}
+
+/// What kind of inconsistency a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FindingKind {
+    /// A library's host code objects cover targets its Tensile library does not, or the
+    /// reverse.
+    HostTensileMismatch,
+    /// Tensile files the library will never open (names outside its lookup pattern).
+    UnopenedTensileFile,
+    /// Tensile files the library will open that are not there.
+    MissingTensileFile,
+    /// A library lacks targets most of its sibling libraries in the same install have.
+    SiblingLacksTarget,
+    /// A file or link named for a target its content does not serve.
+    NameLies,
+}
+
+/// One way an install is broken as shipped: what, where, and why it breaks a run.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Finding {
+    pub kind: FindingKind,
+    /// The library (or folder, ending in `/`) it is about.
+    pub library: RelPath,
+    /// The targets concerned, in the natural order.
+    pub targets: Vec<String>,
+    /// The files concerned (a missing file: where the library looks for it).
+    pub paths: Vec<RelPath>,
+    /// One line: what is inconsistent and what a run would meet.
+    pub why: String,
 }
 
 /// An archive whose members were read in place of the archive itself.

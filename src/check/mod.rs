@@ -22,6 +22,7 @@
 //! read.
 
 pub mod devices;
+pub mod findings;
 pub mod install;
 pub mod kpack;
 pub mod matrix;

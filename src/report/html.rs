@@ -264,6 +264,16 @@ pub fn write_scan_html(
             )
         })
         .collect();
+    let findings: Vec<String> = snap
+        .findings
+        .iter()
+        .filter(|f| f.kind != crate::model::FindingKind::NameLies)
+        .map(|f| {
+            let paths: Vec<String> = f.paths.iter().map(|p| p.display(&snap.roots)).collect();
+            format!("{}: {} ({})", f.library.display(&snap.roots), f.why, paths.join(", "))
+        })
+        .collect();
+    list(&mut out, "Findings: broken as shipped", &findings);
     list(&mut out, "Names that lie", &lies);
     let problems: Vec<String> =
         snap.problems.iter().map(|p| format!("{}: {}", p.path.display(&snap.roots), p.message)).collect();

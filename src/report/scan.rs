@@ -159,6 +159,7 @@ pub fn write_scan(
                 View::Layer => write_by_layer(snap, targets, &view.only, md, style, out)?,
                 View::Library => write_by_library(snap, targets, matrix, &view.only, md, style, out)?,
             }
+            write_findings(snap, out, md, style)?;
             write_mismatches(snap, out, md, style)?;
             write_problems(snap, out, md)?;
             Ok(())
@@ -484,6 +485,35 @@ fn write_by_library(
     if !folded.is_empty() {
         let line = format!("Only the runtime's own code (--only names them): {}.", folded.join(", "));
         writeln!(out, "{}", wrap(&line, li, "  ", style.width))?;
+    }
+    Ok(())
+}
+
+/// How many paths a finding lists before "and N more".
+const FINDING_PATHS: usize = 5;
+
+/// Ways the install is broken as shipped (names that lie follow in their own section).
+pub fn write_findings(snap: &Snapshot, out: &mut dyn Write, md: bool, style: Style) -> std::io::Result<()> {
+    let shown: Vec<&crate::model::Finding> =
+        snap.findings.iter().filter(|f| f.kind != crate::model::FindingKind::NameLies).collect();
+    if shown.is_empty() {
+        return Ok(());
+    }
+    writeln!(out)?;
+    let h = if md { "### " } else { "" };
+    writeln!(out, "{h}Findings: broken as shipped ({}):", shown.len())?;
+    for f in shown {
+        let kind =
+            serde_json::to_value(f.kind).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+        let line = format!("{kind}: {}: {}", f.library.display(&snap.roots), f.why);
+        writeln!(out, "{}", wrap(&line, if md { "- " } else { "  " }, "      ", style.width))?;
+        for p in f.paths.iter().filter(|p| **p != f.library).take(FINDING_PATHS) {
+            writeln!(out, "{}{}", if md { "  - " } else { "      " }, p.display(&snap.roots))?;
+        }
+        let more = f.paths.iter().filter(|p| **p != f.library).count().saturating_sub(FINDING_PATHS);
+        if more > 0 {
+            writeln!(out, "{}… and {more} more", if md { "  - " } else { "      " })?;
+        }
     }
     Ok(())
 }

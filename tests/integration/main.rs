@@ -8,6 +8,7 @@ mod commands;
 mod determinism;
 mod diff;
 mod families;
+mod findings;
 mod fixtures;
 mod formats;
 mod fuzz_regressions;
