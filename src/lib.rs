@@ -92,6 +92,7 @@ fn run_scan(args: ScanArgs, color: cli::ColorChoice) -> anyhow::Result<ExitStatu
     let targets = load_targets(&args.opts.table)?;
     known_targets("--only", &args.only, &targets)?;
     known_targets("--compare", args.compare.as_deref().unwrap_or_default(), &targets)?;
+    known_targets("--keep", &args.keep, &targets)?;
     let out = Output::open(args.opts.output.as_deref())?;
     let style = style_for(color, args.opts.output.as_deref());
     let snap = scan_for(&args.opts, &targets)?;
@@ -106,6 +107,10 @@ fn run_scan(args: ScanArgs, color: cli::ColorChoice) -> anyhow::Result<ExitStatu
         Some(chosen) => report::ScanView { view: cli::View::Layer, only: chosen.clone(), wide: args.wide },
         None => report::ScanView { view: args.by, only: args.only.clone(), wide: args.wide },
     };
+    if !args.keep.is_empty() {
+        let report = check::prune::prune(&snap, &args.keep, &targets);
+        return out.deliver(status, |w| report::prune::write_prune(&report, &snap.roots, format, style, w));
+    }
     let matrix = check::matrix::library_matrix(&snap, &targets);
     out.deliver(status, |w| report::write_scan(&snap, &targets, &matrix, &view, format, style, w))
 }

@@ -38,7 +38,7 @@ impl Tool {
 ///
 /// `path` is the UTF-8 text; when the bytes are not UTF-8 it is a lossy rendering for people
 /// and `path_hex` holds the exact bytes, hex-encoded.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct RelPath {
     /// Index into `roots`.
     pub root: usize,
@@ -152,6 +152,10 @@ pub struct CodeObjectRecord {
     pub compression: Option<Codec>,
     /// File offset of the bundle holding it, for bundle entries.
     pub bundle_offset: Option<u64>,
+    /// For an entry of a compressed bundle: the bundle's stored (compressed) and inflated
+    /// sizes, so the bytes an entry costs on disk can be told (`size` × stored ÷ inflated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bundle_sizes: Option<(u64, u64)>,
     /// File offset of the object; for compressed bundles, its offset in the inflated bundle.
     pub offset: u64,
     /// Raw `e_flags`.

@@ -27,6 +27,7 @@ pub mod install;
 pub mod kpack;
 pub mod matrix;
 pub mod plugins;
+pub mod prune;
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -110,6 +110,9 @@ impl<'t> Collector<'t> {
             bundle_format: bundle.map(|(b, _, _)| b.format),
             compression: bundle.and_then(|(b, _, _)| b.compression),
             bundle_offset: bundle.map(|(_, at, _)| at).or(group.map(|g| g.0)),
+            bundle_sizes: bundle
+                .filter(|(b, _, _)| b.compression.is_some() && b.stored_size > 0)
+                .map(|(b, _, _)| (b.stored_size, b.uncompressed_size)),
             offset,
             e_flags: co.header.e_flags,
             generic_version: r.generic_version,

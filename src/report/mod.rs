@@ -9,6 +9,7 @@ pub mod diff;
 pub mod html;
 pub mod output;
 pub mod progress;
+pub mod prune;
 pub mod scan;
 pub mod style;
 pub mod table;

@@ -16,6 +16,7 @@ mod hardening;
 mod hostile;
 mod layouts;
 mod new_containers;
+mod prune;
 mod readme;
 mod real_files;
 mod report;

@@ -170,7 +170,8 @@ fn plain_bundle_file_entries() {
 fn compressed_bundle_files() {
     let (m, snap) = scan_mixed();
     let inflated_a = hip_bundle(&[("gfx942:xnack-", &m.a_942)]);
-    let a = &file_record(&snap, "lib/a.co")["code_objects"];
+    let a_file = file_record(&snap, "lib/a.co");
+    let a = &a_file["code_objects"];
     assert_eq!(
         *a,
         json!([{
@@ -184,6 +185,8 @@ fn compressed_bundle_files() {
             "bundle_format": "ccob-v2",
             "compression": "zstd",
             "bundle_offset": 0,
+            // The file is the bundle: stored as the file, inflated as the plain bundle.
+            "bundle_sizes": [a_file["size"].clone(), json!(inflated_a.len())],
             "offset": offset_of(&inflated_a, &m.a_942),
             "e_flags": GFX942 | XNACK_OFF,
         }])

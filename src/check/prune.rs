@@ -1,0 +1,171 @@
+//! The prune report (`scan --keep gfx1100,…`): per library and in total, the bytes that serve
+//! only other targets — what an install for these GPUs could drop — and what must stay. It
+//! reads the snapshot only: nothing is written, nothing deleted.
+//!
+//! What stays: code built for a kept target, code for a generic target that serves one
+//! (`targets.toml` `generic`: the runtime loads it when no code for the GPU itself is there),
+//! the host code of every library, the HSA runtime's own code objects (part of the runtime),
+//! and files not tied to a target (indexes serving any GPU, manifests). What could go: code
+//! objects, Tensile files, MIOpen databases, firmware blobs and bitcode for other targets only.
+//! An entry of a compressed bundle costs its share of the bundle on disk (its size × the
+//! bundle's stored ÷ inflated size: an estimate, since a bundle is compressed as one stream)
+//! and its own size inflated; both are reported.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::families::cataloger;
+use crate::model::{CodeObjectRecord, Container, FileRecord, RelPath, Snapshot};
+use crate::vocab::targets::Targets;
+
+/// Bytes on disk and inflated.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Bytes {
+    pub stored: u64,
+    pub inflated: u64,
+}
+
+impl Bytes {
+    fn add(&mut self, stored: u64, inflated: u64) {
+        self.stored += stored;
+        self.inflated += inflated;
+    }
+
+    fn plus(self, o: Bytes) -> Bytes {
+        Bytes { stored: self.stored + o.stored, inflated: self.inflated + o.inflated }
+    }
+}
+
+/// One library (a host library, or an artifact folder) and what of it could go or must stay.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct PruneRow {
+    pub library: RelPath,
+    /// Device code and files serving only other targets.
+    pub drop: Bytes,
+    /// Device code and files serving a kept target (generic code included).
+    pub keep: Bytes,
+    /// Of `keep`: generic code that serves a kept target.
+    pub generic: Bytes,
+    /// Host code, runtime-internal code, and files tied to no target: they stay.
+    pub stays: u64,
+}
+
+/// The whole report.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct PruneReport {
+    pub keep: Vec<String>,
+    /// Libraries with something to drop first, largest first.
+    pub libraries: Vec<PruneRow>,
+    pub total: PruneRow,
+}
+
+/// What a code object is to the kept targets.
+enum Serves {
+    Kept,
+    Generic,
+    Other,
+}
+
+fn serves(c: &CodeObjectRecord, keep: &[String], targets: &Targets) -> Serves {
+    if keep.contains(&c.processor) {
+        return Serves::Kept;
+    }
+    let generic_of =
+        |k: &String| targets.by_name(k).and_then(|t| t.generic.as_deref()) == Some(c.processor.as_str());
+    if keep.iter().any(generic_of) {
+        Serves::Generic
+    } else {
+        Serves::Other
+    }
+}
+
+/// A code object's bytes on disk and inflated.
+fn cost(c: &CodeObjectRecord) -> (u64, u64) {
+    match c.bundle_sizes {
+        Some((stored, inflated)) if inflated > 0 => {
+            ((c.size as u128 * stored as u128 / inflated as u128) as u64, c.size)
+        }
+        _ => (c.size, c.size),
+    }
+}
+
+/// The library a file counts under: its family's library folder (or, for families without
+/// one, such as firmware, the folder it is in), else the file itself.
+fn library_of(f: &FileRecord) -> RelPath {
+    let Some(fam) = f.artifact.as_ref().and_then(|a| a.family) else { return f.path.clone() };
+    let dir = cataloger(fam)
+        .library_dir(&f.path.path)
+        .unwrap_or_else(|| f.path.path.rsplit_once('/').map_or(String::new(), |(d, _)| d.to_string()));
+    RelPath { root: f.path.root, path: format!("{dir}/"), path_hex: None }
+}
+
+/// The prune report of a snapshot for the `keep` targets.
+pub fn prune(snap: &Snapshot, keep: &[String], targets: &Targets) -> PruneReport {
+    let mut rows: BTreeMap<RelPath, PruneRow> = BTreeMap::new();
+    for f in &snap.files {
+        let lib = library_of(f);
+        let row = rows.entry(lib.clone()).or_insert_with(|| PruneRow { library: lib, ..PruneRow::default() });
+        let runtime = f.path.path.rsplit('/').next().is_some_and(|n| n.starts_with("libhsa-runtime64"));
+        let mut device_stored = 0u64;
+        let mut any_kept = false;
+        for c in &f.code_objects {
+            let (stored, inflated) = cost(c);
+            if c.container != Container::Bundle || c.bundle_sizes.is_none() {
+                device_stored += stored;
+            }
+            match serves(c, keep, targets) {
+                _ if runtime && c.container == Container::Embedded => row.stays += stored,
+                Serves::Kept => {
+                    any_kept = true;
+                    row.keep.add(stored, inflated);
+                }
+                Serves::Generic => {
+                    any_kept = true;
+                    row.keep.add(stored, inflated);
+                    row.generic.add(stored, inflated);
+                }
+                Serves::Other => row.drop.add(stored, inflated),
+            }
+        }
+        // Compressed bundles: their stored bytes, counted once per bundle.
+        let mut seen: Vec<u64> = Vec::new();
+        for c in f.code_objects.iter().filter(|c| c.bundle_sizes.is_some()) {
+            if let (Some(at), Some((stored, _))) = (c.bundle_offset, c.bundle_sizes) {
+                if !seen.contains(&at) {
+                    seen.push(at);
+                    device_stored += stored;
+                }
+            }
+        }
+        match &f.artifact {
+            // A family file with code objects (a Tensile `.co`) was counted by its code.
+            Some(a) if f.code_objects.is_empty() => {
+                let tied = a.targets();
+                let for_kept = tied.iter().any(|t| keep.contains(t));
+                match (tied.is_empty(), for_kept) {
+                    (true, _) => row.stays += f.size,
+                    (false, true) => row.keep.add(f.size, f.size),
+                    (false, false) => row.drop.add(f.size, f.size),
+                }
+            }
+            // A Tensile code file for other targets only goes whole.
+            Some(_) if !any_kept => {
+                let rest = f.size.saturating_sub(device_stored);
+                row.drop.add(rest, rest);
+            }
+            // Host code (and a file's headers) stays with the library.
+            _ => row.stays += f.size.saturating_sub(device_stored),
+        }
+    }
+    let mut libraries: Vec<PruneRow> = rows.into_values().collect();
+    libraries.sort_by(|a, b| b.drop.stored.cmp(&a.drop.stored).then_with(|| a.library.cmp(&b.library)));
+    let total = libraries.iter().fold(PruneRow::default(), |t, r| PruneRow {
+        library: RelPath { root: 0, path: String::new(), path_hex: None },
+        drop: t.drop.plus(r.drop),
+        keep: t.keep.plus(r.keep),
+        generic: t.generic.plus(r.generic),
+        stays: t.stays + r.stays,
+    });
+    PruneReport { keep: keep.to_vec(), libraries, total }
+}

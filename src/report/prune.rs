@@ -1,0 +1,108 @@
+//! The prune report for people: per library, what an install for the kept targets could drop
+//! and what stays, largest first, with a total; or the same as JSON, CSV, Markdown.
+
+use std::io::Write;
+
+use crate::check::prune::{Bytes, PruneReport, PruneRow};
+use crate::cli::OutputFormat;
+use crate::vocab::units::human_bytes;
+
+use super::style::{wrap, Style};
+use super::table::{fit, Column};
+use super::write_json;
+
+/// Bytes on disk, with the inflated size beside it when it differs (compressed bundles).
+fn both(b: Bytes) -> String {
+    match (b.stored, b.inflated) {
+        (0, 0) => "—".to_string(),
+        (s, i) if s == i => human_bytes(s),
+        (s, i) => format!("{} ({} inflated)", human_bytes(s), human_bytes(i)),
+    }
+}
+
+fn bytes(n: u64) -> String {
+    if n == 0 {
+        "—".to_string()
+    } else {
+        human_bytes(n)
+    }
+}
+
+/// Writes the prune report.
+pub fn write_prune(
+    report: &PruneReport,
+    roots: &[String],
+    format: OutputFormat,
+    style: Style,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let rows: Vec<&PruneRow> = report.libraries.iter().collect();
+    match format {
+        OutputFormat::Json => return write_json(out, report),
+        OutputFormat::Csv => {
+            let mut w = csv::Writer::from_writer(Vec::new());
+            w.write_record([
+                "library",
+                "drop_stored",
+                "drop_inflated",
+                "keep_stored",
+                "keep_inflated",
+                "generic_stored",
+                "stays",
+            ])?;
+            for r in rows.iter().copied().chain(std::iter::once(&report.total)) {
+                let name =
+                    if r.library.path.is_empty() { "total".to_string() } else { r.library.display(roots) };
+                w.write_record([
+                    name,
+                    r.drop.stored.to_string(),
+                    r.drop.inflated.to_string(),
+                    r.keep.stored.to_string(),
+                    r.keep.inflated.to_string(),
+                    r.generic.stored.to_string(),
+                    r.stays.to_string(),
+                ])?;
+            }
+            out.write_all(&w.into_inner().map_err(|e| e.into_error())?)?;
+            return Ok(());
+        }
+        _ => {}
+    }
+    let md = format == OutputFormat::Markdown;
+    let style = if md { style.unbounded() } else { style };
+    let t = &report.total;
+    let head = format!(
+        "Keeping {}: {} of device code and files serve only other targets and could go; {} serve them and stay ({} of it generic code); {} of host code and untied files stay.",
+        report.keep.join(", "),
+        both(t.drop),
+        both(t.keep),
+        human_bytes(t.generic.stored),
+        human_bytes(t.stays)
+    );
+    writeln!(out, "{}", wrap(&head, "", "", style.width))?;
+    writeln!(out)?;
+    let all: Vec<&PruneRow> = rows.iter().copied().chain(std::iter::once(t)).collect();
+    // One root: paths inside it, the root said once above the table.
+    if let [root] = roots {
+        writeln!(out, "Under {root}:")?;
+    }
+    let name = |r: &PruneRow| match (r.library.path.is_empty(), roots.len()) {
+        (true, _) => "total".to_string(),
+        (false, 1) => r.library.path.clone(),
+        _ => r.library.display(roots),
+    };
+    let cols = vec![
+        Column::left("library", all.iter().map(|r| name(r)).collect(), None),
+        Column::right("could go", all.iter().map(|r| bytes(r.drop.stored)).collect(), None),
+        Column::right("inflated", all.iter().map(|r| bytes(r.drop.inflated)).collect(), Some(2)),
+        Column::right("stays for them", all.iter().map(|r| bytes(r.keep.stored)).collect(), Some(3)),
+        Column::right("of it generic", all.iter().map(|r| bytes(r.generic.stored)).collect(), Some(1)),
+        Column::right("host and other", all.iter().map(|r| bytes(r.stays)).collect(), Some(4)),
+    ];
+    let (text, _) = fit(cols, md, style);
+    writeln!(out, "{text}")?;
+    writeln!(out)?;
+    let note = "An entry of a compressed bundle counts its share of the bundle on disk (its size × the bundle's stored ÷ inflated size) and its own size inflated. Nothing was written or deleted.";
+    writeln!(out, "{}", wrap(note, "", "", style.width))?;
+    Ok(())
+}

@@ -1,0 +1,70 @@
+//! The prune report (`scan --keep`): exact bytes per library for what could go and what stays,
+//! generic code kept for the targets it serves, compressed bundles counted stored and inflated,
+//! and nothing written.
+
+use gfxscan::testing::tensile_index;
+use gfxscan::testing::{ccob, code_object, fatbin, host_elf, CodeObjectSpec, Codec, HostSection};
+use serde_json::Value;
+
+use crate::fixtures::{co, hip_bundle, host_lib, GENERIC_V1, GFX1100, GFX11_GENERIC, GFX900};
+use crate::util::Tree;
+
+fn row<'a>(report: &'a Value, library: &str) -> &'a Value {
+    report["libraries"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|r| r["library"]["path"] == library)
+        .unwrap_or_else(|| panic!("{library}: {report:#}"))
+}
+
+#[test]
+fn keep_counts_what_could_go_and_what_stays() {
+    let tree = Tree::new();
+    let (a, b) = (co(GFX900, 0, 3), co(GFX1100, 0, 2));
+    let g = code_object(&CodeObjectSpec::new(4, GFX11_GENERIC | GENERIC_V1, &["k0"]));
+    let lib = host_lib(&[("gfx900", &a), ("gfx1100", &b), ("gfx11-generic", &g)]);
+    tree.file("opt/rocm/lib/libplain.so", &lib);
+    // A compressed bundle: its entries cost their share of it on disk.
+    let inner = hip_bundle(&[("gfx900", &a), ("gfx1100", &b)]);
+    let packed = ccob(3, Codec::Zstd, &inner);
+    tree.file(
+        "opt/rocm/lib/libpacked.so",
+        &host_elf(&[HostSection::hip_fatbin(&fatbin(std::slice::from_ref(&packed)))]),
+    );
+    let index = tensile_index(&["gfx900"], 2);
+    tree.file("opt/rocm/lib/rocblas/library/TensileLibrary_lazy_gfx900.dat", &index);
+    let before = std::fs::read_dir(tree.root()).expect("root").count();
+
+    let run = tree.scan(&["--keep", "gfx1151", "--json"]);
+    run.expect_code(0);
+    let report = run.json();
+    assert_eq!(report["keep"], serde_json::json!(["gfx1151"]));
+    // gfx1151 runs gfx11-generic code: that stays; gfx900 and gfx1100 code could go.
+    let plain = row(&report, "opt/rocm/lib/libplain.so");
+    let (a_n, b_n, g_n) = (a.len() as u64, b.len() as u64, g.len() as u64);
+    assert_eq!(plain["drop"]["stored"], a_n + b_n);
+    assert_eq!(plain["keep"]["stored"], g_n);
+    assert_eq!(plain["generic"]["stored"], g_n);
+    assert_eq!(plain["stays"], lib.len() as u64 - a_n - b_n - g_n, "host code stays");
+    // Compressed: inflated is the entries' own sizes; stored their share of the bundle.
+    let packed_row = row(&report, "opt/rocm/lib/libpacked.so");
+    assert_eq!(packed_row["drop"]["inflated"], a_n + b_n);
+    let stored = packed_row["drop"]["stored"].as_u64().expect("stored");
+    assert!(stored < a_n + b_n && stored > 0, "{stored}");
+    let share = |n: u64| (n as u128 * packed.len() as u128 / inner.len() as u128) as u64;
+    assert_eq!(stored, share(a_n) + share(b_n));
+    // A gfx900-only Tensile folder goes whole.
+    assert_eq!(row(&report, "opt/rocm/lib/rocblas/library/")["drop"]["stored"], index.len() as u64);
+    // Keeping gfx900 instead: the Tensile folder stays, generic code goes.
+    let run = tree.scan(&["--keep", "gfx900", "--json"]);
+    let report = run.json();
+    assert_eq!(row(&report, "opt/rocm/lib/rocblas/library/")["keep"]["stored"], index.len() as u64);
+    assert_eq!(row(&report, "opt/rocm/lib/libplain.so")["drop"]["stored"], b_n + g_n);
+    // Nothing written or deleted.
+    assert_eq!(std::fs::read_dir(tree.root()).expect("root").count(), before);
+    // The table: a headline and a total row.
+    let table = tree.scan(&["--keep", "gfx900"]);
+    assert!(table.stdout.starts_with("Keeping gfx900: "), "{}", table.stdout);
+    assert!(table.stdout.lines().any(|l| l.trim_start().starts_with("total")), "{}", table.stdout);
+}
