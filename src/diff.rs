@@ -376,8 +376,8 @@ fn processor(target_id: &str) -> &str {
 impl SnapshotDiff {
     /// Cuts the diff to what concerns `only` (by processor; a generic target counts for the
     /// targets it serves): losses, gains, target-ID changes, counts and files of other targets
-    /// go, and the outcome is judged again on what is left. Per-library code-object totals are
-    /// not per target and stay.
+    /// go, as do per-library code-object totals (not per target), and the outcome is judged
+    /// again on what is left.
     pub fn restrict(&mut self, only: &[String], targets: &Targets) {
         if only.is_empty() {
             return;
@@ -394,6 +394,8 @@ impl SnapshotDiff {
             list.retain(|c| !c.targets.is_empty());
         }
         self.target_id_changes.retain(|c| keep(&c.processor));
+        // Code-object totals per library are not per target: they say nothing about these.
+        self.libraries.clear();
         self.counts.retain(|c| keep(&c.target));
         let touches = |ts: &[String]| ts.iter().any(|t| keep(t));
         self.files_added.retain(|f| touches(&f.targets));
@@ -562,8 +564,16 @@ pub fn diff(
         files_changed: files.changed,
         only: None,
     };
+    // Every list of targets in the natural order.
     for c in d.losses.iter_mut().chain(d.gains.iter_mut()) {
         targets.sort(&mut c.targets);
+    }
+    for f in d.files_added.iter_mut().chain(d.files_removed.iter_mut()) {
+        targets.sort(&mut f.targets);
+    }
+    for f in d.files_changed.iter_mut() {
+        targets.sort(&mut f.old_targets);
+        targets.sort(&mut f.new_targets);
     }
     d.outcome = if !old.problems.is_empty() || !new.problems.is_empty() {
         DiffOutcome::Incomplete

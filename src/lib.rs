@@ -235,7 +235,15 @@ fn run_diff(args: DiffArgs, color: cli::ColorChoice) -> anyhow::Result<ExitStatu
                 read: Option<model::Snapshot>|
      -> anyhow::Result<(model::Snapshot, diff::SideSource)> {
         match read {
-            Some(s) => Ok((s, diff::SideSource::Snapshot)),
+            // A saved snapshot's per-target rows are made again from its files, as this
+            // version makes them: a snapshot from an older gfxscan lacks newer rows (the
+            // runtime's own code objects), which would read as changes that never happened.
+            Some(mut s) => {
+                if s.filtered_to.is_none() {
+                    s.families = aggregate::families_table(&s.files, &targets);
+                }
+                Ok((s, diff::SideSource::Snapshot))
+            }
             None => Ok((scan_for(&opts(p), &targets)?, diff::SideSource::Scan)),
         }
     };

@@ -278,7 +278,7 @@ fn siblings(snap: &Snapshot, targets: &Targets) -> Vec<Finding> {
     let mut by_folder: BTreeMap<(usize, String), Vec<Lib>> = BTreeMap::new();
     for f in snap.files.iter().filter(|f| f.kind == Kind::HostElf && f.artifact.is_none()) {
         let name = file_name(&f.path.path);
-        // The HSA runtime's code is its own blit kernels and trap handlers, not a library's.
+        // The HSA runtime's code objects are its own (image blit kernels), not a library's.
         if name.starts_with("libhsa-runtime64") {
             continue;
         }

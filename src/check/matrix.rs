@@ -55,12 +55,37 @@ impl LibraryRow {
     }
 }
 
+/// Firmware folders, with the targets of their blobs: no library loads them, the kernel
+/// driver does, but a GPU without its firmware does not come up at all.
+fn firmware_rows(snap: &Snapshot) -> Vec<(Install, String, String, Vec<String>)> {
+    let mut by_dir: std::collections::BTreeMap<(usize, String), BTreeSet<String>> = Default::default();
+    for f in &snap.files {
+        let Some(a) = f.artifact.as_ref().filter(|a| a.family == Some(crate::model::Family::Firmware)) else {
+            continue;
+        };
+        let dir = f.path.path.rsplit_once('/').map_or(String::new(), |(d, _)| d.to_string());
+        by_dir.entry((f.path.root, dir)).or_default().extend(a.targets());
+    }
+    by_dir
+        .into_iter()
+        .map(|((root, dir), held)| {
+            let rel = crate::model::RelPath { root, path: dir, path_hex: None };
+            let shown = format!("{}/", rel.display(&snap.roots));
+            let install = super::install::install_of(snap.roots.get(root).map_or("", String::as_str), &shown);
+            (install, shown, "firmware".to_string(), held.into_iter().collect())
+        })
+        .collect()
+}
+
 /// Every library of the snapshot with its targets, by install, then path.
 pub fn library_matrix(snap: &Snapshot, table: &Targets) -> Vec<LibraryRow> {
-    let mut rows: Vec<LibraryRow> = libraries(snap)
-        .into_iter()
-        .map(|(install, place)| {
-            let (shown, layer, mut held) = holdings(snap, &place);
+    let places = libraries(snap).into_iter().map(|(install, place)| {
+        let (shown, layer, held) = holdings(snap, &place);
+        (install, shown, layer, held)
+    });
+    let mut rows: Vec<LibraryRow> = places
+        .chain(firmware_rows(snap))
+        .map(|(install, shown, layer, mut held)| {
             let prefix = format!("{}/", install.path.trim_end_matches('/'));
             let library = shown.strip_prefix(&prefix).map(str::to_string).unwrap_or(shown);
             held.sort_by(|a, b| table.cmp(a, b));
@@ -83,12 +108,24 @@ fn holdings(snap: &Snapshot, place: &Place) -> (String, String, Vec<String>) {
         Place::Code(i) => {
             let f = &snap.files[*i];
             // `.llvm.offloading` code is no library's (see `libraries`).
-            let held = f
+            let mut held = f
                 .code_objects
                 .iter()
                 .filter(|c| c.container != Container::OffloadBinary)
                 .map(|c| c.processor.clone())
                 .collect::<BTreeSet<_>>();
+            // A kpack-split library's code is in the archives under its key (`<name>#<index>`).
+            if let Some(r) = &f.kpack_ref {
+                let key = format!("{}#", r.kernel_name);
+                held.extend(
+                    snap.files
+                        .iter()
+                        .flat_map(|a| &a.code_objects)
+                        .filter(|c| c.container == Container::Kpack)
+                        .filter(|c| c.bundle_entry_id.as_ref().is_some_and(|id| id.starts_with(&key)))
+                        .map(|c| c.processor.clone()),
+                );
+            }
             (f.path.display(&snap.roots), "code".to_string(), held.into_iter().collect())
         }
         Place::Library(root, dir, fam) => {

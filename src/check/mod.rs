@@ -431,8 +431,8 @@ fn override_hint(
         let still = alt_verdicts.get(install).map_or(missing, |v| missing_count(v));
         if missing > 0 && still < missing {
             out.insert(install.clone(), format!(
-                "HSA_OVERRIDE_GFX_VERSION={value} makes the runtime treat this {} as {} ({} of {missing} missing libraries have {} code). targets.toml records {} as ISA-compatible with {}: a widely used workaround, not support — it applies to every GPU in the process unless set per node (HSA_OVERRIDE_GFX_VERSION_<node>)",
-                t.name, alt.name, missing - still, alt.name, t.name, alt.name
+                "HSA_OVERRIDE_GFX_VERSION={value} makes the runtime treat this {} as {} ({} missing; {} code for {} of them). targets.toml records {} as ISA-compatible with {}: a widely used workaround, not support — it applies to every GPU in the process unless set per node (HSA_OVERRIDE_GFX_VERSION_<node>)",
+                t.name, alt.name, crate::vocab::units::count(missing as u64, "library"), alt.name, missing - still, t.name, alt.name
             ));
         }
     }

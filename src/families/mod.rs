@@ -197,7 +197,7 @@ pub fn detect_link(path: &Path, targets: &Targets) -> Option<Artifact> {
 const CODE_ROWS: &[Row] = &[
     Row {
         key: "host-library-code-objects",
-        label: "device code in host libraries (code objects)",
+        label: "device code in host libraries (code objects; the runtime's own included)",
         column: "code objects",
         within: None,
     },
@@ -209,7 +209,7 @@ const CODE_ROWS: &[Row] = &[
     },
     Row {
         key: "runtime-internal-code-objects",
-        label: "runtime-internal code objects (HSA runtime blit kernels, trap handlers)",
+        label: "runtime-internal code objects (HSA runtime image blit kernels, trap handlers)",
         column: "runtime",
         within: Some("host-library-code-objects"),
     },
@@ -237,10 +237,14 @@ pub static FAMILY_ROWS: LazyLock<Vec<Row>> = LazyLock::new(|| {
 });
 
 /// The rows a code object counts in: host libraries' apart from standalone objects; and the
-/// HSA runtime's own (its blit kernels and trap handlers, raw code objects embedded in
-/// libhsa-runtime64: rocr-runtime `core/runtime/blit_shaders/` and `trap_handler/`, built
-/// into the library) also in a row of their own, since they serve the runtime, not
-/// applications (the per-target table shows them apart).
+/// HSA runtime's own also in a row of their own, since they serve the runtime, not
+/// applications (the per-target table shows them apart). Those are the raw code objects
+/// libhsa-runtime64 embeds: the image extension's blit kernels (rocr-runtime
+/// `hsa-runtime/image/blit_src/`: `imageblit_kernels.cl` built per `TARGET_DEVICES` and
+/// embedded with `xxd -i`, ten `copy_image_*`/`clear_image_*` kernels each) and, in the 5.x/6.x
+/// builds of the corpus, three code-object-V2 trap handlers. (Today's blit shaders and trap
+/// handlers, `core/runtime/blit_shaders/` and `trap_handler/`, are dumped `.text`, not code
+/// objects, and are not seen.)
 pub fn code_rows(f: &FileRecord, c: &CodeObjectRecord) -> Vec<&'static str> {
     let runtime =
         c.container == Container::Embedded && file_name(&f.path.path).starts_with("libhsa-runtime64");

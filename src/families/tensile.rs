@@ -469,11 +469,14 @@ impl<'s> Evidence<'s> {
     }
 }
 
-fn list(s: &BTreeSet<String>) -> String {
-    if s.is_empty() {
+/// Targets for people: in the natural order, or "none".
+fn list(s: &BTreeSet<String>, targets: &Targets) -> String {
+    let mut v: Vec<String> = s.iter().cloned().collect();
+    targets.sort(&mut v);
+    if v.is_empty() {
         "none".to_string()
     } else {
-        s.iter().cloned().collect::<Vec<_>>().join(", ")
+        v.join(", ")
     }
 }
 
@@ -503,7 +506,7 @@ fn judge(e: &Evidence, dev: &DeviceTarget, targets: &Targets) -> (Option<&'stati
             let code = if e.code_targets.contains(arch) {
                 format!("code files hold {arch} code ({n}), but no index leads to it")
             } else {
-                format!("code files hold {}", list(&e.code_targets))
+                format!("code files hold {}", list(&e.code_targets, targets))
             };
             let merged = !e.artifacts(Role::MergedIndex).is_empty();
             let rule = match (hip, merged) {
@@ -511,7 +514,7 @@ fn judge(e: &Evidence, dev: &DeviceTarget, targets: &Targets) -> (Option<&'stati
                 (false, true) => &ROCBLAS_MERGED_NO_ROW,
                 (false, false) => &ROCBLAS_NO_INDEX,
             };
-            (Some(rule), format!("no Tensile index serves {arch}: indexes serve {}; {code}{note}", list(&e.served)))
+            (Some(rule), format!("no Tensile index serves {arch}: indexes serve {}; {code}{note}", list(&e.served, targets)))
         }
     }
 }

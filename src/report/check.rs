@@ -154,7 +154,8 @@ pub fn write_check(
         _ => {}
     }
     let md = format == OutputFormat::Markdown;
-    let style = if md { style.unbounded() } else { style };
+    // Markdown is pasted, not shown: no width, no escapes.
+    let style = if md { Style { color: false, width: None } } else { style };
     let (h, li) = if md { ("### ", "- ") } else { ("", "  ") };
     for inst in &report.installs {
         let kind = serde_json::to_value(inst.install.kind).ok().and_then(|v| v.as_str().map(String::from));

@@ -36,7 +36,7 @@ fn capped(items: &[String], verbose: bool) -> String {
     if verbose || items.len() <= CAP {
         return items.join(", ");
     }
-    format!("{} and {} more", items[..CAP].join(", "), items.len() - CAP)
+    format!("{} and {} more", items[..CAP].join(", "), thousands((items.len() - CAP) as u64))
 }
 
 fn signed(old: u64, new: u64) -> String {
@@ -62,7 +62,8 @@ pub fn write_diff(
         _ => {}
     }
     let md = format == OutputFormat::Markdown;
-    let style = if md { style.unbounded() } else { style };
+    // Markdown is pasted, not shown: no width, no escapes.
+    let style = if md { Style { color: false, width: None } } else { style };
     let l = if md {
         Layout { h: "### ", li: "- ", md, verbose, style }
     } else {
@@ -345,7 +346,7 @@ fn write_capped_lines(lines: &[String], paths: bool, l: Layout, out: &mut dyn Wr
         }
     }
     if shown < lines.len() {
-        writeln!(out, "{}… and {} more", l.li, lines.len() - shown)?;
+        writeln!(out, "{}… and {} more", l.li, thousands((lines.len() - shown) as u64))?;
     }
     Ok(())
 }
@@ -409,7 +410,11 @@ fn write_files(d: &SnapshotDiff, l: Layout, out: &mut dyn Write) -> io::Result<(
             what.push(format!("size {} → {}", human_bytes(f.old_size), human_bytes(f.new_size)));
         }
         if f.old_code_objects != f.new_code_objects {
-            what.push(format!("code objects {} → {}", f.old_code_objects, f.new_code_objects));
+            what.push(format!(
+                "code objects {} → {}",
+                thousands(f.old_code_objects as u64),
+                thousands(f.new_code_objects as u64)
+            ));
         }
         if f.old_targets != f.new_targets {
             what.push(format!("targets {} → {}", f.old_targets.len(), f.new_targets.len()));

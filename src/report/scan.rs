@@ -145,7 +145,12 @@ pub fn write_scan(
     style: Style,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
-    let style = if view.wide || format == OutputFormat::Markdown { style.unbounded() } else { style };
+    let style = match (format, view.wide) {
+        // Markdown is pasted, not shown: no width, no escapes.
+        (OutputFormat::Markdown, _) => Style { color: false, width: None },
+        (_, true) => style.unbounded(),
+        _ => style,
+    };
     match format {
         OutputFormat::Json => write_json(out, &json_view(snap, targets, view)),
         OutputFormat::Csv => write_csv(snap, targets, matrix, view, out),
@@ -190,7 +195,9 @@ fn json_view(snap: &Snapshot, targets: &Targets, view: &ScanView) -> Snapshot {
         })
         .collect();
     v.filtered_to = Some(view.only.clone());
-    v.via_generic = generic_servers(snap, targets, &view.only).into_iter().collect();
+    // In the order the targets were asked for.
+    let via = generic_servers(snap, targets, &view.only);
+    v.via_generic = view.only.iter().filter_map(|t| Some((t.clone(), via.get(t)?.clone()))).collect();
     v
 }
 
@@ -261,14 +268,21 @@ fn cell(n: u64) -> String {
     }
 }
 
-/// True for a target whose only code here is the runtime's own.
-fn runtime_only(snap: &Snapshot, target: &str) -> bool {
-    let counts: Vec<(bool, u64)> = layers()
-        .iter()
-        .map(|l| (l.rows.iter().any(|r| r.key == RUNTIME_ROW), layer_count(snap, l, target)))
-        .collect();
-    counts.iter().any(|(runtime, n)| *runtime && *n > 0)
-        && counts.iter().all(|(runtime, n)| *runtime || *n == 0)
+/// True for a target whose only code here is the runtime's own: nothing else holds anything
+/// for it, and no library has code for its generic target (which the runtime would load).
+fn runtime_only(snap: &Snapshot, targets: &Targets, target: &str) -> bool {
+    let counts = |t: &str| -> Vec<(bool, u64)> {
+        layers()
+            .iter()
+            .map(|l| (l.rows.iter().any(|r| r.key == RUNTIME_ROW), layer_count(snap, l, t)))
+            .collect()
+    };
+    let own = counts(target);
+    let generic = targets.by_name(target).and_then(|t| t.generic.as_deref());
+    let served_generically = generic.is_some_and(|g| counts(g).iter().any(|(runtime, n)| !runtime && *n > 0));
+    own.iter().any(|(runtime, n)| *runtime && *n > 0)
+        && own.iter().all(|(runtime, n)| *runtime || *n == 0)
+        && !served_generically
 }
 
 /// The default table: targets down, layers across.
@@ -283,7 +297,7 @@ fn write_by_target(
     let shown = shown_targets(snap, targets, &view.only);
     let fold = view.only.is_empty() && !view.wide;
     let (rows, folded): (Vec<_>, Vec<_>) =
-        shown.into_iter().partition(|(t, _)| !(fold && runtime_only(snap, t)));
+        shown.into_iter().partition(|(t, _)| !(fold && runtime_only(snap, targets, t)));
     if rows.is_empty() && folded.is_empty() {
         writeln!(out, "No AMDGPU code objects, Tensile libraries, MIOpen databases or firmware found.")?;
         return Ok(());
@@ -300,8 +314,10 @@ fn write_by_target(
         ),
     ];
     for (i, l) in present.iter().enumerate() {
-        // The code-object column stays; the rest go from the right when the width is short.
-        let drop = (i > 0).then_some((100 - i) as u8);
+        // The code-object column stays; the runtime's own goes first, then the rest from the
+        // right, when the width is short.
+        let runtime = l.rows.iter().any(|r| r.key == RUNTIME_ROW);
+        let drop = (i > 0).then_some(if runtime { 0 } else { (100 - i) as u8 });
         cols.push(Column::right(
             l.header,
             rows.iter().map(|(t, _)| cell(layer_count(snap, l, t))).collect(),
@@ -343,7 +359,15 @@ fn write_by_target(
         .filter(|l| !dropped.iter().any(|d| d == l.header))
         .map(|l| {
             let what: Vec<&str> = l.rows.iter().map(|r| r.label).collect();
-            format!("{}: {}", l.header.to_uppercase(), what.join(" + "))
+            // Parts another column shows apart are not counted twice.
+            let apart: Vec<String> = FAMILY_ROWS
+                .iter()
+                .filter(|r| r.within.is_some_and(|w| l.rows.iter().any(|x| x.key == w)))
+                .filter(|r| present.iter().any(|p| p.header == r.column))
+                .map(|r| r.column.to_uppercase())
+                .collect();
+            let less = if apart.is_empty() { String::new() } else { format!(", less {}", apart.join(", ")) };
+            format!("{}: {}{less}", l.header.to_uppercase(), what.join(" + "))
         })
         .collect();
     notes.push(format!("Columns: {}.", legend.join("; ")));
@@ -429,7 +453,7 @@ pub fn library_targets(
         .into_iter()
         .collect();
     targets.sort(&mut all);
-    all.into_iter().partition(|t| !runtime_only(snap, t))
+    all.into_iter().partition(|t| !runtime_only(snap, targets, t))
 }
 
 /// Libraries down (grouped under their install), targets across, one mark per cell: which

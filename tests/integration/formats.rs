@@ -84,8 +84,8 @@ fn table_rows_follow_the_natural_order() {
     assert_eq!(
         notes,
         [
-            "Columns: CODE OBJECTS: device code in host libraries (code objects) + standalone code objects \
-             (outside Tensile folders).",
+            "Columns: CODE OBJECTS: device code in host libraries (code objects; the runtime's own included) \
+             + standalone code objects (outside Tensile folders).",
             "None in this tree: runtime, rocblas, hipblaslt, perf-db, find-db, kernel-db, tn models, firmware, \
              bitcode, aotriton.",
         ],

@@ -36,7 +36,8 @@ fn every_readme_example_prints_what_the_readme_shows() {
         let args: Vec<&str> = cmd.split_whitespace().collect();
         assert_eq!(args[0], "gfxscan", "{cmd}");
         let mut c = Command::new(env!("CARGO_BIN_EXE_gfxscan"));
-        c.args(&args[1..]).arg("-q").current_dir(root);
+        // `-q` right after the subcommand: never after a `--`.
+        c.arg(args[1]).arg("-q").args(&args[2..]).current_dir(root);
         c.env_remove("COLUMNS").env_remove("NO_COLOR").env_remove("TERM");
         let r = run(c);
         assert!(r.code == 0 || r.code == 1, "{cmd}: exit {}: {}", r.code, r.stderr);
