@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path};
 
-use crate::families::{self, cataloger};
+use crate::families::{self, cataloger, Row, FAMILY_ROWS};
 use crate::inspect::{Found, LinkSeen};
 use crate::model::{
     ArchiveRecord, FileRecord, IndexMap, LinkRecord, Mismatch, Problem, RelPath, Snapshot, Summary,
@@ -91,6 +91,36 @@ pub fn snapshot(tally: Tally, roots: Vec<String>, targets: &Targets) -> Snapshot
         archives,
         findings: Vec::new(),
     }
+}
+
+/// A column of the per-target table: one layer of the install, one or more family rows.
+pub struct Layer {
+    pub header: &'static str,
+    pub rows: Vec<Row>,
+}
+
+/// The layers in display order: family rows grouped by their column, first one first.
+pub fn layers() -> Vec<Layer> {
+    let mut out: Vec<Layer> = Vec::new();
+    for row in FAMILY_ROWS.iter() {
+        match out.iter_mut().find(|l| l.header == row.column) {
+            Some(l) => l.rows.push(*row),
+            None => out.push(Layer { header: row.column, rows: vec![*row] }),
+        }
+    }
+    out
+}
+
+/// How much `layer` holds for `target`, less the parts other layers show apart.
+pub fn layer_count(snap: &Snapshot, layer: &Layer, target: &str) -> u64 {
+    let count = |key: &str| snap.families.get(key).and_then(|m| m.get(target)).copied().unwrap_or(0);
+    let total: u64 = layer.rows.iter().map(|r| count(r.key)).sum();
+    let apart: u64 = FAMILY_ROWS
+        .iter()
+        .filter(|r| r.within.is_some_and(|w| layer.rows.iter().any(|x| x.key == w)))
+        .map(|r| count(r.key))
+        .sum();
+    total.saturating_sub(apart)
 }
 
 /// A map keyed by processor, in the natural target order.

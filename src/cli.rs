@@ -42,6 +42,14 @@ pub enum Command {
     /// on error or when a side is neither a folder, an archive nor a snapshot, 3 when a side
     /// could not be read in full.
     Diff(DiffArgs),
+    /// Merge many snapshots (nodes, images, wheels) into one matrix: sources × targets × layers.
+    ///
+    /// Each INPUT is a snapshot (`scan --json -o FILE`, plain, zstd or xz) or a folder of them.
+    /// Snapshots are read one at a time and reduced to their row, so memory follows the matrix,
+    /// not the snapshots. With --gpu, a verdict per source, as `check` would give it. Exit 0,
+    /// or 3 when some snapshot could not be read (its row says why), or 1 with --gpu when some
+    /// source lacks a required piece.
+    Merge(MergeArgs),
     /// Print the table of GPU targets in use (built-in, or --targets FILE).
     Targets(TargetsArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
@@ -261,6 +269,38 @@ pub struct DiffArgs {
     /// No progress bar and no live warnings on standard error.
     #[arg(short, long)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub table: TableArgs,
+}
+
+/// `gfxscan merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Snapshots, or folders of snapshots.
+    #[arg(value_name = "INPUT", required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// Judge each source for these GPUs (target IDs, comma-separated), as `check --gpu` does.
+    #[arg(long = "gpu", value_name = "TARGET_ID", value_delimiter = ',')]
+    pub gpus: Vec<String>,
+    /// Only these targets (comma-separated).
+    #[arg(long, value_delimiter = ',', value_name = "TARGETS")]
+    pub only: Vec<String>,
+    /// The layer the table's cells count (the per-target table's column names: `code objects`,
+    /// `rocblas`, `hipblaslt`, `perf-db`, `firmware`, …).
+    #[arg(long, default_value = "code objects")]
+    pub layer: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+    pub format: OutputFormat,
+    /// Short for --format json.
+    #[arg(long, conflicts_with = "format")]
+    pub json: bool,
+    /// Write the result to FILE instead of standard output ("-" = standard output).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Worker threads, 1 to 256 (default: one per core).
+    #[arg(short = 'j', long, value_name = "N", value_parser = threads)]
+    pub threads: Option<usize>,
     #[command(flatten)]
     pub table: TableArgs,
 }

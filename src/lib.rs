@@ -15,6 +15,7 @@ pub mod diff;
 pub mod exit;
 pub mod families;
 pub mod inspect;
+pub mod merge;
 pub mod model;
 pub mod parse;
 pub mod report;
@@ -25,7 +26,7 @@ pub mod vocab;
 
 use anyhow::bail;
 
-use cli::{CheckArgs, Cli, Command, DiffArgs, OutputFormat, ScanArgs, ScanOpts, TableArgs};
+use cli::{CheckArgs, Cli, Command, DiffArgs, MergeArgs, OutputFormat, ScanArgs, ScanOpts, TableArgs};
 use exit::ExitStatus;
 use report::output::Output;
 use source::snapshot;
@@ -258,12 +259,53 @@ fn run_diff(args: DiffArgs, color: cli::ColorChoice) -> anyhow::Result<ExitStatu
     })
 }
 
+fn run_merge(args: MergeArgs, color: cli::ColorChoice) -> anyhow::Result<ExitStatus> {
+    let targets = load_targets(&args.table)?;
+    known_targets("--only", &args.only, &targets)?;
+    if !aggregate::layers().iter().any(|l| l.header == args.layer) {
+        let names: Vec<&str> = aggregate::layers().iter().map(|l| l.header).collect();
+        bail!("--layer: unknown layer {:?} (one of: {})", args.layer, names.join(", "));
+    }
+    let gpus = if args.gpus.is_empty() {
+        None
+    } else {
+        // The sources' own environments are unknown here: no override is applied.
+        let env = check::devices::Env::default();
+        Some(check::devices::from_args(&args.gpus, &env, &targets).map_err(anyhow::Error::msg)?)
+    };
+    let mut paths = Vec::new();
+    for input in &args.inputs {
+        if input.is_dir() {
+            paths.extend(snapshot::snapshots_in(input)?);
+        } else {
+            paths.push(input.clone());
+        }
+    }
+    let out = Output::open(args.output.as_deref())?;
+    let style = style_for(color, args.output.as_deref());
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(args.threads.unwrap_or(0)).build()?;
+    let fleet = pool.install(|| {
+        let g = gpus.as_ref().map(|g| (g, args.gpus.clone()));
+        merge::merge(&paths, &|p| snapshot::read_snapshot(p), g, &args.only, &targets)
+    });
+    let format = if args.json { OutputFormat::Json } else { args.format };
+    let status = if fleet.unreadable() > 0 {
+        ExitStatus::Incomplete
+    } else if fleet.sources.iter().any(|s| s.verdict == Some(check::Outcome::Missing)) {
+        ExitStatus::Missing
+    } else {
+        ExitStatus::Clean
+    };
+    out.deliver(status, |w| report::merge::write_merge(&fleet, &targets, &args.layer, format, style, w))
+}
+
 /// Runs one command line.
 pub fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
     match cli.command {
         Command::Scan(args) => run_scan(args, cli.color),
         Command::Check(args) => run_check(args, cli.color),
         Command::Diff(args) => run_diff(args, cli.color),
+        Command::Merge(args) => run_merge(args, cli.color),
         Command::Completions(args) => {
             Output::Stdout.deliver(ExitStatus::Clean, |w| report::write_completions(args.shell, w))
         }

@@ -13,10 +13,10 @@ use crate::diff::{Coverage, DiffOutcome, SnapshotDiff, UnitChange};
 use crate::vocab::targets::Targets;
 use crate::vocab::units::{count, human_bytes, thousands};
 
-use super::scan::layers;
 use super::style::{paint, wrap, Style};
 use super::table::{render_blocks, Column};
 use super::write_json;
+use crate::aggregate::layers;
 
 /// How many items a list shows before "and N more" (without `--verbose`).
 const CAP: usize = 8;

@@ -16,7 +16,8 @@ use crate::model::Snapshot;
 use crate::vocab::targets::Targets;
 use crate::vocab::units::{human_bytes, thousands};
 
-use super::scan::{headline, layer_count, layers, library_targets, product, shown_targets, Layer};
+use super::scan::{headline, library_targets, product, shown_targets};
+use crate::aggregate::{layer_count, layers, Layer};
 
 /// Text made safe for HTML content and attribute values.
 pub fn esc(s: &str) -> String {
@@ -65,7 +66,7 @@ const SELF_CHECK: &str = "<script>
 })();
 </script>";
 
-fn page_start(out: &mut String, title: &str) {
+pub fn page_start(out: &mut String, title: &str) {
     let _ = write!(
         out,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
@@ -75,12 +76,12 @@ fn page_start(out: &mut String, title: &str) {
     );
 }
 
-fn page_end(out: &mut String) {
+pub fn page_end(out: &mut String) {
     let _ = writeln!(out, "{SELF_CHECK}\n</body></html>");
 }
 
 /// A target's label with its product, for charts and tables.
-fn target_label(targets: &Targets, t: &str) -> String {
+pub fn target_label(targets: &Targets, t: &str) -> String {
     match product(targets, t) {
         Some(p) => format!("{t} · {p}"),
         None => t.to_string(),
@@ -88,7 +89,7 @@ fn target_label(targets: &Targets, t: &str) -> String {
 }
 
 /// One horizontal bar chart: a bar per (label, value), scaled to the largest value.
-fn bar_chart(out: &mut String, title: &str, bars: &[(String, u64)], class: usize) {
+pub fn bar_chart(out: &mut String, title: &str, bars: &[(String, u64)], class: usize) {
     const LABEL: f64 = 190.0;
     const BAR: f64 = 260.0;
     const VALUE: f64 = 70.0;
@@ -126,7 +127,7 @@ fn bar_chart(out: &mut String, title: &str, bars: &[(String, u64)], class: usize
     out.push_str("</svg></figure>\n");
 }
 
-fn table_head(out: &mut String, heads: &[(&str, bool)]) {
+pub fn table_head(out: &mut String, heads: &[(&str, bool)]) {
     out.push_str("<table><thead><tr>");
     for (h, left) in heads {
         let _ = write!(out, "<th{}>{}</th>", if *left { " class=\"l\"" } else { "" }, esc(h));

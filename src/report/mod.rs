@@ -7,6 +7,7 @@
 pub mod check;
 pub mod diff;
 pub mod html;
+pub mod merge;
 pub mod output;
 pub mod progress;
 pub mod prune;

@@ -9,6 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 
+use crate::aggregate::{layer_count, layers, Layer};
 use crate::check::matrix::{LibraryRow, Mark};
 use crate::cli::{OutputFormat, View};
 use crate::families::{Row, FAMILY_ROWS};
@@ -31,36 +32,6 @@ pub struct ScanView {
     pub only: Vec<String>,
     /// `--wide`: every row and column (kernels, bytes, files), no width limit.
     pub wide: bool,
-}
-
-/// A column of the per-target table: one layer of the install, one or more family rows.
-pub struct Layer {
-    pub header: &'static str,
-    pub rows: Vec<Row>,
-}
-
-/// The layers in display order: family rows grouped by their column, first one first.
-pub fn layers() -> Vec<Layer> {
-    let mut out: Vec<Layer> = Vec::new();
-    for row in FAMILY_ROWS.iter() {
-        match out.iter_mut().find(|l| l.header == row.column) {
-            Some(l) => l.rows.push(*row),
-            None => out.push(Layer { header: row.column, rows: vec![*row] }),
-        }
-    }
-    out
-}
-
-/// How much `layer` holds for `target`, less the parts other layers show apart.
-pub fn layer_count(snap: &Snapshot, layer: &Layer, target: &str) -> u64 {
-    let count = |key: &str| snap.families.get(key).and_then(|m| m.get(target)).copied().unwrap_or(0);
-    let total: u64 = layer.rows.iter().map(|r| count(r.key)).sum();
-    let apart: u64 = FAMILY_ROWS
-        .iter()
-        .filter(|r| r.within.is_some_and(|w| layer.rows.iter().any(|x| x.key == w)))
-        .map(|r| count(r.key))
-        .sum();
-    total.saturating_sub(apart)
 }
 
 /// The people's name of a target's first product, short (`Radeon RX 6700 XT` → `RX 6700 XT`).

@@ -148,21 +148,34 @@ pub fn fit(cols: Vec<Column>, md: bool, style: Style) -> (String, Vec<String>) {
     }
 }
 
+/// The width a column takes in a borderless table: its widest cell or header line, and one
+/// space of padding each side.
+fn column_width(c: &Column) -> usize {
+    let header = c.header.split(' ').map(|w| w.chars().count()).max().unwrap_or(0);
+    let header = if c.verbatim { c.header.chars().count() } else { header };
+    c.cells.iter().map(|x| x.chars().count()).max().unwrap_or(0).max(header) + 2
+}
+
 /// Renders a label column and many value columns as blocks of value columns that each fit
-/// the width, the label column repeated in each; one block when everything fits.
+/// the width, the label column repeated in each; one block when everything fits. Blocks are
+/// cut by the columns' widths, so a table of many rows is rendered once per block.
 pub fn render_blocks(label: Column, values: Vec<Column>, md: bool, style: Style) -> String {
     if values.is_empty() {
         return render(&[&label], md, style);
     }
+    let limit = if md { None } else { style.width };
+    let base = column_width(&label);
     let mut blocks: Vec<String> = Vec::new();
     let mut start = 0;
     while start < values.len() {
         let mut end = start + 1;
+        let mut used = base + column_width(&values[start]);
         while end < values.len() {
-            let trial: Vec<&Column> = std::iter::once(&label).chain(&values[start..=end]).collect();
-            if style.width.is_some_and(|w| width_of(&render(&trial, md, style)) > w) {
+            let next = column_width(&values[end]);
+            if limit.is_some_and(|w| used + next > w) {
                 break;
             }
+            used += next;
             end += 1;
         }
         let cols: Vec<&Column> = std::iter::once(&label).chain(&values[start..end]).collect();

@@ -195,3 +195,17 @@ fn looks_like_json(head: &[u8]) -> bool {
         }
     }
 }
+
+/// The snapshot files of a folder (`*.json`, `*.json.zst`, `*.json.xz`), by name.
+pub fn snapshots_in(dir: &Path) -> anyhow::Result<Vec<std::path::PathBuf>> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
+        let p = e.with_context(|| format!("cannot read {}", dir.display()))?.path();
+        let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        if [".json", ".json.zst", ".json.xz"].iter().any(|x| name.ends_with(x)) && p.is_file() {
+            out.push(p);
+        }
+    }
+    out.sort();
+    Ok(out)
+}

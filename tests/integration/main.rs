@@ -15,6 +15,7 @@ mod fuzz_regressions;
 mod hardening;
 mod hostile;
 mod layouts;
+mod merge;
 mod new_containers;
 mod prune;
 mod readme;

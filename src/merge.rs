@@ -1,0 +1,146 @@
+//! A fleet at once: many snapshots (a node's, an image's, a wheel's) into one matrix of
+//! sources × targets × layers, and with GPUs named, a verdict per source.
+//!
+//! It streams: each snapshot is read, reduced to its row — per target, per layer, a count —
+//! and dropped, so memory is bounded by the matrix, not by the snapshots; up to the thread
+//! count are read at once. A snapshot that cannot be read is a row with its error, and the
+//! merge goes on.
+
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::aggregate::{families_table, layer_count, layers};
+use crate::check::devices::Gpus;
+use crate::check::{self, CheckOptions, Outcome};
+use crate::model::{Snapshot, TargetMap, Tool};
+use crate::vocab::targets::Targets;
+
+/// The version of the merge document.
+pub const MERGE_SCHEMA_VERSION: u32 = 1;
+
+/// One source: where its snapshot came from, what it held, and its verdict.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Source {
+    /// The snapshot file's name without its extensions (`node-17` for `node-17.json.zst`).
+    pub name: String,
+    /// The snapshot file.
+    pub path: String,
+    /// The roots its scan read.
+    pub roots: Vec<String>,
+    /// Files it looked at, and files it could not read.
+    pub files: u64,
+    pub problems: u64,
+    /// Per target with anything: a count per layer, in the order of [`Fleet::layers`].
+    pub counts: TargetMap<Vec<u64>>,
+    /// With `--gpu`: the check's outcome for this source (`ok`, `missing`, …).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Outcome>,
+    /// Why the snapshot could not be read; the row is otherwise empty.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The merged matrix.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Fleet {
+    pub schema_version: u32,
+    pub tool: Tool,
+    /// The layers, in column order.
+    pub layers: Vec<String>,
+    /// Every target any source holds (or those asked for), in the natural order.
+    pub targets: Vec<String>,
+    /// With `--gpu`: the GPUs each source was checked for.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gpus: Vec<String>,
+    /// One row per snapshot, in the order given (folders: by file name).
+    pub sources: Vec<Source>,
+}
+
+impl Fleet {
+    /// Sources whose snapshot could not be read.
+    pub fn unreadable(&self) -> usize {
+        self.sources.iter().filter(|s| s.error.is_some()).count()
+    }
+}
+
+/// A snapshot file's name without `.json` and a compression suffix.
+fn source_name(path: &Path) -> String {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = name.strip_suffix(".zst").or_else(|| name.strip_suffix(".xz")).unwrap_or(&name).to_string();
+    name.strip_suffix(".json").unwrap_or(&name).to_string()
+}
+
+/// One snapshot's row.
+fn row(
+    path: &Path,
+    snap: Option<Snapshot>,
+    error: Option<String>,
+    gpus: Option<&Gpus>,
+    only: &[String],
+    targets: &Targets,
+) -> Source {
+    let mut src =
+        Source { name: source_name(path), path: path.display().to_string(), error, ..Source::default() };
+    let Some(mut snap) = snap else { return src };
+    // Rows made again from the files, as this version makes them (see `diff`).
+    if snap.filtered_to.is_none() {
+        snap.families = families_table(&snap.files, targets);
+    }
+    src.roots = snap.roots.clone();
+    src.files = snap.summary.files;
+    src.problems = snap.problems.len() as u64;
+    let mut names: Vec<String> = snap.families.values().flat_map(|m| m.keys().cloned()).collect();
+    names.retain(|t| only.is_empty() || only.contains(t));
+    targets.sort(&mut names);
+    names.dedup();
+    let all = layers();
+    for t in names {
+        let per: Vec<u64> = all.iter().map(|l| layer_count(&snap, l, &t)).collect();
+        if per.iter().any(|n| *n > 0) {
+            src.counts.insert(t, per);
+        }
+    }
+    src.counts.shrink_to_fit();
+    if let Some(g) = gpus {
+        let opts = CheckOptions { not_checked: Vec::new(), libpaths: Vec::new() };
+        src.verdict = Some(check::check(&snap, g, targets, opts).outcome);
+    }
+    src
+}
+
+/// Merges the snapshots at `paths`, read by `read`, into one matrix. `only` cuts the targets.
+pub fn merge(
+    paths: &[PathBuf],
+    read: &(dyn Fn(&Path) -> anyhow::Result<Snapshot> + Sync),
+    gpus: Option<(&Gpus, Vec<String>)>,
+    only: &[String],
+    targets: &Targets,
+) -> Fleet {
+    let g = gpus.as_ref().map(|(g, _)| *g);
+    let sources: Vec<Source> = paths
+        .par_iter()
+        .map(|p| match read(p) {
+            Ok(s) => row(p, Some(s), None, g, only, targets),
+            Err(e) => row(p, None, Some(format!("{e:#}")), None, only, targets),
+        })
+        .collect();
+    let mut all: Vec<String> = if only.is_empty() {
+        let mut v: Vec<String> = sources.iter().flat_map(|s| s.counts.keys().cloned()).collect();
+        targets.sort(&mut v);
+        v.dedup();
+        v
+    } else {
+        only.to_vec()
+    };
+    all.dedup();
+    Fleet {
+        schema_version: MERGE_SCHEMA_VERSION,
+        tool: Tool::current(),
+        layers: layers().iter().map(|l| l.header.to_string()).collect(),
+        targets: all,
+        gpus: gpus.map(|(_, names)| names).unwrap_or_default(),
+        sources,
+    }
+}

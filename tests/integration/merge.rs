@@ -1,0 +1,86 @@
+//! `merge`: many snapshots into one matrix, a verdict per source with `--gpu`, unreadable
+//! snapshots as rows with their error, folders read by name, every format.
+
+use serde_json::json;
+
+use gfxscan::testing::tensile_index;
+
+use crate::fixtures::{co, host_lib, GFX1030, GFX1100, GFX900};
+use crate::util::{gfxscan, Tree};
+
+/// Two installs' snapshots and a broken one, in a folder.
+fn fleet() -> (Tree, tempfile::TempDir) {
+    let a = Tree::new();
+    a.file(
+        "opt/rocm/lib/libfoo.so",
+        &host_lib(&[("gfx900", &co(GFX900, 0, 1)), ("gfx1100", &co(GFX1100, 0, 1))]),
+    );
+    a.file("opt/rocm/lib/rocblas/library/TensileLibrary_lazy_gfx1100.dat", &tensile_index(&["gfx1100"], 2));
+    a.file("opt/rocm/lib/rocblas/library/TensileLibrary_gfx1100.co", &co(GFX1100, 0, 2));
+    let b = Tree::new();
+    b.file("opt/rocm/lib/libfoo.so", &host_lib(&[("gfx1030", &co(GFX1030, 0, 1))]));
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (name, t) in [("node-a", &a), ("node-b", &b)] {
+        let out = dir.path().join(format!("{name}.json"));
+        t.scan(&["--json", "-o", out.to_str().unwrap_or_default()]).expect_code(0);
+    }
+    std::fs::write(dir.path().join("node-c.json"), b"{\"not\": \"a snapshot\"}").expect("write");
+    std::fs::write(dir.path().join("notes.txt"), b"not read: not a snapshot name").expect("write");
+    (a, dir)
+}
+
+#[test]
+fn merge_makes_one_matrix_with_a_row_per_snapshot() {
+    let (_keep, dir) = fleet();
+    let run = gfxscan(["merge", dir.path().to_str().unwrap_or_default(), "--json"]);
+    run.expect_code(3);
+    let m = run.json();
+    let names: Vec<&str> =
+        m["sources"].as_array().into_iter().flatten().filter_map(|s| s["name"].as_str()).collect();
+    assert_eq!(names, ["node-a", "node-b", "node-c"]);
+    assert_eq!(m["targets"], json!(["gfx900", "gfx1030", "gfx1100"]));
+    let layers: Vec<&str> = m["layers"].as_array().into_iter().flatten().filter_map(|l| l.as_str()).collect();
+    let at = |l: &str| layers.iter().position(|x| *x == l).expect(l);
+    let a = &m["sources"][0]["counts"];
+    assert_eq!(a["gfx1100"][at("code objects")], 1);
+    assert_eq!(a["gfx1100"][at("rocblas")], 2);
+    assert_eq!(a["gfx900"][at("rocblas")], 0);
+    assert!(a.get("gfx1030").is_none());
+    assert_eq!(m["sources"][1]["counts"]["gfx1030"][at("code objects")], 1);
+    assert!(m["sources"][2]["error"].as_str().unwrap_or("").contains("not a gfxscan snapshot"));
+    // The table: sources down, targets across; the unreadable row says so.
+    let table = gfxscan(["merge", dir.path().to_str().unwrap_or_default(), "--layer", "rocblas"]);
+    let row = table.stdout.lines().find(|l| l.trim_start().starts_with("node-a")).expect("node-a row");
+    assert_eq!(row.split_whitespace().collect::<Vec<_>>(), ["node-a", "—", "—", "2"]);
+    assert!(table.stdout.contains("Could not be read (1):"), "{}", table.stdout);
+    // CSV: the whole matrix, long form.
+    let csv =
+        gfxscan(["merge", dir.path().join("node-a.json").to_str().unwrap_or_default(), "--format", "csv"]);
+    csv.expect_code(0);
+    assert!(csv.stdout.contains("node-a,"), "{}", csv.stdout);
+    assert!(csv.stdout.lines().any(|l| l.ends_with(",gfx1100,rocblas,2,")), "{}", csv.stdout);
+}
+
+#[test]
+fn merge_judges_each_source_for_a_gpu() {
+    let (_keep, dir) = fleet();
+    let a = dir.path().join("node-a.json");
+    let b = dir.path().join("node-b.json");
+    let run = gfxscan([
+        "merge",
+        "--gpu",
+        "gfx1100",
+        "--json",
+        a.to_str().unwrap_or_default(),
+        b.to_str().unwrap_or_default(),
+    ]);
+    // node-b has no gfx1100 code: a source lacks a required piece.
+    run.expect_code(1);
+    let m = run.json();
+    assert_eq!(m["gpus"], json!(["gfx1100"]));
+    assert_eq!(m["sources"][0]["verdict"], "ok");
+    assert_eq!(m["sources"][1]["verdict"], "missing");
+    let only = gfxscan(["merge", "--only", "gfx900", "--json", a.to_str().unwrap_or_default()]);
+    assert_eq!(only.json()["targets"], json!(["gfx900"]));
+    assert!(only.json()["sources"][0]["counts"].get("gfx1100").is_none());
+}
