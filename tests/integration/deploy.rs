@@ -1,0 +1,138 @@
+//! The files in `deploy/`, tested as far as this machine allows: the Kubernetes manifests and
+//! the CI workflow parse and hold together (every mount has its volume, host paths are mounted
+//! read-only, the indexed Job has one completion per image), the shell scripts parse, and the
+//! container entrypoint runs for real and leaves a snapshot `merge` reads.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_yaml_ng::Value;
+
+use crate::util::{gfxscan, run};
+
+fn deploy(rel: &str) -> String {
+    format!("{}/deploy/{rel}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn docs(rel: &str) -> Vec<Value> {
+    let text = std::fs::read_to_string(deploy(rel)).expect("readable");
+    serde_yaml_ng::Deserializer::from_str(&text)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap_or_else(|e| panic!("{rel}: {e}")))
+        .collect()
+}
+
+fn s(v: &Value) -> &str {
+    v.as_str().unwrap_or_default()
+}
+
+/// Checks a pod template: named mounts have volumes, host paths are read-only, the root file
+/// system is read-only and the container drops its capabilities.
+fn check_pod(spec: &Value, what: &str) {
+    let volumes: Vec<&Value> = spec["volumes"].as_sequence().expect("volumes").iter().collect();
+    let volume = |name: &str| volumes.iter().find(|v| s(&v["name"]) == name).copied();
+    for c in spec["containers"].as_sequence().expect("containers") {
+        assert!(!s(&c["image"]).is_empty(), "{what}: an image");
+        assert_eq!(c["securityContext"]["readOnlyRootFilesystem"], Value::Bool(true), "{what}");
+        assert_eq!(c["securityContext"]["allowPrivilegeEscalation"], Value::Bool(false), "{what}");
+        for m in c["volumeMounts"].as_sequence().expect("mounts") {
+            let v = volume(s(&m["name"])).unwrap_or_else(|| panic!("{what}: no volume {:?}", m["name"]));
+            if v.get("hostPath").is_some() {
+                assert_eq!(
+                    m["readOnly"],
+                    Value::Bool(true),
+                    "{what}: host path {:?} read-only",
+                    m["mountPath"]
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_daemonset_mounts_the_host_install_and_kfd_read_only() {
+    let d = &docs("kubernetes/daemonset.yaml")[0];
+    assert_eq!((s(&d["apiVersion"]), s(&d["kind"])), ("apps/v1", "DaemonSet"));
+    assert_eq!(d["spec"]["selector"]["matchLabels"], d["spec"]["template"]["metadata"]["labels"]);
+    let spec = &d["spec"]["template"]["spec"];
+    check_pod(spec, "daemonset");
+    let host: Vec<&str> = spec["volumes"]
+        .as_sequence()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v["hostPath"]["path"].as_str())
+        .collect();
+    for p in ["/opt/rocm", "/sys/class/kfd", "/lib/firmware/amdgpu"] {
+        assert!(host.contains(&p), "{p} is mounted from the host");
+    }
+    let env = &spec["containers"][0]["env"];
+    assert!(env
+        .as_sequence()
+        .into_iter()
+        .flatten()
+        .any(|e| s(&e["name"]) == "NODE_NAME"
+            && s(&e["valueFrom"]["fieldRef"]["fieldPath"]) == "spec.nodeName"));
+}
+
+#[test]
+fn the_image_job_has_one_completion_per_image() {
+    let all = docs("kubernetes/job-images.yaml");
+    let job = all.iter().find(|d| s(&d["kind"]) == "Job").expect("a Job");
+    let map = all.iter().find(|d| s(&d["kind"]) == "ConfigMap").expect("a ConfigMap");
+    assert_eq!(s(&job["spec"]["completionMode"]), "Indexed");
+    let images = s(&map["data"]["images.txt"]).lines().filter(|l| !l.trim().is_empty()).count();
+    assert_eq!(job["spec"]["completions"].as_u64(), Some(images as u64));
+    check_pod(&job["spec"]["template"]["spec"], "job");
+}
+
+#[test]
+fn the_ci_workflow_merges_after_every_scan() {
+    let w = &docs("ci/github-actions.yml")[0];
+    assert_eq!(s(&w["jobs"]["merge"]["needs"]), "scan");
+    assert!(w["jobs"]["scan"]["strategy"]["matrix"]["image"].as_sequence().is_some_and(|i| !i.is_empty()));
+}
+
+#[test]
+fn the_scripts_parse() {
+    for (shell, rel) in [
+        ("sh", "entrypoint.sh"),
+        ("bash", "slurm/gfxscan-array.sbatch"),
+        ("bash", "slurm/gfxscan-merge.sbatch"),
+    ] {
+        let r = run({
+            let mut c = Command::new(shell);
+            c.args(["-n", &deploy(rel)]);
+            c
+        });
+        assert_eq!(r.code, 0, "{rel}: {}", r.stderr);
+    }
+}
+
+#[test]
+fn the_entrypoint_writes_a_snapshot_merge_reads() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let sample = format!("{}/sample", env!("CARGO_MANIFEST_DIR"));
+    let mut c = Command::new("sh");
+    c.arg(deploy("entrypoint.sh"))
+        .env("GFXSCAN", env!("CARGO_BIN_EXE_gfxscan"))
+        .env("NODE_NAME", "node-17")
+        .env("OUT_DIR", out.path())
+        .env("ROOTS", &sample);
+    let r = run(c);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let snap = out.path().join("node-17.json");
+    assert!(Path::new(&snap).is_file() && !out.path().join("node-17.json.part").exists());
+    let m = gfxscan(["merge", out.path().to_str().unwrap_or_default(), "--json"]);
+    m.expect_code(0);
+    let fleet = m.json();
+    assert_eq!(fleet["sources"][0]["name"], "node-17");
+    assert!(fleet["targets"].as_array().is_some_and(|t| t.iter().any(|x| x == "gfx1100")));
+    // A root that does not exist: gfxscan cannot run, and no snapshot is left behind.
+    let mut c = Command::new("sh");
+    c.arg(deploy("entrypoint.sh"))
+        .env("GFXSCAN", env!("CARGO_BIN_EXE_gfxscan"))
+        .env("NODE_NAME", "node-18")
+        .env("OUT_DIR", out.path())
+        .env("ROOTS", "/nonexistent/rocm");
+    assert_eq!(run(c).code, 2);
+    assert!(!out.path().join("node-18.json").exists() && !out.path().join("node-18.json.part").exists());
+}
