@@ -5,7 +5,13 @@ use std::process::ExitCode;
 use clap::Parser;
 use gfxscan::exit::ExitStatus;
 
+const ARENAS: libc::c_int = 4;
+
 fn main() -> ExitCode {
+    #[cfg(target_env = "gnu")]
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, ARENAS);
+    }
     let cli = gfxscan::cli::Cli::parse();
     match gfxscan::run(cli) {
         Ok(status) => status.into(),

@@ -229,6 +229,8 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
         .num_threads(config.threads.unwrap_or(0))
         .build()
         .context("failed to start worker threads")?;
+    // Decoders share one memory budget, sized for the threads that may hold them.
+    crate::vocab::codec::WINDOWS.size_for(pool.current_num_threads());
     let reader = Reader { targets, progress, given: &given };
     let mut tally = pool.install(|| {
         let Part { mut tally, mut pending, .. } = reader.read_files(&walked.candidates);

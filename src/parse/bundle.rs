@@ -185,11 +185,22 @@ pub fn parse_ccob_header(b: &[u8]) -> Result<CcobHeader> {
     Ok(CcobHeader { version, compression, total_size, uncompressed_size, hash, header_len })
 }
 
-struct ZstdInflate(zstd::stream::raw::Decoder<'static>);
+/// A zstd decoder, holding its share of the process's window budget from its first input (the
+/// frame header says the window) until it is dropped.
+struct ZstdInflate(zstd::stream::raw::Decoder<'static>, Option<crate::vocab::codec::WindowPermit>);
+
+/// Bytes a decoder is charged beside its window: the stream's own buffers and the part of the
+/// output a reader keeps.
+const DECODER_OVERHEAD: u64 = 8 << 20;
 
 impl Inflate for ZstdInflate {
     fn step(&mut self, input: &[u8], output: &mut [u8]) -> Result<Step> {
         use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
+        if self.1.is_none() {
+            if let Some(w) = crate::vocab::codec::zstd_window(input) {
+                self.1 = Some(crate::vocab::codec::WINDOWS.acquire(w + DECODER_OVERHEAD));
+            }
+        }
         let mut inb = InBuffer::around(input);
         let mut outb = OutBuffer::around(output);
         let hint = self
@@ -227,7 +238,7 @@ pub(crate) fn inflater(c: Codec) -> Result<Box<dyn Inflate>> {
             // Refuse frames whose window would need more than 128 MiB.
             d.set_parameter(zstd::stream::raw::DParameter::WindowLogMax(27))
                 .map_err(|e| ParseError::Decompress { what: "zstd", detail: e.to_string() })?;
-            Box::new(ZstdInflate(d))
+            Box::new(ZstdInflate(d, None))
         }
         Codec::Zlib => Box::new(ZlibInflate(flate2::Decompress::new(true))),
         other => {

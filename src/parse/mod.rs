@@ -304,6 +304,9 @@ struct StreamState<'a> {
     inbuf: Vec<u8>,
     inbuf_pos: usize,
     inflate: Box<dyn Inflate + 'a>,
+    /// The decoder's output buffer, allocated once per stream (not per read: a fresh zeroed
+    /// chunk per step cost as much as a tenth of the inflating).
+    out: Vec<u8>,
     window: Vec<u8>,
     window_base: u64,
     mark: u64,
@@ -327,6 +330,7 @@ impl<'a> StreamSource<'a> {
                 inbuf: Vec::new(),
                 inbuf_pos: 0,
                 inflate,
+                out: Vec::new(),
                 window: Vec::new(),
                 window_base: 0,
                 mark: 0,
@@ -341,11 +345,9 @@ impl<'a> StreamSource<'a> {
     /// bytes it inflated to.
     pub fn drain(&self) -> Result<(u64, u64)> {
         let mut st = self.state.borrow_mut();
-        while !st.finished {
-            let end = st.window_base + st.window.len() as u64;
-            st.mark = end;
-            st.fill(self.declared, end.saturating_add(OUT_CHUNK as u64))?;
-        }
+        // Nothing after this is read: keep no output at all.
+        st.mark = u64::MAX;
+        st.fill(self.declared, u64::MAX)?;
         Ok((st.consumed(), st.window_base + st.window.len() as u64))
     }
 }
@@ -358,7 +360,16 @@ impl StreamState<'_> {
 
     /// Inflates until the window covers `need_end` or the stream ends.
     fn fill(&mut self, declared: u64, need_end: u64) -> Result<()> {
-        let mut out = vec![0u8; OUT_CHUNK];
+        let mut out = std::mem::take(&mut self.out);
+        if out.len() != OUT_CHUNK {
+            out = vec![0u8; OUT_CHUNK];
+        }
+        let filled = self.fill_with(&mut out, declared, need_end);
+        self.out = out;
+        filled
+    }
+
+    fn fill_with(&mut self, out: &mut [u8], declared: u64, need_end: u64) -> Result<()> {
         while self.window_base + (self.window.len() as u64) < need_end && !self.finished {
             // Drop what no later read may ask for.
             if self.mark > self.window_base {
@@ -374,7 +385,7 @@ impl StreamState<'_> {
                 self.inbuf_pos = 0;
             }
             let input = self.inbuf.get(self.inbuf_pos..).unwrap_or(&[]);
-            let step = self.inflate.step(input, &mut out)?;
+            let step = self.inflate.step(input, out)?;
             self.inbuf_pos += step.consumed;
             let produced_end = self.window_base + self.window.len() as u64 + step.produced as u64;
             if produced_end > declared {
