@@ -14,6 +14,8 @@
 //! as far as the last entry's headers and notes.
 #![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::panic)]
 
+use rayon::prelude::*;
+
 use super::elf::{parse_code_object, CodeObject};
 use super::{align_up, le16, le32, le64, ByteSource, Inflate, ParseError, Result, Slice, Step, StreamSource};
 use crate::vocab::codec::Codec;
@@ -398,20 +400,63 @@ pub fn is_bundle(head: &[u8]) -> bool {
     head.starts_with(BUNDLE_MAGIC) || head.starts_with(CCOB_MAGIC)
 }
 
+/// Where the bundle at `pos` ends, when that is known without reading its entries: a plain
+/// bundle's table (whose entries must not overlap, as `read_entries` requires), a CCOB's
+/// stored size (v2, v3). `None` for a CCOB v1 (its end is where its stream ends) and for
+/// anything `parse_bundle` would stop on: those are parsed in order, as they come.
+fn locate(src: &dyn ByteSource, pos: u64, head: &[u8]) -> Option<u64> {
+    let view = Slice::new(src, pos, src.len() - pos);
+    if head.starts_with(BUNDLE_MAGIC) {
+        let (table, end) = parse_bundle_table(&view).ok()?;
+        let mut device: Vec<&TableEntry> =
+            table.iter().filter(|e| !parse_entry_id(&e.id).is_host() && e.size > 0).collect();
+        device.sort_by_key(|e| e.offset);
+        let overlap = device.windows(2).any(|w| match w {
+            [a, b] => b.offset < a.offset.saturating_add(a.size),
+            _ => false,
+        });
+        return (!overlap && end > 0).then_some(end);
+    }
+    let h = parse_ccob_header(head).ok()?;
+    h.total_size.filter(|&t| t > 0 && t <= view.len())
+}
+
+/// A bundle parsed at `pos` of `src`, placed in the region.
+fn parse_at(src: &dyn ByteSource, pos: u64) -> Result<Bundle> {
+    let view = Slice::new(src, pos, src.len() - pos);
+    let mut bundle = parse_bundle(&view).map_err(|e| e.rebased(pos))?;
+    bundle.offset = pos;
+    bundle.error = bundle.error.map(|e| e.rebased(pos));
+    Ok(bundle)
+}
+
+/// A bundle of the walk: parsed on the spot, or located and parsed with the others later.
+enum Slot {
+    Parsed(Result<Bundle>),
+    Located(u64),
+}
+
 /// Walks every bundle in a region such as `.hip_fatbin` or a standalone bundle file.
 ///
 /// Bundles start at multiples of [`FATBIN_ALIGN`]; each is bounded by its own header. Zero
 /// pages between them are padding. Anything else at an aligned position stops the walk with
 /// an error, as does a bundle whose end cannot be known.
+///
+/// When the region can be read by several threads at once ([`ByteSource::shared`]), bundles
+/// whose end their header tells are only located during the walk and then parsed in parallel
+/// (their entries inflated and their code objects read), results kept in region order: one
+/// large library does not serialize the scan. The result is the same either way.
 pub fn parse_bundles(src: &dyn ByteSource) -> Bundles {
-    let mut out = Bundles::default();
+    let shared = src.shared();
+    let mut slots: Vec<Slot> = Vec::new();
+    let mut stopped = None;
     let mut pos = 0u64;
     let mut zero_pages = 0u64;
     while pos < src.len() {
         let head = match src.read_up_to(pos, 32) {
             Ok(h) => h.into_owned(),
             Err(e) => {
-                out.stopped = Some(e);
+                stopped = Some(e);
                 break;
             }
         };
@@ -425,28 +470,46 @@ pub fn parse_bundles(src: &dyn ByteSource) -> Bundles {
         }
         zero_pages = 0;
         if !is_bundle(&head) {
-            out.stopped =
-                Some(ParseError::Malformed { what: "data that is not an offload bundle", offset: pos });
+            stopped = Some(ParseError::Malformed { what: "data that is not an offload bundle", offset: pos });
             break;
         }
-        let view = Slice::new(src, pos, src.len() - pos);
-        let mut bundle = match parse_bundle(&view) {
-            Ok(b) => b,
-            Err(e) => {
-                out.stopped = Some(e.rebased(pos));
-                break;
-            }
-        };
-        bundle.offset = pos;
-        bundle.error = bundle.error.map(|e| e.rebased(pos));
-        let size = bundle.stored_size;
-        out.bundles.push(bundle);
-        if size == 0 {
+        if let Some(size) = shared.as_ref().and_then(|_| locate(src, pos, &head)) {
+            slots.push(Slot::Located(pos));
+            pos = align_up(pos.saturating_add(size), FATBIN_ALIGN);
+            continue;
+        }
+        let parsed = parse_at(src, pos);
+        let size = parsed.as_ref().map_or(0, |b| b.stored_size);
+        let failed = parsed.is_err();
+        slots.push(Slot::Parsed(parsed));
+        if failed || size == 0 {
             // The end of this bundle is unknown: what follows cannot be placed.
             break;
         }
         pos = align_up(pos.saturating_add(size), FATBIN_ALIGN);
     }
+    if let Some(sh) = shared.filter(|_| slots.iter().filter(|s| matches!(s, Slot::Located(_))).count() > 1) {
+        slots.par_iter_mut().for_each(|slot| {
+            if let Slot::Located(at) = *slot {
+                *slot = Slot::Parsed(parse_at(&sh, at));
+            }
+        });
+    }
+    let mut out = Bundles::default();
+    for slot in slots {
+        let parsed = match slot {
+            Slot::Parsed(p) => p,
+            Slot::Located(at) => parse_at(src, at),
+        };
+        match parsed {
+            Ok(b) => out.bundles.push(b),
+            Err(e) => {
+                stopped = Some(e);
+                break;
+            }
+        }
+    }
+    out.stopped = out.stopped.or(stopped);
     out
 }
 
@@ -587,5 +650,54 @@ mod tests {
         let got = parse_bundles(&region);
         assert_eq!(got.bundles.len(), 1);
         assert!(got.stopped.is_some());
+    }
+
+    /// The same bytes without `shared`: what a forward-only source gets (the walk in order).
+    struct OneThread(Vec<u8>);
+
+    impl ByteSource for OneThread {
+        fn len(&self) -> u64 {
+            self.0.len() as u64
+        }
+
+        fn read_at(&self, offset: u64, len: usize) -> Result<std::borrow::Cow<'_, [u8]>> {
+            self.0.read_at(offset, len)
+        }
+    }
+
+    #[test]
+    fn bundles_parsed_in_parallel_equal_the_walk_in_order() {
+        let plain = bundle(&[("hipv4-amdgcn-amd-amdhsa--gfx900", &co(0x2c))], 4096);
+        let wide = bundle(
+            &[("hipv4-amdgcn-amd-amdhsa--gfx906", &co(0x2f)), ("hipv4-amdgcn-amd-amdhsa--gfx90a", &co(0x3f))],
+            4096,
+        );
+        // Plain and CCOB v2/v3 bundles are located, then parsed in parallel; a CCOB v1 in the
+        // middle is parsed on the spot; garbage at the end stops the walk.
+        let mut region = fatbin(&[
+            plain.clone(),
+            ccob(3, Codec::Zstd, &wide),
+            ccob(1, Codec::Zlib, &plain),
+            wide.clone(),
+            ccob(2, Codec::Zstd, &plain),
+            plain.clone(),
+        ]);
+        region.resize(region.len().div_ceil(4096) * 4096, 0);
+        region.extend_from_slice(b"garbage!");
+        assert!(region.shared().is_some() && OneThread(region.clone()).shared().is_none());
+        let parallel = parse_bundles(&region);
+        let in_order = parse_bundles(&OneThread(region.clone()));
+        assert_eq!(parallel, in_order);
+        assert_eq!(parallel.bundles.len(), 6);
+        assert!(parallel.stopped.is_some());
+        // A located CCOB whose stream fails (it claims 16 times what it inflates to): the
+        // same error on the same bundle, and the walk goes on by its stored size, as in order.
+        let mut bad = fatbin(&[plain.clone(), ccob(2, Codec::Zstd, &plain), plain.clone()]);
+        let at = bad.windows(4).position(|w| w == b"CCOB").expect("ccob");
+        let claimed = (plain.len() as u32) * 16;
+        bad[at + 12..at + 16].copy_from_slice(&claimed.to_le_bytes());
+        let got = parse_bundles(&bad);
+        assert!(got.bundles[1].error.is_some() && got.bundles.len() == 3, "{got:?}");
+        assert_eq!(got, parse_bundles(&OneThread(bad.clone())));
     }
 }

@@ -98,6 +98,54 @@ pub trait ByteSource {
     /// Says that `[offset, offset + len)` will be read soon, in order: a file can have the
     /// kernel fetch exactly that range ahead in large reads. Changes nothing but speed.
     fn will_need(&self, _offset: u64, _len: u64) {}
+
+    /// The same bytes as a source several threads may read at once (a file read with `pread`,
+    /// bytes in memory), so independent parts of it can be parsed in parallel; `None` for
+    /// forward-only streams.
+    fn shared(&self) -> Option<Shared<'_>> {
+        None
+    }
+}
+
+/// A window of a source that threads may read at the same time (see [`ByteSource::shared`]).
+#[derive(Clone, Copy)]
+pub struct Shared<'a> {
+    inner: &'a (dyn ByteSource + Sync),
+    base: u64,
+    len: u64,
+}
+
+impl<'a> Shared<'a> {
+    /// All of `inner`.
+    pub fn whole(inner: &'a (dyn ByteSource + Sync)) -> Self {
+        Shared { inner, base: 0, len: inner.len() }
+    }
+
+    /// The part from `base` for `len` bytes, clipped.
+    fn narrow(self, base: u64, len: u64) -> Self {
+        let base = self.base.saturating_add(base).min(self.base + self.len);
+        let len = len.min(self.base + self.len - base);
+        Shared { inner: self.inner, base, len }
+    }
+}
+
+impl ByteSource for Shared<'_> {
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>> {
+        check_range(self.len, offset, len, "data")?;
+        self.inner.read_at(self.base + offset, len)
+    }
+
+    fn will_need(&self, offset: u64, len: u64) {
+        self.inner.will_need(self.base.saturating_add(offset), len.min(self.len.saturating_sub(offset)));
+    }
+
+    fn shared(&self) -> Option<Shared<'_>> {
+        Some(*self)
+    }
 }
 
 /// Checks a requested range against a source length and the single-read limit.
@@ -142,6 +190,10 @@ macro_rules! forward_byte_source {
             fn will_need(&self, offset: u64, len: u64) {
                 (**self).will_need(offset, len)
             }
+
+            fn shared(&self) -> Option<Shared<'_>> {
+                (**self).shared()
+            }
         }
     )*};
 }
@@ -154,6 +206,10 @@ impl ByteSource for Vec<u8> {
 
     fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>> {
         self.as_slice().read_at(offset, len)
+    }
+
+    fn shared(&self) -> Option<Shared<'_>> {
+        Some(Shared::whole(self))
     }
 }
 
@@ -192,6 +248,10 @@ impl ByteSource for Slice<'_> {
             self.inner.will_need(self.base.saturating_add(offset), len);
         }
     }
+
+    fn shared(&self) -> Option<Shared<'_>> {
+        self.inner.shared().map(|s| s.narrow(self.base, self.len))
+    }
 }
 
 /// A source whose first bytes were read once and are served from memory; reads beyond them
@@ -218,6 +278,10 @@ impl<'a> Prefetched<'a> {
 impl ByteSource for Prefetched<'_> {
     fn len(&self) -> u64 {
         self.inner.len()
+    }
+
+    fn shared(&self) -> Option<Shared<'_>> {
+        self.inner.shared()
     }
 
     fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>> {

@@ -31,6 +31,11 @@ impl ByteSource for FileSource {
         self.len
     }
 
+    /// `pread` takes its own offset: any number of threads may read at once.
+    fn shared(&self) -> Option<crate::parse::Shared<'_>> {
+        Some(crate::parse::Shared::whole(self))
+    }
+
     fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>, ParseError> {
         check_range(self.len, offset, len, "file data")?;
         // Every read lands in fresh spare capacity, never zero-filled first: zeroing was a
