@@ -59,7 +59,12 @@ printf '%s\n' "$results" | awk -F'\t' -v files="$files" -v base="$base" '{
 #    value's position depends on the one before, so it is one core's work.
 index=$(find "$dir" -type f -name 'TensileLibrary*.dat' -printf '%s %p\n' | sort -n | tail -1 | cut -d' ' -f2-)
 if [ -n "$index" ]; then
-  r=$(measure "index" "$bin" scan -q --json -o /dev/null "$index")
+  # Alone, but where a Tensile index lives (a `library` folder), so it is read as one.
+  alone=$(mktemp -d)
+  mkdir -p "$alone/rocblas/library"
+  ln "$index" "$alone/rocblas/library/" 2>/dev/null || cp "$index" "$alone/rocblas/library/"
+  r=$(measure "index" "$bin" scan -q --json -o /dev/null "$alone")
+  rm -rf "$alone"
   printf '%s\n' "$r" | awk -F'\t' -v base="$base" -v f="$(basename "$index")" -v sz="$(stat -c %s "$index")" \
     '{printf "floor: %s (%d MiB) alone takes %.3f s, %.1fx find of the whole tree\n", f, sz / 1048576, $2, $2 / base}'
 fi
@@ -94,6 +99,53 @@ mib = 1 << 20
 print(f"floor: code-object notes {notes // mib} MiB + Tensile indexes {index // mib} MiB"
       f" = {100 * (notes + index) / tree:.1f}% of the tree's bytes, read page by page")
 PY
+
+# 3. The decompression floor: `zstd -d` of exactly the compressed payloads the tree holds (every
+#    CCOB's zstd frame), on as many parallel workers as gfxscan has threads. gfxscan must
+#    inflate each to read the entries inside, so it can at best match this.
+command -v zstd >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq zstd >/dev/null; }
+payloads=$(mktemp -d)
+trap 'rm -rf "$payloads"' EXIT
+python3 - "$dir" "$payloads" <<'PY'
+import os, struct, sys
+root, out = sys.argv[1], sys.argv[2]
+seen, n = set(), 0
+for d, _, names in os.walk(root):
+    for name in names:
+        p = os.path.join(d, name)
+        st = os.lstat(p)
+        if not os.path.isfile(p) or os.path.islink(p) or (st.st_dev, st.st_ino) in seen:
+            continue
+        seen.add((st.st_dev, st.st_ino))
+        with open(p, "rb") as f:
+            h = f.read(32)
+            if h[:4] != b"CCOB" or len(h) < 32:
+                continue
+            version, method = struct.unpack_from("<HH", h, 4)
+            if method != 1:  # zstd only: what `zstd -d` reads
+                continue
+            header, total = {2: (24, struct.unpack_from("<I", h, 8)[0]),
+                             3: (32, struct.unpack_from("<Q", h, 8)[0])}.get(version, (0, 0))
+            if not header:
+                continue
+            f.seek(header)
+            data = f.read(total - header)
+        n += 1
+        open(os.path.join(out, f"{n:06d}.zst"), "wb").write(data)
+PY
+count=$(find "$payloads" -type f | wc -l)
+if [ "$count" -gt 0 ]; then
+  inflate='find "$0" -type f -print0 | xargs -0 -P "$1" -n 32 zstd -d -q -c >/dev/null'
+  one=$(measure "zstd -d ×1" bash -c "$inflate" "$payloads" 1 | cut -f2)
+  all=$(measure "zstd -d ×$(nproc)" bash -c "$inflate" "$payloads" "$(nproc)" | cut -f2)
+  j1=$(printf '%s\n' "$results" | awk -F'\t' 'NR == 2 {print $2}')
+  jn=$(printf '%s\n' "$results" | awk -F'\t' 'NR == 3 {print $2}')
+  awk -v c="$count" -v one="$one" -v all="$all" -v j1="$j1" -v jn="$jn" -v n="$(nproc)" 'BEGIN {
+    printf "floor: zstd -d of the %d compressed payloads: %.3f s on 1 worker, %.3f s on %d\n", c, one, all, n
+    printf "gfxscan ÷ decompression floor: %.2fx at -j 1, %.2fx at -j %d\n", j1 / one, jn / all, n }'
+else
+  echo "floor: no zstd-compressed bundles in the tree"
+fi
 
 # cold CMD...: "seconds KiB-read" with the page cache dropped first.
 cold() {
