@@ -16,7 +16,7 @@ use crate::model::Snapshot;
 use crate::vocab::targets::Targets;
 use crate::vocab::units::{human_bytes, thousands};
 
-use super::scan::{headline, library_targets, product, shown_targets};
+use super::views::{headline, library_targets, product, shown_targets};
 use crate::aggregate::{layer_count, layers, Layer};
 
 /// Text made safe for HTML content and attribute values.

@@ -14,6 +14,7 @@ pub mod prune;
 pub mod scan;
 pub mod style;
 pub mod table;
+pub mod views;
 
 pub use check::write_check;
 pub use diff::write_diff;

@@ -6,7 +6,6 @@
 //! hipBLASLt files, MIOpen records, firmware, bitcode). Its columns come from the families'
 //! rows (`families::FAMILY_ROWS`, grouped by their `column`), so a new family is a new column.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 
 use crate::aggregate::{layer_count, layers, Layer};
@@ -15,14 +14,14 @@ use crate::cli::{OutputFormat, View};
 use crate::families::{Row, FAMILY_ROWS};
 use crate::model::{Snapshot, TargetCounts};
 use crate::vocab::targets::Targets;
-use crate::vocab::units::{count, human_bytes, thousands};
+use crate::vocab::units::{human_bytes, thousands};
 
 use super::style::{wrap, Style};
 use super::table::{fit, render_blocks, Column};
+use super::views::{
+    generic_servers, headline, library_targets, product, runtime_only, shown_targets, RUNTIME_ROW,
+};
 use super::write_json;
-
-/// The row key of the runtime's own code objects (`families::code_row`).
-const RUNTIME_ROW: &str = "runtime-internal-code-objects";
 
 /// What the reader asked to see.
 #[derive(Debug, Clone, Default)]
@@ -32,78 +31,6 @@ pub struct ScanView {
     pub only: Vec<String>,
     /// `--wide`: every row and column (kernels, bytes, files), no width limit.
     pub wide: bool,
-}
-
-/// The people's name of a target's first product, short (`Radeon RX 6700 XT` → `RX 6700 XT`).
-pub fn product(targets: &Targets, name: &str) -> Option<String> {
-    let p = targets.by_name(name)?.products.first()?;
-    Some(p.strip_prefix("Radeon RX ").map_or_else(|| p.clone(), |rest| format!("RX {rest}")))
-}
-
-/// The targets the tables show: with `only`, those in the user's order, each followed by its
-/// generic target when that has code here; else every target anything here is for, in the
-/// natural order. Each generic row names the targets it serves.
-pub fn shown_targets(snap: &Snapshot, targets: &Targets, only: &[String]) -> Vec<(String, Vec<String>)> {
-    if only.is_empty() {
-        let mut all: Vec<String> = snap
-            .targets
-            .keys()
-            .chain(snap.families.values().flat_map(|m| m.keys()))
-            .cloned()
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .collect();
-        targets.sort(&mut all);
-        return all.into_iter().map(|t| (t, Vec::new())).collect();
-    }
-    let via = generic_servers(snap, targets, only);
-    let mut out: Vec<(String, Vec<String>)> = Vec::new();
-    for t in only {
-        if !out.iter().any(|(n, _)| n == t) {
-            out.push((t.clone(), Vec::new()));
-        }
-        if let Some(g) = via.get(t) {
-            match out.iter_mut().find(|(n, _)| n == g) {
-                Some((_, served)) => served.push(t.clone()),
-                None => out.push((g.clone(), vec![t.clone()])),
-            }
-        }
-    }
-    out
-}
-
-/// For each chosen target whose generic target has code here, that generic target: the
-/// runtime loads it where no code built for the target itself is present.
-pub fn generic_servers(snap: &Snapshot, targets: &Targets, chosen: &[String]) -> BTreeMap<String, String> {
-    chosen
-        .iter()
-        .filter_map(|t| {
-            let g = targets.by_name(t)?.generic.clone()?;
-            snap.targets.get(&g).filter(|c| c.code_objects > 0)?;
-            Some((t.clone(), g))
-        })
-        .collect()
-}
-
-/// The header line of a scan report.
-pub fn headline(snap: &Snapshot) -> String {
-    let s = &snap.summary;
-    // Archives read as trees: the format of a single one, else how many.
-    let archives = match snap.archives.as_slice() {
-        [] => String::new(),
-        [one] => format!(" ({})", one.format),
-        many => format!(" ({} archives)", thousands(many.len() as u64)),
-    };
-    format!(
-        "gfxscan {} · {}{archives} · {} ({}) · {} with device code · {} · {}",
-        snap.tool.version,
-        count(snap.roots.len() as u64, "root"),
-        count(s.files, "file"),
-        human_bytes(s.bytes),
-        thousands(s.files_with_device_code),
-        count(s.code_objects, "code object"),
-        count(snap.problems.len() as u64, "problem"),
-    )
 }
 
 /// Writes a scan result in the chosen format and view.
@@ -237,23 +164,6 @@ fn cell(n: u64) -> String {
     } else {
         thousands(n)
     }
-}
-
-/// True for a target whose only code here is the runtime's own: nothing else holds anything
-/// for it, and no library has code for its generic target (which the runtime would load).
-fn runtime_only(snap: &Snapshot, targets: &Targets, target: &str) -> bool {
-    let counts = |t: &str| -> Vec<(bool, u64)> {
-        layers()
-            .iter()
-            .map(|l| (l.rows.iter().any(|r| r.key == RUNTIME_ROW), layer_count(snap, l, t)))
-            .collect()
-    };
-    let own = counts(target);
-    let generic = targets.by_name(target).and_then(|t| t.generic.as_deref());
-    let served_generically = generic.is_some_and(|g| counts(g).iter().any(|(runtime, n)| !runtime && *n > 0));
-    own.iter().any(|(runtime, n)| *runtime && *n > 0)
-        && own.iter().all(|(runtime, n)| *runtime || *n == 0)
-        && !served_generically
 }
 
 /// The default table: targets down, layers across.
@@ -402,29 +312,6 @@ fn write_by_layer(
         .collect();
     writeln!(out, "{}", render_blocks(Column::left("layer", labels, None), cols, md, style))?;
     Ok(())
-}
-
-/// The targets of the per-library view: those chosen, else every target a library holds
-/// except those only the runtime's own code is for (listed apart).
-pub fn library_targets(
-    snap: &Snapshot,
-    targets: &Targets,
-    matrix: &[LibraryRow],
-    only: &[String],
-) -> (Vec<String>, Vec<String>) {
-    if !only.is_empty() {
-        return (only.to_vec(), Vec::new());
-    }
-    // Generic targets are not columns: their code shows as ○ under the targets it serves.
-    let mut all: Vec<String> = matrix
-        .iter()
-        .flat_map(|r| r.targets.iter().cloned())
-        .filter(|t| !targets.by_name(t).is_some_and(|x| x.is_generic()))
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    targets.sort(&mut all);
-    all.into_iter().partition(|t| !runtime_only(snap, targets, t))
 }
 
 /// Libraries down (grouped under their install), targets across, one mark per cell: which
