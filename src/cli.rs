@@ -56,8 +56,9 @@ pub enum Command {
     ///
     /// For example: `gfxscan completions bash > /etc/bash_completion.d/gfxscan`.
     Completions(CompletionsArgs),
-    /// Print the manual page (roff), e.g. `gfxscan man > gfxscan.1 && man ./gfxscan.1`.
-    Man,
+    /// Print a manual page (roff): gfxscan(1), or with a subcommand's name its own page
+    /// (gfxscan-scan(1), …), e.g. `gfxscan man scan > gfxscan-scan.1 && man ./gfxscan-scan.1`.
+    Man(ManArgs),
 }
 
 /// Arguments of `gfxscan completions`.
@@ -271,6 +272,14 @@ pub struct DiffArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub table: TableArgs,
+}
+
+/// `gfxscan man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// The subcommand whose page to print (scan, check, diff, merge, targets, completions).
+    #[arg(value_name = "SUBCOMMAND")]
+    pub subcommand: Option<String>,
 }
 
 /// `gfxscan merge`.

@@ -309,7 +309,12 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
         Command::Completions(args) => {
             Output::Stdout.deliver(ExitStatus::Clean, |w| report::write_completions(args.shell, w))
         }
-        Command::Man => Output::Stdout.deliver(ExitStatus::Clean, report::write_man),
+        Command::Man(args) => {
+            // Made first: an unknown subcommand is an error of the arguments, not of the output.
+            let mut page = Vec::new();
+            report::write_man(args.subcommand.as_deref(), &mut page)?;
+            Output::Stdout.deliver(ExitStatus::Clean, |w| Ok(w.write_all(&page)?))
+        }
         Command::Targets(args) => {
             let targets = load_targets(&args.table)?;
             Output::Stdout.deliver(ExitStatus::Clean, |w| report::write_targets(&targets, args.json, w))

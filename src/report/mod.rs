@@ -70,9 +70,22 @@ pub fn write_completions(shell: clap_complete::Shell, out: &mut dyn Write) -> an
     Ok(())
 }
 
-/// The manual page (roff), generated from the command line's own definition.
-pub fn write_man(out: &mut dyn Write) -> anyhow::Result<()> {
+/// A manual page (roff), generated from the command line's own definition: gfxscan(1), or
+/// a subcommand's own page (gfxscan-scan(1), …), which gfxscan(1) refers to.
+pub fn write_man(subcommand: Option<&str>, out: &mut dyn Write) -> anyhow::Result<()> {
     let cmd = <crate::cli::Cli as clap::CommandFactory>::command();
-    clap_mangen::Man::new(cmd).render(out)?;
+    let man = match subcommand {
+        None => clap_mangen::Man::new(cmd),
+        Some(name) => {
+            let names: Vec<String> = cmd.get_subcommands().map(|c| c.get_name().to_string()).collect();
+            let Some(sub) = cmd.find_subcommand(name).cloned() else {
+                anyhow::bail!("no subcommand {name:?} (one of: {})", names.join(", "));
+            };
+            let page = format!("gfxscan-{name}");
+            clap_mangen::Man::new(sub.display_name(page.clone()).bin_name(format!("gfxscan {name}")))
+                .title(page)
+        }
+    };
+    man.render(out)?;
     Ok(())
 }

@@ -205,5 +205,15 @@ fn completions_and_man_page_are_generated() {
     let man = crate::util::gfxscan(["man"]);
     man.expect_code(0);
     assert!(man.stdout.contains(".TH gfxscan 1") && man.stdout.contains("check"), "{}", man.stdout);
+    // gfxscan(1) refers to gfxscan-scan(1) and the others: each has its page.
+    for sub in ["scan", "check", "diff", "merge"] {
+        let page = crate::util::gfxscan(["man", sub]);
+        page.expect_code(0);
+        assert!(page.stdout.contains(&format!(".TH gfxscan-{sub} 1")), "{}", page.stdout);
+        assert!(page.stdout.contains(&format!("gfxscan {sub}")), "{}", page.stdout);
+    }
+    let none = crate::util::gfxscan(["man", "nope"]);
+    none.expect_code(2);
+    assert!(none.stderr.contains("no subcommand \"nope\""), "{}", none.stderr);
     crate::util::gfxscan(["completions", "tcsh"]).expect_code(2);
 }
