@@ -74,6 +74,17 @@ fn scan_for(opts: &ScanOpts, targets: &Targets) -> anyhow::Result<model::Snapsho
     scan_roots(roots, opts, targets)
 }
 
+/// A target list as given, without repeats (the first place kept).
+fn distinct(names: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(names.len());
+    for n in names {
+        if !out.contains(n) {
+            out.push(n.clone());
+        }
+    }
+    out
+}
+
 fn known_targets(flag: &str, names: &[String], targets: &Targets) -> anyhow::Result<()> {
     for name in names {
         if targets.by_name(name).is_none() && !name.starts_with("unknown-") {
@@ -105,8 +116,8 @@ fn run_scan(args: ScanArgs, color: cli::ColorChoice) -> anyhow::Result<ExitStatu
         _ => ExitStatus::Clean,
     };
     let view = match &args.compare {
-        Some(chosen) => report::ScanView { view: cli::View::Layer, only: chosen.clone(), wide: args.wide },
-        None => report::ScanView { view: args.by, only: args.only.clone(), wide: args.wide },
+        Some(chosen) => report::ScanView { view: cli::View::Layer, only: distinct(chosen), wide: args.wide },
+        None => report::ScanView { view: args.by, only: distinct(&args.only), wide: args.wide },
     };
     if !args.keep.is_empty() {
         let report = check::prune::prune(&snap, &args.keep, &targets);
@@ -251,7 +262,7 @@ fn run_diff(args: DiffArgs, color: cli::ColorChoice) -> anyhow::Result<ExitStatu
     let (old, so) = side(&args.old, old_snap)?;
     let (new, sn) = side(&args.new, new_snap)?;
     let mut d = diff::diff(&old, &new, (so, sn), &targets);
-    d.restrict(&args.only, &targets);
+    d.restrict(&distinct(&args.only), &targets);
     let format = if args.json { OutputFormat::Json } else { args.format.into() };
     let style = style_for(color, args.output.as_deref());
     out.deliver(d.exit_status(args.fail_on_loss), |w| {
@@ -286,7 +297,7 @@ fn run_merge(args: MergeArgs, color: cli::ColorChoice) -> anyhow::Result<ExitSta
     let pool = rayon::ThreadPoolBuilder::new().num_threads(args.threads.unwrap_or(0)).build()?;
     let fleet = pool.install(|| {
         let g = gpus.as_ref().map(|g| (g, args.gpus.clone()));
-        merge::merge(&paths, &|p| snapshot::read_snapshot(p), g, &args.only, &targets)
+        merge::merge(&paths, &|p| snapshot::read_snapshot(p), g, &distinct(&args.only), &targets)
     });
     let format = if args.json { OutputFormat::Json } else { args.format };
     let status = if fleet.unreadable() > 0 {

@@ -118,7 +118,14 @@ fn write_csv(
             w.write_record(std::iter::once(r.key.to_string()).chain(per))?;
         }
     } else if view.view == View::Library {
-        let names: Vec<&str> = shown.iter().map(|(t, _)| t.as_str()).collect();
+        // The table's columns: no generic targets, and every target when asked for all.
+        let (mut cols, folded) = library_targets(snap, targets, matrix, &view.only);
+        cols.extend(folded);
+        targets.sort(&mut cols);
+        if !view.only.is_empty() {
+            cols = view.only.clone();
+        }
+        let names: Vec<&str> = cols.iter().map(String::as_str).collect();
         w.write_record(["install", "library", "layer"].into_iter().chain(names.iter().copied()))?;
         for r in matrix {
             let marks = names.iter().map(|t| mark_word(r.mark(t, targets)));
@@ -251,7 +258,9 @@ fn write_by_target(
             format!("{}: {}{less}", l.header.to_uppercase(), what.join(" + "))
         })
         .collect();
-    notes.push(format!("Columns: {}.", legend.join("; ")));
+    if !rows.is_empty() && !legend.is_empty() {
+        notes.push(format!("Columns: {}.", legend.join("; ")));
+    }
     if !folded.is_empty() {
         let names: Vec<&str> = folded.iter().map(|(t, _)| t.as_str()).collect();
         notes.push(format!(

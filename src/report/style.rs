@@ -39,7 +39,9 @@ impl Style {
             ColorChoice::Auto => tty && !dumb && !no_color,
         };
         let columns = var("COLUMNS").and_then(|c| c.trim().parse::<usize>().ok()).filter(|&c| c >= 40);
-        let terminal = tty.then(terminal_size::terminal_size).flatten().map(|(w, _)| usize::from(w.0));
+        // A terminal narrower than 40 columns gets 40: no table is readable narrower.
+        let terminal =
+            tty.then(terminal_size::terminal_size).flatten().map(|(w, _)| usize::from(w.0).max(40));
         Style { color, width: Some(terminal.or(columns).unwrap_or(DEFAULT_WIDTH)) }
     }
 
