@@ -200,7 +200,8 @@ impl Inflate for ZstdInflate {
         use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
         if self.1.is_none() {
             if let Some(w) = crate::vocab::codec::zstd_window(input) {
-                self.1 = Some(crate::vocab::codec::WINDOWS.acquire(w + DECODER_OVERHEAD));
+                // A header may claim any size: the charge saturates (and is capped by the budget).
+                self.1 = Some(crate::vocab::codec::WINDOWS.acquire(w.saturating_add(DECODER_OVERHEAD)));
             }
         }
         let mut inb = InBuffer::around(input);

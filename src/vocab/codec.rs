@@ -181,6 +181,10 @@ mod window_tests {
         assert!(w >= 1 << 20, "{w}");
         assert_eq!(zstd_window(b"not zstd"), None);
         assert_eq!(zstd_window(&[0x28, 0xb5, 0x2f, 0xfd]), None, "a header cut short says nothing");
+        // Fuzz finding: an 8-byte content size of u64::MAX, single segment.
+        let mut huge = vec![0x28, 0xb5, 0x2f, 0xfd, 0xe0];
+        huge.extend_from_slice(&u64::MAX.to_le_bytes());
+        assert_eq!(zstd_window(&huge), Some(u64::MAX));
     }
 
     #[test]

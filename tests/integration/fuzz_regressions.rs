@@ -93,3 +93,12 @@ fn offload_error_offset_rebased_past_u64_max() {
     let stopped = found.stopped.expect("the walk stops at the broken binary");
     assert!(stopped.to_string().contains("0xffff"), "{stopped}");
 }
+
+/// Used to panic with "attempt to add with overflow" when a zstd decoder took its share of the
+/// window budget (src/parse/bundle.rs `ZstdInflate::step`, window + overhead): a CCOB whose zstd
+/// frame header states a content size near 2^64 (fuzz target `bundles`).
+#[test]
+fn bundles_zstd_window_charge_overflow() {
+    let data = fuzz_input("bundles-zstd-window-charge-overflow.bin");
+    let _ = parse_bundles(&data);
+}
