@@ -204,7 +204,7 @@ pub struct ScanArgs {
     /// Report what an install for only these targets could drop, per library and in total
     /// (device code, Tensile files, MIOpen databases, firmware for other targets), and what
     /// must stay. Writes nothing, deletes nothing.
-    #[arg(long, value_delimiter = ',', value_name = "TARGETS", conflicts_with_all = ["by", "compare"])]
+    #[arg(long, value_delimiter = ',', value_name = "TARGETS", conflicts_with_all = ["by", "compare", "only"])]
     pub keep: Vec<String>,
     /// Exit 5 when the install is broken as shipped (findings), every file having been read.
     #[arg(long)]

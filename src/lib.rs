@@ -105,6 +105,9 @@ fn run_scan(args: ScanArgs, color: cli::ColorChoice) -> anyhow::Result<ExitStatu
     known_targets("--only", &args.only, &targets)?;
     known_targets("--compare", args.compare.as_deref().unwrap_or_default(), &targets)?;
     known_targets("--keep", &args.keep, &targets)?;
+    if !args.keep.is_empty() && args.format == OutputFormat::Html && !args.json {
+        bail!("--keep: no HTML page for the prune report (table, markdown, csv or json)");
+    }
     let out = Output::open(args.opts.output.as_deref())?;
     let style = style_for(color, args.opts.output.as_deref());
     let snap = scan_for(&args.opts, &targets)?;
@@ -120,7 +123,7 @@ fn run_scan(args: ScanArgs, color: cli::ColorChoice) -> anyhow::Result<ExitStatu
         None => report::ScanView { view: args.by, only: distinct(&args.only), wide: args.wide },
     };
     if !args.keep.is_empty() {
-        let report = check::prune::prune(&snap, &args.keep, &targets);
+        let report = check::prune::prune(&snap, &distinct(&args.keep), &targets);
         return out.deliver(status, |w| report::prune::write_prune(&report, &snap.roots, format, style, w));
     }
     let matrix = check::matrix::library_matrix(&snap, &targets);
@@ -292,6 +295,10 @@ fn run_merge(args: MergeArgs, color: cli::ColorChoice) -> anyhow::Result<ExitSta
             paths.push(input.clone());
         }
     }
+    if paths.is_empty() {
+        let given: Vec<String> = args.inputs.iter().map(|p| p.display().to_string()).collect();
+        bail!("no snapshot in {} (*.json, *.json.zst, *.json.xz): nothing to merge", given.join(", "));
+    }
     let out = Output::open(args.output.as_deref())?;
     let style = style_for(color, args.output.as_deref());
     let pool = rayon::ThreadPoolBuilder::new().num_threads(args.threads.unwrap_or(0)).build()?;
@@ -300,10 +307,16 @@ fn run_merge(args: MergeArgs, color: cli::ColorChoice) -> anyhow::Result<ExitSta
         merge::merge(&paths, &|p| snapshot::read_snapshot(p), g, &distinct(&args.only), &targets)
     });
     let format = if args.json { OutputFormat::Json } else { args.format };
-    let status = if fleet.unreadable() > 0 {
-        ExitStatus::Incomplete
-    } else if fleet.sources.iter().any(|s| s.verdict == Some(check::Outcome::Missing)) {
+    // No OK for a source that could not be read, or judged: a missing piece first (it is
+    // certain), then anything unread or with nothing to check.
+    let verdict = |o| fleet.sources.iter().any(|s| s.verdict == Some(o));
+    let status = if verdict(check::Outcome::Missing) {
         ExitStatus::Missing
+    } else if fleet.unreadable() > 0
+        || verdict(check::Outcome::Incomplete)
+        || verdict(check::Outcome::NothingToCheck)
+    {
+        ExitStatus::Incomplete
     } else {
         ExitStatus::Clean
     };

@@ -542,10 +542,6 @@ pub enum FindingKind {
     /// A library's host code objects cover targets its Tensile library does not, or the
     /// reverse.
     HostTensileMismatch,
-    /// Tensile files the library will never open (names outside its lookup pattern).
-    UnopenedTensileFile,
-    /// Tensile files the library will open that are not there.
-    MissingTensileFile,
     /// A library lacks targets most of its sibling libraries in the same install have.
     SiblingLacksTarget,
     /// A file or link named for a target its content does not serve.

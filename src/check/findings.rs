@@ -6,14 +6,10 @@
 //!   (its host library's `.hip_fatbin`, loaded by clr `hip_fatbin.cpp`) and a Tensile index
 //!   (rocBLAS `library/src/tensile_host.cpp` `TensileHost::initialize` aborts without one). A
 //!   target on one side only is a GPU that loads the library and then fails.
-//! - **Tensile names** (TheRock#7790): Tensile's `PlaceholderLibrary::loadPlaceholderLibrary`
-//!   opens `<prefix>.dat` and `getCodeObjectFileName` asks for `<prefix>.co`, `<prefix>.hsaco`,
-//!   or `<prefix>_<arch>.hsaco` when the prefix names a fallback library
-//!   (Tensile/Source/lib/include/Tensile/PlaceholderLibrary.hpp). So `…_fallback_<arch>.dat`
-//!   is never opened, and a `<prefix>_fallback_<arch>.hsaco` without its `<prefix>_fallback.dat`
-//!   is reached through a file rocBLAS asks for and does not find (an ENOENT, then a crash in
-//!   #7790). Other pairings vary with the Tensile version (xnack-suffixed source kernels,
-//!   `Kernels.so-*` bundles) and are not judged by name.
+//! - Tensile file names are not judged here: since rocm-libraries#6840 (April 2026) Tensile
+//!   writes per-arch fallback files (`…_fallback_<arch>.dat`) where it wrote one shared
+//!   `…_fallback.dat`, so a name rule holds for one generation and is wrong for the next. What a
+//!   lazy index's placeholders name is the only sound basis (left for later).
 //! - **siblings** (pytorch#179865: a nightly dropped gfx900 from its rocBLAS, not from
 //!   libtorch_hip): a library lacking a target that at least half of the other device-code
 //!   libraries of its install have fails on that GPU while they run.
@@ -33,7 +29,6 @@ use crate::vocab::verdict::Status;
 pub fn findings(snap: &Snapshot, targets: &Targets) -> Vec<Finding> {
     let mut out = Vec::new();
     out.extend(host_tensile(snap, targets));
-    out.extend(tensile_names(snap));
     out.extend(siblings(snap, targets));
     out.extend(snap.mismatches.iter().map(|m| Finding {
         kind: FindingKind::NameLies,
@@ -136,7 +131,15 @@ fn host_tensile(snap: &Snapshot, targets: &Targets) -> Vec<Finding> {
             all.contains(t)
                 || targets.by_name(t).and_then(|x| x.generic.as_ref()).is_some_and(|g| all.contains(g))
         };
-        for folder in folders.iter().filter(|d| d.install == install && d.component == component) {
+        // rocBLAS looks for its Tensile library from its own folder (tensile_host.cpp
+        // `determine_tensile_base_path`: `library/`, `rocblas/library/`, Debian's
+        // `rocblas/<version>/library/`): a library elsewhere in the install (an ASAN build in
+        // `lib/asan/`) loads another one, and is not paired with it.
+        let own_dir = f.path.path.rsplit_once('/').map_or(String::new(), |(d, _)| format!("{d}/"));
+        let loads = |d: &&TensileFolder| d.root == f.path.root && format!("{}/", d.dir).starts_with(&own_dir);
+        for folder in
+            folders.iter().filter(|d| d.install == install && d.component == component).filter(loads)
+        {
             if host.is_empty() {
                 continue;
             }
@@ -159,7 +162,7 @@ fn host_tensile(snap: &Snapshot, targets: &Targets) -> Vec<Finding> {
                     targets: no_index.clone(),
                     paths: paths.clone(),
                     why: format!(
-                        "built for {} but no Tensile index serves {}: on such a GPU the library loads, then its first GEMM aborts (TensileHost::initialize finds no TensileLibrary for the arch)",
+                        "built for {} but its Tensile library cannot serve {} (no index for the arch, or no code files behind it; `check --gpu` says which): on such a GPU the library loads, then its first GEMM fails",
                         no_index.join(", "),
                         if no_index.len() == 1 { "it" } else { "them" }
                     ),
@@ -183,86 +186,19 @@ fn host_tensile(snap: &Snapshot, targets: &Targets) -> Vec<Finding> {
     out
 }
 
-/// The arch a name ends with (`…_fallback_gfx1151` → `gfx1151`).
-fn arch_suffix(base: &str) -> Option<&str> {
-    let (_, arch) = base.rsplit_once('_')?;
-    arch.starts_with("gfx").then_some(arch)
-}
+/// Libraries built for every target of their release by design (their builds take the whole
+/// `GPU_TARGETS`/`PYTORCH_ROCM_ARCH` list), by name without `lib` and the soversion. hipBLASLt,
+/// hipSPARSELt and composable-kernel libraries are built for the targets they support only
+/// (pytorch#138067): a target missing from them is no break, and they are not compared.
+const FULL_ARCH: &[&str] =
+    &["rocblas", "rocsolver", "rocsparse", "rocfft", "rocrand", "hiprand", "miopen", "torch_hip"];
 
-/// Tensile files rocBLAS never opens, and files it opens that are not there.
-fn tensile_names(snap: &Snapshot) -> Vec<Finding> {
-    let mut by_dir: BTreeMap<(usize, String), Vec<&FileRecord>> = BTreeMap::new();
-    for f in &snap.files {
-        let Some(a) = f.artifact.as_ref().filter(|a| a.family == Some(Family::Tensile)) else { continue };
-        if a.library != Some(Component::Rocblas) {
-            continue;
-        }
-        if let Some(dir) = cataloger(Family::Tensile).library_dir(&f.path.path) {
-            by_dir.entry((f.path.root, dir)).or_default().push(f);
-        }
-    }
-    by_dir.into_iter().flat_map(|((root, dir), files)| folder_names(root, &dir, &files)).collect()
-}
-
-/// One rocBLAS folder's name findings.
-fn folder_names(root: usize, dir: &str, files: &[&FileRecord]) -> Vec<Finding> {
-    let names: BTreeSet<&str> = files.iter().map(|f| file_name(&f.path.path)).collect();
-    let lazy = files.iter().any(|f| f.artifact.as_ref().is_some_and(|a| a.role == Role::LazyIndex));
-    let place = folder(root, dir);
-    let (mut unopened, mut missing) = (Vec::new(), BTreeSet::new());
-    let mut archs: BTreeSet<String> = BTreeSet::new();
-    for f in files {
-        let (name, role) = (file_name(&f.path.path), f.artifact.as_ref().map(|a| a.role));
-        let base = name.trim_end_matches(".dat").trim_end_matches(".hsaco").trim_end_matches(".co");
-        match role {
-            // `<prefix>_fallback_<arch>.dat`: Tensile opens `<prefix>_fallback.dat` only.
-            Some(Role::FallbackLibrary) if arch_suffix(base).is_some() => {
-                unopened.push(name.to_string());
-                archs.extend(arch_suffix(base).map(String::from));
-            }
-            // `<prefix>_fallback_<arch>.hsaco` is found through `<prefix>_fallback.dat`.
-            Some(Role::FallbackCode) if lazy => {
-                if let Some(arch) = arch_suffix(base) {
-                    let dat = format!("{}.dat", &base[..base.len() - arch.len() - 1]);
-                    if !names.contains(dat.as_str()) {
-                        missing.insert(dat);
-                        archs.insert(arch.to_string());
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    let mut out = Vec::new();
-    let archs: Vec<String> = archs.into_iter().collect();
-    if !unopened.is_empty() {
-        out.push(Finding {
-            kind: FindingKind::UnopenedTensileFile,
-            library: place.clone(),
-            targets: archs.clone(),
-            paths: unopened.iter().map(|n| RelPath { root, path: format!("{dir}/{n}"), path_hex: None }).collect(),
-            why: format!(
-                "{} fallback {} named with an arch suffix: Tensile opens `<prefix>_fallback.dat` and never these",
-                unopened.len(),
-                if unopened.len() == 1 { "library is" } else { "libraries are" }
-            ),
-        });
-    }
-    if !missing.is_empty() {
-        out.push(Finding {
-            kind: FindingKind::MissingTensileFile,
-            library: place,
-            targets: archs,
-            paths: missing.iter().map(|n| RelPath { root, path: format!("{dir}/{n}"), path_hex: None }).collect(),
-            why: format!(
-                "rocBLAS asks for {} file{} this folder lacks: the GEMMs that need {} fail to load (in TheRock#7790 an ENOENT, then a crash)",
-                missing.len(),
-                if missing.len() == 1 { "" } else { "s" },
-                if missing.len() == 1 { "it" } else { "them" }
-            ),
-        });
-    }
-    out
+/// True for a library built for every target of its release.
+fn full_arch(file: &str) -> bool {
+    let name = file.to_ascii_lowercase();
+    let name = name.strip_prefix("lib").unwrap_or(&name);
+    let stem = name.split('.').next().unwrap_or(name);
+    FULL_ARCH.contains(&stem)
 }
 
 /// A library's name with its digits dropped: builds of one library for two ROCm versions
@@ -271,15 +207,17 @@ fn build_family(name: &str) -> String {
     name.chars().filter(|c| !c.is_ascii_digit()).collect()
 }
 
-/// Libraries lacking targets that at least half of the other device-code libraries shipped
-/// beside them (same folder) have; code for a target's generic target counts as having it.
+/// Libraries built for every target of their release lacking targets that at least half of the
+/// other such libraries shipped beside them (same folder) have; code for a target's generic
+/// target counts as having it.
 fn siblings(snap: &Snapshot, targets: &Targets) -> Vec<Finding> {
     type Lib = (RelPath, String, BTreeSet<String>, BTreeSet<String>);
     let mut by_folder: BTreeMap<(usize, String), Vec<Lib>> = BTreeMap::new();
     for f in snap.files.iter().filter(|f| f.kind == Kind::HostElf && f.artifact.is_none()) {
         let name = file_name(&f.path.path);
-        // The HSA runtime's code objects are its own (image blit kernels), not a library's.
-        if name.starts_with("libhsa-runtime64") {
+        // Only libraries built for every target are held to their siblings' targets (the HSA
+        // runtime's code objects are its own, and hipBLASLt & co. are restricted by design).
+        if !full_arch(name) {
             continue;
         }
         let own = host_targets(f, targets);

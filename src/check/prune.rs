@@ -51,9 +51,14 @@ pub struct PruneRow {
     pub stays: u64,
 }
 
+/// The version of the prune document (`scan --keep --json`).
+pub const PRUNE_SCHEMA_VERSION: u32 = 1;
+
 /// The whole report.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PruneReport {
+    pub schema_version: u32,
+    pub tool: crate::model::Tool,
     pub keep: Vec<String>,
     /// Libraries with something to drop first, largest first.
     pub libraries: Vec<PruneRow>,
@@ -128,15 +133,22 @@ pub fn prune(snap: &Snapshot, keep: &[String], targets: &Targets) -> PruneReport
                 Serves::Other => row.drop.add(stored, inflated),
             }
         }
-        // Compressed bundles: their stored bytes, counted once per bundle.
-        let mut seen: Vec<u64> = Vec::new();
+        // Compressed bundles: their stored bytes, counted once per bundle; what their entries'
+        // shares leave of them (the bundle's header and padding, inflated) stays with the file,
+        // so every byte of the file is counted once.
+        let mut bundles: Vec<(u64, u64, u64)> = Vec::new();
         for c in f.code_objects.iter().filter(|c| c.bundle_sizes.is_some()) {
             if let (Some(at), Some((stored, _))) = (c.bundle_offset, c.bundle_sizes) {
-                if !seen.contains(&at) {
-                    seen.push(at);
-                    device_stored += stored;
+                let share = cost(c).0;
+                match bundles.iter_mut().find(|b| b.0 == at) {
+                    Some(b) => b.2 += share,
+                    None => bundles.push((at, stored, share)),
                 }
             }
+        }
+        for (_, stored, shares) in bundles {
+            device_stored += stored;
+            row.stays += stored.saturating_sub(shares);
         }
         match &f.artifact {
             // A family file with code objects (a Tensile `.co`) was counted by its code.
@@ -167,5 +179,11 @@ pub fn prune(snap: &Snapshot, keep: &[String], targets: &Targets) -> PruneReport
         generic: t.generic.plus(r.generic),
         stays: t.stays + r.stays,
     });
-    PruneReport { keep: keep.to_vec(), libraries, total }
+    PruneReport {
+        schema_version: PRUNE_SCHEMA_VERSION,
+        tool: crate::model::Tool::current(),
+        keep: keep.to_vec(),
+        libraries,
+        total,
+    }
 }

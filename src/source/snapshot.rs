@@ -132,14 +132,22 @@ pub fn parse_snapshot(text: &[u8]) -> Result<model::Snapshot, String> {
     if text.iter().all(u8::is_ascii_whitespace) {
         return Err("empty: not a gfxscan snapshot".into());
     }
-    let value: serde_json::Value =
-        serde_json::from_slice(text).map_err(|e| format!("not a JSON snapshot ({e})"))?;
-    if !value.is_object() {
-        return Err(format!("JSON {}, not a gfxscan snapshot (an object)", json_kind(&value)));
-    }
-    let name = value.pointer("/tool/name").and_then(|v| v.as_str());
-    let version = value.get("schema_version").and_then(|v| v.as_u64());
-    match (name, version) {
+    // The fields that say what the document is, read first without building a tree of the
+    // whole (a snapshot of a large install is tens of MB: a `Value` of it costs several times
+    // that); the tree is built only to explain a document that is not even an object.
+    let head: Head = match serde_json::from_slice(text) {
+        Ok(h) => h,
+        Err(e) => {
+            let value: serde_json::Value =
+                serde_json::from_slice(text).map_err(|e| format!("not a JSON snapshot ({e})"))?;
+            if !value.is_object() {
+                return Err(format!("JSON {}, not a gfxscan snapshot (an object)", json_kind(&value)));
+            }
+            return Err(format!("not a JSON snapshot ({e})"));
+        }
+    };
+    let name = head.tool.as_ref().and_then(|t| t.name.as_deref());
+    match (name, head.schema_version) {
         (Some("gfxscan"), Some(v)) if v == u64::from(model::SCHEMA_VERSION) => {}
         (Some("gfxscan"), Some(v)) => {
             return Err(format!(
@@ -153,11 +161,25 @@ pub fn parse_snapshot(text: &[u8]) -> Result<model::Snapshot, String> {
             )
         }
     }
-    if value.get("files").is_none() || value.get("summary").is_none() {
+    if head.files.is_none() || head.summary.is_none() {
         return Err("a gfxscan document, but not a scan snapshot (a check or diff result?)".into());
     }
-    serde_json::from_value(value)
+    serde_json::from_slice(text)
         .map_err(|e| format!("snapshot does not match schema_version {} ({e})", model::SCHEMA_VERSION))
+}
+
+/// What a document says it is; everything else is skipped unread.
+#[derive(serde::Deserialize)]
+struct Head {
+    tool: Option<HeadTool>,
+    schema_version: Option<u64>,
+    files: Option<serde::de::IgnoredAny>,
+    summary: Option<serde::de::IgnoredAny>,
+}
+
+#[derive(serde::Deserialize)]
+struct HeadTool {
+    name: Option<String>,
 }
 
 fn json_kind(v: &serde_json::Value) -> &'static str {

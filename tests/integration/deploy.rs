@@ -50,7 +50,18 @@ fn check_pod(spec: &Value, what: &str) {
 
 #[test]
 fn the_daemonset_mounts_the_host_install_and_kfd_read_only() {
-    let d = &docs("kubernetes/daemonset.yaml")[0];
+    let all = docs("kubernetes/daemonset.yaml");
+    let d = all.iter().find(|d| s(&d["kind"]) == "DaemonSet").expect("a DaemonSet");
+    // The shared volume it writes to is defined, for every node at once, and writable by the
+    // unprivileged user it runs as.
+    let pvc = all.iter().find(|d| s(&d["kind"]) == "PersistentVolumeClaim").expect("its volume claim");
+    assert_eq!(s(&pvc["metadata"]["name"]), "gfxscan-snapshots");
+    assert_eq!(pvc["spec"]["accessModes"][0], Value::String("ReadWriteMany".into()));
+    assert_eq!(d["spec"]["template"]["spec"]["securityContext"]["fsGroup"].as_u64(), Some(65534));
+    // Nothing is created on the host: no DirectoryOrCreate.
+    assert!(!std::fs::read_to_string(deploy("kubernetes/daemonset.yaml"))
+        .expect("read")
+        .contains("OrCreate"));
     assert_eq!((s(&d["apiVersion"]), s(&d["kind"])), ("apps/v1", "DaemonSet"));
     assert_eq!(d["spec"]["selector"]["matchLabels"], d["spec"]["template"]["metadata"]["labels"]);
     let spec = &d["spec"]["template"]["spec"];

@@ -54,6 +54,17 @@ fn keep_counts_what_could_go_and_what_stays() {
     assert!(stored < a_n + b_n && stored > 0, "{stored}");
     let share = |n: u64| (n as u128 * packed.len() as u128 / inner.len() as u128) as u64;
     assert_eq!(stored, share(a_n) + share(b_n));
+    // Every byte of every file is counted once: could go, stays for the kept, or stays.
+    let total = &report["total"];
+    let sizes: u64 = ["opt/rocm/lib/libplain.so", "opt/rocm/lib/libpacked.so"]
+        .iter()
+        .map(|p| std::fs::metadata(tree.path(p)).expect("file").len())
+        .sum::<u64>()
+        + index.len() as u64;
+    let counted = total["drop"]["stored"].as_u64().unwrap_or(0)
+        + total["keep"]["stored"].as_u64().unwrap_or(0)
+        + total["stays"].as_u64().unwrap_or(0);
+    assert_eq!(counted, sizes, "{report:#}");
     // A gfx900-only Tensile folder goes whole.
     assert_eq!(row(&report, "opt/rocm/lib/rocblas/library/")["drop"]["stored"], index.len() as u64);
     // Keeping gfx900 instead: the Tensile folder stays, generic code goes.
