@@ -369,10 +369,8 @@ fn write_by_library(
     writeln!(out, "{}", render_blocks(Column::left("library", labels, None), cols, md, style))?;
     writeln!(out)?;
     let li = if md { "- " } else { "" };
-    writeln!(
-        out,
-        "{li}● code or data built for the target · ○ only its generic target's code · · nothing for it"
-    )?;
+    let legend = "● code or data built for the target · ○ only its generic target's code · · nothing for it";
+    writeln!(out, "{}", wrap(legend, li, "  ", style.width))?;
     if !folded.is_empty() {
         let line = format!("Only the runtime's own code (--only names them): {}.", folded.join(", "));
         writeln!(out, "{}", wrap(&line, li, "  ", style.width))?;

@@ -156,6 +156,24 @@ fn column_width(c: &Column) -> usize {
     c.cells.iter().map(|x| x.chars().count()).max().unwrap_or(0).max(header) + 2
 }
 
+/// `text` in at most `room` characters, "…" marking what was cut: the start of a path, the end
+/// of anything else; leading spaces (an indent) are kept.
+fn shorten(text: &str, room: usize) -> String {
+    let n = text.chars().count();
+    if n <= room {
+        return text.to_string();
+    }
+    let indent = text.len() - text.trim_start().len();
+    let (pad, body) = text.split_at(indent);
+    let keep = room.saturating_sub(indent + 1);
+    if body.contains('/') {
+        let tail: String = body.chars().rev().take(keep).collect::<Vec<_>>().into_iter().rev().collect();
+        format!("{pad}…{tail}")
+    } else {
+        format!("{pad}{}…", body.chars().take(keep).collect::<String>())
+    }
+}
+
 /// Renders a label column and many value columns as blocks of value columns that each fit
 /// the width, the label column repeated in each; one block when everything fits. Blocks are
 /// cut by the columns' widths, so a table of many rows is rendered once per block.
@@ -164,6 +182,16 @@ pub fn render_blocks(label: Column, values: Vec<Column>, md: bool, style: Style)
         return render(&[&label], md, style);
     }
     let limit = if md { None } else { style.width };
+    // A label column too wide to leave room for a few value columns is cut to fit, with "…":
+    // paths lose their start (the file name says most), other labels their end.
+    let label = match limit {
+        Some(w) => {
+            let widest = values.iter().map(column_width).max().unwrap_or(0);
+            let room = w.saturating_sub(values.len().min(4) * widest + 2).max(16);
+            Column { cells: label.cells.iter().map(|c| shorten(c, room)).collect(), ..label }
+        }
+        None => label,
+    };
     let base = column_width(&label);
     let mut blocks: Vec<String> = Vec::new();
     let mut start = 0;
@@ -217,6 +245,23 @@ mod tests {
             assert!(width_of(b) <= 40, "{b}");
         }
         assert_eq!(text.matches("gfx10").count(), 10, "every column once");
+    }
+
+    #[test]
+    fn labels_too_wide_are_cut_to_fit() {
+        let style = Style { color: false, width: Some(40) };
+        let label = Column::left(
+            "library",
+            vec!["sample/venv/lib/python3.12/site-packages/jax_rocm7_plugin".into(), "  _prng.so".into()],
+            None,
+        );
+        let values: Vec<Column> =
+            (0..3).map(|i| Column::target(&format!("gfx110{i}"), vec!["●".into(); 2])).collect();
+        let text = render_blocks(label, values, false, style);
+        assert!(text.lines().all(|l| l.chars().count() <= 40), "{text}");
+        assert!(text.contains("…") && text.contains("rocm7_plugin") && text.contains("  _prng.so"), "{text}");
+        assert_eq!(shorten("device code in host libraries", 12), "device code…");
+        assert_eq!(shorten("  a/b/libfoo.so", 10), "  …bfoo.so");
     }
 
     #[test]

@@ -360,15 +360,20 @@ fn scan_only_shows_what_serves_a_target_through_its_generic() {
     let row = compare.stdout.lines().find(|l| l.contains("device code in host libraries")).expect("row");
     let cells: Vec<&str> = row.split_whitespace().collect();
     assert_eq!(cells[cells.len() - 2..], ["—", "1"], "{}", compare.stdout);
-    // At 100 columns the generic column comes in a second block, after the target it serves.
-    let narrow = tree.scan(&["--compare", "gfx1151"]);
-    let heads: Vec<&str> = narrow.stdout.lines().filter(|l| l.trim_start().starts_with("LAYER")).collect();
-    assert_eq!(heads.len(), 2, "{}", narrow.stdout);
-    assert!(
-        heads[0].ends_with("gfx1151") && heads[1].ends_with("gfx11-generic (serves gfx1151)"),
-        "{}",
-        narrow.stdout
+    // At 60 columns the labels are cut to leave room: the generic column still comes right
+    // after the target it serves, and no line passes the width.
+    let narrow = {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_gfxscan"));
+        c.args(["scan", "--compare", "gfx1151"]).arg(tree.root()).env("COLUMNS", "60");
+        crate::util::run(c)
+    };
+    let head = narrow.stdout.lines().find(|l| l.trim_start().starts_with("LAYER")).expect("header");
+    assert_eq!(
+        head.split_whitespace().collect::<Vec<_>>(),
+        ["LAYER", "gfx1151", "gfx11-generic", "(serves", "gfx1151)"]
     );
+    assert!(narrow.stdout.lines().all(|l| l.chars().count() <= 60), "{}", narrow.stdout);
+    assert!(narrow.stdout.contains('…'), "{}", narrow.stdout);
 }
 
 // 5. `diff` never misreads.
