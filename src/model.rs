@@ -50,6 +50,21 @@ pub struct RelPath {
 }
 
 impl RelPath {
+    /// A folder under root `root`, shown with a trailing `/` (`opt/rocm/lib/rocblas/library/`).
+    pub fn folder(root: usize, dir: &str) -> Self {
+        RelPath { root, path: format!("{dir}/"), path_hex: None }
+    }
+
+    /// The last part of the path (the file's name).
+    pub fn file_name(&self) -> &str {
+        self.path.rsplit('/').next().unwrap_or(&self.path)
+    }
+
+    /// The folder the path is in, without a trailing `/` (empty at the root).
+    pub fn dir(&self) -> &str {
+        self.path.rsplit_once('/').map_or("", |(d, _)| d)
+    }
+
     /// Builds the record for `rel` under root `root`.
     pub fn new(root: usize, rel: &OsStr) -> Self {
         let bytes = rel.as_bytes();

@@ -45,23 +45,14 @@ pub fn findings(snap: &Snapshot, targets: &Targets) -> Vec<Finding> {
     out
 }
 
-/// A folder's path, ending in `/`, relative to its root.
-fn folder(root: usize, dir: &str) -> RelPath {
-    RelPath { root, path: format!("{dir}/"), path_hex: None }
-}
-
 fn root_of(snap: &Snapshot, root: usize) -> &str {
     snap.roots.get(root).map_or("", String::as_str)
-}
-
-fn file_name(path: &str) -> &str {
-    path.rsplit('/').next().unwrap_or(path)
 }
 
 /// The library a host ELF is, by its name: rocBLAS or hipBLASLt (`librocblas.so.4`,
 /// `rocblas.dll`), the two that load Tensile folders.
 fn host_component(f: &FileRecord) -> Option<Component> {
-    let name = file_name(&f.path.path).to_ascii_lowercase();
+    let name = f.path.file_name().to_ascii_lowercase();
     let name = name.strip_prefix("lib").unwrap_or(&name);
     [Component::Rocblas, Component::Hipblaslt].into_iter().find(|c| {
         name.strip_prefix(c.name()).is_some_and(|rest| rest.starts_with(".so") || rest.starts_with(".dll"))
@@ -98,8 +89,7 @@ fn tensile_folders(snap: &Snapshot) -> Vec<TensileFolder> {
     for f in &snap.files {
         let Some(a) = f.artifact.as_ref().filter(|a| a.family == Some(Family::Tensile)) else { continue };
         let Some(dir) = cataloger(Family::Tensile).library_dir(&f.path.path) else { continue };
-        let rel = crate::model::RelPath { root: f.path.root, path: dir.clone(), path_hex: None };
-        let shown = format!("{}/", rel.display(&snap.roots));
+        let shown = RelPath::folder(f.path.root, &dir).display(&snap.roots);
         let slot = by_dir.entry((f.path.root, dir.clone())).or_insert_with(|| TensileFolder {
             root: f.path.root,
             dir,
@@ -135,7 +125,10 @@ fn host_tensile(snap: &Snapshot, targets: &Targets) -> Vec<Finding> {
         // `determine_tensile_base_path`: `library/`, `rocblas/library/`, Debian's
         // `rocblas/<version>/library/`): a library elsewhere in the install (an ASAN build in
         // `lib/asan/`) loads another one, and is not paired with it.
-        let own_dir = f.path.path.rsplit_once('/').map_or(String::new(), |(d, _)| format!("{d}/"));
+        let own_dir = match f.path.dir() {
+            "" => String::new(),
+            d => format!("{d}/"),
+        };
         let loads = |d: &&TensileFolder| d.root == f.path.root && format!("{}/", d.dir).starts_with(&own_dir);
         for folder in
             folders.iter().filter(|d| d.install == install && d.component == component).filter(loads)
@@ -154,7 +147,7 @@ fn host_tensile(snap: &Snapshot, targets: &Targets) -> Vec<Finding> {
                 .collect();
             let no_index = sorted(no_index, targets);
             let no_code = sorted(folder.indexed.iter().filter(|t| !has_code(t)).cloned(), targets);
-            let paths = vec![f.path.clone(), self::folder(folder.root, &folder.dir)];
+            let paths = vec![f.path.clone(), RelPath::folder(folder.root, &folder.dir)];
             if !no_index.is_empty() {
                 out.push(Finding {
                     kind: FindingKind::HostTensileMismatch,
@@ -214,7 +207,7 @@ fn siblings(snap: &Snapshot, targets: &Targets) -> Vec<Finding> {
     type Lib = (RelPath, String, BTreeSet<String>, BTreeSet<String>);
     let mut by_folder: BTreeMap<(usize, String), Vec<Lib>> = BTreeMap::new();
     for f in snap.files.iter().filter(|f| f.kind == Kind::HostElf && f.artifact.is_none()) {
-        let name = file_name(&f.path.path);
+        let name = f.path.file_name();
         // Only libraries built for every target are held to their siblings' targets (the HSA
         // runtime's code objects are its own, and hipBLASLt & co. are restricted by design).
         if !full_arch(name) {
@@ -225,7 +218,7 @@ fn siblings(snap: &Snapshot, targets: &Targets) -> Vec<Finding> {
             continue;
         }
         let all: BTreeSet<String> = f.code_objects.iter().map(|c| c.processor.clone()).collect();
-        let dir = f.path.path.rsplit_once('/').map_or(String::new(), |(d, _)| d.to_string());
+        let dir = f.path.dir().to_string();
         by_folder.entry((f.path.root, dir)).or_default().push((f.path.clone(), build_family(name), own, all));
     }
     let mut out = Vec::new();

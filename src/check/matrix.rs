@@ -63,14 +63,13 @@ fn firmware_rows(snap: &Snapshot) -> Vec<(Install, String, String, Vec<String>)>
         let Some(a) = f.artifact.as_ref().filter(|a| a.family == Some(crate::model::Family::Firmware)) else {
             continue;
         };
-        let dir = f.path.path.rsplit_once('/').map_or(String::new(), |(d, _)| d.to_string());
+        let dir = f.path.dir().to_string();
         by_dir.entry((f.path.root, dir)).or_default().extend(a.targets());
     }
     by_dir
         .into_iter()
         .map(|((root, dir), held)| {
-            let rel = crate::model::RelPath { root, path: dir, path_hex: None };
-            let shown = format!("{}/", rel.display(&snap.roots));
+            let shown = crate::model::RelPath::folder(root, &dir).display(&snap.roots);
             let install = super::install::install_of(snap.roots.get(root).map_or("", String::as_str), &shown);
             (install, shown, "firmware".to_string(), held.into_iter().collect())
         })
@@ -100,10 +99,7 @@ pub fn library_matrix(snap: &Snapshot, table: &Targets) -> Vec<LibraryRow> {
 
 /// A place's path as shown, its layer, and the processors it holds.
 fn holdings(snap: &Snapshot, place: &Place) -> (String, String, Vec<String>) {
-    let dir_of = |root: usize, dir: &str| {
-        let rel = crate::model::RelPath { root, path: dir.to_string(), path_hex: None };
-        format!("{}/", rel.display(&snap.roots))
-    };
+    let dir_of = |root: usize, dir: &str| crate::model::RelPath::folder(root, dir).display(&snap.roots);
     match place {
         Place::Code(i) => {
             let f = &snap.files[*i];
@@ -146,12 +142,9 @@ fn holdings(snap: &Snapshot, place: &Place) -> (String, String, Vec<String>) {
             let held = snap
                 .files
                 .iter()
-                .filter(|f| {
-                    f.path.root == *root && f.path.path.rsplit_once('/').map_or("", |(d, _)| d) == dir
-                })
+                .filter(|f| f.path.root == *root && f.path.dir() == dir)
                 .filter_map(|f| {
-                    let name = f.path.path.rsplit('/').next().unwrap_or("");
-                    plugins::plugin_of(name)
+                    plugins::plugin_of(f.path.file_name())
                         .filter(|(k, _, _)| k == kind)
                         .map(|(_, arch, _)| arch.to_string())
                 })

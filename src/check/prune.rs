@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::families::cataloger;
-use crate::model::{CodeObjectRecord, Container, FileRecord, RelPath, Snapshot};
+use crate::model::{CodeObjectRecord, FileRecord, RelPath, Snapshot};
 use crate::vocab::targets::Targets;
 
 /// Bytes on disk and inflated.
@@ -99,10 +99,8 @@ fn cost(c: &CodeObjectRecord) -> (u64, u64) {
 /// one, such as firmware, the folder it is in), else the file itself.
 fn library_of(f: &FileRecord) -> RelPath {
     let Some(fam) = f.artifact.as_ref().and_then(|a| a.family) else { return f.path.clone() };
-    let dir = cataloger(fam)
-        .library_dir(&f.path.path)
-        .unwrap_or_else(|| f.path.path.rsplit_once('/').map_or(String::new(), |(d, _)| d.to_string()));
-    RelPath { root: f.path.root, path: format!("{dir}/"), path_hex: None }
+    let dir = cataloger(fam).library_dir(&f.path.path).unwrap_or_else(|| f.path.dir().to_string());
+    RelPath::folder(f.path.root, &dir)
 }
 
 /// The prune report of a snapshot for the `keep` targets.
@@ -111,16 +109,23 @@ pub fn prune(snap: &Snapshot, keep: &[String], targets: &Targets) -> PruneReport
     for f in &snap.files {
         let lib = library_of(f);
         let row = rows.entry(lib.clone()).or_insert_with(|| PruneRow { library: lib, ..PruneRow::default() });
-        let runtime = f.path.path.rsplit('/').next().is_some_and(|n| n.starts_with("libhsa-runtime64"));
         let mut device_stored = 0u64;
         let mut any_kept = false;
+        // Compressed bundles (offset, stored size, entries' shares): counted once per bundle;
+        // what the entries' shares leave of one (its header and padding, inflated) stays with
+        // the file, so every byte of the file is counted once.
+        let mut bundles: Vec<(u64, u64, u64)> = Vec::new();
         for c in &f.code_objects {
             let (stored, inflated) = cost(c);
-            if c.container != Container::Bundle || c.bundle_sizes.is_none() {
-                device_stored += stored;
+            match (c.bundle_offset, c.bundle_sizes) {
+                (Some(at), Some((size, _))) => match bundles.iter_mut().find(|b| b.0 == at) {
+                    Some(b) => b.2 += stored,
+                    None => bundles.push((at, size, stored)),
+                },
+                _ => device_stored += stored,
             }
             match serves(c, keep, targets) {
-                _ if runtime && c.container == Container::Embedded => row.stays += stored,
+                _ if crate::families::runtime_own(f, c) => row.stays += stored,
                 Serves::Kept => {
                     any_kept = true;
                     row.keep.add(stored, inflated);
@@ -133,22 +138,9 @@ pub fn prune(snap: &Snapshot, keep: &[String], targets: &Targets) -> PruneReport
                 Serves::Other => row.drop.add(stored, inflated),
             }
         }
-        // Compressed bundles: their stored bytes, counted once per bundle; what their entries'
-        // shares leave of them (the bundle's header and padding, inflated) stays with the file,
-        // so every byte of the file is counted once.
-        let mut bundles: Vec<(u64, u64, u64)> = Vec::new();
-        for c in f.code_objects.iter().filter(|c| c.bundle_sizes.is_some()) {
-            if let (Some(at), Some((stored, _))) = (c.bundle_offset, c.bundle_sizes) {
-                let share = cost(c).0;
-                match bundles.iter_mut().find(|b| b.0 == at) {
-                    Some(b) => b.2 += share,
-                    None => bundles.push((at, stored, share)),
-                }
-            }
-        }
-        for (_, stored, shares) in bundles {
-            device_stored += stored;
-            row.stays += stored.saturating_sub(shares);
+        for (_, size, shares) in bundles {
+            device_stored += size;
+            row.stays += size.saturating_sub(shares);
         }
         match &f.artifact {
             // A family file with code objects (a Tensile `.co`) was counted by its code.
@@ -173,7 +165,7 @@ pub fn prune(snap: &Snapshot, keep: &[String], targets: &Targets) -> PruneReport
     let mut libraries: Vec<PruneRow> = rows.into_values().collect();
     libraries.sort_by(|a, b| b.drop.stored.cmp(&a.drop.stored).then_with(|| a.library.cmp(&b.library)));
     let total = libraries.iter().fold(PruneRow::default(), |t, r| PruneRow {
-        library: RelPath { root: 0, path: String::new(), path_hex: None },
+        library: RelPath::default(),
         drop: t.drop.plus(r.drop),
         keep: t.keep.plus(r.keep),
         generic: t.generic.plus(r.generic),

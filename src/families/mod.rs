@@ -246,14 +246,17 @@ pub static FAMILY_ROWS: LazyLock<Vec<Row>> = LazyLock::new(|| {
 /// handlers, `core/runtime/blit_shaders/` and `trap_handler/`, are dumped `.text`, not code
 /// objects, and are not seen.)
 pub fn code_rows(f: &FileRecord, c: &CodeObjectRecord) -> Vec<&'static str> {
-    let runtime =
-        c.container == Container::Embedded && file_name(&f.path.path).starts_with("libhsa-runtime64");
     match f.artifact.as_ref().and_then(|a| a.family) {
-        None if f.kind == Kind::HostElf && runtime => vec![CODE_ROWS[0].key, CODE_ROWS[2].key],
+        None if f.kind == Kind::HostElf && runtime_own(f, c) => vec![CODE_ROWS[0].key, CODE_ROWS[2].key],
         None if f.kind == Kind::HostElf => vec![CODE_ROWS[0].key],
         None => vec![CODE_ROWS[1].key],
         Some(_) => Vec::new(),
     }
+}
+
+/// True for the HSA runtime's own code objects (see [`code_rows`]).
+pub fn runtime_own(f: &FileRecord, c: &CodeObjectRecord) -> bool {
+    c.container == Container::Embedded && f.path.file_name().starts_with("libhsa-runtime64")
 }
 
 /// True when a folder of `path` is named one of `names` (case folded).

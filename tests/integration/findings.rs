@@ -135,16 +135,44 @@ fn a_wheel_whose_rocblas_dropped_an_arch_its_siblings_keep() {
     assert_eq!(strings(&got[0]["targets"]), ["gfx900"]);
 }
 
-/// Builds of one library for two ROCm versions are alternatives, not siblings; and code for a
-/// target's generic target counts as having it.
+/// Two sonames of one library side by side (rocBLAS 4 and 5, as distributions keep them) are
+/// alternatives, not siblings; and code for a target's generic target counts as having it.
+/// The same shapes under a sibling's name are findings, so the test holds the rule, not silence.
 #[test]
 fn alternatives_and_generic_code_are_not_findings() {
-    let tree = Tree::new();
-    tree.file("pkg/libthing_rocm64.so", &host_lib(&[("gfx1100", &co(GFX1100, 0, 1))]));
-    tree.file(
-        "pkg/libthing_rocm72.so",
-        &host_lib(&[("gfx1100", &co(GFX1100, 0, 1)), ("gfx942", &co(GFX942, 0, 1))]),
-    );
-    let (_, snap) = tree.scan_json(&[]);
+    let generic = gfxscan::testing::code_object(&gfxscan::testing::CodeObjectSpec::new(
+        4,
+        crate::fixtures::GFX11_GENERIC | crate::fixtures::GENERIC_V1,
+        &["k0"],
+    ));
+    let build = |second: &str, sparse: bool| {
+        let tree = Tree::new();
+        tree.file("lib/librocblas.so.4", &host_lib(&[("gfx1100", &co(GFX1100, 0, 1))]));
+        tree.file(
+            format!("lib/{second}"),
+            &host_lib(&[("gfx1100", &co(GFX1100, 0, 1)), ("gfx942", &co(GFX942, 0, 1))]),
+        );
+        if sparse {
+            // gfx942 code, and gfx11-generic code that serves gfx1100.
+            tree.file(
+                "lib/librocsparse.so.1",
+                &host_lib(&[("gfx942", &co(GFX942, 0, 1)), ("gfx11-generic", &generic)]),
+            );
+        }
+        tree
+    };
+    let (_, snap) = build("librocblas.so.5", false).scan_json(&[]);
     assert!(snap.get("findings").is_none(), "{:#}", snap["findings"]);
+    // A real sibling with gfx942: rocBLAS 4 lacks it; rocSPARSE's generic code serves gfx1100.
+    let (_, snap) = build("librocsolver.so.0", true).scan_json(&[]);
+    let lacking: Vec<(String, Vec<String>)> = findings(&snap, "sibling-lacks-target")
+        .iter()
+        .map(|f| (f["library"]["path"].as_str().unwrap_or("").to_string(), strings(&f["targets"])))
+        .collect();
+    assert_eq!(
+        lacking,
+        [("lib/librocblas.so.4".to_string(), vec!["gfx942".to_string()])],
+        "{:#}",
+        snap["findings"]
+    );
 }
