@@ -389,6 +389,14 @@ pub struct Artifact {
     /// when the folder names a pack rather than one processor.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pack_targets: Option<Vec<String>>,
+    /// Lazy Tensile index: the sub-libraries its rows name, which the library opens beside it
+    /// as `<name>.dat` with their kernels in `<name>.co` or `.hsaco`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub placeholders: Vec<String>,
+    /// Tensile sub-library: the solutions it holds, when its first bytes say (none: it names
+    /// no kernels and needs no code-object file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub solutions: Option<u64>,
     /// Entries of a solution map (code-object libraries it names).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entries: Option<u64>,
@@ -559,6 +567,10 @@ pub enum FindingKind {
     HostTensileMismatch,
     /// A library lacks targets most of its sibling libraries in the same install have.
     SiblingLacksTarget,
+    /// A lazy Tensile index names sub-libraries or code-object files that are absent.
+    IndexNamesMissing,
+    /// Tensile sub-libraries that no lazy index beside them names: never opened.
+    NeverOpened,
     /// A file or link named for a target its content does not serve.
     NameLies,
 }

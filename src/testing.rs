@@ -519,6 +519,26 @@ pub fn tensile_index_of_rows(predicates: &[serde_json::Value]) -> Vec<u8> {
     msgpack_of(&serde_json::json!({"solutions": [], "library": {"type": "Hardware", "rows": rows}}))
 }
 
+/// A lazy Tensile index as rocBLAS 6.4's are laid out: a `Hardware` row for `arch` whose
+/// library maps each problem type to a `Placeholder` naming its sub-library.
+pub fn lazy_index(arch: &str, placeholders: &[&str]) -> Vec<u8> {
+    let map: Vec<serde_json::Value> = placeholders
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let leaf = serde_json::json!({"type": "Placeholder", "value": p});
+            serde_json::json!({"key": format!("Contraction_{i}"), "value": {"type": "Matching", "library": leaf}})
+        })
+        .collect();
+    let predicate = serde_json::json!({"type": "AMDGPU", "value": {"type": "Processor", "value": arch}});
+    let library =
+        serde_json::json!({"type": "ProblemMap", "property": {"type": "OperationIdentifier"}, "map": map});
+    msgpack_of(&serde_json::json!({
+        "solutions": [],
+        "library": {"type": "Hardware", "rows": [{"predicate": predicate, "library": library}]}
+    }))
+}
+
 /// An amdgpu firmware blob of `size` bytes with a version-1.0 common header.
 pub fn firmware_blob(ucode_version: u32, ip: (u16, u16), size: usize) -> Vec<u8> {
     let mut b = vec![0u8; size.max(64)];

@@ -636,3 +636,38 @@ fn wheels_scan_like_their_files_in_the_corpus() {
         eprintln!("skipped: no wheel in {} matches files/whl/", wheels.display());
     }
 }
+
+/// The files each lazy index names, held against the folder (TheRock#7790's rule): whole in
+/// Debian's ROCm 6.4 rocBLAS 4.4 and hipBLASLt 7.1 and in the complete upstream gfx1032 rocBLAS
+/// folder (one of whose sub-libraries holds no solutions and has no code file, rightly);
+/// absent in the hipBLASLt excerpt, which keeps only the package's two lazy indexes.
+#[test]
+fn lazy_indexes_name_only_files_that_are_there() {
+    use gfxscan::check::placeholders::placeholder_findings;
+    use gfxscan::model::{FindingKind, Role};
+    let named = |snap: &Snapshot| -> usize {
+        let arts = snap.files.iter().filter_map(|f| f.artifact.as_ref());
+        arts.filter(|a| a.role == Role::LazyIndex).map(|a| a.placeholders.len()).sum()
+    };
+    let files = shared().join("files/github/rocmlibs");
+    if files.is_dir() {
+        let snap = scan_dir(&files);
+        let found = placeholder_findings(&snap);
+        let got: Vec<(FindingKind, &str, usize)> =
+            found.iter().map(|f| (f.kind, f.library.file_name(), f.paths.len())).collect();
+        assert_eq!(
+            got,
+            [
+                (FindingKind::IndexNamesMissing, "TensileLibrary_lazy_gfx1100.dat", 46),
+                (FindingKind::IndexNamesMissing, "TensileLibrary_lazy_gfx1101.dat", 54),
+            ],
+            "{found:#?}"
+        );
+        assert!(found.iter().all(|f| f.library.path.contains("hipblaslt-gfx110x")));
+        assert_eq!(named(&snap), 46 + 54 + 60, "the gfx1032 index names 60");
+    }
+    let Some(root) = rocm64_tree() else { return };
+    let snap = scan_dir(&root);
+    assert_eq!(placeholder_findings(&snap), [], "Debian ROCm 6.4");
+    assert_eq!(named(&snap), 819 + 717, "rocBLAS 4.4 and hipBLASLt 7.1 lazy indexes");
+}

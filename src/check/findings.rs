@@ -6,10 +6,9 @@
 //!   (its host library's `.hip_fatbin`, loaded by clr `hip_fatbin.cpp`) and a Tensile index
 //!   (rocBLAS `library/src/tensile_host.cpp` `TensileHost::initialize` aborts without one). A
 //!   target on one side only is a GPU that loads the library and then fails.
-//! - Tensile file names are not judged here: since rocm-libraries#6840 (April 2026) Tensile
-//!   writes per-arch fallback files (`…_fallback_<arch>.dat`) where it wrote one shared
-//!   `…_fallback.dat`, so a name rule holds for one generation and is wrong for the next. What a
-//!   lazy index's placeholders name is the only sound basis (left for later).
+//! - **what lazy indexes name** (TheRock#7790: a sub-library under another generation's name,
+//!   a segmentation fault): judged by the placeholders each index holds, never by how names
+//!   look (see [`super::placeholders`]).
 //! - **siblings** (pytorch#179865: a nightly dropped gfx900 from its rocBLAS, not from
 //!   libtorch_hip): a library lacking a target that at least half of the other device-code
 //!   libraries of its install have fails on that GPU while they run.
@@ -30,6 +29,7 @@ pub fn findings(snap: &Snapshot, targets: &Targets) -> Vec<Finding> {
     let mut out = Vec::new();
     out.extend(host_tensile(snap, targets));
     out.extend(siblings(snap, targets));
+    out.extend(super::placeholders::placeholder_findings(snap));
     out.extend(snap.mismatches.iter().map(|m| Finding {
         kind: FindingKind::NameLies,
         library: m.path.clone(),

@@ -26,6 +26,7 @@ pub mod findings;
 pub mod install;
 pub mod kpack;
 pub mod matrix;
+pub mod placeholders;
 pub mod plugins;
 pub mod prune;
 
@@ -350,6 +351,7 @@ pub fn library_verdicts(
     let mut out: BTreeMap<Install, Vec<Verdict>> = BTreeMap::new();
     let listed = libraries(snap);
     let stand = Stand { snap, libpaths, targets };
+    let lazy_findings = placeholders::placeholder_findings(snap);
     // Components whose install folder some libpath replaces.
     let replaced: BTreeSet<Component> = listed
         .iter()
@@ -375,7 +377,7 @@ pub fn library_verdicts(
                 }
                 match stand.for_folder(*root, dir) {
                     Some(lp) => libpath_verdict(snap, lp, &lib.display(), dev, targets),
-                    None => tensile::verdict(&lib, dev),
+                    None => placeholders::held_to_index(tensile::verdict(&lib, dev), *root, &lazy_findings),
                 }
             }
             Place::Plugins(root, dir, kind) => {

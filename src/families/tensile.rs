@@ -18,7 +18,9 @@ use super::{file_name, files_of, Cataloger, Content, Item, Library};
 use crate::model::{Artifact, Component, Family, FileRecord, Role, Storage};
 use crate::parse::bundle::inflate_stream;
 use crate::parse::push_unique;
-use crate::parse::tensile::{parse_extop_archs, parse_solution_map, parse_tensile_index};
+use crate::parse::tensile::{
+    parse_extop_archs, parse_lazy_index, parse_solution_map, parse_tensile_index, solution_count,
+};
 use crate::vocab::codec::Codec;
 use crate::vocab::target_id::{compatible, CodeTarget, DeviceTarget};
 use crate::vocab::targets::Targets;
@@ -210,15 +212,17 @@ pub fn missing_folder_gap(component: Component, arch: &str, targets: &Targets) -
 
 /// Reads an index's hardware rows into the artifact.
 fn index_facts(a: &mut Artifact, item: &Item, problems: &mut Vec<String>) {
+    let parse = if a.role == Role::LazyIndex { parse_lazy_index } else { parse_tensile_index };
     let index = match a.format {
-        Storage::Msgpack => parse_tensile_index(item.src),
-        Storage::Zlib => inflate_stream(item.src, Codec::Zlib).and_then(|s| parse_tensile_index(&s)),
+        Storage::Msgpack => parse(item.src),
+        Storage::Zlib => inflate_stream(item.src, Codec::Zlib).and_then(|s| parse(&s)),
         _ => return,
     };
     match index {
         Ok(idx) if idx.library_type.as_deref() == Some("Hardware") => {
             a.content_targets = Some(idx.processors);
             a.any_processor = idx.any_processor;
+            a.placeholders = idx.placeholders;
         }
         Ok(_) => {}
         Err(e) => problems.push(format!("Tensile index: {e}")),
@@ -279,6 +283,9 @@ impl Cataloger for Tensile {
                 Err(e) => problems.push(format!("hipBLASLt ExtOp index: {e}")),
             },
             (role, _) if role.is_index() => index_facts(a, item, problems),
+            (Role::SubLibrary | Role::FallbackLibrary, Storage::Msgpack) => {
+                a.solutions = solution_count(item.head)
+            }
             _ => {}
         }
     }

@@ -232,6 +232,39 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
+    /// The next value's header: a container's length (its items follow, unread), a string's
+    /// bytes, or any other scalar stepped over. For walks that look at a few keys of a large
+    /// tree without building it.
+    pub fn shallow(&mut self) -> Result<Shallow> {
+        let at = self.pos;
+        let m = self.marker()?;
+        if let Some((n, is_map)) = self.container_len(m)? {
+            return Ok(if is_map { Shallow::Map(n) } else { Shallow::Array(n) });
+        }
+        if let Some(n) = self.str_len(m)? {
+            if n > MAX_STR {
+                return Err(bad("msgpack string too long", at));
+            }
+            return Ok(Shallow::Str(self.take(n)?));
+        }
+        let n = self.scalar_len(m, at)?;
+        self.advance(n, at)?;
+        Ok(Shallow::Scalar)
+    }
+
+    /// Skips the items of a container [`Reader::shallow`] opened (nothing for a scalar).
+    pub fn skip_rest(&mut self, opened: &Shallow) -> Result<()> {
+        let items = match *opened {
+            Shallow::Map(n) => n.saturating_mul(2),
+            Shallow::Array(n) => n,
+            _ => 0,
+        };
+        for _ in 0..items {
+            self.skip()?;
+        }
+        Ok(())
+    }
+
     /// Reads one small value whole: at most `budget` items in all, else an error.
     pub fn value(&mut self, budget: &mut u32, depth: usize) -> Result<Value> {
         let at = self.pos;
@@ -281,6 +314,19 @@ impl<'a> Reader<'a> {
         };
         Ok(value)
     }
+}
+
+/// A value as [`Reader::shallow`] sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Shallow {
+    /// A map of this many pairs; they follow.
+    Map(u64),
+    /// An array of this many items; they follow.
+    Array(u64),
+    /// A string's bytes.
+    Str(Vec<u8>),
+    /// Any other value, already stepped over.
+    Scalar,
 }
 
 /// What follows a value's header.

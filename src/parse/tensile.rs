@@ -10,11 +10,16 @@
 //! solutions: the walk streams past them, skipping strings unread.
 #![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::panic)]
 
-use super::msgpack::{Reader, Value};
+use indexmap::IndexSet;
+
+use super::msgpack::{Reader, Shallow, Value, MAX_DEPTH};
 use super::{push_unique, ByteSource, ParseError, Result};
 
 /// Most items read whole from one predicate.
 const PREDICATE_BUDGET: u32 = 4096;
+
+/// Most sub-library names kept from one lazy index (real ones name tens to a few hundred).
+const MAX_PLACEHOLDERS: usize = 65_536;
 
 /// A hardware predicate as Tensile serializes it (Tensile `Serialization/Predicates.hpp`:
 /// `TruePred`, `FalsePred`, `And`, `Or`, `Not`, `AMDGPU`; inside `AMDGPU`: `Processor`,
@@ -126,12 +131,64 @@ pub struct TensileIndex {
     pub any_processor: bool,
     /// Hardware rows in all.
     pub rows: u64,
+    /// Lazy index: the sub-libraries its rows name (`{"type": "Placeholder", "value": P}`), in
+    /// order, without repeats. Tensile opens `P.dat` beside the index when a problem first
+    /// reaches the row (`PlaceholderLibrary.hpp` `loadPlaceholderLibrary`; the directory is the
+    /// index's own, `Serialization/PlaceholderLibrary.hpp`), and `P.co` / `P.hsaco` /
+    /// `P_<arch>.hsaco` for its kernels (`getCodeObjectFileName`).
+    pub placeholders: Vec<String>,
 }
 
 /// Reads the processors a Tensile master library (lazy, per-arch or merged index) serves.
 pub fn parse_tensile_index(src: &dyn ByteSource) -> Result<TensileIndex> {
+    read_index(src, false)
+}
+
+/// Reads a lazy index: its processors and the sub-libraries its rows name.
+pub fn parse_lazy_index(src: &dyn ByteSource) -> Result<TensileIndex> {
+    read_index(src, true)
+}
+
+/// Walks one value, keeping the `value` of each map whose `type` is `Placeholder`. Maps are
+/// read key by key in whatever order they come; nesting past [`MAX_DEPTH`] is skipped unread.
+fn collect_placeholders(rd: &mut Reader, out: &mut IndexSet<String>, depth: usize) -> Result<()> {
+    let opened = rd.shallow()?;
+    walk_opened(rd, opened, out, depth)
+}
+
+/// [`collect_placeholders`] for a value whose header is read.
+fn walk_opened(rd: &mut Reader, opened: Shallow, out: &mut IndexSet<String>, depth: usize) -> Result<()> {
+    if depth > MAX_DEPTH {
+        return rd.skip_rest(&opened);
+    }
+    match opened {
+        Shallow::Array(n) => (0..n).try_for_each(|_| collect_placeholders(rd, out, depth + 1)),
+        Shallow::Map(n) => {
+            let (mut placeholder, mut value) = (false, None);
+            for _ in 0..n {
+                let key = rd.shallow()?;
+                rd.skip_rest(&key)?;
+                match (key, rd.shallow()?) {
+                    (Shallow::Str(k), Shallow::Str(v)) if k == b"type" => placeholder = v == b"Placeholder",
+                    (Shallow::Str(k), Shallow::Str(v)) if k == b"value" => value = Some(v),
+                    (_, item) => walk_opened(rd, item, out, depth + 1)?,
+                }
+            }
+            if let (true, Some(v)) = (placeholder, value) {
+                if out.len() < MAX_PLACEHOLDERS {
+                    out.insert(String::from_utf8_lossy(&v).into_owned());
+                }
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+fn read_index(src: &dyn ByteSource, placeholders: bool) -> Result<TensileIndex> {
     let mut rd = Reader::new(src);
     let mut out = TensileIndex::default();
+    let mut names = IndexSet::new();
     let pairs = rd.map_len()?;
     let mut seen_library = false;
     for _ in 0..pairs {
@@ -156,6 +213,8 @@ pub fn parse_tensile_index(src: &dyn ByteSource) -> Result<TensileIndex> {
                                     push_unique(&mut out.processors, n);
                                 }
                                 out.any_processor |= pred.may_hold(None);
+                            } else if placeholders {
+                                collect_placeholders(&mut rd, &mut names, 0)?;
                             } else {
                                 rd.skip()?;
                             }
@@ -170,7 +229,18 @@ pub fn parse_tensile_index(src: &dyn ByteSource) -> Result<TensileIndex> {
     if !seen_library {
         return Err(ParseError::Malformed { what: "Tensile library without a `library` entry", offset: 0 });
     }
+    out.placeholders = names.into_iter().collect();
     Ok(out)
+}
+
+/// The number of solutions a Tensile sub-library holds, when its first key is `solutions` (as
+/// Tensile's `LibraryIO.py` writes it) and `head` reaches that array's length; `None` when not.
+/// A sub-library with none names no kernels, and needs no code-object file.
+pub fn solution_count(head: &[u8]) -> Option<u64> {
+    let mut rd = Reader::new(&head);
+    rd.map_len().ok().filter(|n| *n > 0)?;
+    (rd.str_bytes().ok()? == b"solutions").then_some(())?;
+    rd.array_len().ok()
 }
 
 /// The last `_`-separated part of each name, in order, without repeats: the architecture a
@@ -229,6 +299,77 @@ pub fn parse_extop_archs(src: &dyn ByteSource) -> Result<Vec<String>> {
 mod tests {
     use super::*;
     use crate::testing::tensile_index;
+
+    /// Tensile `Serialization/PlaceholderLibrary.hpp` maps `value` to `filePrefix`; a writer
+    /// may put it before `type`, and keys that are not strings are stepped over.
+    #[test]
+    fn lazy_index_placeholders_in_any_key_order() {
+        use rmp::encode::*;
+        let mut b = Vec::new();
+        write_map_len(&mut b, 1).unwrap();
+        write_str(&mut b, "library").unwrap();
+        write_map_len(&mut b, 2).unwrap();
+        write_str(&mut b, "type").unwrap();
+        write_str(&mut b, "Hardware").unwrap();
+        write_str(&mut b, "rows").unwrap();
+        write_array_len(&mut b, 1).unwrap();
+        write_map_len(&mut b, 2).unwrap();
+        write_str(&mut b, "library").unwrap();
+        write_array_len(&mut b, 4).unwrap();
+        // value first, then type
+        write_map_len(&mut b, 2).unwrap();
+        write_str(&mut b, "value").unwrap();
+        write_str(&mut b, "TensileLibrary_Type_SS_fallback").unwrap();
+        write_str(&mut b, "type").unwrap();
+        write_str(&mut b, "Placeholder").unwrap();
+        // an integer key, then a repeat of the same name
+        write_map_len(&mut b, 3).unwrap();
+        write_uint(&mut b, 7).unwrap();
+        write_array_len(&mut b, 1).unwrap();
+        write_nil(&mut b).unwrap();
+        write_str(&mut b, "type").unwrap();
+        write_str(&mut b, "Placeholder").unwrap();
+        write_str(&mut b, "value").unwrap();
+        write_str(&mut b, "TensileLibrary_Type_SS_fallback").unwrap();
+        // a map whose type is not Placeholder keeps no name
+        write_map_len(&mut b, 2).unwrap();
+        write_str(&mut b, "type").unwrap();
+        write_str(&mut b, "Matching").unwrap();
+        write_str(&mut b, "value").unwrap();
+        write_str(&mut b, "TensileLibrary_not_a_name").unwrap();
+        // nested deeper than the cap: stepped over, not followed
+        for _ in 0..(MAX_DEPTH + 4) {
+            write_array_len(&mut b, 1).unwrap();
+        }
+        write_map_len(&mut b, 2).unwrap();
+        write_str(&mut b, "type").unwrap();
+        write_str(&mut b, "Placeholder").unwrap();
+        write_str(&mut b, "value").unwrap();
+        write_str(&mut b, "TensileLibrary_too_deep").unwrap();
+        write_str(&mut b, "predicate").unwrap();
+        write_map_len(&mut b, 1).unwrap();
+        write_str(&mut b, "type").unwrap();
+        write_str(&mut b, "TruePred").unwrap();
+        let idx = parse_lazy_index(&b).expect("parses");
+        assert_eq!(idx.placeholders, ["TensileLibrary_Type_SS_fallback"]);
+        assert!(idx.any_processor);
+        // The index reader that does not look for names skips the same bytes.
+        assert!(parse_tensile_index(&b).expect("parses").placeholders.is_empty());
+        // Cut anywhere, it is an error, never a panic.
+        for cut in 0..b.len() {
+            assert!(parse_lazy_index(&b[..cut].to_vec()).is_err(), "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn solutions_of_a_sub_library_from_its_first_bytes() {
+        // rocBLAS 6.x's gfx1032 `TensileLibrary_Type_SS_…_gfx1032.dat` (196 bytes) starts so.
+        let empty = [0x82, 0xa9, b's', b'o', b'l', b'u', b't', b'i', b'o', b'n', b's', 0x90, 0xa7];
+        assert_eq!(solution_count(&empty), Some(0));
+        assert_eq!(solution_count(&tensile_index(&["gfx1100"], 559)), Some(559));
+        assert_eq!(solution_count(&empty[..11]), None);
+        assert_eq!(solution_count(b"\x81\xa7library\x90"), None);
+    }
 
     #[test]
     fn reads_processors_of_hardware_rows() {

@@ -12,12 +12,12 @@ use crate::aggregate::{layer_count, layers, Layer};
 use crate::check::matrix::{LibraryRow, Mark};
 use crate::cli::{OutputFormat, View};
 use crate::families::{Row, FAMILY_ROWS};
-use crate::model::{Snapshot, TargetCounts};
+use crate::model::{RelPath, Snapshot, TargetCounts};
 use crate::vocab::targets::Targets;
 use crate::vocab::units::{human_bytes, thousands};
 
 use super::style::{wrap, Style};
-use super::table::{fit, render_blocks, Column};
+use super::table::{fit, render_blocks, shorten_middle, Column};
 use super::views::{
     generic_servers, headline, library_targets, product, runtime_only, shown_targets, RUNTIME_ROW,
 };
@@ -62,7 +62,11 @@ pub fn write_scan(
                 View::Layer => write_by_layer(snap, targets, &view.only, md, style, out)?,
                 View::Library => write_by_library(snap, targets, matrix, &view.only, md, style, out)?,
             }
-            write_findings(snap, out, md, style)?;
+            match view.view {
+                View::Target => write_findings(snap, out, md, style)?,
+                // The other views are about their matrix: the findings are counted, not told.
+                View::Layer | View::Library => write_findings_count(snap, out, style)?,
+            }
             write_mismatches(snap, out, md, style)?;
             write_problems(snap, out, md)?;
             Ok(())
@@ -379,7 +383,22 @@ fn write_by_library(
 }
 
 /// How many paths a finding lists before "and N more".
-const FINDING_PATHS: usize = 5;
+const FINDING_PATHS: usize = 2;
+
+/// One line saying how many findings the default view tells.
+fn write_findings_count(snap: &Snapshot, out: &mut dyn Write, style: Style) -> std::io::Result<()> {
+    let n = snap.findings.iter().filter(|f| f.kind != crate::model::FindingKind::NameLies).count();
+    if n == 0 {
+        return Ok(());
+    }
+    let line = format!(
+        "{}: `gfxscan scan` without --by tells {}, `--format json` lists every path.",
+        crate::vocab::units::count(n as u64, "finding"),
+        if n == 1 { "it" } else { "them" }
+    );
+    writeln!(out)?;
+    writeln!(out, "{}", wrap(&line, "", "  ", style.width))
+}
 
 /// Ways the install is broken as shipped (names that lie follow in their own section).
 pub fn write_findings(snap: &Snapshot, out: &mut dyn Write, md: bool, style: Style) -> std::io::Result<()> {
@@ -394,10 +413,22 @@ pub fn write_findings(snap: &Snapshot, out: &mut dyn Write, md: bool, style: Sty
     for f in shown {
         let kind =
             serde_json::to_value(f.kind).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
-        let line = format!("{kind}: {}: {}", f.library.display(&snap.roots), f.why);
-        writeln!(out, "{}", wrap(&line, if md { "- " } else { "  " }, "      ", style.width))?;
+        let library = f.library.display(&snap.roots);
+        let head = format!("{kind}: {library}");
+        let head = style.width.map_or(head.clone(), |w| shorten_middle(&head, w.saturating_sub(2)));
+        writeln!(out, "{}{head}", if md { "- " } else { "  " })?;
+        let indent = if md { "  " } else { "      " };
+        writeln!(out, "{}", wrap(&f.why, indent, indent, style.width))?;
+        // Files beside the library are named alone: the line above says where they are.
+        let folder = match library.ends_with('/') {
+            true => library.clone(),
+            false => RelPath::folder(f.library.root, f.library.dir()).display(&snap.roots),
+        };
         for p in f.paths.iter().filter(|p| **p != f.library).take(FINDING_PATHS) {
-            writeln!(out, "{}{}", if md { "  - " } else { "      " }, p.display(&snap.roots))?;
+            let shown = p.display(&snap.roots);
+            let shown = shown.strip_prefix(folder.as_str()).unwrap_or(&shown);
+            let shown = style.width.map_or(shown.to_string(), |w| shorten_middle(shown, w.saturating_sub(6)));
+            writeln!(out, "{}{shown}", if md { "  - " } else { "      " })?;
         }
         let more = f.paths.iter().filter(|p| **p != f.library).count().saturating_sub(FINDING_PATHS);
         if more > 0 {

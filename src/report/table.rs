@@ -174,6 +174,20 @@ fn shorten(text: &str, room: usize) -> String {
     }
 }
 
+/// `text` in at most `room` characters, its middle cut for "…": a file name keeps both the
+/// start that says what it is and the end that says for which target.
+pub fn shorten_middle(text: &str, room: usize) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    if chars.len() <= room || room < 3 {
+        return text.to_string();
+    }
+    let tail = (room - 1) / 2;
+    let head = room - 1 - tail;
+    let start: String = chars.iter().take(head).collect();
+    let end: String = chars.iter().skip(chars.len() - tail).collect();
+    format!("{start}…{end}")
+}
+
 /// Renders a label column and many value columns as blocks of value columns that each fit
 /// the width, the label column repeated in each; one block when everything fits. Blocks are
 /// cut by the columns' widths, so a table of many rows is rendered once per block.

@@ -229,7 +229,7 @@ fn tensile_per_arch_folders_name_the_target() {
     assert_eq!(
         *artifact(&snap, &format!("{ROCBLAS_LIB}/gfx90a/{sub}")),
         json!({"family": "tensile", "role": "sub-library", "library": "rocblas", "format": "msgpack",
-               "name_target": "gfx90a"})
+               "name_target": "gfx90a", "solutions": 3})
     );
     assert_eq!(
         *artifact(&snap, &format!("{ROCBLAS_LIB}/gfx90a-xnack+/Kernels.so-000.hsaco")),

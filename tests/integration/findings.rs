@@ -3,13 +3,14 @@
 
 use serde_json::Value;
 
-use gfxscan::testing::tensile_index;
+use gfxscan::testing::{lazy_index, tensile_index};
 
 use crate::archives::{zip_of, Entry};
 use crate::fixtures::{co, host_lib, GFX1100, GFX900, GFX942};
 use crate::util::Tree;
 
 const GFX1151: u32 = 0x04a;
+const GFX90A: u32 = 0x03f;
 const GFX1200: u32 = 0x048;
 const GFX1201: u32 = 0x04e;
 const LIB: &str = "opt/rocm/lib/rocblas/library";
@@ -175,4 +176,109 @@ fn alternatives_and_generic_code_are_not_findings() {
         "{:#}",
         snap["findings"]
     );
+}
+
+/// `gfxscan check ROOT --gpu GPU --json`: the verdict of the Tensile folder `folder`.
+fn tensile_verdict(tree: &Tree, gpu: &str, folder: &str) -> Value {
+    let run = crate::util::gfxscan(["check", "--quiet", "--json", "--gpu", gpu, &tree.root_str()]);
+    let report = run.json();
+    let mut verdicts = report["installs"].as_array().into_iter().flatten().flat_map(|i| {
+        i["gpus"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|g| g["verdicts"].as_array().into_iter().flatten())
+    });
+    let found = verdicts.find(|v| v["library"].as_str().is_some_and(|l| l.ends_with(folder))).cloned();
+    found.unwrap_or_else(|| panic!("no verdict for {folder}: {report:#}"))
+}
+
+const SS: &str = "TensileLibrary_Type_SS_Contraction_l_Ailk_Bjlk_Cijk_Dijk";
+
+/// TheRock#7790: rocm-sdk-devel's lazy index named `…_fallback` (one shared fallback library,
+/// the older naming) while its folder held `…_fallback_gfx1151.dat` (rocm-libraries#6840's
+/// per-arch naming). rocBLAS opens `<placeholder>.dat` (Tensile `PlaceholderLibrary.hpp`
+/// `loadPlaceholderLibrary`) and dereferences the null it gets: a segmentation fault.
+#[test]
+fn therock_7790_index_names_a_fallback_library_the_folder_holds_under_another_name() {
+    let tree = Tree::new();
+    tree.file("opt/rocm/lib/librocblas.so.5.0", &host_lib(&[("gfx1151", &co(GFX1151, 0, 3))]));
+    let placeholders = [format!("{SS}_fallback"), format!("{SS}_gfx1151")];
+    let names: Vec<&str> = placeholders.iter().map(String::as_str).collect();
+    tree.file(format!("{LIB}/TensileLibrary_lazy_gfx1151.dat"), &lazy_index("gfx1151", &names));
+    tree.file(format!("{LIB}/{SS}_gfx1151.dat"), &tensile_index(&["gfx1151"], 1));
+    tree.file(format!("{LIB}/{SS}_gfx1151.co"), &co(GFX1151, 0, 2));
+    tree.file(format!("{LIB}/{SS}_fallback_gfx1151.dat"), &tensile_index(&["gfx1151"], 1));
+    tree.file(format!("{LIB}/{SS}_fallback_gfx1151.hsaco"), &co(GFX1151, 0, 2));
+    let (run, snap) = tree.scan_json(&[]);
+    run.expect_code(0);
+    let missing = findings(&snap, "index-names-missing");
+    assert_eq!(missing.len(), 1, "{:#}", snap["findings"]);
+    assert_eq!(missing[0]["library"]["path"], format!("{LIB}/TensileLibrary_lazy_gfx1151.dat").as_str());
+    assert_eq!(paths(&missing[0]["paths"]), [format!("{LIB}/{SS}_fallback.dat")]);
+    assert_eq!(strings(&missing[0]["targets"]), ["gfx1151"]);
+    assert!(missing[0]["why"].as_str().unwrap_or("").contains("segmentation fault"), "{:#}", missing[0]);
+    let unopened = findings(&snap, "never-opened");
+    assert_eq!(unopened.len(), 1, "{:#}", snap["findings"]);
+    assert_eq!(unopened[0]["library"]["path"], format!("{LIB}/").as_str());
+    assert_eq!(paths(&unopened[0]["paths"]), [format!("{LIB}/{SS}_fallback_gfx1151.dat")]);
+    // check gives no OK: the GPU's index loads, then the first SGEMM crashes.
+    let v = tensile_verdict(&tree, "gfx1151", "lib/rocblas/library/");
+    assert_eq!(v["status"], "missing", "{v:#}");
+    assert!(v["consequence"].as_str().unwrap_or("").contains("loadPlaceholderLibrary"), "{v:#}");
+    tree.scan(&["--fail-on-findings"]).expect_code(5);
+}
+
+/// Both generations are whole when index and files agree: the shared `…_fallback.dat` with
+/// `…_fallback_<arch>.hsaco` (and gfx90a's `-xnack±` code files, as Debian's rocBLAS 4.4 ships
+/// them), and rocm-libraries#6840's per-arch `…_fallback_<arch>.dat` in `library/<arch>/`.
+#[test]
+fn both_fallback_generations_are_whole_when_index_and_files_agree() {
+    let tree = Tree::new();
+    tree.file(
+        "opt/rocm/lib/librocblas.so.5.0",
+        &host_lib(&[
+            ("gfx1100", &co(GFX1100, 0, 1)),
+            ("gfx90a", &co(GFX90A, 0, 1)),
+            ("gfx1151", &co(GFX1151, 0, 1)),
+        ]),
+    );
+    let old = format!("{SS}_fallback");
+    tree.file(format!("{LIB}/TensileLibrary_lazy_gfx1100.dat"), &lazy_index("gfx1100", &[&old]));
+    tree.file(format!("{LIB}/{old}.dat"), &tensile_index(&["gfx1100"], 1));
+    tree.file(format!("{LIB}/{old}_gfx1100.hsaco"), &co(GFX1100, 0, 2));
+    tree.file(format!("{LIB}/TensileLibrary_lazy_gfx90a.dat"), &lazy_index("gfx90a", &[&old]));
+    for variant in ["xnack+", "xnack-"] {
+        tree.file(format!("{LIB}/{old}_gfx90a-{variant}.hsaco"), &co(GFX90A, 0, 2));
+    }
+    let new = format!("{SS}_fallback_gfx1151");
+    let per_arch = format!("{LIB}/gfx1151");
+    tree.file(format!("{per_arch}/TensileLibrary_lazy_gfx1151.dat"), &lazy_index("gfx1151", &[&new]));
+    tree.file(format!("{per_arch}/{new}.dat"), &tensile_index(&["gfx1151"], 1));
+    tree.file(format!("{per_arch}/{new}.hsaco"), &co(GFX1151, 0, 2));
+    let (run, snap) = tree.scan_json(&["--fail-on-findings"]);
+    run.expect_code(0);
+    assert!(snap.get("findings").is_none(), "{:#}", snap["findings"]);
+    assert_eq!(tensile_verdict(&tree, "gfx1100", "lib/rocblas/library/")["status"], "ok");
+}
+
+/// A sub-library whose code-object file is absent: the index loads, the kernels it selects
+/// do not (`getCodeObjectFileName`: `<placeholder>.co` for assembly kernels). One without
+/// solutions needs none (the upstream gfx1032 library in ../shared/corpus has one, 196 bytes).
+#[test]
+fn a_sub_library_without_its_code_object_file() {
+    let tree = Tree::new();
+    tree.file("opt/rocm/lib/librocblas.so.5.0", &host_lib(&[("gfx1100", &co(GFX1100, 0, 1))]));
+    let sub = format!("{SS}_gfx1100");
+    let empty = "TensileLibrary_Type_DD_Contraction_l_Ailk_Bjlk_Cijk_Dijk_gfx1100";
+    tree.file(format!("{LIB}/TensileLibrary_lazy_gfx1100.dat"), &lazy_index("gfx1100", &[&sub, empty]));
+    tree.file(format!("{LIB}/{sub}.dat"), &tensile_index(&["gfx1100"], 1));
+    tree.file(format!("{LIB}/{empty}.dat"), &tensile_index(&[], 0));
+    let (_, snap) = tree.scan_json(&[]);
+    let got = findings(&snap, "index-names-missing");
+    assert_eq!(got.len(), 1, "{:#}", snap["findings"]);
+    assert_eq!(paths(&got[0]["paths"]), [format!("{LIB}/{sub}.co")]);
+    let v = tensile_verdict(&tree, "gfx1100", "lib/rocblas/library/");
+    assert_eq!(v["status"], "missing", "{v:#}");
+    assert!(v["consequence"].as_str().unwrap_or("").contains("fail to load"), "{v:#}");
 }
