@@ -147,3 +147,41 @@ fn the_entrypoint_writes_a_snapshot_merge_reads() {
     assert_eq!(run(c).code, 2);
     assert!(!out.path().join("node-18.json").exists() && !out.path().join("node-18.json.part").exists());
 }
+
+/// The Kubernetes validator `.ci/run` installs (`kubernetes-validate`, which holds the
+/// Kubernetes JSON schemas): `GFXSCAN_KUBE_VALIDATE`, else the one on `PATH`.
+fn kube_validator() -> Option<String> {
+    let named = std::env::var("GFXSCAN_KUBE_VALIDATE").ok().filter(|s| !s.is_empty());
+    let found = named.or_else(|| {
+        let ok =
+            Command::new("kubernetes-validate").arg("--version").output().is_ok_and(|o| o.status.success());
+        ok.then(|| "kubernetes-validate".to_string())
+    });
+    if found.is_none() {
+        eprintln!("skipped: no kubernetes-validate (.ci/run installs it)");
+    }
+    found
+}
+
+/// Runs the validator, strict (unknown fields are errors), on `files`.
+fn kube_validate(tool: &str, files: &[String]) -> crate::util::Run {
+    let mut cmd = Command::new(tool);
+    cmd.args(["--strict", "--quiet", "--kubernetes-version", "1.37.0"]).args(files);
+    run(cmd)
+}
+
+/// The manifests hold to Kubernetes 1.37's schema, strictly; a misspelt field fails, so the
+/// validation is real.
+#[test]
+fn the_manifests_validate_against_the_kubernetes_schema() {
+    let Some(tool) = kube_validator() else { return };
+    let files = [deploy("kubernetes/daemonset.yaml"), deploy("kubernetes/job-images.yaml")];
+    let r = kube_validate(&tool, &files);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = dir.path().join("daemonset.yaml");
+    let text = std::fs::read_to_string(&files[0]).expect("readable");
+    std::fs::write(&bad, text.replacen("readOnly: true", "readOnly: \"yes\"", 1)).expect("written");
+    let r = kube_validate(&tool, &[bad.to_string_lossy().into_owned()]);
+    assert_ne!(r.code, 0, "a string where a boolean belongs must fail: {}", r.stdout);
+}
