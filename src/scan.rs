@@ -99,8 +99,9 @@ impl Opened {
     }
 }
 
-/// Reads one candidate; also says which file it opened, for its hard links.
-fn read_file(c: &Candidate, targets: &Targets) -> (Read, Option<Opened>) {
+/// Reads one candidate, found on disk at `disk`; also says which file it opened, for its hard
+/// links.
+fn read_file(c: &Candidate, disk: &Path, targets: &Targets) -> (Read, Option<Opened>) {
     let path = RelPath::new(c.root, c.rel.as_os_str());
     let failed = |path: RelPath, size: u64, message: String| {
         Read::Done(Found::one(FileOutcome {
@@ -111,7 +112,7 @@ fn read_file(c: &Candidate, targets: &Targets) -> (Read, Option<Opened>) {
             problems: vec![message],
         }))
     };
-    let src = match open_file(&c.path, c.followed) {
+    let src = match open_file(disk, c.followed) {
         Ok(s) => s,
         Err(e) => return (failed(path, 0, e.to_string()), None),
     };
@@ -130,7 +131,7 @@ fn read_file(c: &Candidate, targets: &Targets) -> (Read, Option<Opened>) {
         if let Some(format) = archive::detect(kind, &head, &origin, &budget) {
             return (
                 Read::Archive(Box::new(PendingArchive {
-                    disk: c.path.clone(),
+                    disk: disk.to_path_buf(),
                     followed: c.followed,
                     format,
                     path,
@@ -138,22 +139,32 @@ fn read_file(c: &Candidate, targets: &Targets) -> (Read, Option<Opened>) {
                 None,
             );
         }
-        let found = Found::one(inspect(&*src, &head, &c.path, Some(&c.path), path, targets));
+        let found = Found::one(inspect(&*src, &head, disk, Some(disk), path, targets));
         return (Read::Done(found), Some(Opened::new(src.id, head)));
     }
-    let found = Found::one(inspect(&src, &head, &c.path, Some(&c.path), path, targets));
+    let found = Found::one(inspect(&src, &head, disk, Some(disk), path, targets));
     (Read::Done(found), Some(Opened::new(src.id, head)))
 }
 
 /// For each candidate, the earlier candidate it may be a hard link to: the first one listed
 /// with the same inode number; [`read_link`] confirms it is the same file before sharing.
-fn hard_link_leaders(candidates: &[Candidate]) -> Vec<Option<usize>> {
-    let mut first: HashMap<u64, usize> = HashMap::new();
-    candidates
-        .iter()
-        .enumerate()
-        .map(|(i, c)| first.get(&c.ino).copied().or_else(|| first.insert(c.ino, i).and(None)))
-        .collect()
+/// Found by sorting (inode, index) pairs: 16 bytes a name for the moment, 8 kept, where a hash
+/// map of a million names would hold ~40 MB.
+fn hard_link_leaders(candidates: &[Candidate]) -> Vec<Option<u32>> {
+    let mut leaders = vec![None; candidates.len()];
+    let Ok(_) = u32::try_from(candidates.len()) else { return leaders };
+    let mut by_ino: Vec<(u64, u32)> = candidates.iter().zip(0u32..).map(|(c, i)| (c.ino, i)).collect();
+    by_ino.sort_unstable();
+    for run in by_ino.chunk_by(|a, b| a.0 == b.0) {
+        if let [(_, first), rest @ ..] = run {
+            for (_, i) in rest {
+                if let Some(slot) = leaders.get_mut(*i as usize) {
+                    *slot = Some(*first);
+                }
+            }
+        }
+    }
+    leaders
 }
 
 /// Reads `c`, a name that may be a hard link to `leader`, whose one file was read as `kept`
@@ -167,17 +178,17 @@ fn hard_link_leaders(candidates: &[Candidate]) -> Vec<Option<usize>> {
 /// - the family judged from each full path and the shared first bytes is the same (folders
 ///   decide families too: a `library` folder makes a Tensile file).
 fn read_link(
-    c: &Candidate,
-    leader: &Candidate,
+    (c, disk): (&Candidate, &Path),
+    leader: &Path,
     kept: Option<&(FileOutcome, Opened)>,
     targets: &Targets,
 ) -> Read {
     let same = kept.filter(|(outcome, opened)| {
         let family =
             |p: &Path| families::detect(p, families::Content::File(outcome.kind, &opened.head), targets);
-        c.path.file_name() == leader.path.file_name()
-            && std::fs::symlink_metadata(&c.path).is_ok_and(|m| m.is_file() && file_id(&m) == opened.id)
-            && family(&c.path) == family(&leader.path)
+        disk.file_name() == leader.file_name()
+            && std::fs::symlink_metadata(disk).is_ok_and(|m| m.is_file() && file_id(&m) == opened.id)
+            && family(disk) == family(leader)
     });
     match same {
         Some((outcome, _)) => {
@@ -185,7 +196,7 @@ fn read_link(
             outcome.set_path(RelPath::new(c.root, c.rel.as_os_str()));
             Read::Done(Found::one(outcome))
         }
-        None => read_file(c, targets).0,
+        None => read_file(c, disk, targets).0,
     }
 }
 
@@ -231,7 +242,7 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
         .context("failed to start worker threads")?;
     // Decoders share one memory budget, sized for the threads that may hold them.
     crate::vocab::codec::WINDOWS.size_for(pool.current_num_threads());
-    let reader = Reader { targets, progress, given: &given };
+    let reader = Reader { targets, progress, given: &given, roots: &roots };
     let mut tally = pool.install(|| {
         let Part { mut tally, mut pending, .. } = reader.read_files(&walked.candidates);
         pending.sort_by_key(|(i, _)| *i);
@@ -258,6 +269,7 @@ struct Reader<'a> {
     targets: &'a Targets,
     progress: &'a dyn Progress,
     given: &'a [String],
+    roots: &'a [Root],
 }
 
 impl Reader<'_> {
@@ -293,13 +305,13 @@ impl Reader<'_> {
     /// what its report needs.
     fn read_files(&self, cands: &[Candidate]) -> Part {
         let leaders = hard_link_leaders(cands);
-        let followed: HashSet<usize> = leaders.iter().flatten().copied().collect();
+        let followed: HashSet<usize> = leaders.iter().flatten().map(|&l| l as usize).collect();
         let mut first = (0..cands.len())
             .into_par_iter()
             .filter(|&i| leaders.get(i).is_some_and(Option::is_none))
             .fold(Part::default, |mut part, i| {
                 let Some(c) = cands.get(i) else { return part };
-                let (read, opened) = read_file(c, self.targets);
+                let (read, opened) = read_file(c, &c.path(self.roots), self.targets);
                 if let (Read::Done(f), Some(opened)) = (&read, opened) {
                     if followed.contains(&i) {
                         if let ([one], true) = (f.files.as_slice(), f.archives.is_empty()) {
@@ -314,10 +326,11 @@ impl Reader<'_> {
             std::mem::take(&mut first.kept).into_iter().map(|(i, o, id)| (i, (o, id))).collect();
         let later = (0..cands.len())
             .into_par_iter()
-            .filter_map(|i| Some((i, (*leaders.get(i)?)?)))
+            .filter_map(|i| Some((i, (*leaders.get(i)?)? as usize)))
             .fold(Part::default, |part, (i, l)| {
                 let (Some(c), Some(leader)) = (cands.get(i), cands.get(l)) else { return part };
-                let read = read_link(c, leader, kept.get(&l), self.targets);
+                let disk = c.path(self.roots);
+                let read = read_link((c, &disk), &leader.path(self.roots), kept.get(&l), self.targets);
                 self.take(part, i, read)
             })
             .reduce(Part::default, Part::merge);
@@ -383,16 +396,15 @@ mod tests {
         std::fs::hard_link(&a, &b).unwrap();
         let cand = |p: &Path| Candidate {
             root: 0,
-            path: p.to_path_buf(),
-            rel: p.strip_prefix(dir.path()).unwrap().to_path_buf(),
+            rel: p.strip_prefix(dir.path()).unwrap().into(),
             ino: std::fs::metadata(p).unwrap().ino(),
             followed: false,
         };
         let (ca, cb) = (cand(&a), cand(&b));
-        let (Read::Done(f), Some(opened)) = read_file(&ca, &targets) else { panic!("read") };
+        let (Read::Done(f), Some(opened)) = read_file(&ca, &a, &targets) else { panic!("read") };
         let kept = (f.files[0].clone(), opened);
         // Unchanged, the follower takes the leader's result under its own path.
-        let Read::Done(shared) = read_link(&cb, &ca, Some(&kept), &targets) else { panic!("read") };
+        let Read::Done(shared) = read_link((&cb, &b), &a, Some(&kept), &targets) else { panic!("read") };
         assert_eq!(shared.files[0].path, RelPath::new(0, cb.rel.as_os_str()));
         // Replaced, whatever inode the new file gets, it is read on its own.
         std::fs::remove_file(&a).unwrap();
@@ -402,6 +414,6 @@ mod tests {
             Read::Done(f) => f.files[0].record.as_ref().map(|r| r.code_objects[0].kernels),
             Read::Archive(_) => panic!("not an archive"),
         };
-        assert_eq!(kernels(read_link(&cb, &ca, Some(&kept), &targets)), Some(Some(1)));
+        assert_eq!(kernels(read_link((&cb, &b), &a, Some(&kept), &targets)), Some(Some(1)));
     }
 }

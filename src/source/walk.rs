@@ -106,14 +106,25 @@ pub fn resolve_roots(given: &[PathBuf]) -> Result<Vec<Root>, String> {
 pub struct Candidate {
     /// Index of its root.
     pub root: usize,
-    /// Full path to open.
-    pub path: PathBuf,
-    /// Path relative to the root.
-    pub rel: PathBuf,
+    /// Path relative to the root (the full path is built when the file is opened: a walk of
+    /// millions of files keeps one short name each, see [`Candidate::path`]).
+    pub rel: Box<Path>,
     /// Inode number from the directory listing: names sharing one may be hard links to one file.
     pub ino: u64,
     /// A symbolic link to a regular file, met with `--follow-links`: opened through the link.
     pub followed: bool,
+}
+
+impl Candidate {
+    /// The full path to open, under its root's real path (the root itself when `rel` is empty).
+    pub fn path(&self, roots: &[Root]) -> PathBuf {
+        let base = roots.get(self.root).map_or(Path::new(""), |r| r.real.as_path());
+        if self.rel.as_os_str().is_empty() {
+            base.to_path_buf()
+        } else {
+            base.join(&self.rel)
+        }
+    }
 }
 
 /// A symbolic link met and not followed.
@@ -187,7 +198,7 @@ pub fn walk(roots: &[Root], follow_links: bool, tick: &dyn Fn()) -> Walked {
                 // The type comes from the directory listing; the size from fstat after opening:
                 // no second stat per file.
                 let (ino, followed) = (entry.ino(), entry.path_is_symlink());
-                out.candidates.push(Candidate { root: i, path: entry.into_path(), rel, ino, followed });
+                out.candidates.push(Candidate { root: i, rel: rel.into_boxed_path(), ino, followed });
             } else if let Some(kind) = special_kind(&ft) {
                 out.problems.push(Problem {
                     path: RelPath::new(i, rel.as_os_str()),
