@@ -84,6 +84,19 @@ fn threads(s: &str) -> Result<usize, String> {
     }
 }
 
+/// `--max-memory`: a size, read with binary units (`200M` is 200 MiB).
+fn memory_size(s: &str) -> Result<u64, String> {
+    let cfg = parse_size::Config::new().with_binary();
+    let n = cfg.parse_size(s.trim()).map_err(|e| format!("{s:?} is not a size ({e}); e.g. 200M, 1G"))?;
+    if n < MIN_MEMORY {
+        return Err(format!("{s} is below the least a scan needs: 100M"));
+    }
+    Ok(n)
+}
+
+/// The least `--max-memory` takes: the scan's own needs and one large window.
+const MIN_MEMORY: u64 = 100 << 20;
+
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OutputFormat {
@@ -165,10 +178,15 @@ pub struct ScanOpts {
     /// Write the result to FILE instead of standard output ("-" = standard output).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Worker threads, 1 to 256 (default: one per core). More never helps: the scan is bound by
-    /// storage and by its largest index, and each thread costs a stack and read buffers.
+    /// Worker threads, 1 to 256 (default: one per core). Past the cores there is nothing to
+    /// gain, and each thread costs a stack and read buffers.
     #[arg(short = 'j', long, value_name = "N", value_parser = threads)]
     pub threads: Option<usize>,
+    /// Memory the scan aims to stay under (default 200M; at least 100M): compressed bundles
+    /// inflate side by side only as far as their windows (up to 128 MiB each) fit in it, so on
+    /// many cores a larger figure is faster. Units: K, M, G (powers of 1024), or bytes.
+    #[arg(long, value_name = "SIZE", value_parser = memory_size)]
+    pub max_memory: Option<u64>,
     /// Follow symbolic links (loops are detected and reported).
     #[arg(long)]
     pub follow_links: bool,
@@ -267,6 +285,9 @@ pub struct DiffArgs {
     /// Worker threads for scanning, 1 to 256 (default: one per core).
     #[arg(short = 'j', long, value_name = "N", value_parser = threads)]
     pub threads: Option<usize>,
+    /// Memory a scan aims to stay under (default 200M; see `gfxscan scan --help`).
+    #[arg(long, value_name = "SIZE", value_parser = memory_size)]
+    pub max_memory: Option<u64>,
     /// No progress bar and no live warnings on standard error.
     #[arg(short, long)]
     pub quiet: bool,

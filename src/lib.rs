@@ -48,7 +48,12 @@ fn scan_roots(
     opts: &ScanOpts,
     targets: &Targets,
 ) -> anyhow::Result<model::Snapshot> {
-    let config = scan::ScanConfig { roots, threads: opts.threads, follow_links: opts.follow_links };
+    let config = scan::ScanConfig {
+        roots,
+        threads: opts.threads,
+        follow_links: opts.follow_links,
+        max_memory: opts.max_memory,
+    };
     let bar = report::progress::Bar::new(opts.quiet);
     let snap = scan::scan(&config, targets, &bar);
     bar.finish();
@@ -232,6 +237,7 @@ fn run_diff(args: DiffArgs, color: cli::ColorChoice) -> anyhow::Result<ExitStatu
         roots: vec![p.to_path_buf()],
         output: None,
         threads: args.threads,
+        max_memory: args.max_memory,
         follow_links: false,
         quiet: args.quiet,
         table: TableArgs { targets: args.table.targets.clone() },

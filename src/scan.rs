@@ -35,6 +35,8 @@ pub struct ScanConfig {
     pub threads: Option<usize>,
     /// Follow symbolic links (loops are detected).
     pub follow_links: bool,
+    /// Memory to aim under; `None` = [`crate::vocab::codec::MEMORY_TARGET`].
+    pub max_memory: Option<u64>,
 }
 
 /// Progress events, for a progress bar the caller draws.
@@ -241,7 +243,8 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
         .build()
         .context("failed to start worker threads")?;
     // Decoders share one memory budget, sized for the threads that may hold them.
-    crate::vocab::codec::WINDOWS.size_for(pool.current_num_threads());
+    let target = config.max_memory.unwrap_or(crate::vocab::codec::MEMORY_TARGET);
+    crate::vocab::codec::WINDOWS.size_for(pool.current_num_threads(), target);
     let reader = Reader { targets, progress, given: &given, roots: &roots };
     let mut tally = pool.install(|| {
         let Part { mut tally, mut pending, .. } = reader.read_files(&walked.candidates);

@@ -14,11 +14,9 @@
 //! as far as the last entry's headers and notes.
 #![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::panic)]
 
-use rayon::prelude::*;
-
 use super::elf::{parse_code_object, CodeObject};
 use super::{align_up, le16, le32, le64, ByteSource, Inflate, ParseError, Result, Slice, Step, StreamSource};
-use crate::vocab::codec::Codec;
+use crate::vocab::codec::{Codec, WINDOWS};
 
 /// Magic of an uncompressed offload bundle.
 pub const BUNDLE_MAGIC: &[u8; 24] = b"__CLANG_OFFLOAD_BUNDLE__";
@@ -187,9 +185,35 @@ pub fn parse_ccob_header(b: &[u8]) -> Result<CcobHeader> {
     Ok(CcobHeader { version, compression, total_size, uncompressed_size, hash, header_len })
 }
 
+type ZstdDecoder = zstd::stream::raw::Decoder<'static>;
+
 /// A zstd decoder, holding its share of the process's window budget from its first input (the
-/// frame header says the window) until it is dropped.
-struct ZstdInflate(zstd::stream::raw::Decoder<'static>, Option<crate::vocab::codec::WindowPermit>);
+/// frame header says the window) until it is dropped; then kept idle with its window for the
+/// next frame that fits it ([`crate::vocab::codec::WindowBudget::keep`]).
+struct ZstdInflate(Option<ZstdDecoder>, Option<crate::vocab::codec::WindowPermit>);
+
+impl ZstdInflate {
+    /// Takes memory for a frame whose window is `window`: a kept decoder's, reset for this
+    /// frame, or a new share for this one.
+    fn obtain(&mut self, window: u64) {
+        let got = WINDOWS.obtain(window.saturating_add(DECODER_OVERHEAD));
+        if let Some(mut kept) = got.decoder.and_then(|d| d.downcast::<ZstdDecoder>().ok()) {
+            use zstd::stream::raw::Operation;
+            if kept.reinit().is_ok() {
+                self.0 = Some(*kept);
+            }
+        }
+        self.1 = Some(got.permit);
+    }
+}
+
+impl Drop for ZstdInflate {
+    fn drop(&mut self) {
+        if let (Some(permit), Some(decoder)) = (self.1.take(), self.0.take()) {
+            WINDOWS.keep(Box::new(decoder), permit);
+        }
+    }
+}
 
 /// Bytes a decoder is charged beside its window: the stream's own buffers and the part of the
 /// output a reader keeps.
@@ -201,15 +225,14 @@ impl Inflate for ZstdInflate {
         if self.1.is_none() {
             if let Some(w) = crate::vocab::codec::zstd_window(input) {
                 // A header may claim any size: the charge saturates (and is capped by the budget).
-                self.1 = Some(crate::vocab::codec::WINDOWS.acquire(w.saturating_add(DECODER_OVERHEAD)));
+                self.obtain(w);
             }
         }
         let mut inb = InBuffer::around(input);
         let mut outb = OutBuffer::around(output);
-        let hint = self
-            .0
-            .run(&mut inb, &mut outb)
-            .map_err(|e| ParseError::Decompress { what: "zstd payload", detail: e.to_string() })?;
+        let decompress = |detail: String| ParseError::Decompress { what: "zstd payload", detail };
+        let decoder = self.0.as_mut().ok_or_else(|| decompress("no decoder".to_string()))?;
+        let hint = decoder.run(&mut inb, &mut outb).map_err(|e| decompress(e.to_string()))?;
         Ok(Step { consumed: inb.pos(), produced: outb.pos(), finished: hint == 0 })
     }
 }
@@ -241,7 +264,7 @@ pub(crate) fn inflater(c: Codec) -> Result<Box<dyn Inflate>> {
             // Refuse frames whose window would need more than 128 MiB.
             d.set_parameter(zstd::stream::raw::DParameter::WindowLogMax(27))
                 .map_err(|e| ParseError::Decompress { what: "zstd", detail: e.to_string() })?;
-            Box::new(ZstdInflate(d, None))
+            Box::new(ZstdInflate(Some(d), None))
         }
         Codec::Zlib => Box::new(ZlibInflate(flate2::Decompress::new(true))),
         other => {
@@ -405,7 +428,7 @@ pub fn is_bundle(head: &[u8]) -> bool {
 /// bundle's table (whose entries must not overlap, as `read_entries` requires), a CCOB's
 /// stored size (v2, v3). `None` for a CCOB v1 (its end is where its stream ends) and for
 /// anything `parse_bundle` would stop on: those are parsed in order, as they come.
-fn locate(src: &dyn ByteSource, pos: u64, head: &[u8]) -> Option<u64> {
+fn locate(src: &dyn ByteSource, pos: u64, head: &[u8]) -> Option<(u64, u64)> {
     let view = Slice::new(src, pos, src.len() - pos);
     if head.starts_with(BUNDLE_MAGIC) {
         let (table, end) = parse_bundle_table(&view).ok()?;
@@ -416,10 +439,21 @@ fn locate(src: &dyn ByteSource, pos: u64, head: &[u8]) -> Option<u64> {
             [a, b] => b.offset < a.offset.saturating_add(a.size),
             _ => false,
         });
-        return (!overlap && end > 0).then_some(end);
+        return (!overlap && end > 0).then_some((end, 0));
     }
     let h = parse_ccob_header(head).ok()?;
-    h.total_size.filter(|&t| t > 0 && t <= view.len())
+    let size = h.total_size.filter(|&t| t > 0 && t <= view.len())?;
+    Some((size, decoder_charge(src, pos, &h)))
+}
+
+/// What inflating a CCOB will charge the window budget, read from its zstd frame header as
+/// [`ZstdInflate`] reads it (0 for zlib, whose window is 32 KiB).
+fn decoder_charge(src: &dyn ByteSource, pos: u64, h: &CcobHeader) -> u64 {
+    if h.compression != Codec::Zstd {
+        return 0;
+    }
+    let frame = src.read_up_to(pos.saturating_add(h.header_len), 18).ok();
+    frame.and_then(|f| crate::vocab::codec::zstd_window(&f)).map_or(0, |w| w.saturating_add(DECODER_OVERHEAD))
 }
 
 /// A bundle parsed at `pos` of `src`, placed in the region.
@@ -434,7 +468,8 @@ fn parse_at(src: &dyn ByteSource, pos: u64) -> Result<Bundle> {
 /// A bundle of the walk: parsed on the spot, or located and parsed with the others later.
 enum Slot {
     Parsed(Result<Bundle>),
-    Located(u64),
+    /// Where it starts, and what inflating it charges the window budget.
+    Located(u64, u64),
 }
 
 /// Walks every bundle in a region such as `.hip_fatbin` or a standalone bundle file.
@@ -474,8 +509,8 @@ pub fn parse_bundles(src: &dyn ByteSource) -> Bundles {
             stopped = Some(ParseError::Malformed { what: "data that is not an offload bundle", offset: pos });
             break;
         }
-        if let Some(size) = shared.as_ref().and_then(|_| locate(src, pos, &head)) {
-            slots.push(Slot::Located(pos));
+        if let Some((size, charge)) = shared.as_ref().and_then(|_| locate(src, pos, &head)) {
+            slots.push(Slot::Located(pos, charge));
             pos = align_up(pos.saturating_add(size), FATBIN_ALIGN);
             continue;
         }
@@ -489,18 +524,26 @@ pub fn parse_bundles(src: &dyn ByteSource) -> Bundles {
         }
         pos = align_up(pos.saturating_add(size), FATBIN_ALIGN);
     }
-    if let Some(sh) = shared.filter(|_| slots.iter().filter(|s| matches!(s, Slot::Located(_))).count() > 1) {
-        slots.par_iter_mut().for_each(|slot| {
-            if let Slot::Located(at) = *slot {
-                *slot = Slot::Parsed(parse_at(&sh, at));
+    if let Some(sh) = shared.filter(|_| slots.iter().filter(|s| matches!(s, Slot::Located(..))).count() > 1) {
+        let located: Vec<(usize, u64, u64)> = (slots.iter().enumerate())
+            .filter_map(|(i, s)| match *s {
+                Slot::Located(at, charge) => Some((i, at, charge)),
+                Slot::Parsed(_) => None,
+            })
+            .collect();
+        let charges: Vec<u64> = located.iter().map(|l| l.2).collect();
+        let parsed = WINDOWS.run_within(&charges, |k| located.get(k).map(|l| parse_at(&sh, l.1)));
+        for ((i, _, _), p) in located.iter().zip(parsed) {
+            if let (Some(slot), Some(Some(p))) = (slots.get_mut(*i), p) {
+                *slot = Slot::Parsed(p);
             }
-        });
+        }
     }
     let mut out = Bundles::default();
     for slot in slots {
         let parsed = match slot {
             Slot::Parsed(p) => p,
-            Slot::Located(at) => parse_at(src, at),
+            Slot::Located(at, _) => parse_at(src, at),
         };
         match parsed {
             Ok(b) => out.bundles.push(b),

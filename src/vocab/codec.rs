@@ -102,6 +102,11 @@ pub struct WindowBudget {
     held: std::sync::Mutex<u64>,
     freed: std::sync::Condvar,
     cap: std::sync::atomic::AtomicU64,
+    /// Shares given back (or decoders kept) so far: a waiter that saw none fit waits for
+    /// this to move.
+    releases: std::sync::atomic::AtomicU64,
+    /// Decoders kept after their frame with their windows and shares, smallest first.
+    idle: std::sync::Mutex<Vec<Allocation>>,
 }
 
 /// The process's budget of decoder memory: large windows wait for each other, small ones run
@@ -110,6 +115,8 @@ pub static WINDOWS: WindowBudget = WindowBudget {
     held: std::sync::Mutex::new(0),
     freed: std::sync::Condvar::new(),
     cap: std::sync::atomic::AtomicU64::new(MEMORY_TARGET - BASE_MEMORY - 2 * PER_THREAD_MEMORY),
+    releases: std::sync::atomic::AtomicU64::new(0),
+    idle: std::sync::Mutex::new(Vec::new()),
 };
 
 /// A share of the budget, given back when dropped.
@@ -119,27 +126,190 @@ pub struct WindowPermit {
 }
 
 impl WindowBudget {
-    /// Sizes the budget for `threads` workers: what [`MEMORY_TARGET`] leaves once the scan and
-    /// each thread have their share, and never less than one 64 MiB window.
-    pub fn size_for(&self, threads: usize) -> u64 {
-        let rest = MEMORY_TARGET - BASE_MEMORY;
+    /// Sizes the budget for `threads` workers: what `target` (by default [`MEMORY_TARGET`])
+    /// leaves once the scan and each thread have their share, and never less than one 64 MiB
+    /// window.
+    pub fn size_for(&self, threads: usize, target: u64) -> u64 {
+        let rest = target.saturating_sub(BASE_MEMORY);
         let cap = rest.saturating_sub(PER_THREAD_MEMORY * threads as u64).max(64 << 20);
         self.cap.store(cap, std::sync::atomic::Ordering::Relaxed);
         cap
     }
 
-    /// Waits until `bytes` (at most the whole budget) fit beside what others hold, then takes
-    /// them. A request for the whole budget or more runs alone.
-    pub fn acquire(&'static self, bytes: u64) -> WindowPermit {
+    /// Takes `bytes` (at most the whole budget) if they fit beside what others hold now; a
+    /// request for the whole budget or more fits only when nothing is held.
+    fn try_take(&'static self, bytes: u64, cap: u64) -> Option<WindowPermit> {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        (*held == 0 || *held + bytes <= cap).then(|| {
+            *held += bytes;
+            WindowPermit { budget: self, bytes }
+        })
+    }
+
+    /// Memory for a decoder whose window needs `bytes` (at most the whole budget): an idle
+    /// decoder whose share covers them (its window is reused, not mapped and faulted in
+    /// again), else a new share once it fits beside what others hold, idle decoders given back
+    /// first. A request for the whole budget or more runs alone. Memory taken ahead for this
+    /// thread's next decoder ([`WindowBudget::run_within`]) is given instead.
+    pub fn obtain(&'static self, bytes: u64) -> Allocation {
+        if let Some(a) = PREPAID.with(|p| p.borrow_mut().take()) {
+            return a;
+        }
+        loop {
+            let seen = self.releases();
+            if let Some(a) = self.try_obtain(bytes) {
+                return a;
+            }
+            self.wait_release(seen);
+        }
+    }
+
+    /// [`WindowBudget::obtain`] without waiting.
+    pub fn try_obtain(&'static self, bytes: u64) -> Option<Allocation> {
         let cap = self.cap.load(std::sync::atomic::Ordering::Relaxed);
         let bytes = bytes.min(cap);
+        if let Some(kept) = self.take_idle(bytes) {
+            return Some(kept);
+        }
+        loop {
+            if let Some(permit) = self.try_take(bytes, cap) {
+                return Some(Allocation { decoder: None, permit });
+            }
+            // Idle windows give way to a frame that needs the memory.
+            let evicted = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+            drop(evicted?);
+        }
+    }
+
+    /// The idle decoder with the smallest share that covers `bytes`.
+    fn take_idle(&self, bytes: u64) -> Option<Allocation> {
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        let best = (idle.iter().enumerate())
+            .filter(|(_, a)| a.permit.bytes >= bytes)
+            .min_by_key(|(_, a)| a.permit.bytes)
+            .map(|(i, _)| i)?;
+        Some(idle.swap_remove(best))
+    }
+
+    /// Keeps a decoder whose frame is done, with its share, for the next frame that fits its
+    /// window; small ones are let go (the allocator reuses their memory anyway).
+    pub fn keep(&'static self, decoder: Box<dyn std::any::Any + Send>, permit: WindowPermit) {
+        if permit.bytes < KEEP_AT {
+            return;
+        }
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        idle.push(Allocation { decoder: Some(decoder), permit });
+        idle.sort_by_key(|a| a.permit.bytes);
+        drop(idle);
+        // A waiter may take it: counted as a release.
+        let _held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        self.releases.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.freed.notify_all();
+    }
+}
+
+/// Decoders with a share at least this large are kept idle after their frame.
+const KEEP_AT: u64 = 32 << 20;
+
+/// Memory for one decoder: its share of the budget, and an idle decoder that already holds
+/// that much window, when one was kept.
+pub struct Allocation {
+    pub decoder: Option<Box<dyn std::any::Any + Send>>,
+    pub permit: WindowPermit,
+}
+
+impl WindowBudget {
+    /// How many shares have been given back so far.
+    fn releases(&self) -> u64 {
+        self.releases.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Waits until a share is given back after `seen` releases (at once if one already was).
+    fn wait_release(&self, seen: u64) {
         let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
-        while *held > 0 && *held + bytes > cap {
+        while self.releases() == seen {
             held = self.freed.wait(held).unwrap_or_else(|e| e.into_inner());
         }
-        *held += bytes;
-        WindowPermit { budget: self, bytes }
     }
+
+    /// Runs `work(i)` for every index of `charges` on the current thread pool, each once its
+    /// decoder charge fits the budget (0: none), and returns the results in index order. A
+    /// worker takes the first pending item that fits, looking a little ahead, so a large window
+    /// that must wait does not hold back the small ones behind it: list scheduling within the
+    /// budget, where blocking in order left one of two threads idle.
+    pub fn run_within<T: Send>(
+        &'static self,
+        charges: &[u64],
+        work: impl Fn(usize) -> T + Sync,
+    ) -> Vec<Option<T>> {
+        // Largest windows first: they run one after another (reusing one window) while the
+        // other threads take the frames that fit beside them, instead of being left to the end
+        // with every other thread idle.
+        let mut order: Vec<usize> = (0..charges.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(charges.get(i).copied().unwrap_or(0)));
+        let pending = std::sync::Mutex::new(order.into_iter().collect::<std::collections::VecDeque<usize>>());
+        let results: Vec<std::sync::Mutex<Option<T>>> =
+            charges.iter().map(|_| std::sync::Mutex::new(None)).collect();
+        let worker = || loop {
+            let seen = self.releases();
+            let picked = {
+                let mut queue = pending.lock().unwrap_or_else(|e| e.into_inner());
+                if queue.is_empty() {
+                    return;
+                }
+                let fits = |i: usize| match charges.get(i).copied().unwrap_or(0) {
+                    0 => Some(None),
+                    c => self.try_obtain(c).map(Some),
+                };
+                let found =
+                    queue.iter().take(LOOK_AHEAD).enumerate().find_map(|(k, &i)| Some((k, i, fits(i)?)));
+                // Else the smallest, which fits soonest.
+                let found = found.or_else(|| {
+                    let k = queue.len().checked_sub(1)?;
+                    let i = *queue.get(k)?;
+                    Some((k, i, fits(i)?))
+                });
+                found.map(|(k, i, permit)| {
+                    queue.remove(k);
+                    (i, permit)
+                })
+            };
+            match picked {
+                Some((i, permit)) => {
+                    let out = with_prepaid(permit, || work(i));
+                    if let Some(slot) = results.get(i) {
+                        *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(out);
+                    }
+                }
+                None => self.wait_release(seen),
+            }
+        };
+        rayon::scope(|s| {
+            for _ in 1..rayon::current_num_threads() {
+                s.spawn(|_| worker());
+            }
+            worker();
+        });
+        results.into_iter().map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner())).collect()
+    }
+}
+
+/// How many pending items a worker of [`WindowBudget::run_within`] looks through for one that
+/// fits.
+const LOOK_AHEAD: usize = 64;
+
+thread_local! {
+    /// Memory taken for the next decoder this thread starts (see [`with_prepaid`]).
+    static PREPAID: std::cell::RefCell<Option<Allocation>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` with `permit` standing for the first share this thread asks for (the frame it was
+/// taken for); what `f` does not use is given back when it returns.
+fn with_prepaid<R>(permit: Option<Allocation>, f: impl FnOnce() -> R) -> R {
+    let had = PREPAID.with(|p| std::mem::replace(&mut *p.borrow_mut(), permit));
+    let out = f();
+    drop(PREPAID.with(|p| std::mem::replace(&mut *p.borrow_mut(), had)));
+    out
 }
 
 /// A share at least this large gives its memory back to the system when released.
@@ -158,6 +328,7 @@ impl Drop for WindowPermit {
         }
         let mut held = self.budget.held.lock().unwrap_or_else(|e| e.into_inner());
         *held = held.saturating_sub(self.bytes);
+        self.budget.releases.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.budget.freed.notify_all();
     }
 }
@@ -187,18 +358,26 @@ mod window_tests {
         assert_eq!(zstd_window(&huge), Some(u64::MAX));
     }
 
+    macro_rules! budget {
+        ($cap:expr) => {
+            WindowBudget {
+                held: std::sync::Mutex::new(0),
+                freed: std::sync::Condvar::new(),
+                cap: std::sync::atomic::AtomicU64::new($cap),
+                releases: std::sync::atomic::AtomicU64::new(0),
+                idle: std::sync::Mutex::new(Vec::new()),
+            }
+        };
+    }
+
     #[test]
     fn the_budget_lets_small_windows_share_and_a_large_one_wait() {
-        static B: WindowBudget = WindowBudget {
-            held: std::sync::Mutex::new(0),
-            freed: std::sync::Condvar::new(),
-            cap: std::sync::atomic::AtomicU64::new(100),
-        };
-        let a = B.acquire(40);
-        let b = B.acquire(40);
+        static B: WindowBudget = budget!(100);
+        let a = B.obtain(40);
+        let b = B.obtain(40);
         let (tx, rx) = std::sync::mpsc::channel();
         let waiter = std::thread::spawn(move || {
-            let big = B.acquire(500); // more than the budget: runs alone
+            let big = B.obtain(500); // more than the budget: runs alone
             tx.send(()).expect("send");
             drop(big);
         });
@@ -212,5 +391,54 @@ mod window_tests {
         rx.recv_timeout(std::time::Duration::from_secs(5)).expect("runs once alone");
         waiter.join().expect("joined");
         assert_eq!(*B.held.lock().expect("lock"), 0, "every share given back");
+    }
+
+    #[test]
+    fn an_idle_decoder_is_reused_when_it_fits_and_gives_way_when_memory_is_short() {
+        const M: u64 = 1 << 20;
+        static B: WindowBudget = budget!(100 * M);
+        let a = B.obtain(60 * M);
+        B.keep(Box::new(7u32), a.permit);
+        // A frame it covers takes it, window and share.
+        let again = B.obtain(50 * M);
+        assert_eq!(again.decoder.and_then(|d| d.downcast::<u32>().ok()).map(|d| *d), Some(7));
+        assert_eq!(again.permit.bytes, 60 * M);
+        B.keep(Box::new(8u32), again.permit);
+        // A frame it does not cover and that does not fit beside it: the idle one is let go.
+        let big = B.obtain(90 * M);
+        assert!(big.decoder.is_none());
+        assert!(B.idle.lock().expect("lock").is_empty());
+        assert_eq!(*B.held.lock().expect("lock"), 90 * M);
+        drop(big);
+        // Small decoders are not kept.
+        let small = B.obtain(M);
+        B.keep(Box::new(9u32), small.permit);
+        assert!(B.idle.lock().expect("lock").is_empty());
+        assert_eq!(*B.held.lock().expect("lock"), 0);
+    }
+
+    /// A large window waiting for another must not hold back small frames queued behind it.
+    #[test]
+    fn run_within_lets_small_frames_pass_a_large_one_that_waits() {
+        const M: u64 = 1 << 20;
+        static B: WindowBudget = budget!(100 * M);
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().expect("pool");
+        let order = std::sync::Mutex::new(Vec::new());
+        let charges = [70 * M, 70 * M, 10 * M, 10 * M];
+        let out = pool.install(|| {
+            B.run_within(&charges, |i| {
+                let held = B.obtain(charges[i]);
+                order.lock().expect("lock").push(i);
+                std::thread::sleep(std::time::Duration::from_millis(if i < 2 { 150 } else { 10 }));
+                drop(held);
+                i * 10
+            })
+        });
+        assert_eq!(out, [Some(0), Some(10), Some(20), Some(30)], "results in index order");
+        let order = order.into_inner().expect("lock");
+        let pos = |i: usize| order.iter().position(|&x| x == i).expect("ran");
+        // While the first large one runs, the second waits and the small ones pass it.
+        assert!(pos(2) < pos(1) && pos(3) < pos(1), "{order:?}");
+        assert_eq!(*B.held.lock().expect("lock"), 0);
     }
 }

@@ -59,6 +59,7 @@ fn library_snapshots_are_equal_across_thread_counts() {
             roots: vec![m.tree.root().to_path_buf()],
             threads: Some(threads),
             follow_links: false,
+            max_memory: None,
         };
         scan(&cfg, &Targets::builtin(), &Silent).expect("scan runs")
     };
@@ -171,4 +172,51 @@ fn hard_links_whose_names_or_folders_decide_are_read_again() {
     for threads in ["1", "2"] {
         assert_eq!(snapshot(&links, threads), with_copies, "hard links differ from copies at -j {threads}");
     }
+}
+
+/// One library whose `.hip_fatbin` holds compressed bundles of every size: they are inflated
+/// in parallel, the largest first, as the memory budget lets them; the result is the same at
+/// any thread count and any `--max-memory`, in region order.
+#[test]
+fn one_library_of_compressed_bundles_reads_the_same_whatever_the_threads_and_memory() {
+    use gfxscan::testing::{host_elf, HostSection};
+    let tree = crate::util::Tree::new();
+    let objs = [co(GFX900, 0, 1), co(GFX90A, 0, 2), co(GFX1030, 0, 3), co(GFX1100, 0, 4)];
+    let mut fatbin = Vec::new();
+    for i in 0..40usize {
+        // Bundles of growing size, so their windows differ.
+        let big: Vec<u8> =
+            objs[i % 4].iter().copied().cycle().take(objs[i % 4].len() * (1 + i % 9)).collect();
+        let inner = hip_bundle(&[("gfx90a", &objs[1]), ("gfx1100", &objs[i % 4])]);
+        let mut bundle = ccob(if i % 2 == 0 { 3 } else { 2 }, Codec::Zstd, &inner);
+        if i % 5 == 0 {
+            bundle = hip_bundle(&[("gfx1030", &big)]);
+        }
+        fatbin.extend_from_slice(&bundle);
+        fatbin.resize(fatbin.len().div_ceil(4096) * 4096, 0);
+    }
+    tree.file("lib/libbig.so", &host_elf(&[HostSection::hip_fatbin(&fatbin)]));
+    let runs: Vec<String> = [
+        ["-j", "1", "--max-memory", "200M"],
+        ["-j", "8", "--max-memory", "100M"],
+        ["-j", "8", "--max-memory", "4G"],
+    ]
+    .iter()
+    .map(|a| {
+        let r = tree.scan(&["--json", a[0], a[1], a[2], a[3]]);
+        r.expect_code(0);
+        r.stdout
+    })
+    .collect();
+    assert!(runs.iter().all(|r| *r == runs[0]), "thread count or memory changed the result");
+    let snap: serde_json::Value = serde_json::from_str(&runs[0]).expect("json");
+    let f = crate::util::file_record(&snap, "lib/libbig.so");
+    assert_eq!(f["bundles"], 40);
+    let offsets: Vec<u64> = f["code_objects"]
+        .as_array()
+        .expect("objects")
+        .iter()
+        .filter_map(|c| c["bundle_offset"].as_u64())
+        .collect();
+    assert!(offsets.windows(2).all(|w| w[0] <= w[1]), "code objects in region order: {offsets:?}");
 }

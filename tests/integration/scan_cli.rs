@@ -347,6 +347,7 @@ fn library_scan_matches_binary() {
         roots: vec![m.tree.root().to_path_buf()],
         threads: Some(2),
         follow_links: false,
+        max_memory: None,
     };
     let snap =
         gfxscan::scan::scan(&cfg, &gfxscan::vocab::targets::Targets::builtin(), &gfxscan::scan::Silent)
