@@ -107,7 +107,7 @@ command -v zstd >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -q
 payloads=$(mktemp -d)
 trap 'rm -rf "$payloads"' EXIT
 python3 - "$dir" "$payloads" <<'PY'
-import os, struct, sys
+import mmap, os, struct, sys
 root, out = sys.argv[1], sys.argv[2]
 seen, n = set(), 0
 for d, _, names in os.walk(root):
@@ -118,20 +118,25 @@ for d, _, names in os.walk(root):
             continue
         seen.add((st.st_dev, st.st_ino))
         with open(p, "rb") as f:
-            h = f.read(32)
-            if h[:4] != b"CCOB" or len(h) < 32:
+            head = f.read(4)
+            if head not in (b"CCOB", b"\x7fELF") or st.st_size < 32:
                 continue
-            version, method = struct.unpack_from("<HH", h, 4)
-            if method != 1:  # zstd only: what `zstd -d` reads
-                continue
-            header, total = {2: (24, struct.unpack_from("<I", h, 8)[0]),
-                             3: (32, struct.unpack_from("<Q", h, 8)[0])}.get(version, (0, 0))
-            if not header:
-                continue
-            f.seek(header)
-            data = f.read(total - header)
-        n += 1
-        open(os.path.join(out, f"{n:06d}.zst"), "wb").write(data)
+            m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            # A standalone CCOB, or those of a host library's `.hip_fatbin` (bundles start at
+            # multiples of 4096 there).
+            at = 0 if head == b"CCOB" else m.find(b"CCOB")
+            while at >= 0:
+                if at % 4096 == 0 and at + 32 <= len(m):
+                    version, method = struct.unpack_from("<HH", m, at + 4)
+                    header, total = {2: (24, struct.unpack_from("<I", m, at + 8)[0]),
+                                     3: (32, struct.unpack_from("<Q", m, at + 8)[0])}.get(version, (0, 0))
+                    # zstd only: what `zstd -d` reads
+                    if method == 1 and header and at + total <= len(m):
+                        n += 1
+                        open(os.path.join(out, f"{n:06d}.zst"), "wb").write(m[at + header:at + total])
+                if head == b"CCOB":
+                    break
+                at = m.find(b"CCOB", at + 4)
 PY
 count=$(find "$payloads" -type f | wc -l)
 if [ "$count" -gt 0 ]; then

@@ -296,7 +296,12 @@ fn run_merge(args: MergeArgs, color: cli::ColorChoice) -> anyhow::Result<ExitSta
     let mut paths = Vec::new();
     for input in &args.inputs {
         if input.is_dir() {
-            paths.extend(snapshot::snapshots_in(input)?);
+            // A folder that cannot be listed is a source that could not be read: the others
+            // are still merged, and the exit code says the matrix is incomplete.
+            match snapshot::snapshots_in(input) {
+                Ok(found) => paths.extend(found),
+                Err(_) => paths.push(input.clone()),
+            }
         } else {
             paths.push(input.clone());
         }

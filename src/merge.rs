@@ -110,6 +110,18 @@ fn row(
     src
 }
 
+/// Sources whose file names are the same (`a/node.json`, `b/node.json`) are named by their
+/// paths instead, so that no two rows read alike.
+fn name_apart(sources: &mut [Source]) {
+    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for s in sources.iter() {
+        *seen.entry(s.name.clone()).or_default() += 1;
+    }
+    for s in sources.iter_mut().filter(|s| seen.get(&s.name).is_some_and(|&n| n > 1)) {
+        s.name = s.path.clone();
+    }
+}
+
 /// Merges the snapshots at `paths`, read by `read`, into one matrix. `only` cuts the targets.
 pub fn merge(
     paths: &[PathBuf],
@@ -119,13 +131,14 @@ pub fn merge(
     targets: &Targets,
 ) -> Fleet {
     let g = gpus.as_ref().map(|(g, _)| *g);
-    let sources: Vec<Source> = paths
+    let mut sources: Vec<Source> = paths
         .par_iter()
         .map(|p| match read(p) {
             Ok(s) => row(p, Some(s), None, g, only, targets),
             Err(e) => row(p, None, Some(format!("{e:#}")), None, only, targets),
         })
         .collect();
+    name_apart(&mut sources);
     let mut all: Vec<String> = if only.is_empty() {
         let mut v: Vec<String> = sources.iter().flat_map(|s| s.counts.keys().cloned()).collect();
         targets.sort(&mut v);

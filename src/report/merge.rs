@@ -117,7 +117,12 @@ fn write_csv(fleet: &Fleet, out: &mut dyn Write) -> anyhow::Result<()> {
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(["source", "path", "verdict", "target", "layer", "count", "error"])?;
     for s in &fleet.sources {
-        let verdict = verdict_word(s.verdict).to_lowercase();
+        // The JSON's word for it (`nothing-to-check`), so CSV and JSON readers agree.
+        let verdict = s
+            .verdict
+            .and_then(|o| serde_json::to_value(o).ok())
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default();
         if s.counts.is_empty() {
             let err = s.error.clone().unwrap_or_default();
             w.write_record([s.name.as_str(), &s.path, &verdict, "", "", "", &err])?;

@@ -84,3 +84,38 @@ fn merge_judges_each_source_for_a_gpu() {
     assert_eq!(only.json()["targets"], json!(["gfx900"]));
     assert!(only.json()["sources"][0]["counts"].get("gfx1100").is_none());
 }
+
+/// Two sources named alike are told apart by their paths; an input that cannot be read is a
+/// row with its error, and the others are still merged (exit 3: incomplete).
+#[test]
+fn alike_names_are_told_apart_and_an_unreadable_folder_is_one_row() {
+    let (_keep, dir) = fleet();
+    let other = tempfile::tempdir().expect("tempdir");
+    std::fs::copy(dir.path().join("node-a.json"), other.path().join("node-a.json")).expect("copy");
+    let (a, b) = (dir.path().join("node-a.json"), other.path().join("node-a.json"));
+    let run = gfxscan(["merge", a.to_str().unwrap_or_default(), b.to_str().unwrap_or_default(), "--json"]);
+    run.expect_code(0);
+    let m = run.json();
+    let names: Vec<&str> =
+        m["sources"].as_array().into_iter().flatten().filter_map(|s| s["name"].as_str()).collect();
+    assert_eq!(names, [a.to_str().unwrap_or_default(), b.to_str().unwrap_or_default()]);
+    // A file named as a folder cannot be opened.
+    let not_listable = other.path().join("node-a.json/");
+    let run = gfxscan([
+        "merge",
+        a.to_str().unwrap_or_default(),
+        not_listable.to_str().unwrap_or_default(),
+        "--json",
+    ]);
+    run.expect_code(3);
+    let m = run.json();
+    assert_eq!(m["sources"].as_array().map_or(0, Vec::len), 2, "{m:#}");
+    assert!(m["sources"][1]["error"].as_str().is_some_and(|e| !e.is_empty()), "{m:#}");
+    // CSV says what JSON says when nothing could be checked.
+    let empty = Tree::new();
+    empty.file("notes.txt", b"no device code");
+    let snap = other.path().join("empty.json");
+    empty.scan(&["--json", "-o", snap.to_str().unwrap_or_default()]).expect_code(0);
+    let csv = gfxscan(["merge", snap.to_str().unwrap_or_default(), "--gpu", "gfx1100", "--format", "csv"]);
+    assert!(csv.stdout.contains(",nothing-to-check,"), "{}", csv.stdout);
+}
