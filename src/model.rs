@@ -206,6 +206,10 @@ pub struct FileRecord {
     /// the runtime looks for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kpack_ref: Option<KpackRef>,
+    /// Another name of the very same file (a hard link, read once): the first of its names in
+    /// path order. Its bytes are on disk once, under that name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hard_link_of: Option<RelPath>,
 }
 
 /// The `.rocm_kpack_ref` of a kpack-split host library, and its code-object indexes.

@@ -148,8 +148,8 @@ fn read_file(c: &Candidate, disk: &Path, targets: &Targets) -> (Read, Option<Ope
     (Read::Done(found), Some(Opened::new(src.id, head)))
 }
 
-/// For each candidate, the earlier candidate it may be a hard link to: the first one listed
-/// with the same inode number; [`read_link`] confirms it is the same file before sharing.
+/// For each candidate, the candidate it may be a hard link to: of the names with the same
+/// inode number, the first in path order; [`read_link`] confirms it is the same file before sharing.
 /// Found by sorting (inode, index) pairs: 16 bytes a name for the moment, 8 kept, where a hash
 /// map of a million names would hold ~40 MB.
 fn hard_link_leaders(candidates: &[Candidate]) -> Vec<Option<u32>> {
@@ -157,12 +157,13 @@ fn hard_link_leaders(candidates: &[Candidate]) -> Vec<Option<u32>> {
     let Ok(_) = u32::try_from(candidates.len()) else { return leaders };
     let mut by_ino: Vec<(u64, u32)> = candidates.iter().zip(0u32..).map(|(c, i)| (c.ino, i)).collect();
     by_ino.sort_unstable();
-    for run in by_ino.chunk_by(|a, b| a.0 == b.0) {
-        if let [(_, first), rest @ ..] = run {
-            for (_, i) in rest {
-                if let Some(slot) = leaders.get_mut(*i as usize) {
-                    *slot = Some(*first);
-                }
+    let rel = |i: u32| candidates.get(i as usize).map(|c| (c.root, &c.rel));
+    for run in by_ino.chunk_by(|a, b| a.0 == b.0).filter(|r| r.len() > 1) {
+        // The first name in path order leads, whatever order the directories listed them in.
+        let Some(first) = run.iter().map(|(_, i)| *i).min_by_key(|&i| rel(i)) else { continue };
+        for &(_, i) in run.iter().filter(|(_, i)| *i != first) {
+            if let Some(slot) = leaders.get_mut(i as usize) {
+                *slot = Some(first);
             }
         }
     }
@@ -181,7 +182,7 @@ fn hard_link_leaders(candidates: &[Candidate]) -> Vec<Option<u32>> {
 ///   decide families too: a `library` folder makes a Tensile file).
 fn read_link(
     (c, disk): (&Candidate, &Path),
-    leader: &Path,
+    (lead, leader): (&Candidate, &Path),
     kept: Option<&(FileOutcome, Opened)>,
     targets: &Targets,
 ) -> Read {
@@ -196,6 +197,9 @@ fn read_link(
         Some((outcome, _)) => {
             let mut outcome = outcome.clone();
             outcome.set_path(RelPath::new(c.root, c.rel.as_os_str()));
+            if let Some(r) = &mut outcome.record {
+                r.hard_link_of = Some(RelPath::new(lead.root, lead.rel.as_os_str()));
+            }
             Read::Done(Found::one(outcome))
         }
         None => read_file(c, disk, targets).0,
@@ -333,7 +337,8 @@ impl Reader<'_> {
             .fold(Part::default, |part, (i, l)| {
                 let (Some(c), Some(leader)) = (cands.get(i), cands.get(l)) else { return part };
                 let disk = c.path(self.roots);
-                let read = read_link((c, &disk), &leader.path(self.roots), kept.get(&l), self.targets);
+                let read =
+                    read_link((c, &disk), (leader, &leader.path(self.roots)), kept.get(&l), self.targets);
                 self.take(part, i, read)
             })
             .reduce(Part::default, Part::merge);
@@ -407,7 +412,9 @@ mod tests {
         let (Read::Done(f), Some(opened)) = read_file(&ca, &a, &targets) else { panic!("read") };
         let kept = (f.files[0].clone(), opened);
         // Unchanged, the follower takes the leader's result under its own path.
-        let Read::Done(shared) = read_link((&cb, &b), &a, Some(&kept), &targets) else { panic!("read") };
+        let Read::Done(shared) = read_link((&cb, &b), (&ca, &a), Some(&kept), &targets) else {
+            panic!("read")
+        };
         assert_eq!(shared.files[0].path, RelPath::new(0, cb.rel.as_os_str()));
         // Replaced, whatever inode the new file gets, it is read on its own.
         std::fs::remove_file(&a).unwrap();
@@ -417,6 +424,6 @@ mod tests {
             Read::Done(f) => f.files[0].record.as_ref().map(|r| r.code_objects[0].kernels),
             Read::Archive(_) => panic!("not an archive"),
         };
-        assert_eq!(kernels(read_link((&cb, &b), &a, Some(&kept), &targets)), Some(Some(1)));
+        assert_eq!(kernels(read_link((&cb, &b), (&ca, &a), Some(&kept), &targets)), Some(Some(1)));
     }
 }

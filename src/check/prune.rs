@@ -63,6 +63,16 @@ pub struct PruneReport {
     /// Libraries with something to drop first, largest first.
     pub libraries: Vec<PruneRow>,
     pub total: PruneRow,
+    /// Files with nothing a GPU target decides (no device code, no GPU data: libMIOpen,
+    /// libamdhip64, headers, tools): they stay whatever is kept, and are in no row.
+    pub untied: Untied,
+}
+
+/// Files the rows leave out, by name (a hard link among them counts under each name).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Untied {
+    pub files: u64,
+    pub bytes: u64,
 }
 
 /// What a code object is to the kept targets.
@@ -106,7 +116,8 @@ fn library_of(f: &FileRecord) -> RelPath {
 /// The prune report of a snapshot for the `keep` targets.
 pub fn prune(snap: &Snapshot, keep: &[String], targets: &Targets) -> PruneReport {
     let mut rows: BTreeMap<RelPath, PruneRow> = BTreeMap::new();
-    for f in &snap.files {
+    // A hard link's bytes are on disk once, under the name it links to.
+    for f in snap.files.iter().filter(|f| f.hard_link_of.is_none()) {
         let lib = library_of(f);
         let row = rows.entry(lib.clone()).or_insert_with(|| PruneRow { library: lib, ..PruneRow::default() });
         let mut device_stored = 0u64;
@@ -171,11 +182,17 @@ pub fn prune(snap: &Snapshot, keep: &[String], targets: &Targets) -> PruneReport
         generic: t.generic.plus(r.generic),
         stays: t.stays + r.stays,
     });
+    let recorded = snap.files.iter().fold((0u64, 0u64), |(n, b), f| (n + 1, b + f.size));
+    let untied = Untied {
+        files: snap.summary.files.saturating_sub(recorded.0),
+        bytes: snap.summary.bytes.saturating_sub(recorded.1),
+    };
     PruneReport {
         schema_version: PRUNE_SCHEMA_VERSION,
         tool: crate::model::Tool::current(),
         keep: keep.to_vec(),
         libraries,
         total,
+        untied,
     }
 }

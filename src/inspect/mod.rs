@@ -132,6 +132,7 @@ pub fn inspect(
             code_objects: col.code_objects,
             artifact,
             kpack_ref: col.kpack_ref,
+            hard_link_of: None,
         });
     }
     out

@@ -102,7 +102,14 @@ pub fn write_prune(
     let (text, _) = fit(cols, md, style);
     writeln!(out, "{text}")?;
     writeln!(out)?;
-    let note = "An entry of a compressed bundle counts its share of the bundle on disk (its size × the bundle's stored ÷ inflated size) and its own size inflated. Nothing was written or deleted.";
-    writeln!(out, "{}", wrap(note, "", "", style.width))?;
+    let untied = &report.untied;
+    let note = format!(
+        "{} ({}) {} nothing a GPU target decides (no device code, no GPU data) and {}; in no row. An entry of a compressed bundle counts its share of the bundle on disk (its size × the bundle's stored ÷ inflated size) and its own size inflated. A hard link is counted once. Nothing was written or deleted.",
+        crate::vocab::units::count(untied.files, "other file"),
+        human_bytes(untied.bytes),
+        if untied.files == 1 { "holds" } else { "hold" },
+        if untied.files == 1 { "stays" } else { "stay" },
+    );
+    writeln!(out, "{}", wrap(&note, "", "", style.width))?;
     Ok(())
 }

@@ -79,3 +79,28 @@ fn keep_counts_what_could_go_and_what_stays() {
     assert!(table.stdout.starts_with("Keeping gfx900: "), "{}", table.stdout);
     assert!(table.stdout.lines().any(|l| l.trim_start().starts_with("total")), "{}", table.stdout);
 }
+
+/// A library under two names (a hard link, as a package's `lib/` and a wheel's copy made with
+/// `cp -l` share one file) is on disk once: prune counts its bytes once, under the first name
+/// in path order, and the snapshot says which name the other is.
+#[test]
+fn a_hard_linked_library_is_counted_once() {
+    let tree = Tree::new();
+    let lib = host_lib(&[("gfx900", &co(GFX900, 0, 3)), ("gfx1100", &co(GFX1100, 0, 2))]);
+    tree.file("opt/rocm/lib/libfoo.so", &lib);
+    std::fs::create_dir_all(tree.path("b")).expect("mkdir");
+    std::fs::hard_link(tree.path("opt/rocm/lib/libfoo.so"), tree.path("b/libfoo.so")).expect("link");
+    tree.file("opt/rocm/lib/libamdhip64.so", b"host code only: no device code, no GPU data");
+    let (_, snap) = tree.scan_json(&[]);
+    let rec = crate::util::file_record(&snap, "opt/rocm/lib/libfoo.so");
+    assert_eq!(rec["hard_link_of"]["path"], "b/libfoo.so", "{rec:#}");
+    assert!(crate::util::file_record(&snap, "b/libfoo.so").get("hard_link_of").is_none());
+    let report = tree.scan(&["--keep", "gfx1100", "--json"]).json();
+    let total = &report["total"];
+    let counted = total["drop"]["stored"].as_u64().unwrap_or(0)
+        + total["keep"]["stored"].as_u64().unwrap_or(0)
+        + total["stays"].as_u64().unwrap_or(0);
+    assert_eq!(counted, lib.len() as u64, "one file's bytes, once: {report:#}");
+    // The library without device code is in no row, and is said to stay.
+    assert_eq!(report["untied"], serde_json::json!({"files": 1, "bytes": 43}), "{report:#}");
+}
