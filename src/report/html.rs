@@ -105,20 +105,29 @@ pub fn bar_chart(out: &mut String, title: &str, bars: &[(String, u64)], class: u
     );
     for (i, (label, v)) in bars.iter().enumerate() {
         let y = 3.0 + ROW * i as f64;
-        let w = (BAR * *v as f64 / max).max(1.0);
         let _ = write!(
             out,
-            "<text x=\"{:.0}\" y=\"{:.0}\" text-anchor=\"end\">{}</text>\
-             <rect class=\"bar l{}\" x=\"{LABEL}\" y=\"{:.0}\" width=\"{w:.1}\" height=\"{:.0}\"><title>{}: {}</title></rect>\
-             <text class=\"val\" x=\"{:.1}\" y=\"{:.0}\">{}</text>",
+            "<text x=\"{:.0}\" y=\"{:.0}\" text-anchor=\"end\">{}</text>",
             LABEL - 6.0,
             y + 13.0,
-            esc(label),
-            class % 6,
-            y + 2.0,
-            ROW - 5.0,
-            esc(label),
-            thousands(*v),
+            esc(label)
+        );
+        // Nothing is no bar (a sliver would read as "a little"); any count is at least 1 px.
+        let w = if *v == 0 { 0.0 } else { (BAR * *v as f64 / max).max(1.0) };
+        if *v > 0 {
+            let _ = write!(
+                out,
+                "<rect class=\"bar l{}\" x=\"{LABEL}\" y=\"{:.0}\" width=\"{w:.1}\" height=\"{:.0}\"><title>{}: {}</title></rect>",
+                class % 6,
+                y + 2.0,
+                ROW - 5.0,
+                esc(label),
+                thousands(*v),
+            );
+        }
+        let _ = write!(
+            out,
+            "<text class=\"val\" x=\"{:.1}\" y=\"{:.0}\">{}</text>",
             LABEL + w + 4.0,
             y + 13.0,
             thousands(*v)
@@ -407,5 +416,14 @@ mod tests {
         assert_eq!(out.matches("<rect class=\"bar").count(), 2);
         assert!(out.contains("rocBLAS &lt;files&gt;") && out.contains(">128<") && out.contains(">96<"));
         assert!(!out.contains("http://") || out.contains("xmlns=\"http://www.w3.org/2000/svg\""));
+    }
+
+    /// A diff's "before" of nothing is no bar, not a 1-pixel sliver; its value is still shown.
+    #[test]
+    fn a_zero_is_no_bar() {
+        let mut out = String::new();
+        bar_chart(&mut out, "rocBLAS files", &[("gfx900".into(), 0), ("gfx1100".into(), 1)], 0);
+        assert_eq!(out.matches("<rect class=\"bar").count(), 1);
+        assert!(out.contains(">0<") && out.contains("width=\"260.0\""), "{out}");
     }
 }
