@@ -94,7 +94,8 @@ fn memory_size(s: &str) -> Result<u64, String> {
     Ok(n)
 }
 
-/// The least `--max-memory` takes: the scan's own needs and one large window.
+/// The least `--max-memory` takes. The decoders never get less than one 64 MiB window, so
+/// with many threads the figure is an aim, not a bound (docs/usage.md).
 const MIN_MEMORY: u64 = 100 << 20;
 
 /// Output formats.
@@ -184,7 +185,8 @@ pub struct ScanOpts {
     pub threads: Option<usize>,
     /// Memory the scan aims to stay under (default 200M; at least 100M): compressed bundles
     /// inflate side by side only as far as their windows (up to 128 MiB each) fit in it, so on
-    /// many cores a larger figure is faster. Units: K, M, G (powers of 1024), or bytes.
+    /// many cores a larger figure is faster. An aim: decoders always get one 64 MiB window,
+    /// and each thread its buffers. Units: K, M, G (powers of 1024), or bytes.
     #[arg(long, value_name = "SIZE", value_parser = memory_size)]
     pub max_memory: Option<u64>,
     /// Follow symbolic links (loops are detected and reported).

@@ -293,19 +293,7 @@ fn run_merge(args: MergeArgs, color: cli::ColorChoice) -> anyhow::Result<ExitSta
         let env = check::devices::Env::default();
         Some(check::devices::from_args(&args.gpus, &env, &targets).map_err(anyhow::Error::msg)?)
     };
-    let mut paths = Vec::new();
-    for input in &args.inputs {
-        if input.is_dir() {
-            // A folder that cannot be listed is a source that could not be read: the others
-            // are still merged, and the exit code says the matrix is incomplete.
-            match snapshot::snapshots_in(input) {
-                Ok(found) => paths.extend(found),
-                Err(_) => paths.push(input.clone()),
-            }
-        } else {
-            paths.push(input.clone());
-        }
-    }
+    let (paths, unlisted) = merge::gather(&args.inputs, &|d| snapshot::snapshots_in(d));
     if paths.is_empty() {
         let given: Vec<String> = args.inputs.iter().map(|p| p.display().to_string()).collect();
         bail!("no snapshot in {} (*.json, *.json.zst, *.json.xz): nothing to merge", given.join(", "));
@@ -315,7 +303,11 @@ fn run_merge(args: MergeArgs, color: cli::ColorChoice) -> anyhow::Result<ExitSta
     let pool = rayon::ThreadPoolBuilder::new().num_threads(args.threads.unwrap_or(0)).build()?;
     let fleet = pool.install(|| {
         let g = gpus.as_ref().map(|g| (g, args.gpus.clone()));
-        merge::merge(&paths, &|p| snapshot::read_snapshot(p), g, &distinct(&args.only), &targets)
+        let read = |p: &std::path::Path| match unlisted.get(p) {
+            Some(why) => Err(anyhow::anyhow!("{why}")),
+            None => snapshot::read_snapshot(p),
+        };
+        merge::merge(&paths, &read, g, &distinct(&args.only), &targets)
     });
     let format = if args.json { OutputFormat::Json } else { args.format };
     // No OK for a source that could not be read, or judged: a missing piece first (it is

@@ -110,6 +110,31 @@ fn row(
     src
 }
 
+/// The snapshot files the inputs name: a folder gives its snapshots (`list`), anything else
+/// is taken as one. A folder that cannot be listed stays an input, with the reason, so that it
+/// is a row that could not be read rather than the end of the merge.
+pub fn gather(
+    inputs: &[PathBuf],
+    list: &dyn Fn(&Path) -> anyhow::Result<Vec<PathBuf>>,
+) -> (Vec<PathBuf>, std::collections::HashMap<PathBuf, String>) {
+    let mut paths = Vec::new();
+    let mut unlisted = std::collections::HashMap::new();
+    for input in inputs {
+        if !input.is_dir() {
+            paths.push(input.clone());
+            continue;
+        }
+        match list(input) {
+            Ok(found) => paths.extend(found),
+            Err(e) => {
+                unlisted.insert(input.clone(), format!("{e:#}"));
+                paths.push(input.clone());
+            }
+        }
+    }
+    (paths, unlisted)
+}
+
 /// Sources whose file names are the same (`a/node.json`, `b/node.json`) are named by their
 /// paths instead, so that no two rows read alike.
 fn name_apart(sources: &mut [Source]) {
@@ -155,5 +180,30 @@ pub fn merge(
         targets: all,
         gpus: gpus.map(|(_, names)| names).unwrap_or_default(),
         sources,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// A folder that cannot be listed is kept as an input with its reason (root passes
+    /// permission checks, so the lister stands in for a folder it may not read).
+    #[test]
+    fn a_folder_that_cannot_be_listed_is_kept_with_its_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.json");
+        std::fs::write(&file, b"{}").unwrap();
+        let inputs = vec![file.clone(), dir.path().to_path_buf()];
+        let deny = |p: &Path| -> anyhow::Result<Vec<PathBuf>> {
+            anyhow::bail!("cannot read {}: Permission denied", p.display())
+        };
+        let (paths, unlisted) = gather(&inputs, &deny);
+        assert_eq!(paths, inputs);
+        assert!(unlisted.get(dir.path()).is_some_and(|e| e.contains("Permission denied")), "{unlisted:?}");
+        let (paths, unlisted) = gather(&inputs, &|_| Ok(vec![file.clone()]));
+        assert_eq!(paths, [file.clone(), file]);
+        assert!(unlisted.is_empty());
     }
 }

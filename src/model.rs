@@ -577,6 +577,9 @@ pub enum FindingKind {
     NeverOpened,
     /// A file or link named for a target its content does not serve.
     NameLies,
+    /// A kind this version does not know (a snapshot from a newer gfxscan): kept, not refused.
+    #[serde(other)]
+    Unknown,
 }
 
 /// One way an install is broken as shipped: what, where, and why it breaks a run.
@@ -608,4 +611,18 @@ pub struct ArchiveRecord {
     /// Layers, for container images.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layers: Option<u32>,
+}
+
+#[cfg(test)]
+mod finding_kind_tests {
+    use super::FindingKind;
+
+    /// A snapshot from a newer gfxscan may carry kinds this one does not know: read, not refused.
+    #[test]
+    fn a_finding_kind_from_a_newer_version_is_kept_as_unknown() {
+        let k: FindingKind = serde_json::from_str("\"index-names-missing\"").expect("known");
+        assert_eq!(k, FindingKind::IndexNamesMissing);
+        let k: FindingKind = serde_json::from_str("\"from-a-newer-version\"").expect("unknown kind read");
+        assert_eq!(k, FindingKind::Unknown);
+    }
 }

@@ -157,7 +157,11 @@ fn hard_link_leaders(candidates: &[Candidate]) -> Vec<Option<u32>> {
     let Ok(_) = u32::try_from(candidates.len()) else { return leaders };
     let mut by_ino: Vec<(u64, u32)> = candidates.iter().zip(0u32..).map(|(c, i)| (c.ino, i)).collect();
     by_ino.sort_unstable();
-    let rel = |i: u32| candidates.get(i as usize).map(|c| (c.root, &c.rel));
+    // Byte order of the path: the order the snapshot lists files in.
+    let rel = |i: u32| {
+        use std::os::unix::ffi::OsStrExt;
+        candidates.get(i as usize).map(|c| (c.root, c.rel.as_os_str().as_bytes()))
+    };
     for run in by_ino.chunk_by(|a, b| a.0 == b.0).filter(|r| r.len() > 1) {
         // The first name in path order leads, whatever order the directories listed them in.
         let Some(first) = run.iter().map(|(_, i)| *i).min_by_key(|&i| rel(i)) else { continue };
@@ -259,6 +263,8 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
         }
         tally
     });
+    // The windows kept for reuse are not needed past the reading.
+    crate::vocab::codec::WINDOWS.drain_idle();
     for l in &walked.links {
         tally.summary.symlinks += 1;
         tally.links.push(LinkSeen {

@@ -295,7 +295,11 @@ fn libpath_verdict(
     let mut v = match &lp.place {
         Some((root, dir)) => {
             let lib = Library { component: Some(lp.component), ..library(snap, *root, dir, targets) };
-            tensile::verdict(&lib, dev)
+            placeholders::held_to_index(
+                tensile::verdict(&lib, dev),
+                *root,
+                &placeholders::placeholder_findings(snap),
+            )
         }
         None => {
             let rule = tensile::missing_folder_gap(lp.component, &dev.processor, targets);

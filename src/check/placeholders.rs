@@ -6,8 +6,8 @@
 //! `Serialization/PlaceholderLibrary.hpp`) and dereferences what it loaded without a check: a
 //! missing `P.dat` is a segmentation fault on the first GEMM of that type (TheRock#7790,
 //! rocm-libraries#12335). Its kernels come from `P.co` (assembly), `P.hsaco` (source) or, for
-//! a fallback library, `P_<arch>.hsaco` (`getCodeObjectFileName`; gfx906/908/90a builds write
-//! `P_<arch>-xnack±.hsaco`). hipBLASLt's TensileLite opens `P.dat` and `P.co` the same way.
+//! a fallback library, `P_<arch>.hsaco` (`getCodeObjectFileName`), each also as the `-xnack±`
+//! variants Tensile writes for targets with xnack modes. hipBLASLt's TensileLite opens `P.dat` and `P.co` the same way.
 //!
 //! The judgement goes by what each index names, never by how names look: rocm-libraries#6840
 //! (April 2026) moved fallback libraries from one shared `…_fallback.dat` to per-arch
@@ -16,6 +16,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::model::{Artifact, Family, Finding, FindingKind, RelPath, Role, Snapshot};
+use crate::parse::tensile::MAX_PLACEHOLDERS;
 use crate::vocab::verdict::{GapRule, Status, Verdict};
 
 /// Every name the snapshot saw (read, unreadable, or a link), by root, with what it is.
@@ -62,13 +63,20 @@ fn join(dir: &str, name: &str) -> String {
     }
 }
 
-/// True when a placeholder's kernels have a file: `P.co`, `P.hsaco`, `P_<arch>.hsaco` or a
-/// target-feature variant `P_<arch>-xnack±.hsaco`.
+/// True when a placeholder's kernels have a file: `P.co`, `P.hsaco` or `P_<arch>.hsaco`, each
+/// also as its target-feature variants `-xnack-` and `-xnack+` before the extension (Tensile's
+/// `TensileCreateLibrary` writes `P-xnack±.hsaco` for source kernels of targets with xnack
+/// modes: Debian's rocBLAS 4.4 ships 26 such gfx90a pairs, and its gfx90a fallbacks as
+/// `P_gfx90a-xnack±.hsaco`). Any of them counts: the rule must not call a working library
+/// broken.
 fn kernels_present(folder: &Folder, prefix: &str, arch: &str) -> bool {
-    let exact = [format!("{prefix}.co"), format!("{prefix}.hsaco"), format!("{prefix}_{arch}.hsaco")];
-    let variant = format!("{prefix}_{arch}-");
-    exact.iter().any(|n| folder.contains_key(n.as_str()))
-        || folder.keys().any(|n| n.starts_with(&variant) && n.ends_with(".hsaco"))
+    let stems = [prefix.to_string(), format!("{prefix}_{arch}")];
+    let mut names = stems.iter().flat_map(|stem| {
+        ["", "-xnack-", "-xnack+"]
+            .into_iter()
+            .flat_map(move |v| ["co", "hsaco"].into_iter().map(move |ext| format!("{stem}{v}.{ext}")))
+    });
+    names.any(|n| folder.contains_key(n.as_str()))
 }
 
 /// The sub-library a placeholder names, if present (`P.dat`, or with the index's own suffix).
@@ -135,12 +143,15 @@ fn index_finding(idx: &LazyIndex, folder: &Folder) -> Option<Finding> {
 
 /// True when every lazy index in the folder was read and names its sub-libraries: only then
 /// is a file no index names known to be unopened.
-fn all_indexes_read(snap: &Snapshot, root: usize, dir: &str, read: usize) -> bool {
+fn all_indexes_read(snap: &Snapshot, root: usize, dir: &str, read: &[LazyIndex]) -> bool {
     let here =
         |p: &RelPath| p.root == root && p.dir() == dir && p.file_name().starts_with("TensileLibrary_lazy_");
-    let unread = snap.problems.iter().any(|p| here(&p.path));
+    // An index read through a link names sub-libraries that were not read here.
+    let unread = snap.problems.iter().any(|p| here(&p.path)) || snap.links.iter().any(|l| here(&l.path));
     let indexes = snap.files.iter().filter(|f| here(&f.path)).count();
-    !unread && indexes == read
+    // An index with more names than were kept may name the files that look unopened.
+    let whole = read.iter().all(|i| i.artifact.placeholders.len() < MAX_PLACEHOLDERS);
+    !unread && indexes == read.len() && whole
 }
 
 /// Sub-libraries in a folder of lazy indexes that none of them names: never opened.
@@ -191,7 +202,7 @@ pub fn placeholder_findings(snap: &Snapshot) -> Vec<Finding> {
         out.extend(indexes.iter().filter_map(|idx| index_finding(idx, &folder)));
         let named: HashSet<&str> =
             indexes.iter().flat_map(|i| i.artifact.placeholders.iter().map(String::as_str)).collect();
-        if all_indexes_read(snap, root, dir, indexes.len()) {
+        if all_indexes_read(snap, root, dir, &indexes) {
             out.extend(unopened(snap, root, dir, &named));
         }
     }

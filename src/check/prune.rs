@@ -64,7 +64,8 @@ pub struct PruneReport {
     pub libraries: Vec<PruneRow>,
     pub total: PruneRow,
     /// Files with nothing a GPU target decides (no device code, no GPU data: libMIOpen,
-    /// libamdhip64, headers, tools): they stay whatever is kept, and are in no row.
+    /// libamdhip64, headers, tools; and files that could not be read): they stay whatever is
+    /// kept, and are in no row.
     pub untied: Untied,
 }
 

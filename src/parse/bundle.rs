@@ -583,6 +583,42 @@ mod tests {
         assert!(!spirv.is_amdgcn() && !spirv.is_host());
     }
 
+    /// Frames with windows of 32 MiB and more leave their decoders to be reused, and a decoder
+    /// left mid-frame (only a code object's first bytes are read) is reset before its next
+    /// frame: every bundle still reads right, in region order, whichever decoder it gets.
+    #[test]
+    fn large_frames_read_right_through_reused_decoders() {
+        let big = 34 << 20;
+        let mut bundles = Vec::new();
+        let mut want: Vec<(u32, u64)> = Vec::new();
+        for (i, mach) in [0x2c_u32, 0x41, 0x3f, 0x36].into_iter().enumerate() {
+            let mut entry = code_object(&CodeObjectSpec::v4(mach, 0, &["k"]));
+            entry.resize(big + i * 4096, 0);
+            let id = [
+                "hipv4-amdgcn-amd-amdhsa--gfx900",
+                "hipv4-amdgcn-amd-amdhsa--gfx1100",
+                "hipv4-amdgcn-amd-amdhsa--gfx90a",
+                "hipv4-amdgcn-amd-amdhsa--gfx1030",
+            ][i];
+            bundles.push(ccob(3, Codec::Zstd, &bundle(&[(id, &entry)], 4096)));
+            want.push((mach, entry.len() as u64));
+        }
+        let region = fatbin(&bundles);
+        for _ in 0..2 {
+            let got = parse_bundles(&region);
+            assert!(got.stopped.is_none(), "{:?}", got.stopped);
+            let procs: Vec<(u32, u64)> = got
+                .bundles
+                .iter()
+                .flat_map(|b| b.entries.iter())
+                .filter_map(|e| {
+                    e.code_object.as_ref()?.as_ref().ok().map(|c| (c.header.e_flags & 0xff, c.size))
+                })
+                .collect();
+            assert_eq!(procs, want);
+        }
+    }
+
     #[test]
     fn plain_bundle_yields_device_entries_only() {
         let (a, b) = (co(0x2c), co(0x41));

@@ -19,7 +19,7 @@ use super::{push_unique, ByteSource, ParseError, Result};
 const PREDICATE_BUDGET: u32 = 4096;
 
 /// Most sub-library names kept from one lazy index (real ones name tens to a few hundred).
-const MAX_PLACEHOLDERS: usize = 65_536;
+pub const MAX_PLACEHOLDERS: usize = 65_536;
 
 /// A hardware predicate as Tensile serializes it (Tensile `Serialization/Predicates.hpp`:
 /// `TruePred`, `FalsePred`, `And`, `Or`, `Not`, `AMDGPU`; inside `AMDGPU`: `Processor`,

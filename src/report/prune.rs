@@ -104,7 +104,7 @@ pub fn write_prune(
     writeln!(out)?;
     let untied = &report.untied;
     let note = format!(
-        "{} ({}) {} nothing a GPU target decides (no device code, no GPU data) and {}; in no row. An entry of a compressed bundle counts its share of the bundle on disk (its size × the bundle's stored ÷ inflated size) and its own size inflated. A hard link is counted once. Nothing was written or deleted.",
+        "{} ({}) {} no device code or GPU data (or could not be read) and {}; in no row. An entry of a compressed bundle counts its share of the bundle on disk (its size × the bundle's stored ÷ inflated size) and its own size inflated. A hard link is counted once. Nothing was written or deleted.",
         crate::vocab::units::count(untied.files, "other file"),
         human_bytes(untied.bytes),
         if untied.files == 1 { "holds" } else { "hold" },

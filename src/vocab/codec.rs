@@ -175,10 +175,23 @@ impl WindowBudget {
             if let Some(permit) = self.try_take(bytes, cap) {
                 return Some(Allocation { decoder: None, permit });
             }
-            // Idle windows give way to a frame that needs the memory.
-            let evicted = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+            // Idle windows give way to a frame that needs the memory, when freeing them is
+            // enough: not while frames in progress hold the rest.
+            let evicted = {
+                let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+                let idle_bytes: u64 = idle.iter().map(|a| a.permit.bytes).sum();
+                let held = *self.held.lock().unwrap_or_else(|e| e.into_inner());
+                let active = held.saturating_sub(idle_bytes);
+                (active == 0 || active + bytes <= cap).then(|| idle.pop()).flatten()
+            };
             drop(evicted?);
         }
+    }
+
+    /// Frees every idle decoder and its window (when the reading is done).
+    pub fn drain_idle(&self) {
+        let idle = std::mem::take(&mut *self.idle.lock().unwrap_or_else(|e| e.into_inner()));
+        drop(idle);
     }
 
     /// The idle decoder with the smallest share that covers `bytes`.

@@ -247,10 +247,17 @@ fn both_fallback_generations_are_whole_when_index_and_files_agree() {
     tree.file(format!("{LIB}/TensileLibrary_lazy_gfx1100.dat"), &lazy_index("gfx1100", &[&old]));
     tree.file(format!("{LIB}/{old}.dat"), &tensile_index(&["gfx1100"], 1));
     tree.file(format!("{LIB}/{old}_gfx1100.hsaco"), &co(GFX1100, 0, 2));
-    tree.file(format!("{LIB}/TensileLibrary_lazy_gfx90a.dat"), &lazy_index("gfx90a", &[&old]));
     for variant in ["xnack+", "xnack-"] {
         tree.file(format!("{LIB}/{old}_gfx90a-{variant}.hsaco"), &co(GFX90A, 0, 2));
     }
+    // A source-kernel sub-library whose code is only in `-xnack±` files (26 such in Debian's
+    // rocBLAS 4.4 for gfx90a).
+    let sub90a = format!("{SS}_CU104_gfx90a");
+    tree.file(format!("{LIB}/{sub90a}.dat"), &tensile_index(&["gfx90a"], 2));
+    for variant in ["xnack+", "xnack-"] {
+        tree.file(format!("{LIB}/{sub90a}-{variant}.hsaco"), &co(GFX90A, 0, 2));
+    }
+    tree.file(format!("{LIB}/TensileLibrary_lazy_gfx90a.dat"), &lazy_index("gfx90a", &[&old, &sub90a]));
     let new = format!("{SS}_fallback_gfx1151");
     let per_arch = format!("{LIB}/gfx1151");
     tree.file(format!("{per_arch}/TensileLibrary_lazy_gfx1151.dat"), &lazy_index("gfx1151", &[&new]));
@@ -281,4 +288,32 @@ fn a_sub_library_without_its_code_object_file() {
     let v = tensile_verdict(&tree, "gfx1100", "lib/rocblas/library/");
     assert_eq!(v["status"], "missing", "{v:#}");
     assert!(v["consequence"].as_str().unwrap_or("").contains("fail to load"), "{v:#}");
+}
+
+/// An index read through a link names its sub-libraries too: with a lazy index that is a link
+/// (its names were not read here), no sub-library of the folder is called unopened.
+#[test]
+fn a_linked_index_leaves_no_sub_library_called_unopened() {
+    let tree = Tree::new();
+    tree.file("opt/rocm/lib/librocblas.so.5.0", &host_lib(&[("gfx1100", &co(GFX1100, 0, 1))]));
+    let (a, b) =
+        (format!("{SS}_gfx1100"), "TensileLibrary_Type_DD_Contraction_l_Ailk_Bjlk_Cijk_Dijk_gfx1100");
+    tree.file(format!("{LIB}/TensileLibrary_lazy_gfx1100.dat"), &lazy_index("gfx1100", &[&a]));
+    tree.file("opt/rocm/share/idx/TensileLibrary_lazy_gfx1101.dat", &lazy_index("gfx1101", &[b]));
+    tree.symlink(
+        "../../../share/idx/TensileLibrary_lazy_gfx1101.dat",
+        format!("{LIB}/TensileLibrary_lazy_gfx1101.dat"),
+    );
+    for sub in [a.as_str(), b] {
+        tree.file(format!("{LIB}/{sub}.dat"), &tensile_index(&["gfx1100"], 1));
+        tree.file(format!("{LIB}/{sub}.co"), &co(GFX1100, 0, 1));
+    }
+    let (_, snap) = tree.scan_json(&[]);
+    assert!(findings(&snap, "never-opened").is_empty(), "{:#}", snap["findings"]);
+    // Without the link, the sub-library only it names is unopened.
+    std::fs::remove_file(tree.path(format!("{LIB}/TensileLibrary_lazy_gfx1101.dat"))).expect("unlink");
+    let (_, snap) = tree.scan_json(&[]);
+    let got = findings(&snap, "never-opened");
+    assert_eq!(got.len(), 1, "{:#}", snap["findings"]);
+    assert_eq!(paths(&got[0]["paths"]), [format!("{LIB}/{b}.dat")]);
 }
