@@ -279,8 +279,18 @@ pub fn write_scan_html(
         .iter()
         .filter(|f| f.kind != crate::model::FindingKind::NameLies)
         .map(|f| {
-            let paths: Vec<String> = f.paths.iter().map(|p| p.display(&snap.roots)).collect();
-            format!("{}: {} ({})", f.library.display(&snap.roots), f.why, paths.join(", "))
+            let mut paths: Vec<String> = f.paths.iter().take(5).map(|p| p.display(&snap.roots)).collect();
+            if f.paths.len() > 5 {
+                paths.push(format!("and {} more", f.paths.len() - 5));
+            }
+            let kind = serde_json::to_value(f.kind).ok().and_then(|v| v.as_str().map(String::from));
+            format!(
+                "{}: {}: {} ({})",
+                kind.unwrap_or_default(),
+                f.library.display(&snap.roots),
+                f.why,
+                paths.join(", ")
+            )
         })
         .collect();
     list(&mut out, "Findings: broken as shipped", &findings);
