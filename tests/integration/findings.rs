@@ -250,8 +250,8 @@ fn both_fallback_generations_are_whole_when_index_and_files_agree() {
     for variant in ["xnack+", "xnack-"] {
         tree.file(format!("{LIB}/{old}_gfx90a-{variant}.hsaco"), &co(GFX90A, 0, 2));
     }
-    // A source-kernel sub-library whose code is only in `-xnack±` files (26 such in Debian's
-    // rocBLAS 4.4 for gfx90a).
+    // A source-kernel sub-library whose code is only in `-xnack±` files (Debian's rocBLAS 4.4
+    // ships 26 gfx90a sub-libraries with such files, there beside a `.co`).
     let sub90a = format!("{SS}_CU104_gfx90a");
     tree.file(format!("{LIB}/{sub90a}.dat"), &tensile_index(&["gfx90a"], 2));
     for variant in ["xnack+", "xnack-"] {
