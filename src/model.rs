@@ -55,6 +55,15 @@ impl RelPath {
         RelPath { root, path: format!("{dir}/"), path_hex: None }
     }
 
+    /// The file `name` in the same folder as this one.
+    pub fn beside(&self, name: &str) -> Self {
+        let path = match self.dir() {
+            "" => name.to_string(),
+            dir => format!("{dir}/{name}"),
+        };
+        RelPath { root: self.root, path, path_hex: None }
+    }
+
     /// The last part of the path (the file's name).
     pub fn file_name(&self) -> &str {
         self.path.rsplit('/').next().unwrap_or(&self.path)

@@ -295,11 +295,7 @@ fn libpath_verdict(
     let mut v = match &lp.place {
         Some((root, dir)) => {
             let lib = Library { component: Some(lp.component), ..library(snap, *root, dir, targets) };
-            placeholders::held_to_index(
-                tensile::verdict(&lib, dev),
-                *root,
-                &placeholders::placeholder_findings(snap),
-            )
+            placeholders::held_to_index(tensile::verdict(&lib, dev), *root, &snap.findings)
         }
         None => {
             let rule = tensile::missing_folder_gap(lp.component, &dev.processor, targets);
@@ -355,7 +351,6 @@ pub fn library_verdicts(
     let mut out: BTreeMap<Install, Vec<Verdict>> = BTreeMap::new();
     let listed = libraries(snap);
     let stand = Stand { snap, libpaths, targets };
-    let lazy_findings = placeholders::placeholder_findings(snap);
     // Components whose install folder some libpath replaces.
     let replaced: BTreeSet<Component> = listed
         .iter()
@@ -381,7 +376,7 @@ pub fn library_verdicts(
                 }
                 match stand.for_folder(*root, dir) {
                     Some(lp) => libpath_verdict(snap, lp, &lib.display(), dev, targets),
-                    None => placeholders::held_to_index(tensile::verdict(&lib, dev), *root, &lazy_findings),
+                    None => placeholders::held_to_index(tensile::verdict(&lib, dev), *root, &snap.findings),
                 }
             }
             Place::Plugins(root, dir, kind) => {

@@ -15,20 +15,10 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use crate::families::tensile::{KERNELS_ABSENT, SUB_LIBRARY_ABSENT};
 use crate::model::{Artifact, Family, Finding, FindingKind, RelPath, Role, Snapshot};
 use crate::parse::tensile::MAX_PLACEHOLDERS;
-use crate::vocab::verdict::{GapRule, Status, Verdict};
-
-/// Every name the snapshot saw (read, unreadable, or a link), by root, with what it is.
-fn present(snap: &Snapshot) -> Vec<(&RelPath, Option<&Artifact>)> {
-    let files = snap.files.iter().map(|f| (&f.path, f.artifact.as_ref()));
-    let problems = snap.problems.iter().map(|p| (&p.path, None));
-    let links = snap.links.iter().map(|l| (&l.path, None));
-    files.chain(problems).chain(links).collect()
-}
-
-/// The names in one folder, each with what it is.
-type Folder<'a> = HashMap<&'a str, Option<&'a Artifact>>;
+use crate::vocab::verdict::Verdict;
 
 /// A lazy index that names sub-libraries.
 struct LazyIndex<'a> {
@@ -38,29 +28,49 @@ struct LazyIndex<'a> {
     arch: &'a str,
 }
 
-fn lazy_indexes(snap: &Snapshot) -> Vec<LazyIndex<'_>> {
-    snap.files
-        .iter()
-        .filter_map(|f| {
-            let a = f.artifact.as_ref().filter(|a| a.family == Some(Family::Tensile))?;
-            let name = f.path.file_name();
-            let arch = name.strip_prefix("TensileLibrary_lazy_")?.split('.').next()?;
-            (a.role == Role::LazyIndex && !a.placeholders.is_empty()).then_some(LazyIndex {
-                path: &f.path,
-                artifact: a,
-                arch,
-            })
-        })
-        .collect()
+/// A name in a folder of lazy indexes.
+#[derive(Clone, Copy)]
+struct Entry<'a> {
+    path: &'a RelPath,
+    /// What it is, when it was read as a file.
+    artifact: Option<&'a Artifact>,
+    /// It is a file the scan read (not a link, nor a file that could not be read).
+    read: bool,
 }
 
-/// Where a folder's file is, as the snapshot names it (`dir` empty at the root).
-fn join(dir: &str, name: &str) -> String {
-    if dir.is_empty() {
-        name.to_string()
-    } else {
-        format!("{dir}/{name}")
+/// A folder holding lazy indexes: the indexes that name sub-libraries, and every name in it.
+#[derive(Default)]
+struct Folder<'a> {
+    indexes: Vec<LazyIndex<'a>>,
+    names: HashMap<&'a str, Entry<'a>>,
+}
+
+const LAZY: &str = "TensileLibrary_lazy_";
+
+/// The folders with lazy indexes that name sub-libraries, each with every name in it (files
+/// read, files that could not be read, links), in one pass over the snapshot.
+fn folders(snap: &Snapshot) -> BTreeMap<(usize, &str), Folder<'_>> {
+    let mut out: BTreeMap<(usize, &str), Folder> = BTreeMap::new();
+    for f in &snap.files {
+        let Some(a) = f.artifact.as_ref().filter(|a| a.family == Some(Family::Tensile)) else { continue };
+        let arch = f.path.file_name().strip_prefix(LAZY).and_then(|n| n.split('.').next());
+        if let (Some(arch), Role::LazyIndex, false) = (arch, a.role, a.placeholders.is_empty()) {
+            let idx = LazyIndex { path: &f.path, artifact: a, arch };
+            out.entry((f.path.root, f.path.dir())).or_default().indexes.push(idx);
+        }
     }
+    let files = snap.files.iter().map(|f| Entry { path: &f.path, artifact: f.artifact.as_ref(), read: true });
+    let problems = snap.problems.iter().map(|p| Entry { path: &p.path, artifact: None, read: false });
+    let links = snap.links.iter().map(|l| Entry { path: &l.path, artifact: None, read: false });
+    for e in files.chain(problems).chain(links) {
+        if let Some(folder) = out.get_mut(&(e.path.root, e.path.dir())) {
+            // A file that was read and also has a problem counts as not read.
+            let slot = folder.names.entry(e.path.file_name()).or_insert(e);
+            slot.read &= e.read;
+            slot.artifact = slot.artifact.or(e.artifact);
+        }
+    }
+    out
 }
 
 /// True when a placeholder's kernels have a file: `P.co`, `P.hsaco` or `P_<arch>.hsaco`, each
@@ -76,30 +86,26 @@ fn kernels_present(folder: &Folder, prefix: &str, arch: &str) -> bool {
             .into_iter()
             .flat_map(move |v| ["co", "hsaco"].into_iter().map(move |ext| format!("{stem}{v}.{ext}")))
     });
-    names.any(|n| folder.contains_key(n.as_str()))
+    names.any(|n| folder.names.contains_key(n.as_str()))
 }
 
-/// The sub-library a placeholder names, if present (`P.dat`, or with the index's own suffix).
+/// The sub-library a placeholder names, if present (`P.dat`, or with the index's own suffix),
+/// and what it is when it was read.
 fn sub_library<'a>(folder: &Folder<'a>, prefix: &str, suffix: &str) -> Option<Option<&'a Artifact>> {
     [format!("{prefix}.dat"), format!("{prefix}.{suffix}")]
         .iter()
-        .find_map(|n| folder.get(n.as_str()).copied())
+        .find_map(|n| folder.names.get(n.as_str()).map(|e| e.artifact))
 }
 
 /// Findings for one index: the sub-libraries it names that are absent, and those present
 /// whose kernels are absent.
 fn index_finding(idx: &LazyIndex, folder: &Folder) -> Option<Finding> {
-    let dir = idx.path.dir();
     let suffix = idx.path.file_name().split_once('.').map_or("dat", |(_, s)| s);
     let mut no_library = Vec::new();
     let mut no_kernels = Vec::new();
     for p in &idx.artifact.placeholders {
         let Some(sub) = sub_library(folder, p, suffix) else {
-            no_library.push(RelPath {
-                root: idx.path.root,
-                path: join(dir, &format!("{p}.dat")),
-                path_hex: None,
-            });
+            no_library.push(idx.path.beside(&format!("{p}.dat")));
             continue;
         };
         // A sub-library without solutions names no kernels (rocBLAS 6.x gfx1032's SS library).
@@ -107,7 +113,7 @@ fn index_finding(idx: &LazyIndex, folder: &Folder) -> Option<Finding> {
         if !no_solutions && !kernels_present(folder, p, idx.arch) {
             let first =
                 if p.contains("fallback") { format!("{p}_{}.hsaco", idx.arch) } else { format!("{p}.co") };
-            no_kernels.push(RelPath { root: idx.path.root, path: join(dir, &first), path_hex: None });
+            no_kernels.push(idx.path.beside(&first));
         }
     }
     if no_library.is_empty() && no_kernels.is_empty() {
@@ -143,34 +149,39 @@ fn index_finding(idx: &LazyIndex, folder: &Folder) -> Option<Finding> {
 
 /// True when every lazy index in the folder was read and names its sub-libraries: only then
 /// is a file no index names known to be unopened.
-fn all_indexes_read(snap: &Snapshot, root: usize, dir: &str, read: &[LazyIndex]) -> bool {
-    let here =
-        |p: &RelPath| p.root == root && p.dir() == dir && p.file_name().starts_with("TensileLibrary_lazy_");
-    // An index read through a link names sub-libraries that were not read here.
-    let unread = snap.problems.iter().any(|p| here(&p.path)) || snap.links.iter().any(|l| here(&l.path));
-    let indexes = snap.files.iter().filter(|f| here(&f.path)).count();
-    // An index with more names than were kept may name the files that look unopened.
-    let whole = read.iter().all(|i| i.artifact.placeholders.len() < MAX_PLACEHOLDERS);
-    !unread && indexes == read.len() && whole
+fn all_indexes_read(folder: &Folder) -> bool {
+    let lazy = folder.names.iter().filter(|(n, _)| n.starts_with(LAZY));
+    // One read through a link, or not read, names sub-libraries not seen here.
+    let (mut files, mut unread) = (0, false);
+    for (_, e) in lazy {
+        files += usize::from(e.read);
+        unread |= !e.read;
+    }
+    // One with more names than were kept may name the files that look unopened.
+    let whole = folder.indexes.iter().all(|i| i.artifact.placeholders.len() < MAX_PLACEHOLDERS);
+    !unread && files == folder.indexes.len() && whole
 }
 
 /// Sub-libraries in a folder of lazy indexes that none of them names: never opened.
-fn unopened(snap: &Snapshot, root: usize, dir: &str, named: &HashSet<&str>) -> Option<Finding> {
-    let mut paths: Vec<RelPath> = Vec::new();
+fn unopened(folder: &Folder, root: usize, dir: &str) -> Option<Finding> {
+    let named: HashSet<&str> =
+        folder.indexes.iter().flat_map(|i| i.artifact.placeholders.iter().map(String::as_str)).collect();
+    let mut never: Vec<(&RelPath, &Artifact)> = (folder.names.iter())
+        .filter_map(|(name, e)| {
+            let a = e.artifact.filter(|a| a.family == Some(Family::Tensile))?;
+            let stem = name.split_once('.').map_or(*name, |(s, _)| s);
+            let sub = matches!(a.role, Role::SubLibrary | Role::FallbackLibrary);
+            (sub && !named.contains(stem)).then_some((e.path, a))
+        })
+        .collect();
+    never.sort_by(|a, b| a.0.cmp(b.0));
     let mut targets: Vec<String> = Vec::new();
-    for f in snap.files.iter().filter(|f| f.path.root == root && f.path.dir() == dir) {
-        let Some(a) = f.artifact.as_ref() else { continue };
-        if !matches!(a.role, Role::SubLibrary | Role::FallbackLibrary) || a.family != Some(Family::Tensile) {
-            continue;
-        }
-        let stem = f.path.file_name().split_once('.').map_or(f.path.file_name(), |(s, _)| s);
-        if !named.contains(stem) {
-            paths.push(f.path.clone());
-            if let Some(t) = a.name_target.as_ref().filter(|t| !targets.contains(t)) {
-                targets.push(t.clone());
-            }
+    for t in never.iter().filter_map(|(_, a)| a.name_target.as_ref()) {
+        if !targets.contains(t) {
+            targets.push(t.clone());
         }
     }
+    let paths: Vec<RelPath> = never.into_iter().map(|(p, _)| p.clone()).collect();
     (!paths.is_empty()).then(|| Finding {
         kind: FindingKind::NeverOpened,
         library: RelPath::folder(root, dir),
@@ -187,42 +198,19 @@ fn unopened(snap: &Snapshot, root: usize, dir: &str, named: &HashSet<&str>) -> O
 
 /// Lazy indexes naming files that are absent, and sub-libraries no index names.
 pub fn placeholder_findings(snap: &Snapshot) -> Vec<Finding> {
-    let present = present(snap);
-    let mut folders: BTreeMap<(usize, &str), Vec<LazyIndex>> = BTreeMap::new();
-    for idx in lazy_indexes(snap) {
-        folders.entry((idx.path.root, idx.path.dir())).or_default().push(idx);
-    }
     let mut out = Vec::new();
-    for ((root, dir), indexes) in folders {
-        let folder: Folder = present
-            .iter()
-            .filter(|(p, _)| p.root == root && p.dir() == dir)
-            .map(|(p, a)| (p.file_name(), *a))
-            .collect();
-        out.extend(indexes.iter().filter_map(|idx| index_finding(idx, &folder)));
-        let named: HashSet<&str> =
-            indexes.iter().flat_map(|i| i.artifact.placeholders.iter().map(String::as_str)).collect();
-        if all_indexes_read(snap, root, dir, &indexes) {
-            out.extend(unopened(snap, root, dir, &named));
+    for ((root, dir), folder) in folders(snap) {
+        out.extend(folder.indexes.iter().filter_map(|idx| index_finding(idx, &folder)));
+        if all_indexes_read(&folder) {
+            out.extend(unopened(&folder, root, dir));
         }
     }
     out
 }
 
-/// The index a device loads names sub-libraries that are absent.
-pub const SUB_LIBRARY_ABSENT: GapRule = GapRule {
-    status: Status::Missing,
-    consequence: "the index loads, but the first problem that reaches an absent sub-library crashes the process: Tensile dereferences the library that failed to load (a segmentation fault in loadPlaceholderLibrary, TheRock#7790); problems whose sub-libraries are present run",
-};
-
-/// The index a device loads names sub-libraries whose code-object files are absent.
-pub const KERNELS_ABSENT: GapRule = GapRule {
-    status: Status::Missing,
-    consequence: "the index loads, but the kernels it selects from a sub-library without its code-object file fail to load (a HIP error on that call)",
-};
-
 /// A Tensile folder's verdict held to what the index it loads names: MISSING when that index
-/// names absent files (`found`: [`placeholder_findings`] of the snapshot).
+/// names absent files (`found`: the snapshot's findings, where [`placeholder_findings`] put
+/// them when it was scanned).
 pub fn held_to_index(mut v: Verdict, root: usize, found: &[Finding]) -> Verdict {
     let broken = found.iter().find(|f| {
         f.kind == FindingKind::IndexNamesMissing

@@ -54,6 +54,21 @@ pub const ROCBLAS_NO_CODE: GapRule = GapRule {
     consequence: "the index loads, but the GEMMs it selects fail: their code file is absent (\"rocBLAS warning: No paths matched …*<arch>*co\" or a HIP error per call)",
 };
 
+/// Tensile `PlaceholderLibrary.hpp` `loadPlaceholderLibrary`: a lazy index's sub-library
+/// (`P.dat`) that is absent loads as null and is dereferenced (TheRock#7790;
+/// rocm-libraries#12335). Judged from the index's placeholders (`check::placeholders`).
+pub const SUB_LIBRARY_ABSENT: GapRule = GapRule {
+    status: Status::Missing,
+    consequence: "the index loads, but the first problem that reaches an absent sub-library crashes the process: Tensile dereferences the library that failed to load (a segmentation fault in loadPlaceholderLibrary, TheRock#7790); problems whose sub-libraries are present run",
+};
+
+/// Tensile `PlaceholderLibrary.hpp` `getCodeObjectFileName`: a present sub-library whose
+/// code-object file is absent; rocBLAS and hipBLASLt alike fail the call that selects it.
+pub const KERNELS_ABSENT: GapRule = GapRule {
+    status: Status::Missing,
+    consequence: "the index loads, but the kernels it selects from a sub-library without its code-object file fail to load (a HIP error on that call)",
+};
+
 /// hipBLASLt library/src/amd_detail/rocblaslt/src/tensile_host.cpp l.1381-1437: "rocblaslt
 /// error: Cannot read …/TensileLibrary_lazy_`<arch>`.dat"; rocblaslt_abort() is commented out;
 /// matmuls then return HIPBLAS_STATUS_INVALID_VALUE. rocBLAS (handle.cpp l.252-266) uses hipBLASLt
