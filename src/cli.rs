@@ -169,16 +169,10 @@ pub struct TableArgs {
     pub targets: Option<PathBuf>,
 }
 
-/// What to scan and how: shared by `scan` and `check`.
-#[derive(Debug, Args)]
-pub struct ScanOpts {
-    /// Folders, files or archives to scan (default: `scan` takes the usual ROCm, Ollama and
-    /// firmware places; `check` the install /opt/rocm leads to and Ollama's folders).
-    #[arg(value_name = "ROOT")]
-    pub roots: Vec<PathBuf>,
-    /// Write the result to FILE instead of standard output ("-" = standard output).
-    #[arg(short, long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
+/// What a scan may use of the machine: shared by every command that scans (`scan`, `check`,
+/// `diff`).
+#[derive(Debug, Clone, Copy, Args)]
+pub struct Resources {
     /// Worker threads, 1 to 256 (default: one per core). Past the cores there is nothing to
     /// gain, and each thread costs a stack and read buffers.
     #[arg(short = 'j', long, value_name = "N", value_parser = threads)]
@@ -189,6 +183,20 @@ pub struct ScanOpts {
     /// and each thread its buffers. Units: K, M, G (powers of 1024), or bytes.
     #[arg(long, value_name = "SIZE", value_parser = memory_size)]
     pub max_memory: Option<u64>,
+}
+
+/// What to scan and how: shared by `scan` and `check`.
+#[derive(Debug, Args)]
+pub struct ScanOpts {
+    /// Folders, files or archives to scan (default: `scan` takes the usual ROCm, Ollama and
+    /// firmware places; `check` the install /opt/rocm leads to and Ollama's folders).
+    #[arg(value_name = "ROOT")]
+    pub roots: Vec<PathBuf>,
+    /// Write the result to FILE instead of standard output ("-" = standard output).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub resources: Resources,
     /// Follow symbolic links (loops are detected and reported).
     #[arg(long)]
     pub follow_links: bool,
@@ -284,12 +292,8 @@ pub struct DiffArgs {
     /// Write the result to FILE instead of standard output ("-" = standard output).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Worker threads for scanning, 1 to 256 (default: one per core).
-    #[arg(short = 'j', long, value_name = "N", value_parser = threads)]
-    pub threads: Option<usize>,
-    /// Memory a scan aims to stay under (default 200M; see `gfxscan scan --help`).
-    #[arg(long, value_name = "SIZE", value_parser = memory_size)]
-    pub max_memory: Option<u64>,
+    #[command(flatten)]
+    pub resources: Resources,
     /// No progress bar and no live warnings on standard error.
     #[arg(short, long)]
     pub quiet: bool,

@@ -50,9 +50,9 @@ fn scan_roots(
 ) -> anyhow::Result<model::Snapshot> {
     let config = scan::ScanConfig {
         roots,
-        threads: opts.threads,
+        threads: opts.resources.threads,
         follow_links: opts.follow_links,
-        max_memory: opts.max_memory,
+        max_memory: opts.resources.max_memory,
     };
     let bar = report::progress::Bar::new(opts.quiet);
     let snap = scan::scan(&config, targets, &bar);
@@ -236,8 +236,7 @@ fn run_diff(args: DiffArgs, color: cli::ColorChoice) -> anyhow::Result<ExitStatu
     let opts = |p: &std::path::Path| ScanOpts {
         roots: vec![p.to_path_buf()],
         output: None,
-        threads: args.threads,
-        max_memory: args.max_memory,
+        resources: args.resources,
         follow_links: false,
         quiet: args.quiet,
         table: TableArgs { targets: args.table.targets.clone() },

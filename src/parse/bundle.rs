@@ -196,7 +196,7 @@ impl ZstdInflate {
     /// Takes memory for a frame whose window is `window`: a kept decoder's, reset for this
     /// frame, or a new share for this one.
     fn obtain(&mut self, window: u64) {
-        let got = WINDOWS.obtain(window.saturating_add(DECODER_OVERHEAD));
+        let got = WINDOWS.obtain(charge(window));
         if let Some(mut kept) = got.decoder.and_then(|d| d.downcast::<ZstdDecoder>().ok()) {
             use zstd::stream::raw::Operation;
             if kept.reinit().is_ok() {
@@ -224,7 +224,6 @@ impl Inflate for ZstdInflate {
         use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
         if self.1.is_none() {
             if let Some(w) = crate::vocab::codec::zstd_window(input) {
-                // A header may claim any size: the charge saturates (and is capped by the budget).
                 self.obtain(w);
             }
         }
@@ -453,7 +452,13 @@ fn decoder_charge(src: &dyn ByteSource, pos: u64, h: &CcobHeader) -> u64 {
         return 0;
     }
     let frame = src.read_up_to(pos.saturating_add(h.header_len), 18).ok();
-    frame.and_then(|f| crate::vocab::codec::zstd_window(&f)).map_or(0, |w| w.saturating_add(DECODER_OVERHEAD))
+    frame.and_then(|f| crate::vocab::codec::zstd_window(&f)).map_or(0, charge)
+}
+
+/// What a decoder of a frame with this window is charged: the window and its overhead (a
+/// header may claim any size: the charge saturates, and the budget caps it).
+fn charge(window: u64) -> u64 {
+    window.saturating_add(DECODER_OVERHEAD)
 }
 
 /// A bundle parsed at `pos` of `src`, placed in the region.

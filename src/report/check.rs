@@ -158,9 +158,8 @@ pub fn write_check(
     let style = if md { Style { color: false, width: None } } else { style };
     let (h, li) = if md { ("### ", "- ") } else { ("", "  ") };
     for inst in &report.installs {
-        let kind = serde_json::to_value(inst.install.kind).ok().and_then(|v| v.as_str().map(String::from));
-        let head =
-            format!("Install {} ({}) · {}", inst.install.path, kind.unwrap_or_default(), inst.status.word());
+        let kind = super::json_word(inst.install.kind);
+        let head = format!("Install {} ({kind}) · {}", inst.install.path, inst.status.word());
         let head = wrap(&head, h, "  ", style.width);
         // The status word is the line's end: colour it after wrapping.
         let word = inst.status.word();

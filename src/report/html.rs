@@ -283,10 +283,9 @@ pub fn write_scan_html(
             if f.paths.len() > 5 {
                 paths.push(format!("and {} more", f.paths.len() - 5));
             }
-            let kind = serde_json::to_value(f.kind).ok().and_then(|v| v.as_str().map(String::from));
             format!(
                 "{}: {}: {} ({})",
-                kind.unwrap_or_default(),
+                super::json_word(f.kind),
                 f.library.display(&snap.roots),
                 f.why,
                 paths.join(", ")

@@ -118,11 +118,7 @@ fn write_csv(fleet: &Fleet, out: &mut dyn Write) -> anyhow::Result<()> {
     w.write_record(["source", "path", "verdict", "target", "layer", "count", "error"])?;
     for s in &fleet.sources {
         // The JSON's word for it (`nothing-to-check`), so CSV and JSON readers agree.
-        let verdict = s
-            .verdict
-            .and_then(|o| serde_json::to_value(o).ok())
-            .and_then(|v| v.as_str().map(String::from))
-            .unwrap_or_default();
+        let verdict = s.verdict.map(super::json_word).unwrap_or_default();
         if s.counts.is_empty() {
             let err = s.error.clone().unwrap_or_default();
             w.write_record([s.name.as_str(), &s.path, &verdict, "", "", "", &err])?;

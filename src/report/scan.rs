@@ -411,8 +411,7 @@ pub fn write_findings(snap: &Snapshot, out: &mut dyn Write, md: bool, style: Sty
     let h = if md { "### " } else { "" };
     writeln!(out, "{h}Findings: broken as shipped ({}):", shown.len())?;
     for f in shown {
-        let kind =
-            serde_json::to_value(f.kind).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+        let kind = super::json_word(f.kind);
         let library = f.library.display(&snap.roots);
         let head = format!("{kind}: {library}");
         let head = style.width.map_or(head.clone(), |w| shorten_middle(&head, w.saturating_sub(2)));

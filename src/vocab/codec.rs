@@ -194,20 +194,18 @@ impl WindowBudget {
         drop(idle);
     }
 
-    /// The idle decoder with the smallest share that covers `bytes`.
+    /// The idle decoder with the smallest share that covers `bytes` (they are kept smallest
+    /// first).
     fn take_idle(&self, bytes: u64) -> Option<Allocation> {
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        let best = (idle.iter().enumerate())
-            .filter(|(_, a)| a.permit.bytes >= bytes)
-            .min_by_key(|(_, a)| a.permit.bytes)
-            .map(|(i, _)| i)?;
-        Some(idle.swap_remove(best))
+        let best = idle.iter().position(|a| a.permit.bytes >= bytes)?;
+        Some(idle.remove(best))
     }
 
     /// Keeps a decoder whose frame is done, with its share, for the next frame that fits its
     /// window; small ones are let go (the allocator reuses their memory anyway).
     pub fn keep(&'static self, decoder: Box<dyn std::any::Any + Send>, permit: WindowPermit) {
-        if permit.bytes < KEEP_AT {
+        if permit.bytes < LARGE_SHARE {
             return;
         }
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
@@ -219,19 +217,7 @@ impl WindowBudget {
         self.releases.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.freed.notify_all();
     }
-}
 
-/// Decoders with a share at least this large are kept idle after their frame.
-const KEEP_AT: u64 = 32 << 20;
-
-/// Memory for one decoder: its share of the budget, and an idle decoder that already holds
-/// that much window, when one was kept.
-pub struct Allocation {
-    pub decoder: Option<Box<dyn std::any::Any + Send>>,
-    pub permit: WindowPermit,
-}
-
-impl WindowBudget {
     /// How many shares have been given back so far.
     fn releases(&self) -> u64 {
         self.releases.load(std::sync::atomic::Ordering::SeqCst)
@@ -307,6 +293,13 @@ impl WindowBudget {
     }
 }
 
+/// Memory for one decoder: its share of the budget, and an idle decoder that already holds
+/// that much window, when one was kept.
+pub struct Allocation {
+    pub decoder: Option<Box<dyn std::any::Any + Send>>,
+    pub permit: WindowPermit,
+}
+
 /// How many pending items a worker of [`WindowBudget::run_within`] looks through for one that
 /// fits.
 const LOOK_AHEAD: usize = 64;
@@ -325,15 +318,16 @@ fn with_prepaid<R>(permit: Option<Allocation>, f: impl FnOnce() -> R) -> R {
     out
 }
 
-/// A share at least this large gives its memory back to the system when released.
-const TRIM_AT: u64 = 32 << 20;
+/// A share at least this large is a large window: its decoder is kept idle after its frame
+/// for the next frame it covers, and its memory is given back to the system when released.
+const LARGE_SHARE: u64 = 32 << 20;
 
 impl Drop for WindowPermit {
     fn drop(&mut self) {
         // glibc keeps freed buffers in per-thread arenas; a large window's would otherwise
         // stay with its thread (measured: 346 MB peak at -j 8 on hipBLASLt's library).
         #[cfg(target_env = "gnu")]
-        if self.bytes >= TRIM_AT {
+        if self.bytes >= LARGE_SHARE {
             // SAFETY: malloc_trim only returns free heap memory to the system.
             unsafe {
                 libc::malloc_trim(0);
