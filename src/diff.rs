@@ -5,9 +5,11 @@
 //! Debian's `usr/lib/x86_64-linux-gnu/librocblas.so.0.1`. Artifact folders are units of their
 //! own: a Tensile library, MIOpen's databases, the firmware folder, the device-library bitcode.
 //!
-//! A unit serves a set of device variants: each processor with each xnack/sramecc mode it
-//! supports, as the runtime would match (`check::compatible`). A variant served before and not
-//! after is a loss; the other way a gain. A processor served on both sides under other target
+//! Losses are judged as `check` judges: for each unit, each device variant (each processor
+//! with each xnack/sramecc mode it supports) gets the worst verdict of the unit's libraries on
+//! each side from the library model (`library::judge`); a variant whose status is worse after
+//! (OK → WARN → MISSING, no library counting as MISSING) is a loss, a better one a gain. Units
+//! no program loads (firmware) have no verdicts: there a variant whose files are gone is a loss. A processor served on both sides under other target
 //! IDs is a target-ID change (`gfx90a:xnack-` and `gfx90a:xnack+` become plain `gfx90a`, which
 //! serves both): never a loss by itself.
 
@@ -16,78 +18,17 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::families::cataloger;
+pub use crate::library::identity::{identity, path_identity};
+use crate::library::{judge, libraries, registrable, Library};
 use crate::model::{CodeObjectRecord, FileRecord, Snapshot, Tool};
-use crate::vocab::target_id::{compatible, processor_of, target_id, CodeTarget, DeviceTarget, Setting};
+use crate::vocab::runtime::{loads, CodeTarget};
+use crate::vocab::target_id::{processor_of, target_id, DeviceTarget, Setting};
 use crate::vocab::targets::Targets;
+use crate::vocab::verdict::Status;
 
 /// Version of the diff JSON document.
 /// 2: losses per device (generic targets resolved), sides' problems, an overall `outcome`.
 pub const DIFF_SCHEMA_VERSION: u32 = 2;
-
-/// Folder names that say where something is installed, not what it is.
-const PREFIX_DIRS: &[&str] = &[
-    "usr",
-    "opt",
-    "local",
-    "lib",
-    "lib64",
-    "lib32",
-    "x86_64-linux-gnu",
-    "aarch64-linux-gnu",
-    "rocm",
-    "share",
-];
-
-fn version_like(s: &str) -> bool {
-    !s.is_empty()
-        && s.bytes().all(|b| b.is_ascii_digit() || b == b'.')
-        && s.bytes().any(|b| b.is_ascii_digit())
-}
-
-/// A folder name without a version (`rocm-6.3.0` → `rocm`, `llvm-17` → `llvm`).
-fn unversioned(c: &str) -> &str {
-    match c.rsplit_once('-') {
-        Some((base, v)) if version_like(v) => base,
-        _ => c,
-    }
-}
-
-/// A library file name without its soversion (`librocblas.so.4.2` → `librocblas.so`).
-fn unversioned_so(name: &str) -> &str {
-    match name.find(".so.") {
-        Some(i) if version_like(&name[i + 4..]) => &name[..i + 3],
-        _ => name,
-    }
-}
-
-/// The identity of a file across installs and versions.
-///
-/// Artifact families are folder units: `tensile:<rocblas|hipblaslt>`, `miopen`,
-/// `firmware:<amdgpu|radeon>`, `bitcode`. Any other file: its path relative to the root with
-/// install prefixes (`usr`, `opt`, `lib`, `x86_64-linux-gnu`, `rocm`, …), versions (`2.47.0`,
-/// `rocm-6.3.0` → `rocm`) and everything up to `site-packages`/`dist-packages` removed, and its
-/// soversion dropped.
-pub fn identity(f: &FileRecord) -> String {
-    match f.artifact.as_ref().and_then(|a| Some((a, a.family?))) {
-        Some((a, family)) => cataloger(family).identity(a),
-        None => path_identity(&f.path.path),
-    }
-}
-
-/// The path part of [`identity`].
-pub fn path_identity(path: &str) -> String {
-    let parts: Vec<&str> = path.split('/').collect();
-    let start =
-        parts.iter().rposition(|p| *p == "site-packages" || *p == "dist-packages").map_or(0, |i| i + 1);
-    let Some((name, dirs)) = parts[start..].split_last() else { return String::new() };
-    let mut out: Vec<&str> = dirs
-        .iter()
-        .map(|d| unversioned(d))
-        .filter(|d| !version_like(d) && !PREFIX_DIRS.contains(d) && !d.starts_with("python3"))
-        .collect();
-    out.push(unversioned_so(name));
-    out.join("/")
-}
 
 /// What a unit (library or artifact folder) holds on one side.
 #[derive(Debug, Clone, Default)]
@@ -106,7 +47,7 @@ impl Unit {
     }
 
     fn add_code(&mut self, cos: &[CodeObjectRecord]) {
-        for c in cos {
+        for c in cos.iter().filter(|c| registrable(c)) {
             self.add(c.target_id.clone(), c.generic_version);
         }
     }
@@ -147,7 +88,7 @@ fn device_variants(d: &crate::vocab::targets::Target) -> Vec<DeviceTarget> {
 }
 
 /// The device variants (each processor with each xnack/sramecc mode it supports) a unit's
-/// target IDs serve, as the runtime would match them (`check::compatible`), each with the
+/// target IDs serve, as the runtime would match them (`vocab::runtime`), each with the
 /// generic target that serves it when no code for the device itself does. A generic target is
 /// never a device: `gfx11-generic` code shows as the gfx1100…gfx1153 variants it serves.
 fn served(unit: &Unit, targets: &Targets) -> BTreeMap<String, Option<String>> {
@@ -164,10 +105,10 @@ fn served(unit: &Unit, targets: &Targets) -> BTreeMap<String, Option<String>> {
         } else {
             vec![t]
         };
-        let code = CodeTarget { target_id: id, generic_version: *generic_version };
+        let code = CodeTarget { target_id: id, generic_version: *generic_version, entry_id: None };
         let via = t.is_generic().then(|| processor.to_string());
         for dev in devices.into_iter().flat_map(device_variants) {
-            if compatible(code, &dev, targets) {
+            if loads(code, &dev, targets).is_some() {
                 let slot = out.entry(dev.target_id).or_insert_with(|| via.clone());
                 if via.is_none() {
                     *slot = None;
@@ -484,8 +425,112 @@ fn comparable(old: &Snapshot, new: &Snapshot) -> Option<BTreeSet<String>> {
     }
 }
 
+/// The libraries of a snapshot, by identity.
+fn libraries_by_identity(snap: &Snapshot) -> BTreeMap<String, Vec<Library>> {
+    let mut out: BTreeMap<String, Vec<Library>> = BTreeMap::new();
+    for lib in libraries(snap) {
+        out.entry(lib.identity.clone()).or_default().push(lib);
+    }
+    out
+}
+
+/// The device variants worth judging: every mode of each processor either side has code or
+/// data for, and of the processors a generic target there serves.
+fn variants(units: &[&BTreeMap<String, Unit>], targets: &Targets) -> Vec<DeviceTarget> {
+    let mut procs: BTreeSet<&str> = BTreeSet::new();
+    for id in units.iter().flat_map(|u| u.values()).flat_map(|u| u.target_ids.keys()) {
+        let p = processor_of(id);
+        match targets.by_name(p) {
+            Some(t) if t.is_generic() => procs.extend(targets.members_of(p)),
+            Some(_) => {
+                procs.insert(p);
+            }
+            None => {}
+        }
+    }
+    procs.into_iter().filter_map(|p| targets.by_name(p)).flat_map(device_variants).collect()
+}
+
+/// One side's answer for a device in one unit: the worst status of its libraries' verdicts
+/// (none: MISSING), and the generic target that serves it where one does.
+fn side_status(
+    snap: &Snapshot,
+    libs: &[Library],
+    dev: &DeviceTarget,
+    targets: &Targets,
+) -> (Status, Option<String>) {
+    let verdicts: Vec<_> = libs.iter().filter_map(|l| judge(snap, l, dev, targets)).collect();
+    let status = verdicts.iter().map(|v| v.status).max().unwrap_or(Status::Missing);
+    let via = verdicts.iter().find_map(|v| v.via_generic.clone());
+    (status, via)
+}
+
+/// The two sides of a diff with their libraries.
+struct Sides<'a> {
+    old: &'a Snapshot,
+    new: &'a Snapshot,
+    lo: BTreeMap<String, Vec<Library>>,
+    ln: BTreeMap<String, Vec<Library>>,
+}
+
+/// Variants lost and gained in a unit, each with the generic target that served it on the side
+/// that served it, and the variants some side serves (OK or WARN).
+type Changes = (BTreeMap<String, Option<String>>, BTreeMap<String, Option<String>>, BTreeSet<String>);
+
+/// The changes of one unit with verdicts.
+fn judged_changes(sides: &Sides, id: &str, devices: &[DeviceTarget], targets: &Targets) -> Changes {
+    let none = Vec::new();
+    let (lo, ln) = (sides.lo.get(id).unwrap_or(&none), sides.ln.get(id).unwrap_or(&none));
+    let (mut lost, mut won, mut seen) = (BTreeMap::new(), BTreeMap::new(), BTreeSet::new());
+    for dev in devices {
+        let (so, vo) = side_status(sides.old, lo, dev, targets);
+        let (sn, vn) = side_status(sides.new, ln, dev, targets);
+        if so.min(sn) < Status::Missing {
+            seen.insert(dev.target_id.clone());
+        }
+        if sn > so {
+            lost.insert(dev.target_id.clone(), vo);
+        } else if sn < so {
+            won.insert(dev.target_id.clone(), vn);
+        }
+    }
+    (lost, won, seen)
+}
+
+/// The changes of a unit no program loads (firmware): by what its files serve.
+fn held_changes(a: &Unit, b: &Unit, keep: impl Fn(&String) -> bool, targets: &Targets) -> Changes {
+    let (sa, sb) = (served(a, targets), served(b, targets));
+    let pick = |x: &BTreeMap<String, Option<String>>, y: &BTreeMap<String, Option<String>>| {
+        x.iter()
+            .filter(|(v, _)| !y.contains_key(*v) && keep(v))
+            .map(|(v, g)| (v.clone(), g.clone()))
+            .collect()
+    };
+    let seen = sa.keys().chain(sb.keys()).filter(|v| keep(v)).cloned().collect();
+    (pick(&sa, &sb), pick(&sb, &sa), seen)
+}
+
+/// A coverage entry for the variants of one unit that changed, collapsed to processors where
+/// every variant of the processor judged changed.
+fn coverage_of(
+    id: &str,
+    how: UnitChange,
+    changed: &BTreeMap<String, Option<String>>,
+    all: &BTreeSet<String>,
+) -> Option<Coverage> {
+    if changed.is_empty() {
+        return None;
+    }
+    let vars: BTreeSet<String> = changed.keys().cloned().collect();
+    let listed = summarize(&vars, all, all);
+    let via: BTreeMap<String, Option<String>> = changed.clone();
+    let via_generic = via_of(&listed, &via);
+    Some(Coverage { library: id.to_string(), how, targets: listed, via_generic })
+}
+
 /// Losses, gains and target-ID changes of every unit.
 fn coverage(
+    sides: &Sides,
     uo: &BTreeMap<String, Unit>,
     un: &BTreeMap<String, Unit>,
     only: Option<&BTreeSet<String>>,
@@ -493,29 +538,26 @@ fn coverage(
 ) -> (Vec<Coverage>, Vec<Coverage>, Vec<IdChange>) {
     let (mut losses, mut gains, mut id_changes) = (Vec::new(), Vec::new(), Vec::new());
     let empty = Unit::default();
-    let keep = |v: &String| only.is_none_or(|o| o.contains(processor_of(v)));
-    for id in uo.keys().chain(un.keys()).collect::<BTreeSet<_>>() {
+    let devices: Vec<DeviceTarget> = variants(&[uo, un], targets)
+        .into_iter()
+        .filter(|d| only.is_none_or(|o| o.contains(&d.processor)))
+        .collect();
+    let ids: BTreeSet<&String> =
+        uo.keys().chain(un.keys()).chain(sides.lo.keys()).chain(sides.ln.keys()).collect();
+    for id in ids {
         let (a, b) = (uo.get(id).unwrap_or(&empty), un.get(id).unwrap_or(&empty));
-        let (sa, sb) = (served(a, targets), served(b, targets));
-        let va: BTreeSet<String> = sa.keys().filter(|v| keep(v)).cloned().collect();
-        let vb: BTreeSet<String> = sb.keys().filter(|v| keep(v)).cloned().collect();
         let how = match (uo.contains_key(id), un.contains_key(id)) {
             (true, false) => UnitChange::Gone,
             (false, true) => UnitChange::New,
             _ => UnitChange::Changed,
         };
-        let lost: BTreeSet<String> = va.difference(&vb).cloned().collect();
-        let won: BTreeSet<String> = vb.difference(&va).cloned().collect();
-        if !lost.is_empty() {
-            let listed = summarize(&lost, &va, &vb);
-            let via_generic = via_of(&listed, &sa);
-            losses.push(Coverage { library: id.clone(), how, targets: listed, via_generic });
-        }
-        if !won.is_empty() {
-            let listed = summarize(&won, &va, &vb);
-            let via_generic = via_of(&listed, &sb);
-            gains.push(Coverage { library: id.clone(), how, targets: listed, via_generic });
-        }
+        let (lost, won, seen) = if sides.lo.contains_key(id) || sides.ln.contains_key(id) {
+            judged_changes(sides, id, &devices, targets)
+        } else {
+            held_changes(a, b, |v: &String| only.is_none_or(|o| o.contains(processor_of(v))), targets)
+        };
+        losses.extend(coverage_of(id, how, &lost, &seen));
+        gains.extend(coverage_of(id, how, &won, &seen));
         // A processor served on both sides under other target IDs: a change of spelling. Any
         // device variant it gains or loses is listed above with the gains and losses.
         let procs: BTreeSet<&str> =
@@ -541,7 +583,8 @@ pub fn diff(
 ) -> SnapshotDiff {
     let (uo, un) = (units(old), units(new));
     let compared = comparable(old, new);
-    let (losses, gains, id_changes) = coverage(&uo, &un, compared.as_ref(), targets);
+    let sides = Sides { old, new, lo: libraries_by_identity(old), ln: libraries_by_identity(new) };
+    let (losses, gains, id_changes) = coverage(&sides, &uo, &un, compared.as_ref(), targets);
     let files = file_changes(old, new);
     let mut d = SnapshotDiff {
         schema_version: DIFF_SCHEMA_VERSION,
@@ -769,9 +812,10 @@ mod tests {
     }
 
     /// The real case behind issue 12 point 4: a library whose old version held only generic
-    /// code and whose new one holds specific code for most devices lost exactly the devices
-    /// left out, each named with the generic target that served it; the generic targets
-    /// themselves are never reported as lost.
+    /// code and whose new one holds specific code for most devices. Generic code served only the
+    /// processors the runtime maps to it (clr `TargetGenericMap`: gfx942 and gfx950 for
+    /// gfx9-4-generic, not gfx940/gfx941; no gfx1154 for gfx11-generic), so nothing is lost,
+    /// gfx1154 is gained, and generic targets are never listed as devices.
     #[test]
     fn generic_code_is_reported_as_the_devices_it_served() {
         let t = Targets::builtin();
@@ -789,18 +833,15 @@ mod tests {
             ("gfx1153", None),
             ("gfx1154", None),
         ];
-        let (uo, un) = (
-            BTreeMap::from([("lib".to_string(), unit(&old_ids))]),
-            BTreeMap::from([("lib".to_string(), unit(&new_ids))]),
-        );
-        let (losses, gains, _) = coverage(&uo, &un, None, &t);
-        assert_eq!(losses.len(), 1, "{losses:?}");
-        let lost = &losses[0];
-        assert!(lost.targets.iter().all(|x| !x.contains("generic")), "{lost:?}");
-        assert_eq!(lost.targets, ["gfx940", "gfx941"], "{lost:?}");
-        assert_eq!(lost.via_generic.get("gfx941").map(String::as_str), Some("gfx9-4-generic"));
-        // Nothing is gained: every new device was served before, through its generic target.
-        assert!(gains.is_empty(), "{gains:?}");
+        let (lost, won, seen) = held_changes(&unit(&old_ids), &unit(&new_ids), |_| true, &t);
+        assert!(lost.is_empty(), "{lost:?}");
+        let gains = coverage_of("lib", UnitChange::Changed, &won, &seen).expect("a gain");
+        assert_eq!(gains.targets, ["gfx1154"], "{gains:?}");
+        let (lost, _, seen) = held_changes(&unit(&old_ids), &unit(&[]), |_| true, &t);
+        let losses = coverage_of("lib", UnitChange::Gone, &lost, &seen).expect("a loss");
+        assert!(losses.targets.iter().all(|x| !x.contains("generic")), "{losses:?}");
+        assert!(!losses.targets.iter().any(|x| x == "gfx941"), "{losses:?}");
+        assert_eq!(losses.via_generic.get("gfx942").map(String::as_str), Some("gfx9-4-generic"));
         // A generic object without a generic version serves nothing (the runtime refuses it).
         assert!(served(&unit(&[("gfx11-generic", None)]), &t).is_empty());
     }

@@ -15,6 +15,7 @@ pub mod diff;
 pub mod exit;
 pub mod families;
 pub mod inspect;
+pub mod library;
 pub mod merge;
 pub mod model;
 pub mod parse;
@@ -58,7 +59,7 @@ fn scan_roots(
     let snap = scan::scan(&config, targets, &bar);
     bar.finish();
     let mut snap = snap?;
-    snap.findings = check::findings::findings(&snap, targets);
+    snap.findings = library::findings::findings(&snap, targets);
     Ok(snap)
 }
 
@@ -131,7 +132,7 @@ fn run_scan(args: ScanArgs, color: cli::ColorChoice) -> anyhow::Result<ExitStatu
         let report = check::prune::prune(&snap, &distinct(&args.keep), &targets);
         return out.deliver(status, |w| report::prune::write_prune(&report, &snap.roots, format, style, w));
     }
-    let matrix = check::matrix::library_matrix(&snap, &targets);
+    let matrix = library::matrix::library_matrix(&snap, &targets);
     out.deliver(status, |w| report::write_scan(&snap, &targets, &matrix, &view, format, style, w))
 }
 

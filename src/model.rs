@@ -193,6 +193,20 @@ pub struct CodeObjectRecord {
     pub isa_version: Option<String>,
 }
 
+impl CodeObjectRecord {
+    /// What the code object is for, as the runtime matches it (`vocab::runtime`): comgr
+    /// matches a bundle entry by its ID, other code by its ELF.
+    pub fn code_target(&self) -> crate::vocab::runtime::CodeTarget<'_> {
+        let entry_id =
+            if self.container == Container::Bundle { self.bundle_entry_id.as_deref() } else { None };
+        crate::vocab::runtime::CodeTarget {
+            target_id: &self.target_id,
+            generic_version: self.generic_version,
+            entry_id,
+        }
+    }
+}
+
 /// A file that holds device code.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileRecord {

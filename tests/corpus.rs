@@ -646,7 +646,7 @@ fn wheels_scan_like_their_files_in_the_corpus() {
 /// absent in the hipBLASLt excerpt, which keeps only the package's two lazy indexes.
 #[test]
 fn lazy_indexes_name_only_files_that_are_there() {
-    use gfxscan::check::placeholders::placeholder_findings;
+    use gfxscan::library::placeholders::placeholder_findings;
     use gfxscan::model::{FindingKind, Role};
     let named = |snap: &Snapshot| -> usize {
         let arts = snap.files.iter().filter_map(|f| f.artifact.as_ref());

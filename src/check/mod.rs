@@ -1,12 +1,9 @@
 //! Check: will each GPU find its code? Pure: a snapshot and devices in, verdicts out, one set
 //! per install (`install::install_of`), and an overall [`Outcome`].
 //!
-//! Matching follows the runtime (clr `hip_code_object.cpp` / `hip_fatbin.cpp`, comgr
-//! `isCompatibleIsaName`, ROCr `Isa::IsCompatible`): the code object's processor must be the
-//! device's, or the generic target of the device's family (`targets.toml` `generic`) with a
-//! generic version of at least 1; every feature the code object states (`xnack±`, `sramecc±`)
-//! must equal the device's when the device's is known. The first compatible entry is the one
-//! that loads.
+//! What a library is and what serves a device is the library model's (`crate::library`, with
+//! the runtime's matching in `vocab::runtime`); check adds the devices, the environment's
+//! Tensile folders, override hints and the outcome.
 //!
 //! Per library: a host library (or standalone bundle) needs a compatible code object in every
 //! bundle — a bundle without one is a translation unit whose kernels fail with "invalid device
@@ -22,41 +19,23 @@
 //! read.
 
 pub mod devices;
-pub mod findings;
-pub mod install;
-pub mod kpack;
-pub mod matrix;
-pub mod placeholders;
-pub mod plugins;
 pub mod prune;
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::check::install::{install_of, Install};
 use crate::families::{cataloger, tensile, Library};
-use crate::model::{
-    CodeObjectRecord, Component, Container, Family, FileRecord, Problem, RelPath, Snapshot, Tool,
-};
-use crate::parse::magic::Kind;
-use crate::vocab::target_id::{compatible, split_version, CodeTarget, DeviceTarget};
+use crate::library::install::Install;
+use crate::library::{family_library, judge, libraries, placeholders, Place};
+use crate::model::{Component, Family, Problem, Snapshot, Tool};
+use crate::vocab::target_id::{split_version, DeviceTarget};
 use crate::vocab::targets::Targets;
 pub use crate::vocab::verdict::{GapRule, LibraryKind, Status, Verdict};
 use devices::{Device, Gpus, UnknownGpu};
 
 /// Version of the check JSON document (2: verdicts per install, an overall `outcome`).
 pub const CHECK_SCHEMA_VERSION: u32 = 2;
-
-/// clr hipamd/src/hip_fatbin.cpp `FatBinaryInfo::ExtractFatBinaryUsingCOMGR` finds no code
-/// object for the device ("No compatible code objects found for: gfx…" with AMD_LOG_LEVEL);
-/// hip_platform.cpp `ihipLaunchKernel` then fails each launch of the library's kernels with
-/// hipErrorNoBinaryForGpu / hipErrorInvalidDeviceFunction. Registration is lazy
-/// (HIP_ENABLE_DEFERRED_LOADING=1), so only this library's kernels fail.
-pub const HOST_CODE: GapRule = GapRule {
-    status: Status::Missing,
-    consequence: "its kernel launches fail with hipErrorNoBinaryForGpu / \"invalid device function\"",
-};
 
 /// Everything said about one GPU in one install.
 #[derive(Debug, Clone, Serialize)]
@@ -133,78 +112,6 @@ impl CheckReport {
     }
 }
 
-/// What a code object is for, as [`compatible`] matches it.
-fn code_target(c: &CodeObjectRecord) -> CodeTarget<'_> {
-    CodeTarget { target_id: &c.target_id, generic_version: c.generic_version }
-}
-
-fn processors<'a>(cos: impl Iterator<Item = &'a CodeObjectRecord>) -> Vec<String> {
-    cos.map(|c| c.target_id.clone()).collect::<BTreeSet<_>>().into_iter().collect()
-}
-
-/// Host libraries and standalone bundles: every bundle, and the embedded objects, must serve.
-fn code_verdict(f: &FileRecord, display: String, dev: &DeviceTarget, targets: &Targets) -> Verdict {
-    let mut groups: BTreeMap<Option<u64>, Vec<&CodeObjectRecord>> = BTreeMap::new();
-    for c in &f.code_objects {
-        groups.entry(c.bundle_offset).or_default().push(c);
-    }
-    let mut loads = None;
-    let mut lacking = Vec::new();
-    for (bundle, cos) in &groups {
-        match cos.iter().find(|c| compatible(code_target(c), dev, targets)) {
-            Some(c) if loads.is_none() => {
-                loads = Some(
-                    c.bundle_entry_id
-                        .clone()
-                        .unwrap_or_else(|| format!("{} at {:#x}", c.target_id, c.offset)),
-                )
-            }
-            Some(_) => {}
-            None => lacking.push(*bundle),
-        }
-    }
-    let kind = if f.kind == crate::parse::magic::Kind::HostElf {
-        LibraryKind::HostLibrary
-    } else {
-        LibraryKind::Bundle
-    };
-    let (gap, detail) = if lacking.is_empty() {
-        let what = if f.bundles > 0 {
-            match f.bundles {
-                1 => "its bundle has code for it".to_string(),
-                n => format!("all {} bundles have code for it", crate::vocab::units::thousands(n)),
-            }
-        } else {
-            "has code for it".into()
-        };
-        (None, what)
-    } else if lacking.len() == groups.len() {
-        (Some(&HOST_CODE), format!("no code object for {}", dev.target_id))
-    } else {
-        let where_ = lacking
-            .iter()
-            .map(|b| b.map_or_else(|| "embedded objects".to_string(), |o| format!("bundle at {o:#x}")))
-            .take(3)
-            .collect::<Vec<_>>()
-            .join(", ");
-        (
-            Some(&HOST_CODE),
-            format!(
-                "{} of {} code groups have no code for {} ({where_}…)",
-                lacking.len(),
-                groups.len(),
-                dev.target_id
-            ),
-        )
-    };
-    let mut v = Verdict::judged(display, kind, gap, detail, &dev.processor);
-    v.loads = loads;
-    if v.status != Status::Ok {
-        v.available = processors(f.code_objects.iter());
-    }
-    v
-}
-
 /// A Tensile library folder an environment variable names (`ROCBLAS_TENSILE_LIBPATH`,
 /// `HIPBLASLT_TENSILE_LIBPATH`): the library loads it instead of the folder beside it
 /// (rocBLAS tensile_host.cpp `determine_tensile_base_path` uses the variable verbatim, then its
@@ -229,61 +136,6 @@ pub struct CheckOptions {
     pub libpaths: Vec<LibPath>,
 }
 
-/// A library's place: a file with device code, or a folder of an artifact family.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-enum Place {
-    Code(usize),
-    Library(usize, String, Family),
-    /// The per-arch plugins of one kind in one folder (`plugins::PLUGINS`).
-    Plugins(usize, String, usize),
-}
-
-/// The libraries of a snapshot, each with the install it belongs to.
-fn libraries(snap: &Snapshot) -> Vec<(Install, Place)> {
-    let mut places: BTreeSet<Place> = BTreeSet::new();
-    for (i, f) in snap.files.iter().enumerate() {
-        match f.artifact.as_ref().and_then(|a| a.family) {
-            Some(fam) => {
-                if let Some(dir) = cataloger(fam).library_dir(&f.path.path) {
-                    places.insert(Place::Library(f.path.root, dir, fam));
-                }
-            }
-            // Code only in `.llvm.offloading` is no library's: LLVM drops the section from linked
-            // output (it is for the linker wrapper) and clr never reads it.
-            None if f.kpack_ref.is_some()
-                || (f.code_objects.iter().any(|c| c.container != Container::OffloadBinary)
-                    && (f.kind == Kind::HostElf || f.bundles > 0)) =>
-            {
-                let (dir, name) = f.path.path.rsplit_once('/').unwrap_or(("", &f.path.path));
-                match plugins::plugin_of(name) {
-                    Some((kind, _, _)) => places.insert(Place::Plugins(f.path.root, dir.to_string(), kind)),
-                    None => places.insert(Place::Code(i)),
-                };
-            }
-            None => {}
-        }
-    }
-    let root_of = |root: usize| snap.roots.get(root).map_or("", String::as_str);
-    places
-        .into_iter()
-        .map(|p| {
-            let (root, shown) = match &p {
-                Place::Code(i) => (snap.files[*i].path.root, snap.files[*i].path.display(&snap.roots)),
-                Place::Library(r, d, _) | Place::Plugins(r, d, _) => {
-                    let rel = RelPath { root: *r, path: d.clone(), path_hex: None };
-                    (*r, format!("{}/", rel.display(&snap.roots)))
-                }
-            };
-            (install_of(root_of(root), &shown), p)
-        })
-        .collect()
-}
-
-/// One library of a family, for its cataloger to judge.
-fn library<'s>(snap: &'s Snapshot, root: usize, dir: &'s str, targets: &'s Targets) -> Library<'s> {
-    Library { snap, root, dir, component: None, targets }
-}
-
 /// The verdict for a Tensile folder an environment variable puts in place of an install's own.
 fn libpath_verdict(
     snap: &Snapshot,
@@ -294,7 +146,7 @@ fn libpath_verdict(
 ) -> Verdict {
     let mut v = match &lp.place {
         Some((root, dir)) => {
-            let lib = Library { component: Some(lp.component), ..library(snap, *root, dir, targets) };
+            let lib = Library { component: Some(lp.component), ..family_library(snap, *root, dir, targets) };
             placeholders::held_to_index(tensile::verdict(&lib, dev), *root, &snap.findings)
         }
         None => {
@@ -335,7 +187,7 @@ impl Stand<'_> {
 
     /// The libpath standing in for the install's own Tensile folder `(root, dir)`, if any.
     fn for_folder(&self, root: usize, dir: &str) -> Option<&LibPath> {
-        let component = tensile::component_of(&library(self.snap, root, dir, self.targets));
+        let component = tensile::component_of(&family_library(self.snap, root, dir, self.targets));
         self.libpaths.iter().find(|lp| lp.component == component && !self.is_libpath(root, dir))
     }
 }
@@ -354,44 +206,27 @@ pub fn library_verdicts(
     // Components whose install folder some libpath replaces.
     let replaced: BTreeSet<Component> = listed
         .iter()
-        .filter_map(|(_, p)| match p {
-            Place::Library(r, d, Family::Tensile) => stand.for_folder(*r, d).map(|lp| lp.component),
+        .filter_map(|l| match &l.place {
+            Place::Folder(r, d, Family::Tensile) => stand.for_folder(*r, d).map(|lp| lp.component),
             _ => None,
         })
         .collect();
-    for (install, place) in &listed {
-        let v = match place {
-            Place::Code(i) => {
-                let f = &snap.files[*i];
-                match &f.kpack_ref {
-                    Some(r) => kpack::verdict(snap, f, r, f.path.display(&snap.roots), dev, targets),
-                    None => code_verdict(f, f.path.display(&snap.roots), dev, targets),
-                }
-            }
-            Place::Library(root, dir, Family::Tensile) => {
-                let lib = library(snap, *root, dir, targets);
+    for lib in &listed {
+        let v = match &lib.place {
+            Place::Folder(root, dir, Family::Tensile) if !libpaths.is_empty() => {
                 if stand.named_for(*root, dir).any(|lp| replaced.contains(&lp.component)) {
                     // A folder named by the environment is judged where it stands in.
                     continue;
                 }
                 match stand.for_folder(*root, dir) {
-                    Some(lp) => libpath_verdict(snap, lp, &lib.display(), dev, targets),
-                    None => placeholders::held_to_index(tensile::verdict(&lib, dev), *root, &snap.findings),
+                    Some(lp) => Some(libpath_verdict(snap, lp, &lib.shown, dev, targets)),
+                    None => judge(snap, lib, dev, targets),
                 }
             }
-            Place::Plugins(root, dir, kind) => {
-                let judge = |f: &FileRecord| code_verdict(f, f.path.display(&snap.roots), dev, targets);
-                let Some(v) = plugins::verdict(snap, *root, dir, *kind, dev, &judge) else { continue };
-                v
-            }
-            Place::Library(root, dir, fam) => {
-                let Some(v) = cataloger(*fam).verdict(&library(snap, *root, dir, targets), dev) else {
-                    continue;
-                };
-                v
-            }
+            _ => judge(snap, lib, dev, targets),
         };
-        out.entry(install.clone()).or_default().push(v);
+        let Some(v) = v else { continue };
+        out.entry(lib.install.clone()).or_default().push(v);
     }
     for verdicts in out.values_mut() {
         verdicts.sort_by_key(|v| (v.kind, v.library.clone()));

@@ -247,8 +247,8 @@ pub static FAMILY_ROWS: LazyLock<Vec<Row>> = LazyLock::new(|| {
 /// objects, and are not seen.)
 pub fn code_rows(f: &FileRecord, c: &CodeObjectRecord) -> Vec<&'static str> {
     match f.artifact.as_ref().and_then(|a| a.family) {
-        None if f.kind == Kind::HostElf && runtime_own(f, c) => vec![CODE_ROWS[0].key, CODE_ROWS[2].key],
-        None if f.kind == Kind::HostElf => vec![CODE_ROWS[0].key],
+        None if f.kind.is_host_binary() && runtime_own(f, c) => vec![CODE_ROWS[0].key, CODE_ROWS[2].key],
+        None if f.kind.is_host_binary() => vec![CODE_ROWS[0].key],
         None => vec![CODE_ROWS[1].key],
         Some(_) => Vec::new(),
     }

@@ -22,7 +22,8 @@ use crate::parse::tensile::{
     parse_extop_archs, parse_lazy_index, parse_solution_map, parse_tensile_index, solution_count,
 };
 use crate::vocab::codec::Codec;
-use crate::vocab::target_id::{compatible, CodeTarget, DeviceTarget};
+use crate::vocab::runtime::loads;
+use crate::vocab::target_id::DeviceTarget;
 use crate::vocab::targets::Targets;
 use crate::vocab::verdict::{GapRule, LibraryKind, Status, Verdict};
 
@@ -56,7 +57,7 @@ pub const ROCBLAS_NO_CODE: GapRule = GapRule {
 
 /// Tensile `PlaceholderLibrary.hpp` `loadPlaceholderLibrary`: a lazy index's sub-library
 /// (`P.dat`) that is absent loads as null and is dereferenced (TheRock#7790;
-/// rocm-libraries#12335). Judged from the index's placeholders (`check::placeholders`).
+/// rocm-libraries#12335). Judged from the index's placeholders (`library::placeholders`).
 pub const SUB_LIBRARY_ABSENT: GapRule = GapRule {
     status: Status::Missing,
     consequence: "the index loads, but the first problem that reaches an absent sub-library crashes the process: Tensile dereferences the library that failed to load (a segmentation fault in loadPlaceholderLibrary, TheRock#7790); problems whose sub-libraries are present run",
@@ -439,13 +440,9 @@ impl<'s> Evidence<'s> {
         let files = files_of(lib, Family::Tensile);
         let component = lib.component.unwrap_or_else(|| component_of(lib));
         let (candidates, served) = index_candidates(lib, &files, arch);
-        let code = |c: &crate::model::CodeObjectRecord| {
-            compatible(
-                CodeTarget { target_id: &c.target_id, generic_version: c.generic_version },
-                dev,
-                lib.targets,
-            )
-        };
+        // A Tensile code file is one code group: rocBLAS/Tensile loads it with
+        // hipModuleLoad, which picks from its bundle as the runtime picks from a fat binary.
+        let code = |c: &crate::model::CodeObjectRecord| loads(c.code_target(), dev, lib.targets).is_some();
         Evidence {
             index: candidates.iter().find(|c| c.serves).map(|c| c.path.clone()),
             notes: candidates.iter().filter_map(|c| c.note.clone()).collect(),

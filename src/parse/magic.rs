@@ -74,6 +74,12 @@ impl Kind {
         }
     }
 
+    /// True for host binaries a program loads (an ELF, a PE `.dll`/`.pyd`/`.exe`): their device
+    /// code is a host library's, whatever the platform.
+    pub fn is_host_binary(self) -> bool {
+        matches!(self, Kind::HostElf | Kind::Pe)
+    }
+
     /// True for kinds that can hold AMDGPU code objects.
     pub fn may_hold_device_code(self) -> bool {
         matches!(self, Kind::AmdgpuElf | Kind::HostElf | Kind::OffloadBundle | Kind::CompressedOffloadBundle)

@@ -9,9 +9,9 @@
 use std::fmt::Write as _;
 use std::io::Write;
 
-use crate::check::matrix::{LibraryRow, Mark};
 use crate::check::{CheckReport, Status};
 use crate::diff::SnapshotDiff;
+use crate::library::matrix::{LibraryRow, Mark};
 use crate::model::Snapshot;
 use crate::vocab::targets::Targets;
 use crate::vocab::units::{human_bytes, thousands};

@@ -9,9 +9,9 @@
 use std::io::Write;
 
 use crate::aggregate::{layer_count, layers, Layer};
-use crate::check::matrix::{LibraryRow, Mark};
 use crate::cli::{OutputFormat, View};
 use crate::families::{Row, FAMILY_ROWS};
+use crate::library::matrix::{LibraryRow, Mark};
 use crate::model::{RelPath, Snapshot, TargetCounts};
 use crate::vocab::targets::Targets;
 use crate::vocab::units::{human_bytes, thousands};

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::aggregate::{layer_count, layers};
-use crate::check::matrix::LibraryRow;
+use crate::library::matrix::LibraryRow;
 use crate::model::Snapshot;
 use crate::vocab::targets::Targets;
 use crate::vocab::units::{count, human_bytes, thousands};

@@ -1,8 +1,9 @@
 //! Shared vocabulary: the words every stage uses, defined once — the GPU target table, target
-//! IDs and the runtime's compatibility rule, units for people, and compression codecs.
+//! IDs, how the HIP runtime picks a device's code object, units for people, and compression codecs.
 
 pub mod codec;
 pub mod library;
+pub mod runtime;
 pub mod target_id;
 pub mod targets;
 pub mod units;

@@ -1,8 +1,5 @@
-//! Target IDs: `processor[:sramecc±][:xnack±]` built, parsed and split, and the runtime's rule
-//! for whether code built for one target loads on a device (clr `hip_code_object.cpp` /
-//! `hip_fatbin.cpp`, comgr `isCompatibleIsaName`, ROCr `Isa::IsCompatible`): the same
-//! processor, or the generic target of the device's family with a generic version of at least
-//! 1; and every feature the code states equal to the device's where the device's is known.
+//! Target IDs: `processor[:sramecc±][:xnack±]` built, parsed and split. Whether code for one
+//! target loads on a device is `vocab::runtime`'s one rule.
 
 use serde::Serialize;
 
@@ -119,27 +116,4 @@ pub fn settings(target_id: &str) -> (Setting, Setting) {
         }
     }
     (s, x)
-}
-
-/// What a code object is for, as the runtime matches it: its target ID, and its generic
-/// version when it is for a generic target.
-#[derive(Debug, Clone, Copy)]
-pub struct CodeTarget<'a> {
-    pub target_id: &'a str,
-    pub generic_version: Option<u8>,
-}
-
-/// True when the runtime would load code for `code` on `dev`.
-pub fn compatible(code: CodeTarget, dev: &DeviceTarget, targets: &Targets) -> bool {
-    let processor = processor_of(code.target_id);
-    let same = processor == dev.processor;
-    let generic = !same
-        && targets.by_name(&dev.processor).and_then(|t| t.generic.as_deref()) == Some(processor)
-        && code.generic_version.is_some_and(|g| g >= 1);
-    if !same && !generic {
-        return false;
-    }
-    let (s, x) = settings(code.target_id);
-    let agree = |c: Setting, d: Setting| c == Setting::Any || d == Setting::Any || c == d;
-    agree(s, dev.sramecc) && agree(x, dev.xnack)
 }

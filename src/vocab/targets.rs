@@ -33,6 +33,11 @@ pub struct Target {
     /// The generic target whose code this processor runs, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generic: Option<String>,
+    /// True when the HIP runtime itself falls back to `generic` for this processor: clr
+    /// `hipamd/src/hip_fatbin.cpp` `TargetGenericMap` lists it (ROCm 7.x). LLVM's generic
+    /// targets cover more processors than the runtime maps (gfx940, gfx941, gfx1250: none in 7.2).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hip_generic: bool,
     /// On generic targets: the generic version LLVM emits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generic_version: Option<u32>,
@@ -188,6 +193,9 @@ fn entry_errors(t: &Target, who: &str) -> Vec<String> {
         }
     } else if t.generic_version.is_some() {
         errs.push(format!("{who}: generic_version is only for generic targets"));
+    }
+    if t.hip_generic && t.generic.is_none() {
+        errs.push(format!("{who}: hip_generic needs a generic target"));
     }
     errs
 }

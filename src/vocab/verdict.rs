@@ -78,6 +78,9 @@ pub struct Verdict {
     pub loads: Option<String>,
     /// Targets the library has instead, when something is missing.
     pub available: Vec<String>,
+    /// The generic target whose code the device loads, where it has none of its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via_generic: Option<String>,
 }
 
 impl Verdict {
@@ -99,6 +102,7 @@ impl Verdict {
             consequence: rule.map(|r| r.consequence.replace("<arch>", arch)),
             loads: None,
             available: Vec::new(),
+            via_generic: None,
         }
     }
 }

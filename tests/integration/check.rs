@@ -345,7 +345,8 @@ fn gfx1100_loads_gfx11_generic_code() {
     assert_eq!(
         fields(verdict(gpu, &tree, "lib/kernels.hsaco")),
         json!({"library": lib, "kind": "bundle", "status": "ok",
-               "loads": "hipv4-amdgcn-amd-amdhsa--gfx11-generic", "available": []})
+               "loads": "hipv4-amdgcn-amd-amdhsa--gfx11-generic", "available": [],
+               "via_generic": "gfx11-generic"})
     );
 
     // Through a KFD node as well.

@@ -17,9 +17,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::install::{install_of, Install};
+use super::{is_host_binary, registrable, serves_processor};
 use crate::families::cataloger;
-use crate::model::{Component, Container, Family, FileRecord, Finding, FindingKind, RelPath, Role, Snapshot};
-use crate::parse::magic::Kind;
+use crate::model::{Component, Family, FileRecord, Finding, FindingKind, RelPath, Role, Snapshot};
 use crate::vocab::target_id::{DeviceTarget, Setting};
 use crate::vocab::targets::Targets;
 use crate::vocab::verdict::Status;
@@ -63,7 +63,7 @@ fn host_component(f: &FileRecord) -> Option<Component> {
 fn host_targets(f: &FileRecord, targets: &Targets) -> BTreeSet<String> {
     f.code_objects
         .iter()
-        .filter(|c| c.container != Container::OffloadBinary)
+        .filter(|c| registrable(c))
         .map(|c| c.processor.clone())
         .filter(|p| !targets.by_name(p).is_some_and(|t| t.is_generic()))
         .collect()
@@ -111,16 +111,12 @@ fn tensile_folders(snap: &Snapshot) -> Vec<TensileFolder> {
 fn host_tensile(snap: &Snapshot, targets: &Targets) -> Vec<Finding> {
     let folders = tensile_folders(snap);
     let mut out = Vec::new();
-    for f in snap.files.iter().filter(|f| f.kind == Kind::HostElf) {
+    for f in snap.files.iter().filter(|f| is_host_binary(f)) {
         let Some(component) = host_component(f) else { continue };
         let shown = f.path.display(&snap.roots);
         let install = install_of(root_of(snap, f.path.root), &shown);
         let host = host_targets(f, targets);
-        let all: BTreeSet<String> = f.code_objects.iter().map(|c| c.processor.clone()).collect();
-        let has_code = |t: &str| {
-            all.contains(t)
-                || targets.by_name(t).and_then(|x| x.generic.as_ref()).is_some_and(|g| all.contains(g))
-        };
+        let has_code = |t: &str| serves_processor(f, t, targets);
         // rocBLAS looks for its Tensile library from its own folder (tensile_host.cpp
         // `determine_tensile_base_path`: `library/`, `rocblas/library/`, Debian's
         // `rocblas/<version>/library/`): a library elsewhere in the install (an ASAN build in
@@ -136,12 +132,12 @@ fn host_tensile(snap: &Snapshot, targets: &Targets) -> Vec<Finding> {
             if host.is_empty() {
                 continue;
             }
-            let lib = super::library(snap, folder.root, &folder.dir, targets);
+            let lib = super::family_library(snap, folder.root, &folder.dir, targets);
             let no_index: Vec<String> = host
                 .iter()
                 .filter(|t| {
                     let dev = DeviceTarget::new(t, Setting::Any, Setting::Any);
-                    super::tensile::verdict(&lib, &dev).status == Status::Missing
+                    crate::families::tensile::verdict(&lib, &dev).status == Status::Missing
                 })
                 .cloned()
                 .collect();
@@ -204,9 +200,9 @@ fn build_family(name: &str) -> String {
 /// other such libraries shipped beside them (same folder) have; code for a target's generic
 /// target counts as having it.
 fn siblings(snap: &Snapshot, targets: &Targets) -> Vec<Finding> {
-    type Lib = (RelPath, String, BTreeSet<String>, BTreeSet<String>);
+    type Lib<'s> = (RelPath, String, BTreeSet<String>, &'s FileRecord);
     let mut by_folder: BTreeMap<(usize, String), Vec<Lib>> = BTreeMap::new();
-    for f in snap.files.iter().filter(|f| f.kind == Kind::HostElf && f.artifact.is_none()) {
+    for f in snap.files.iter().filter(|f| is_host_binary(f) && f.artifact.is_none()) {
         let name = f.path.file_name();
         // Only libraries built for every target are held to their siblings' targets (the HSA
         // runtime's code objects are its own, and hipBLASLt & co. are restricted by design).
@@ -217,22 +213,18 @@ fn siblings(snap: &Snapshot, targets: &Targets) -> Vec<Finding> {
         if own.is_empty() {
             continue;
         }
-        let all: BTreeSet<String> = f.code_objects.iter().map(|c| c.processor.clone()).collect();
         let dir = f.path.dir().to_string();
-        by_folder.entry((f.path.root, dir)).or_default().push((f.path.clone(), build_family(name), own, all));
+        by_folder.entry((f.path.root, dir)).or_default().push((f.path.clone(), build_family(name), own, f));
     }
     let mut out = Vec::new();
     for libs in by_folder.values() {
-        for (shown, family, _, all) in libs {
+        for (shown, family, _, f) in libs {
             let others: Vec<&BTreeSet<String>> =
                 libs.iter().filter(|l| &l.1 != family).map(|l| &l.2).collect();
             if others.is_empty() {
                 continue;
             }
-            let serves = |t: &str| {
-                all.contains(t)
-                    || targets.by_name(t).and_then(|x| x.generic.as_ref()).is_some_and(|g| all.contains(g))
-            };
+            let serves = |t: &str| serves_processor(f, t, targets);
             let candidates: BTreeSet<&String> = others.iter().flat_map(|s| s.iter()).collect();
             let lacking: Vec<String> = candidates
                 .into_iter()

@@ -11,9 +11,10 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 
 use super::install::Install;
-use super::{libraries, plugins, Place};
+use super::{libraries, plugins, registrable, Library, Place};
 use crate::families::cataloger;
 use crate::model::{Container, Snapshot};
+use crate::vocab::runtime::generic_of;
 use crate::vocab::targets::Targets;
 
 /// What one library holds for one target.
@@ -47,8 +48,8 @@ impl LibraryRow {
         if self.targets.iter().any(|t| t == target) {
             return Mark::Own;
         }
-        let generic = table.by_name(target).and_then(|t| t.generic.as_deref());
-        match generic {
+        // Generic code marks only a target the runtime would load it for (`vocab::runtime`).
+        match generic_of(target, table) {
             Some(g) if self.targets.iter().any(|t| t == g) => Mark::Generic,
             _ => Mark::None,
         }
@@ -78,9 +79,9 @@ fn firmware_rows(snap: &Snapshot) -> Vec<(Install, String, String, Vec<String>)>
 
 /// Every library of the snapshot with its targets, by install, then path.
 pub fn library_matrix(snap: &Snapshot, table: &Targets) -> Vec<LibraryRow> {
-    let places = libraries(snap).into_iter().map(|(install, place)| {
-        let (shown, layer, held) = holdings(snap, &place);
-        (install, shown, layer, held)
+    let places = libraries(snap).into_iter().map(|lib| {
+        let (layer, held) = holdings(snap, &lib);
+        (lib.install, lib.shown, layer, held)
     });
     let mut rows: Vec<LibraryRow> = places
         .chain(firmware_rows(snap))
@@ -97,17 +98,15 @@ pub fn library_matrix(snap: &Snapshot, table: &Targets) -> Vec<LibraryRow> {
     rows
 }
 
-/// A place's path as shown, its layer, and the processors it holds.
-fn holdings(snap: &Snapshot, place: &Place) -> (String, String, Vec<String>) {
-    let dir_of = |root: usize, dir: &str| crate::model::RelPath::folder(root, dir).display(&snap.roots);
-    match place {
+/// A library's layer, and the processors it holds.
+fn holdings(snap: &Snapshot, lib: &Library) -> (String, Vec<String>) {
+    match &lib.place {
         Place::Code(i) => {
             let f = &snap.files[*i];
-            // `.llvm.offloading` code is no library's (see `libraries`).
             let mut held = f
                 .code_objects
                 .iter()
-                .filter(|c| c.container != Container::OffloadBinary)
+                .filter(|c| registrable(c))
                 .map(|c| c.processor.clone())
                 .collect::<BTreeSet<_>>();
             // A kpack-split library's code is in the archives under its key (`<name>#<index>`).
@@ -122,9 +121,9 @@ fn holdings(snap: &Snapshot, place: &Place) -> (String, String, Vec<String>) {
                         .map(|c| c.processor.clone()),
                 );
             }
-            (f.path.display(&snap.roots), "code".to_string(), held.into_iter().collect())
+            ("code".to_string(), held.into_iter().collect())
         }
-        Place::Library(root, dir, fam) => {
+        Place::Folder(root, dir, fam) => {
             let held = snap
                 .files
                 .iter()
@@ -136,7 +135,7 @@ fn holdings(snap: &Snapshot, place: &Place) -> (String, String, Vec<String>) {
                     named.into_iter().chain(f.code_objects.iter().map(|c| c.processor.clone()))
                 })
                 .collect::<BTreeSet<_>>();
-            (dir_of(*root, dir), fam.name().to_string(), held.into_iter().collect())
+            (fam.name().to_string(), held.into_iter().collect())
         }
         Place::Plugins(root, dir, kind) => {
             let held = snap
@@ -149,7 +148,7 @@ fn holdings(snap: &Snapshot, place: &Place) -> (String, String, Vec<String>) {
                         .map(|(_, arch, _)| arch.to_string())
                 })
                 .collect::<BTreeSet<_>>();
-            (dir_of(*root, dir), "plugins".to_string(), held.into_iter().collect())
+            ("plugins".to_string(), held.into_iter().collect())
         }
     }
 }

@@ -1,0 +1,281 @@
+//! The library model: a snapshot turned into the libraries a program loads, once, for every
+//! view. Each library has its install, its kind, where it is, and — for a device — what serves
+//! it, decided by one rule (`vocab::runtime`): `check`, `diff`, `merge`, the library matrix,
+//! findings and prune read it, and none of them decides again what a library is or what serves a
+//! target.
+//!
+//! A library is a host library (an ELF or a PE `.dll`/`.pyd`) or a standalone bundle with
+//! its code groups (one per registered fat binary, and one for the objects the runtime takes
+//! whole), a kpack-split host library, a folder of per-arch plugins, or a folder of an artifact
+//! family (a Tensile library, MIOpen's databases, the device-library bitcode, AOTriton's images).
+//! Code only in `.llvm.offloading` is no library's: LLVM drops the section from linked output
+//! (it is for the linker wrapper) and clr never reads it.
+
+pub mod findings;
+pub mod identity;
+pub mod install;
+pub mod kpack;
+pub mod matrix;
+pub mod placeholders;
+pub mod plugins;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::families::{cataloger, Library as FamilyLibrary};
+use crate::model::{CodeObjectRecord, Container, Family, FileRecord, RelPath, Snapshot};
+use crate::vocab::runtime::{near_miss, pick, CodeTarget, Via};
+use crate::vocab::target_id::DeviceTarget;
+use crate::vocab::targets::Targets;
+use crate::vocab::verdict::{GapRule, LibraryKind, Status, Verdict};
+use install::{install_of, Install};
+
+/// clr hipamd/src/hip_fatbin.cpp `FatBinaryInfo::ExtractFatBinaryUsingCOMGR` finds no code
+/// object for the device ("No compatible code objects found for: gfx…" with AMD_LOG_LEVEL);
+/// hip_platform.cpp `ihipLaunchKernel` then fails each launch of the library's kernels with
+/// hipErrorNoBinaryForGpu / hipErrorInvalidDeviceFunction. Registration is lazy
+/// (HIP_ENABLE_DEFERRED_LOADING=1), so only this library's kernels fail.
+pub const HOST_CODE: GapRule = GapRule {
+    status: Status::Missing,
+    consequence: "its kernel launches fail with hipErrorNoBinaryForGpu / \"invalid device function\"",
+};
+
+/// Where a library is in its snapshot.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Place {
+    /// A file with device code (index into the snapshot's files).
+    Code(usize),
+    /// A folder of an artifact family: root, folder, family.
+    Folder(usize, String, Family),
+    /// The per-arch plugins of one kind in one folder (`plugins::PLUGINS`).
+    Plugins(usize, String, usize),
+}
+
+/// One library of a snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Library {
+    /// The install it belongs to.
+    pub install: Install,
+    pub place: Place,
+    /// Its path for people (a folder ends in `/`).
+    pub shown: String,
+    pub kind: LibraryKind,
+    /// What it is across installs and versions (`librocblas.so`, `tensile:rocblas`), for `diff`.
+    pub identity: String,
+}
+
+/// True for a file a program loads as a host library: an ELF, or a PE image (`.dll`, `.pyd`).
+pub fn is_host_binary(f: &FileRecord) -> bool {
+    f.kind.is_host_binary()
+}
+
+/// The kind of library a file with device code is.
+fn code_kind(f: &FileRecord) -> LibraryKind {
+    if is_host_binary(f) {
+        LibraryKind::HostLibrary
+    } else {
+        LibraryKind::Bundle
+    }
+}
+
+/// True for a code object the runtime can register (not only in `.llvm.offloading`).
+pub fn registrable(c: &CodeObjectRecord) -> bool {
+    c.container != Container::OffloadBinary
+}
+
+/// True when a file is a library of device code in its own right.
+fn holds_code(f: &FileRecord) -> bool {
+    f.kpack_ref.is_some() || (f.code_objects.iter().any(registrable) && (is_host_binary(f) || f.bundles > 0))
+}
+
+/// The libraries of a snapshot, each with its install, in a stable order.
+pub fn libraries(snap: &Snapshot) -> Vec<Library> {
+    // Each place with its identity (a folder's, from its first file).
+    let mut places: BTreeMap<Place, String> = BTreeMap::new();
+    for (i, f) in snap.files.iter().enumerate() {
+        match f.artifact.as_ref().and_then(|a| Some((a, a.family?))) {
+            Some((a, fam)) => {
+                if let Some(dir) = cataloger(fam).library_dir(&f.path.path) {
+                    places
+                        .entry(Place::Folder(f.path.root, dir, fam))
+                        .or_insert_with(|| cataloger(fam).identity(a));
+                }
+            }
+            None if holds_code(f) => {
+                let (dir, name) = f.path.path.rsplit_once('/').unwrap_or(("", &f.path.path));
+                match plugins::plugin_of(name) {
+                    Some((kind, _, _)) => {
+                        places.entry(Place::Plugins(f.path.root, dir.to_string(), kind)).or_insert_with(
+                            || format!("{}/{}*", identity::path_identity(dir), plugins::PLUGINS[kind].name),
+                        )
+                    }
+                    None => {
+                        places.entry(Place::Code(i)).or_insert_with(|| identity::path_identity(&f.path.path))
+                    }
+                };
+            }
+            None => {}
+        }
+    }
+    let root_of = |root: usize| snap.roots.get(root).map_or("", String::as_str);
+    places
+        .into_iter()
+        .map(|(place, identity)| {
+            let (root, shown, kind) = match &place {
+                Place::Code(i) => {
+                    let f = &snap.files[*i];
+                    (f.path.root, f.path.display(&snap.roots), code_kind(f))
+                }
+                Place::Folder(r, d, fam) => (*r, folder_shown(snap, *r, d), LibraryKind::Family(*fam)),
+                Place::Plugins(r, d, _) => (*r, folder_shown(snap, *r, d), LibraryKind::HostLibrary),
+            };
+            Library { install: install_of(root_of(root), &shown), place, shown, kind, identity }
+        })
+        .collect()
+}
+
+/// A folder's path for people, with a trailing `/`.
+fn folder_shown(snap: &Snapshot, root: usize, dir: &str) -> String {
+    let rel = RelPath { root, path: dir.to_string(), path_hex: None };
+    format!("{}/", rel.display(&snap.roots))
+}
+
+/// A family folder, for its cataloger to judge.
+pub fn family_library<'s>(
+    snap: &'s Snapshot,
+    root: usize,
+    dir: &'s str,
+    targets: &'s Targets,
+) -> FamilyLibrary<'s> {
+    FamilyLibrary { snap, root, dir, component: None, targets }
+}
+
+/// What a code object is for, as the runtime matches it: comgr matches bundle entries by
+/// their IDs, other code by its ELF.
+pub fn code_target(c: &CodeObjectRecord) -> CodeTarget<'_> {
+    c.code_target()
+}
+
+/// The code groups of a file, in file order: one per offload bundle (a fat binary the runtime
+/// registers and picks from on its own), and one of the objects it takes whole (`None`).
+pub fn code_groups(f: &FileRecord) -> BTreeMap<Option<u64>, Vec<&CodeObjectRecord>> {
+    let mut groups: BTreeMap<Option<u64>, Vec<&CodeObjectRecord>> = BTreeMap::new();
+    for c in f.code_objects.iter().filter(|c| registrable(c)) {
+        groups.entry(c.bundle_offset).or_default().push(c);
+    }
+    groups
+}
+
+/// What a device loads from one code group, and how.
+pub fn pick_in<'s>(
+    group: &[&'s CodeObjectRecord],
+    dev: &DeviceTarget,
+    targets: &Targets,
+) -> Option<(&'s CodeObjectRecord, Via)> {
+    pick(group, |c| code_target(c), dev, targets).map(|(c, via)| (*c, via))
+}
+
+fn processors<'a>(cos: impl Iterator<Item = &'a CodeObjectRecord>) -> Vec<String> {
+    cos.map(|c| c.target_id.clone()).collect::<BTreeSet<_>>().into_iter().collect()
+}
+
+/// Host libraries and standalone bundles: every code group must serve — a bundle without code
+/// for the device is a translation unit whose kernels fail with "invalid device function".
+pub fn code_verdict(f: &FileRecord, display: String, dev: &DeviceTarget, targets: &Targets) -> Verdict {
+    let groups = code_groups(f);
+    let mut loads = None;
+    let mut via_generic = None;
+    let mut lacking = Vec::new();
+    for (bundle, cos) in &groups {
+        match pick_in(cos, dev, targets) {
+            Some((c, via)) => {
+                if via == Via::Generic {
+                    via_generic.get_or_insert_with(|| c.processor.clone());
+                }
+                loads.get_or_insert_with(|| {
+                    c.bundle_entry_id.clone().unwrap_or_else(|| format!("{} at {:#x}", c.target_id, c.offset))
+                });
+            }
+            None => lacking.push(*bundle),
+        }
+    }
+    let why = || {
+        let all: Vec<&CodeObjectRecord> = groups.values().flatten().copied().collect();
+        near_miss(&all, |c| code_target(c), dev, targets)
+            .map(|m| format!(": {}", m.explain(dev)))
+            .unwrap_or_default()
+    };
+    let (gap, detail) = if lacking.is_empty() {
+        let what = match f.bundles {
+            0 => "has code for it".to_string(),
+            1 => "its bundle has code for it".to_string(),
+            n => format!("all {} bundles have code for it", crate::vocab::units::thousands(n)),
+        };
+        (None, what)
+    } else if lacking.len() == groups.len() {
+        (Some(&HOST_CODE), format!("no code object for {}{}", dev.target_id, why()))
+    } else {
+        let where_ = lacking
+            .iter()
+            .map(|b| b.map_or_else(|| "embedded objects".to_string(), |o| format!("bundle at {o:#x}")))
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(", ");
+        let detail = format!(
+            "{} of {} code groups have no code for {} ({where_}…){}",
+            lacking.len(),
+            groups.len(),
+            dev.target_id,
+            why()
+        );
+        (Some(&HOST_CODE), detail)
+    };
+    let mut v = Verdict::judged(display, code_kind(f), gap, detail, &dev.processor);
+    v.loads = loads;
+    v.via_generic = via_generic;
+    if v.status != Status::Ok {
+        v.available = processors(f.code_objects.iter().filter(|c| registrable(c)));
+    }
+    v
+}
+
+/// True when the runtime finds code for a device of `processor` (modes not known) in every
+/// code group of `f`: what a host library serves, for the views that have no device.
+pub fn serves_processor(f: &FileRecord, processor: &str, targets: &Targets) -> bool {
+    let dev = DeviceTarget::new(
+        processor,
+        crate::vocab::target_id::Setting::Any,
+        crate::vocab::target_id::Setting::Any,
+    );
+    let groups = code_groups(f);
+    !groups.is_empty() && groups.values().all(|g| pick_in(g, &dev, targets).is_some())
+}
+
+/// A library's verdict for a device, with no environment: the same for every view. `None` for
+/// a library with nothing to say for it (a plugin folder without the device's plugin kind, a
+/// family whose files no program loads).
+pub fn judge(snap: &Snapshot, lib: &Library, dev: &DeviceTarget, targets: &Targets) -> Option<Verdict> {
+    match &lib.place {
+        Place::Code(i) => {
+            let f = &snap.files[*i];
+            Some(match &f.kpack_ref {
+                Some(r) => kpack::verdict(snap, f, r, lib.shown.clone(), dev, targets),
+                None => code_verdict(f, lib.shown.clone(), dev, targets),
+            })
+        }
+        Place::Folder(root, dir, Family::Tensile) => {
+            let l = family_library(snap, *root, dir, targets);
+            Some(placeholders::held_to_index(
+                crate::families::tensile::verdict(&l, dev),
+                *root,
+                &snap.findings,
+            ))
+        }
+        Place::Folder(root, dir, fam) => {
+            cataloger(*fam).verdict(&family_library(snap, *root, dir, targets), dev)
+        }
+        Place::Plugins(root, dir, kind) => {
+            let judge = |f: &FileRecord| code_verdict(f, f.path.display(&snap.roots), dev, targets);
+            plugins::verdict(snap, *root, dir, *kind, dev, &judge)
+        }
+    }
+}
