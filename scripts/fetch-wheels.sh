@@ -13,4 +13,8 @@ for spec in bitsandbytes==0.50.2:manylinux_2_24_x86_64 gafime_rocm==0.4.7:manyli
   python3 -m pip download --quiet --no-deps --only-binary=:all: --platform "${spec#*:}" \
     --python-version 3.11 -d "$DIR/wheels" "$pkg"
 done
+# A wheel built with ROCm 4.0, whose bundle entries carry pre-4.1 IDs (tests/corpus.rs
+# `cupy_rocm_4_0_pre_4_1_ids_never_load`).
+python3 -m pip download --quiet --no-deps --only-binary=:all: --platform manylinux1_x86_64 \
+  --python-version 3.9 -d "$DIR/wheels" cupy-rocm-4-0==10.6.0
 ls -l "$DIR/wheels"/*.whl

@@ -325,7 +325,7 @@ impl SnapshotDiff {
         }
         let keep = |t: &str| {
             let p = processor(t);
-            only.iter().any(|o| o == p || targets.by_name(o).and_then(|x| x.generic.as_deref()) == Some(p))
+            only.iter().any(|o| o == p || crate::vocab::runtime::generic_of(o, targets) == Some(p))
         };
         for list in [&mut self.losses, &mut self.gains] {
             for c in list.iter_mut() {

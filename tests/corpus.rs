@@ -674,3 +674,62 @@ fn lazy_indexes_name_only_files_that_are_there() {
     assert_eq!(placeholder_findings(&snap), [], "Debian ROCm 6.4");
     assert_eq!(named(&snap), 819 + 717, "rocBLAS 4.4 and hipBLASLt 7.1 lazy indexes");
 }
+
+/// `gfxscan check --json ARGS` through the binary: (status of each verdict's library, detail).
+fn check_verdicts(args: &[&str]) -> Vec<(String, String, String)> {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gfxscan"))
+        .args(["check", "-q", "--json"])
+        .args(args)
+        .output()
+        .expect("gfxscan runs");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("check JSON");
+    let mut got = Vec::new();
+    for gpu in report["installs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|i| i["gpus"].as_array().into_iter().flatten())
+    {
+        let device = gpu["device"]["effective"]["target_id"].as_str().unwrap_or_default().to_string();
+        for v in gpu["verdicts"].as_array().into_iter().flatten() {
+            let status = v["status"].as_str().unwrap_or_default().to_string();
+            got.push((device.clone(), status, v["detail"].as_str().unwrap_or_default().to_string()));
+        }
+    }
+    got
+}
+
+/// Issue 22: Debian's ROCm 6.4 rocSOLVER (235 bundles) holds only gfx9-generic code for gfx9
+/// GPUs but gfx908/gfx90a. clr `TargetToGeneric` asks for `gfx9-generic:sramecc+:xnack-` for an
+/// MI50, which comgr refuses: MISSING; a gfx900 (`gfx9-generic:xnack-`) loads it: OK.
+#[test]
+fn rocm64_rocsolver_serves_gfx900_not_gfx906() {
+    let Some(root) = rocm64_tree() else { return };
+    let lib = root.join("usr/lib/x86_64-linux-gnu/librocsolver.so.0.4");
+    let lib = lib.to_str().expect("UTF-8 path");
+    let got = check_verdicts(&[lib, "--gpu", "gfx906:sramecc+:xnack-", "--gpu", "gfx900:xnack-"]);
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert_eq!((got[0].0.as_str(), got[0].1.as_str()), ("gfx906:sramecc+:xnack-", "missing"), "{got:?}");
+    assert!(got[0].2.contains("gfx9-generic has no sramecc"), "{got:?}");
+    assert_eq!((got[1].0.as_str(), got[1].1.as_str()), ("gfx900:xnack-", "ok"), "{got:?}");
+}
+
+/// Issue 22: cupy-rocm-4-0 10.6.0 (PyPI, built with ROCm 4.0) bundles its code under pre-4.1
+/// entry IDs (`hip-amdgcn-amd-amdhsa-gfx900`): a ROCm 6.0+ runtime never matches them, so every
+/// library with device code is MISSING for gfx900, saying why. The wheel comes from
+/// scripts/fetch-wheels.sh (DIR/wheels).
+#[test]
+fn cupy_rocm_4_0_pre_4_1_ids_never_load() {
+    let Some(dir) = debian_tree() else { return };
+    let wheel = Path::new(&dir).join("wheels/cupy_rocm_4_0-10.6.0-cp39-cp39-manylinux1_x86_64.whl");
+    if !wheel.is_file() {
+        eprintln!("skipped: no {} (scripts/fetch-wheels.sh)", wheel.display());
+        return;
+    }
+    let got = check_verdicts(&[wheel.to_str().expect("UTF-8 path"), "--gpu", "gfx900"]);
+    assert!(!got.is_empty());
+    for (_, status, detail) in &got {
+        assert_eq!(status, "missing", "{got:?}");
+        assert!(detail.contains("pre-ROCm-4.1 IDs (hip-amdgcn-amd-amdhsa-gfx900)"), "{detail}");
+    }
+}

@@ -26,7 +26,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use crate::families::{cataloger, tensile, Library};
-use crate::library::install::Install;
+use crate::library::install::{install_of, Install};
 use crate::library::{family_library, judge, libraries, placeholders, Place};
 use crate::model::{Component, Family, Problem, Snapshot, Tool};
 use crate::vocab::target_id::{split_version, DeviceTarget};
@@ -62,7 +62,27 @@ pub struct InstallReport {
     pub install: Install,
     /// The worst status of its GPUs.
     pub status: Status,
+    /// Files of the install that could not be read in full: its OK holds only for what was read.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub unread: u64,
     pub gpus: Vec<GpuReport>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl InstallReport {
+    /// The status as a header says it: an OK over files not read in full is only "as far as
+    /// read", never a plain OK above an INCOMPLETE outcome.
+    pub fn status_shown(&self, status: Status) -> String {
+        match (status, self.unread) {
+            (Status::Ok, n) if n > 0 => {
+                format!("OK as far as read ({} not read in full)", crate::vocab::units::count(n, "file"))
+            }
+            (s, _) => s.word().to_string(),
+        }
+    }
 }
 
 /// The overall answer of a check, and its exit code.
@@ -333,10 +353,17 @@ pub fn check(snap: &Snapshot, gpus: &Gpus, targets: &Targets, opts: CheckOptions
             installs.entry(install).or_default().push(report);
         }
     }
+    let root_of = |root: usize| snap.roots.get(root).map_or("", String::as_str);
+    let unread_in = |install: &Install| {
+        let shown = |p: &Problem| p.path.display(&snap.roots);
+        snap.problems.iter().filter(|p| &install_of(root_of(p.path.root), &shown(p)) == install).count()
+            as u64
+    };
     let installs: Vec<InstallReport> = installs
         .into_iter()
         .map(|(install, gpus)| InstallReport {
             status: gpus.iter().map(GpuReport::status).max().unwrap_or(Status::Ok),
+            unread: unread_in(&install),
             install,
             gpus,
         })

@@ -87,9 +87,9 @@ fn serves(c: &CodeObjectRecord, keep: &[String], targets: &Targets) -> Serves {
     if keep.contains(&c.processor) {
         return Serves::Kept;
     }
-    let generic_of =
-        |k: &String| targets.by_name(k).and_then(|t| t.generic.as_deref()) == Some(c.processor.as_str());
-    if keep.iter().any(generic_of) {
+    // Generic code stays only for a kept target the runtime loads it for (`vocab::runtime`).
+    let loads_it = |k: &String| crate::vocab::runtime::generic_of(k, targets) == Some(c.processor.as_str());
+    if keep.iter().any(loads_it) {
         Serves::Generic
     } else {
         Serves::Other

@@ -6,7 +6,7 @@ use std::io::{self, Write};
 
 use comfy_table::{Cell, ContentArrangement};
 
-use crate::check::{CheckReport, GpuReport, LibraryKind, Outcome, Status};
+use crate::check::{CheckReport, GpuReport, InstallReport, LibraryKind, Outcome, Status};
 use crate::cli::OutputFormat;
 use crate::model::Family;
 use crate::vocab::targets::Targets;
@@ -55,19 +55,20 @@ fn detail(v: &crate::check::Verdict) -> String {
 /// Writes one GPU's verdicts in one install.
 fn write_gpu(
     gpu: &GpuReport,
-    install: &str,
+    inst: &InstallReport,
     targets: &Targets,
     md: bool,
     style: Style,
     out: &mut dyn Write,
 ) -> io::Result<()> {
     let status = gpu.status();
+    let install = inst.install.path.as_str();
     writeln!(
         out,
         "{}{} · {}",
         if md { "#### " } else { "" },
         gpu_line(gpu, targets),
-        paint(status.word(), status_color(status), style.color)
+        paint(&inst.status_shown(status), status_color(status), style.color)
     )?;
     writeln!(out)?;
     let mut t = super::table::styled(md, style);
@@ -159,10 +160,11 @@ pub fn write_check(
     let (h, li) = if md { ("### ", "- ") } else { ("", "  ") };
     for inst in &report.installs {
         let kind = super::json_word(inst.install.kind);
-        let head = format!("Install {} ({kind}) · {}", inst.install.path, inst.status.word());
+        let word = inst.status_shown(inst.status);
+        let head = format!("Install {} ({kind}) · {word}", inst.install.path);
         let head = wrap(&head, h, "  ", style.width);
         // The status word is the line's end: colour it after wrapping.
-        let word = inst.status.word();
+        let word = word.as_str();
         let head = match head.strip_suffix(word) {
             Some(rest) => format!("{rest}{}", paint(word, status_color(inst.status), style.color)),
             None => head,
@@ -170,7 +172,7 @@ pub fn write_check(
         writeln!(out, "{head}")?;
         writeln!(out)?;
         for gpu in &inst.gpus {
-            write_gpu(gpu, &inst.install.path, targets, md, style, out)?;
+            write_gpu(gpu, inst, targets, md, style, out)?;
         }
     }
     for u in &report.unknown_gpus {

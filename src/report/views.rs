@@ -57,9 +57,9 @@ pub fn generic_servers(snap: &Snapshot, targets: &Targets, chosen: &[String]) ->
     chosen
         .iter()
         .filter_map(|t| {
-            let g = targets.by_name(t)?.generic.clone()?;
-            snap.targets.get(&g).filter(|c| c.code_objects > 0)?;
-            Some((t.clone(), g))
+            let g = crate::vocab::runtime::generic_of(t, targets)?;
+            snap.targets.get(g).filter(|c| c.code_objects > 0)?;
+            Some((t.clone(), g.to_string()))
         })
         .collect()
 }
@@ -73,15 +73,24 @@ pub fn headline(snap: &Snapshot) -> String {
         [one] => format!(" ({})", one.format),
         many => format!(" ({} archives)", thousands(many.len() as u64)),
     };
+    // Problems are files not read in full; findings are installs broken as shipped: the
+    // header names both, so neither reads as the other's "0".
+    let read = match snap.problems.len() as u64 {
+        0 => "all read".to_string(),
+        n => count(n, "problem"),
+    };
+    let findings = match snap.findings.len() as u64 {
+        0 => String::new(),
+        n => format!(" · {}", count(n, "finding")),
+    };
     format!(
-        "gfxscan {} · {}{archives} · {} ({}) · {} with device code · {} · {}",
+        "gfxscan {} · {}{archives} · {} ({}) · {} with device code · {} · {read}{findings}",
         snap.tool.version,
         count(snap.roots.len() as u64, "root"),
         count(s.files, "file"),
         human_bytes(s.bytes),
         thousands(s.files_with_device_code),
         count(s.code_objects, "code object"),
-        count(snap.problems.len() as u64, "problem"),
     )
 }
 
@@ -95,7 +104,7 @@ pub fn runtime_only(snap: &Snapshot, targets: &Targets, target: &str) -> bool {
             .collect()
     };
     let own = counts(target);
-    let generic = targets.by_name(target).and_then(|t| t.generic.as_deref());
+    let generic = crate::vocab::runtime::generic_of(target, targets);
     let served_generically = generic.is_some_and(|g| counts(g).iter().any(|(runtime, n)| !runtime && *n > 0));
     own.iter().any(|(runtime, n)| *runtime && *n > 0)
         && own.iter().all(|(runtime, n)| *runtime || *n == 0)

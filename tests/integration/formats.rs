@@ -59,7 +59,7 @@ fn table_rows_follow_the_natural_order() {
     let first = run.stdout.lines().next().expect("headline");
     let want = format!("gfxscan {} · 1 root · 2 files (", env!("CARGO_PKG_VERSION"));
     assert!(first.starts_with(&want), "{first}");
-    assert!(first.ends_with("· 2 with device code · 3 code objects · 0 problems"), "{first}");
+    assert!(first.ends_with("· 2 with device code · 3 code objects · all read"), "{first}");
     // Targets down (generation, then number), their first product, then one column per layer
     // present: here only code objects. Header words stack; no line ends in spaces.
     let lines: Vec<&str> = run.stdout.lines().collect();

@@ -25,3 +25,4 @@ mod report;
 mod scan_cli;
 mod util;
 mod verdicts;
+mod views;

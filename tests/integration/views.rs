@@ -1,0 +1,248 @@
+//! One question, one answer (issue 22): the runtime's matching rules through the real binary,
+//! and every view that answers "does this library serve this GPU" held equal to `check`.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+
+use serde_json::Value;
+
+use gfxscan::parse::pe::fixture::pe_image;
+use gfxscan::testing::{bundle, code_object, fatbin, host_elf, CodeObjectSpec, HostSection};
+
+use crate::fixtures::{co, hip, hip_bundle, GENERIC_V1, GFX1030, GFX1100, GFX11_GENERIC, GFX900, HOST};
+use crate::util::{gfxscan, Tree};
+
+/// `EF_AMDGPU_MACH` of gfx9-generic (targets.toml).
+const GFX9_GENERIC: u32 = 0x051;
+
+/// A generic code object (V6) for `mach`, generic version 1.
+fn generic_co(mach: u32) -> Vec<u8> {
+    code_object(&CodeObjectSpec::new(4, mach | GENERIC_V1, &["k0"]))
+}
+
+/// A host library with one fat binary holding `bundles`.
+fn host_with(bundles: &[Vec<u8>]) -> Vec<u8> {
+    host_elf(&[HostSection::rodata(".rodata", b"lib\0"), HostSection::hip_fatbin(&fatbin(bundles))])
+}
+
+/// `check --json` of `root` for `gpus`: every verdict as (library, GPU) → status.
+fn check_statuses(root: &str, gpus: &[&str]) -> BTreeMap<(String, String), String> {
+    let mut args: Vec<OsString> = vec!["check".into(), "-q".into(), "--json".into(), root.into()];
+    for g in gpus {
+        args.extend(["--gpu".into(), OsString::from(g)]);
+    }
+    let run = gfxscan(args);
+    let report = run.json();
+    let mut out = BTreeMap::new();
+    for install in report["installs"].as_array().expect("installs") {
+        for gpu in install["gpus"].as_array().expect("gpus") {
+            let name = gpu["device"]["effective"]["target_id"].as_str().expect("target").to_string();
+            for v in gpu["verdicts"].as_array().expect("verdicts") {
+                let lib = v["library"].as_str().expect("library");
+                let lib = lib.strip_prefix(root).unwrap_or(lib).to_string();
+                out.insert((lib, name.clone()), v["status"].as_str().expect("status").to_string());
+            }
+        }
+    }
+    out
+}
+
+fn rank(status: Option<&String>) -> u8 {
+    match status.map(String::as_str) {
+        Some("ok") => 0,
+        Some("warn") => 1,
+        _ => 2,
+    }
+}
+
+/// For each GPU, how many libraries `check` judges worse on `new` than on `old`, and how
+/// many losses `diff` reports for it: the two must be equal for every GPU.
+fn assert_diff_agrees_with_check(old: &str, new: &str, gpus: &[&str]) -> BTreeMap<String, usize> {
+    let (a, b) = (check_statuses(old, gpus), check_statuses(new, gpus));
+    let mut worse: BTreeMap<String, usize> = gpus.iter().map(|g| (g.to_string(), 0)).collect();
+    for key in a.keys().chain(b.keys()).collect::<std::collections::BTreeSet<_>>() {
+        if rank(b.get(key)) > rank(a.get(key)) {
+            *worse.entry(key.1.clone()).or_default() += 1;
+        }
+    }
+    let mut args: Vec<OsString> = vec!["diff".into(), "-q".into(), "--json".into(), old.into(), new.into()];
+    args.push("--fail-on-loss".into());
+    let run = gfxscan(args);
+    let d = run.json();
+    let mut lost: BTreeMap<String, usize> = gpus.iter().map(|g| (g.to_string(), 0)).collect();
+    for l in d["losses"].as_array().expect("losses") {
+        for t in l["targets"].as_array().expect("targets").iter().filter_map(Value::as_str) {
+            if let Some(n) = lost.get_mut(t) {
+                *n += 1;
+            }
+        }
+    }
+    assert_eq!(worse, lost, "check (libraries worse per GPU) vs diff (losses per GPU): {d:#}");
+    let any = worse.values().any(|n| *n > 0);
+    run.expect_code(if any { 1 } else { 0 });
+    worse
+}
+
+/// A library whose second bundle drops gfx1100 is MISSING under `check --gpu gfx1100`; `diff
+/// --fail-on-loss` says so too (exit 1), and says nothing for gfx900, which both keep.
+#[test]
+fn diff_loses_what_check_misses_when_one_bundle_drops_a_target() {
+    let (a9, a11) = (co(GFX900, 0, 1), co(GFX1100, 0, 1));
+    let both = hip_bundle(&[("gfx900", &a9), ("gfx1100", &a11)]);
+    let only900 = hip_bundle(&[("gfx900", &a9)]);
+    let t = Tree::new();
+    t.file("old/lib/librocsparse.so.1", &host_with(&[both.clone(), both.clone()]));
+    t.file("new/lib/librocsparse.so.1", &host_with(&[both, only900]));
+    let (old, new) = (t.path("old").display().to_string(), t.path("new").display().to_string());
+    let worse = assert_diff_agrees_with_check(&old, &new, &["gfx900", "gfx1100", "gfx1030"]);
+    assert_eq!(worse.get("gfx1100"), Some(&1));
+    assert_eq!(worse.get("gfx900"), Some(&0));
+}
+
+/// The same equality on the real sample, against a copy that lost gfx1030's MIOpen database
+/// and device-library bitcode and rocBLAS's gfx900 lazy index (both ways round).
+#[test]
+fn diff_agrees_with_check_on_the_sample() {
+    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/sample");
+    let t = Tree::new();
+    let copy = t.path("sample");
+    let status = std::process::Command::new("cp").arg("-a").arg(sample).arg(&copy).status().expect("cp");
+    assert!(status.success());
+    for gone in [
+        "opt/rocm/lib/rocblas/library/TensileLibrary_lazy_gfx900.dat",
+        "opt/rocm/share/miopen/db/gfx1030_36.db",
+        "opt/rocm/amdgcn/bitcode/oclc_isa_version_1030.bc",
+    ] {
+        std::fs::remove_file(copy.join(gone)).expect("remove");
+    }
+    let gpus = ["gfx900", "gfx1030", "gfx1100", "gfx906:sramecc+:xnack-"];
+    let worse = assert_diff_agrees_with_check(sample, &copy.display().to_string(), &gpus);
+    assert!(worse.get("gfx1030").is_some_and(|n| *n >= 2), "{worse:?}");
+    let better = assert_diff_agrees_with_check(&copy.display().to_string(), sample, &gpus);
+    assert!(better.values().all(|n| *n == 0), "{better:?}");
+}
+
+/// comgr needs five parts after the offload kind: a pre-ROCm-4.1 entry
+/// (`hip-amdgcn-amd-amdhsa-gfx900`) never matches, whatever its ELF says, and check says why.
+#[test]
+fn pre_4_1_bundle_ids_never_match() {
+    let t = Tree::new();
+    let old = bundle(&[(HOST, &[]), ("hip-amdgcn-amd-amdhsa-gfx900", &co(GFX900, 0, 1))], 4096);
+    t.file("lib/libold.so", &host_with(&[old]));
+    let run = gfxscan(["check", "-q", "--json", &t.root_str(), "--gpu", "gfx900"]);
+    run.expect_code(1);
+    let v = &run.json()["installs"][0]["gpus"][0]["verdicts"][0];
+    assert_eq!(v["status"], "missing", "{v:#}");
+    assert!(v["detail"].as_str().is_some_and(|d| d.contains("pre-ROCm-4.1")), "{v:#}");
+}
+
+/// clr `ExtractFatBinaryUsingCOMGR` prefers native code to generic code, whatever the order in
+/// the bundle.
+#[test]
+fn native_code_loads_before_generic_code_listed_first() {
+    let t = Tree::new();
+    let b = hip_bundle(&[("gfx11-generic", &generic_co(GFX11_GENERIC)), ("gfx1100", &co(GFX1100, 0, 1))]);
+    t.file("lib/libk.so", &host_with(&[b]));
+    let run = gfxscan(["check", "-q", "--json", &t.root_str(), "--gpu", "gfx1100", "--gpu", "gfx1101"]);
+    run.expect_code(0);
+    let r = run.json();
+    let gpus = r["installs"][0]["gpus"].as_array().expect("gpus");
+    assert_eq!(gpus[0]["verdicts"][0]["loads"], hip("gfx1100"));
+    assert!(gpus[0]["verdicts"][0].get("via_generic").is_none());
+    assert_eq!(gpus[1]["verdicts"][0]["loads"], hip("gfx11-generic"));
+    assert_eq!(gpus[1]["verdicts"][0]["via_generic"], "gfx11-generic");
+}
+
+/// clr `TargetToGeneric` puts the device's features back on the generic name, and comgr
+/// refuses `gfx9-generic:sramecc±`: a gfx906 never loads gfx9-generic code; a gfx900 does.
+#[test]
+fn gfx906_never_loads_gfx9_generic_code() {
+    let t = Tree::new();
+    t.file("lib/libsolver.so", &host_with(&[hip_bundle(&[("gfx9-generic", &generic_co(GFX9_GENERIC))])]));
+    let run = gfxscan([
+        "check",
+        "-q",
+        "--json",
+        &t.root_str(),
+        "--gpu",
+        "gfx906:sramecc+:xnack-",
+        "--gpu",
+        "gfx900",
+    ]);
+    run.expect_code(1);
+    let r = run.json();
+    let gpus = r["installs"][0]["gpus"].as_array().expect("gpus");
+    let v906 = &gpus[0]["verdicts"][0];
+    assert_eq!(v906["status"], "missing", "{v906:#}");
+    assert!(v906["detail"].as_str().is_some_and(|d| d.contains("has no sramecc")), "{v906:#}");
+    assert_eq!(gpus[1]["verdicts"][0]["status"], "ok");
+    // The library matrix marks gfx900 as served through its generic target, not gfx906.
+    let scan = gfxscan([
+        "scan",
+        "-q",
+        &t.root_str(),
+        "--by",
+        "library",
+        "--only",
+        "gfx900,gfx906",
+        "--format",
+        "csv",
+    ]);
+    scan.expect_code(0);
+    let row = scan.stdout.lines().find(|l| l.contains("libsolver.so")).expect("a row");
+    assert!(row.ends_with(",generic,"), "{}", scan.stdout);
+}
+
+/// A Windows `.dll` (or `.pyd`) with device code is a host library in every view: `check`'s
+/// kind, and its code counted as host-library code, not as standalone code objects.
+#[test]
+fn a_dll_with_device_code_is_a_host_library_everywhere() {
+    let t = Tree::new();
+    let fat = fatbin(&[hip_bundle(&[("gfx1030", &co(GFX1030, 0, 2))])]);
+    t.file("bin/rocsparse.dll", &pe_image(&[(".text", &[0xc3; 16]), (".hip_fat", &fat)]));
+    t.file("ext/_kernels.pyd", &pe_image(&[(".hip_fat", &fat)]));
+    let run = gfxscan(["check", "-q", "--json", &t.root_str(), "--gpu", "gfx1030"]);
+    run.expect_code(0);
+    let r = run.json();
+    let kinds: Vec<&str> = r["installs"][0]["gpus"][0]["verdicts"]
+        .as_array()
+        .expect("verdicts")
+        .iter()
+        .filter_map(|v| v["kind"].as_str())
+        .collect();
+    assert_eq!(kinds, ["host-library", "host-library"]);
+    let (_, snap) = t.scan_json(&[]);
+    let fam = &snap["families"];
+    assert_eq!(fam["host-library-code-objects"]["gfx1030"], 2, "{fam:#}");
+    assert!(fam.get("standalone-code-objects").is_none_or(|m| m.get("gfx1030").is_none()), "{fam:#}");
+}
+
+/// Headers never contradict what is below them: the scan header names findings beside the files
+/// it could not read (no "0 problems" above "broken as shipped (4)"), and an install whose
+/// verdicts are OK over files not read in full is "OK as far as read", above INCOMPLETE.
+#[test]
+fn headers_agree_with_what_follows() {
+    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/sample");
+    let scan = gfxscan(["scan", "-q", sample]);
+    let head: Vec<&str> = scan.stdout.lines().take_while(|l| !l.is_empty()).map(str::trim).collect();
+    let head = head.join(" ");
+    assert!(head.ends_with("· all read · 4 findings"), "{head}");
+    assert!(scan.stdout.contains("Findings: broken as shipped (4)"), "{}", scan.stdout);
+
+    let t = Tree::new();
+    t.file("opt/rocm/lib/libok.so", &host_with(&[hip_bundle(&[("gfx1100", &co(GFX1100, 0, 1))])]));
+    let mut cut = hip_bundle(&[("gfx1100", &co(GFX1100, 0, 1))]);
+    cut.truncate(cut.len() / 2);
+    t.file("opt/rocm/lib/kernels.hsaco", &cut);
+    let run = gfxscan(["check", "-q", &t.root_str(), "--gpu", "gfx1100"]);
+    run.expect_code(3);
+    let lines: Vec<&str> =
+        run.stdout.lines().filter(|l| l.starts_with("Install") || l.starts_with("GPU")).collect();
+    assert_eq!(lines.len(), 2, "{}", run.stdout);
+    for l in lines {
+        assert!(l.ends_with("OK as far as read (1 file not read in full)"), "{l}\n{}", run.stdout);
+    }
+    assert!(run.stdout.contains("INCOMPLETE"), "{}", run.stdout);
+    let json = gfxscan(["check", "-q", "--json", &t.root_str(), "--gpu", "gfx1100"]).json();
+    assert_eq!(json["installs"][0]["unread"], 1, "{json:#}");
+}
