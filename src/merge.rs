@@ -14,7 +14,7 @@ use serde::Serialize;
 use crate::aggregate::{families_table, layer_count, layers};
 use crate::check::devices::Gpus;
 use crate::check::{self, CheckOptions, Outcome};
-use crate::model::{Snapshot, TargetMap, Tool};
+use crate::model::{IndexMap, Snapshot, TargetMap, Tool};
 use crate::vocab::targets::Targets;
 
 /// The version of the merge document.
@@ -34,9 +34,13 @@ pub struct Source {
     pub problems: u64,
     /// Per target with anything: a count per layer, in the order of [`Fleet::layers`].
     pub counts: TargetMap<Vec<u64>>,
-    /// With `--gpu`: the check's outcome for this source (`ok`, `missing`, …).
+    /// With `--gpu`: the check's outcome for this source over every GPU named (`ok`,
+    /// `missing`, …): the worst of `gpu_verdicts`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verdict: Option<Outcome>,
+    /// With `--gpu`: the check's outcome for each GPU alone, by its target ID, in the order named.
+    #[serde(skip_serializing_if = "IndexMap::is_empty")]
+    pub gpu_verdicts: IndexMap<String, Outcome>,
     /// Why the snapshot could not be read; the row is otherwise empty.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -104,8 +108,12 @@ fn row(
     }
     src.counts.shrink_to_fit();
     if let Some(g) = gpus {
-        let opts = CheckOptions { not_checked: Vec::new(), libpaths: Vec::new() };
-        src.verdict = Some(check::check(&snap, g, targets, opts).outcome);
+        let opts = || CheckOptions { not_checked: Vec::new(), libpaths: Vec::new() };
+        src.verdict = Some(check::check(&snap, g, targets, opts()).outcome);
+        for d in &g.devices {
+            let one = Gpus { devices: vec![d.clone()], unknown: g.unknown.clone() };
+            src.gpu_verdicts.insert(d.effective.target_id.clone(), check::check(&snap, &one, targets, opts()).outcome);
+        }
     }
     src
 }

@@ -70,7 +70,7 @@ pub fn write_merge(
     writeln!(out)?;
     let mut label = fleet.sources.iter().map(|s| s.name.clone()).collect::<Vec<_>>();
     if !fleet.gpus.is_empty() {
-        let words: Vec<String> = fleet.sources.iter().map(|s| verdict_word(s.verdict).to_string()).collect();
+        let words: Vec<String> = fleet.sources.iter().map(source_words).collect();
         label = label
             .into_iter()
             .zip(words)
@@ -94,14 +94,15 @@ pub fn write_merge(
         }
     }
     if !fleet.gpus.is_empty() {
-        let missing = fleet.sources.iter().filter(|s| s.verdict == Some(Outcome::Missing)).count();
+        writeln!(out)?;
+    }
+    for gpu in gpu_names(fleet) {
+        let missing = fleet.sources.iter().filter(|s| s.gpu_verdicts.get(&gpu) == Some(&Outcome::Missing)).count();
         let line = format!(
-            "{} of {} lack a required piece for {}",
+            "{gpu}: {} of {} lack a required piece",
             thousands(missing as u64),
             count(fleet.sources.len() as u64, "source"),
-            fleet.gpus.join(", ")
         );
-        writeln!(out)?;
         let color = if missing > 0 {
             status_color(crate::check::Status::Missing)
         } else {
@@ -112,20 +113,45 @@ pub fn write_merge(
     Ok(())
 }
 
+/// The GPUs with a verdict in some source, in the order named.
+fn gpu_names(fleet: &Fleet) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for g in fleet.sources.iter().flat_map(|s| s.gpu_verdicts.keys()) {
+        if !names.contains(g) {
+            names.push(g.clone());
+        }
+    }
+    names
+}
+
+/// A source's verdicts after its name: the one word for one GPU, `gpu WORD` each for several.
+fn source_words(s: &Source) -> String {
+    match s.gpu_verdicts.len() {
+        0 | 1 => verdict_word(s.verdict).to_string(),
+        _ => s.gpu_verdicts.iter().map(|(g, o)| format!("{g} {}", verdict_word(Some(*o)))).collect::<Vec<_>>().join(" · "),
+    }
+}
+
+/// The CSV's per-GPU cell: `gfx1031=missing;gfx1100=ok`.
+fn gpu_cell(s: &Source) -> String {
+    s.gpu_verdicts.iter().map(|(g, o)| format!("{g}={}", super::json_word(*o))).collect::<Vec<_>>().join(";")
+}
+
 /// One row per source, target and layer with anything: the whole matrix, long form.
 fn write_csv(fleet: &Fleet, out: &mut dyn Write) -> anyhow::Result<()> {
     let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record(["source", "path", "verdict", "target", "layer", "count", "error"])?;
+    w.write_record(["source", "path", "verdict", "gpu_verdicts", "target", "layer", "count", "error"])?;
     for s in &fleet.sources {
         // The JSON's word for it (`nothing-to-check`), so CSV and JSON readers agree.
         let verdict = s.verdict.map(super::json_word).unwrap_or_default();
+        let per_gpu = gpu_cell(s);
         if s.counts.is_empty() {
             let err = s.error.clone().unwrap_or_default();
-            w.write_record([s.name.as_str(), &s.path, &verdict, "", "", "", &err])?;
+            w.write_record([s.name.as_str(), &s.path, &verdict, &per_gpu, "", "", "", &err])?;
         }
         for (t, per) in &s.counts {
             for (layer, n) in fleet.layers.iter().zip(per).filter(|(_, n)| **n > 0) {
-                w.write_record([s.name.as_str(), &s.path, &verdict, t, layer, &n.to_string(), ""])?;
+                w.write_record([s.name.as_str(), &s.path, &verdict, &per_gpu, t, layer, &n.to_string(), ""])?;
             }
         }
     }
@@ -162,15 +188,14 @@ fn write_html(
     bar_chart(&mut out, &format!("sources with {layer} for each target"), &bars, 0);
     out.push_str("</div><h2>Sources × targets</h2><div class=\"matrix\">");
     let mut heads: Vec<(&str, bool)> = vec![("source", true)];
-    if !fleet.gpus.is_empty() {
-        heads.push(("verdict", true));
-    }
+    let gpus = gpu_names(fleet);
+    heads.extend(gpus.iter().map(|g| (g.as_str(), true)));
     heads.extend(fleet.targets.iter().map(|t| (t.as_str(), false)));
     table_head(&mut out, &heads);
     for s in &fleet.sources {
         let _ = write!(out, "<tr><td class=\"l\" title=\"{}\">{}</td>", esc(&s.path), esc(&s.name));
-        if !fleet.gpus.is_empty() {
-            let word = verdict_word(s.verdict);
+        for g in &gpus {
+            let word = verdict_word(s.gpu_verdicts.get(g).copied());
             let _ = write!(out, "<td class=\"l {}\">{word}</td>", word.to_lowercase());
         }
         for t in &fleet.targets {

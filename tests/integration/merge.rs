@@ -119,3 +119,26 @@ fn alike_names_are_told_apart_and_an_unreadable_folder_is_one_row() {
     let csv = gfxscan(["merge", snap.to_str().unwrap_or_default(), "--gpu", "gfx1100", "--format", "csv"]);
     assert!(csv.stdout.contains(",nothing-to-check,"), "{}", csv.stdout);
 }
+
+/// Issue 22: `merge --gpu A,B` gives a verdict per source per GPU in every format: node-b has
+/// code for gfx1030 only, so it is OK for gfx1030 and MISSING for gfx1100, never one word for
+/// both; node-a the other way round (its rocBLAS has no gfx1030 index).
+#[test]
+fn merge_gives_a_verdict_per_source_per_gpu() {
+    let (_keep, dir) = fleet();
+    let a = dir.path().join("node-a.json");
+    let b = dir.path().join("node-b.json");
+    let (a, b) = (a.to_str().unwrap_or_default(), b.to_str().unwrap_or_default());
+    let run = gfxscan(["merge", "--gpu", "gfx1030,gfx1100", "--json", a, b]);
+    run.expect_code(1);
+    let m = run.json();
+    assert_eq!(m["sources"][0]["gpu_verdicts"], json!({"gfx1030": "missing", "gfx1100": "ok"}), "{m:#}");
+    assert_eq!(m["sources"][1]["gpu_verdicts"], json!({"gfx1030": "ok", "gfx1100": "missing"}), "{m:#}");
+    let table = gfxscan(["merge", "--gpu", "gfx1030,gfx1100", a, b]);
+    assert!(table.stdout.contains("node-b gfx1030 OK · gfx1100 MISSING"), "{}", table.stdout);
+    assert!(table.stdout.contains("gfx1100: 1 of 2 sources lack a required piece"), "{}", table.stdout);
+    let csv = gfxscan(["merge", "--gpu", "gfx1030,gfx1100", "--format", "csv", a, b]);
+    assert!(csv.stdout.contains(",missing,gfx1030=ok;gfx1100=missing,"), "{}", csv.stdout);
+    let html = gfxscan(["merge", "--gpu", "gfx1030,gfx1100", "--format", "html", a, b]);
+    assert!(html.stdout.contains("<th>gfx1030</th>") || html.stdout.contains(">gfx1030<"), "{}", html.stdout);
+}
