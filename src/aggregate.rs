@@ -165,7 +165,7 @@ pub fn families_table(files: &[FileRecord], targets: &Targets) -> IndexMap<Strin
             }
         }
         let Some(a) = &f.artifact else { continue };
-        let Some((row, n)) = a.family.and_then(|fam| cataloger(fam).tally(a)) else { continue };
+        let Some((row, n)) = a.family.and_then(|fam| cataloger(fam).tally(f, a)) else { continue };
         for target in a.targets() {
             add(row, &target, n);
         }

@@ -112,7 +112,8 @@ fn row(
         src.verdict = Some(check::check(&snap, g, targets, opts()).outcome);
         for d in &g.devices {
             let one = Gpus { devices: vec![d.clone()], unknown: g.unknown.clone() };
-            src.gpu_verdicts.insert(d.effective.target_id.clone(), check::check(&snap, &one, targets, opts()).outcome);
+            src.gpu_verdicts
+                .insert(d.effective.target_id.clone(), check::check(&snap, &one, targets, opts()).outcome);
         }
     }
     src

@@ -190,7 +190,7 @@ impl Cataloger for Aotriton {
 
     /// Archives count once for each processor they serve (an archive of a pack holds kernels
     /// for all of its processors, so its kernel count is no per-processor figure).
-    fn tally(&self, a: &Artifact) -> Option<(&'static str, u64)> {
+    fn tally(&self, _f: &FileRecord, a: &Artifact) -> Option<(&'static str, u64)> {
         (a.role == Role::KernelArchive).then_some((ROWS[0].key, 1))
     }
 

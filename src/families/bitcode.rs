@@ -49,7 +49,7 @@ impl Cataloger for Bitcode {
         ROWS
     }
 
-    fn tally(&self, _a: &Artifact) -> Option<(&'static str, u64)> {
+    fn tally(&self, _f: &crate::model::FileRecord, _a: &Artifact) -> Option<(&'static str, u64)> {
         Some((ROWS[0].key, 1))
     }
 

@@ -109,7 +109,7 @@ impl Cataloger for Firmware {
         ROWS
     }
 
-    fn tally(&self, _a: &Artifact) -> Option<(&'static str, u64)> {
+    fn tally(&self, _f: &crate::model::FileRecord, _a: &Artifact) -> Option<(&'static str, u64)> {
         Some((ROWS[0].key, 1))
     }
 

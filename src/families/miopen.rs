@@ -50,6 +50,12 @@ const ROWS: &[Row] = &[
         within: None,
     },
     Row { key: "miopen-tuning-models", label: "MIOpen tuning models", column: "tn models", within: None },
+    Row {
+        key: "miopen-unread-find-db-records",
+        label: "MIOpen find-DB records HIP never reads (OpenCL, no suffix)",
+        column: "unread fdb",
+        within: None,
+    },
 ];
 
 /// A MIOpen database base name (`gfx900_56`, `gfx90878`, `gfx906_nosramecc_60`,
@@ -209,9 +215,12 @@ impl Cataloger for Miopen {
     }
 
     /// Databases count their records, models count once.
-    fn tally(&self, a: &Artifact) -> Option<(&'static str, u64)> {
+    /// A find-DB MIOpen's HIP build never opens counts apart (`unread_find_db`): the FIND-DB
+    /// column holds only records a GPU's MIOpen will use, as `check` judges them.
+    fn tally(&self, f: &FileRecord, a: &Artifact) -> Option<(&'static str, u64)> {
         let records = a.records.unwrap_or(0);
         match a.role {
+            Role::FindDb if unread_find_db(file_name(&f.path.path)) => Some((ROWS[4].key, records)),
             Role::PerfDb => Some((ROWS[0].key, records)),
             Role::FindDb => Some((ROWS[1].key, records)),
             Role::KernelDb => Some((ROWS[2].key, records)),
@@ -247,5 +256,13 @@ impl Cataloger for Miopen {
 
     fn identity(&self, _a: &Artifact) -> String {
         "miopen".into()
+    }
+
+    /// A find-DB MIOpen's HIP build never opens serves no target.
+    fn unit_targets(&self, f: &FileRecord, a: &Artifact) -> Vec<(String, Option<u8>)> {
+        if unread_find_db(file_name(&f.path.path)) {
+            return Vec::new();
+        }
+        a.targets().into_iter().map(|t| (t, None)).collect()
     }
 }

@@ -127,7 +127,7 @@ pub trait Cataloger: Sync {
     fn rows(&self) -> &'static [Row];
 
     /// The row one of its files counts in, and how much it adds for each of its targets.
-    fn tally(&self, a: &Artifact) -> Option<(&'static str, u64)>;
+    fn tally(&self, f: &FileRecord, a: &Artifact) -> Option<(&'static str, u64)>;
 
     /// The folder that is the library a file belongs to, for `check`; `None` when the family's
     /// files are no library a program loads (firmware).

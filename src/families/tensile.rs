@@ -317,7 +317,7 @@ impl Cataloger for Tensile {
         ROWS
     }
 
-    fn tally(&self, a: &Artifact) -> Option<(&'static str, u64)> {
+    fn tally(&self, _f: &FileRecord, a: &Artifact) -> Option<(&'static str, u64)> {
         match a.library {
             Some(Component::Hipblaslt) => Some((ROWS[1].key, 1)),
             _ => Some((ROWS[0].key, 1)),

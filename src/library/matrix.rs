@@ -131,7 +131,19 @@ fn holdings(snap: &Snapshot, lib: &Library) -> (String, Vec<String>) {
                 .filter(|f| f.artifact.as_ref().and_then(|a| a.family) == Some(*fam))
                 .filter(|f| cataloger(*fam).library_dir(&f.path.path).as_deref() == Some(dir.as_str()))
                 .flat_map(|f| {
-                    let named = f.artifact.as_ref().map(|a| a.targets()).unwrap_or_default();
+                    // What a file adds to its library is its cataloger's say (an OpenCL find-DB
+                    // adds nothing), the same as in `diff`.
+                    let named: Vec<String> = f
+                        .artifact
+                        .as_ref()
+                        .map(|a| {
+                            cataloger(*fam)
+                                .unit_targets(f, a)
+                                .into_iter()
+                                .map(|(t, _)| crate::vocab::target_id::processor_of(&t).to_string())
+                                .collect()
+                        })
+                        .unwrap_or_default();
                     named.into_iter().chain(f.code_objects.iter().map(|c| c.processor.clone()))
                 })
                 .collect::<BTreeSet<_>>();

@@ -97,7 +97,8 @@ pub fn write_merge(
         writeln!(out)?;
     }
     for gpu in gpu_names(fleet) {
-        let missing = fleet.sources.iter().filter(|s| s.gpu_verdicts.get(&gpu) == Some(&Outcome::Missing)).count();
+        let missing =
+            fleet.sources.iter().filter(|s| s.gpu_verdicts.get(&gpu) == Some(&Outcome::Missing)).count();
         let line = format!(
             "{gpu}: {} of {} lack a required piece",
             thousands(missing as u64),
@@ -128,7 +129,12 @@ fn gpu_names(fleet: &Fleet) -> Vec<String> {
 fn source_words(s: &Source) -> String {
     match s.gpu_verdicts.len() {
         0 | 1 => verdict_word(s.verdict).to_string(),
-        _ => s.gpu_verdicts.iter().map(|(g, o)| format!("{g} {}", verdict_word(Some(*o)))).collect::<Vec<_>>().join(" · "),
+        _ => s
+            .gpu_verdicts
+            .iter()
+            .map(|(g, o)| format!("{g} {}", verdict_word(Some(*o))))
+            .collect::<Vec<_>>()
+            .join(" · "),
     }
 }
 

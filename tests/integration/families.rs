@@ -629,7 +629,7 @@ fn compare_tree() -> Tree {
 }
 
 /// `(row key, gfx900, gfx1100)` the compare tree holds.
-const WANT: [(&str, u64, u64); 12] = [
+const WANT: [(&str, u64, u64); 13] = [
     ("host-library-code-objects", 1, 1),
     ("standalone-code-objects", 1, 0),
     ("runtime-internal-code-objects", 0, 0),
@@ -639,6 +639,7 @@ const WANT: [(&str, u64, u64); 12] = [
     ("miopen-find-db-records", 0, 2),
     ("miopen-kernel-db-entries", 4, 0),
     ("miopen-tuning-models", 0, 1),
+    ("miopen-unread-find-db-records", 0, 0),
     ("firmware-blobs", 1, 2),
     ("device-lib-bitcode", 1, 1),
     ("aotriton-kernel-archives", 0, 0),

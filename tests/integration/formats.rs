@@ -28,7 +28,7 @@ fn small() -> Small {
 const CSV_HEADER: &str = "target,product,code_objects,kernels,bytes,files,host-library-code-objects,\
                           standalone-code-objects,runtime-internal-code-objects,rocblas-files,\
                           hipblaslt-files,miopen-perf-db-records,miopen-find-db-records,\
-                          miopen-kernel-db-entries,miopen-tuning-models,firmware-blobs,\
+                          miopen-kernel-db-entries,miopen-tuning-models,miopen-unread-find-db-records,firmware-blobs,\
                           device-lib-bitcode,aotriton-kernel-archives\n";
 
 /// The cells of the table rows under the header line that contains `header`. Header words
@@ -86,7 +86,7 @@ fn table_rows_follow_the_natural_order() {
         [
             "Columns: CODE OBJECTS: device code in host libraries (code objects; the runtime's own included) \
              + standalone code objects (outside Tensile folders).",
-            "None in this tree: runtime, rocblas, hipblaslt, perf-db, find-db, kernel-db, tn models, firmware, \
+            "None in this tree: runtime, rocblas, hipblaslt, perf-db, find-db, kernel-db, tn models, unread fdb, firmware, \
              bitcode, aotriton.",
         ],
         "{}",
@@ -174,9 +174,9 @@ fn csv_exact() {
         run.stdout,
         format!(
             "{CSV_HEADER}\
-             gfx900,Radeon RX Vega 64,1,1,{},1,0,1,0,0,0,0,0,0,0,0,0,0\n\
-             gfx90a,Instinct MI250X,1,3,{},1,0,1,0,0,0,0,0,0,0,0,0,0\n\
-             gfx1100,Radeon RX 7900 XTX,1,2,{},1,0,1,0,0,0,0,0,0,0,0,0,0\n",
+             gfx900,Radeon RX Vega 64,1,1,{},1,0,1,0,0,0,0,0,0,0,0,0,0,0\n\
+             gfx90a,Instinct MI250X,1,3,{},1,0,1,0,0,0,0,0,0,0,0,0,0,0\n\
+             gfx1100,Radeon RX 7900 XTX,1,2,{},1,0,1,0,0,0,0,0,0,0,0,0,0,0\n",
             s.len_900, s.len_90a, s.len_1100
         )
     );
@@ -251,9 +251,9 @@ fn only_selects_rows_with_zeros() {
         run.stdout,
         format!(
             "{CSV_HEADER}\
-             gfx942,Instinct MI300X,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0\n\
-             gfx1100,Radeon RX 7900 XTX,1,2,{},1,0,1,0,0,0,0,0,0,0,0,0,0\n\
-             gfx900,Radeon RX Vega 64,1,1,{},1,0,1,0,0,0,0,0,0,0,0,0,0\n",
+             gfx942,Instinct MI300X,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0\n\
+             gfx1100,Radeon RX 7900 XTX,1,2,{},1,0,1,0,0,0,0,0,0,0,0,0,0,0\n\
+             gfx900,Radeon RX Vega 64,1,1,{},1,0,1,0,0,0,0,0,0,0,0,0,0,0\n",
             s.len_1100, s.len_900
         )
     );

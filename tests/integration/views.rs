@@ -246,3 +246,34 @@ fn headers_agree_with_what_follows() {
     let json = gfxscan(["check", "-q", "--json", &t.root_str(), "--gpu", "gfx1100"]).json();
     assert_eq!(json["installs"][0]["unread"], 1, "{json:#}");
 }
+
+/// A count and a verdict read the same databases: the sample's OpenCL find-DB for gfx900
+/// (MIOpen's HIP build never opens it; MIOpen find_db.cpp `GetInstalledPath`) counts in its own
+/// column, not as FIND-DB; the library view gives MIOpen's folder no mark for gfx900; and
+/// `check --gpu gfx900` finds no MIOpen database.
+#[test]
+fn opencl_find_dbs_are_counted_apart_from_what_a_gpu_uses() {
+    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/sample");
+    let (_, snap) = {
+        let run = gfxscan(["scan", "-q", "--json", sample]);
+        let v = run.json();
+        (run, v)
+    };
+    let fam = &snap["families"];
+    assert!(fam.get("miopen-find-db-records").is_none_or(|m| m.get("gfx900").is_none()), "{fam:#}");
+    assert_eq!(fam["miopen-unread-find-db-records"]["gfx900"], 1711, "{fam:#}");
+    let lib =
+        gfxscan(["scan", "-q", sample, "--by", "library", "--only", "gfx900,gfx1030", "--format", "csv"]);
+    let row = lib.stdout.lines().find(|l| l.contains("share/miopen/db/")).expect("MIOpen's folder");
+    assert!(row.ends_with(",,own") || row.ends_with(",none,own"), "{}", lib.stdout);
+    let check = gfxscan(["check", "-q", "--json", sample, "--gpu", "gfx900"]).json();
+    let miopen: Vec<&Value> = check["installs"]
+        .as_array()
+        .expect("installs")
+        .iter()
+        .flat_map(|i| i["gpus"][0]["verdicts"].as_array().expect("verdicts"))
+        .filter(|v| v["kind"] == "miopen")
+        .collect();
+    assert_eq!(miopen.len(), 1);
+    assert_eq!(miopen[0]["status"], "warn", "{:#}", miopen[0]);
+}
