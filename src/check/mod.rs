@@ -105,6 +105,8 @@ pub struct CheckReport {
     pub schema_version: u32,
     pub tool: Tool,
     pub outcome: Outcome,
+    /// The HIP runtime whose matching rules the verdicts follow (`vocab::runtime`).
+    pub runtime: &'static str,
     pub roots: Vec<String>,
     /// The GPUs checked.
     pub devices: Vec<Device>,
@@ -387,6 +389,7 @@ pub fn check(snap: &Snapshot, gpus: &Gpus, targets: &Targets, opts: CheckOptions
         schema_version: CHECK_SCHEMA_VERSION,
         tool: Tool::current(),
         outcome,
+        runtime: crate::vocab::runtime::ASSUMED_RUNTIME,
         roots: snap.roots.clone(),
         devices: gpus.devices.clone(),
         unknown_gpus: gpus.unknown.clone(),

@@ -194,6 +194,10 @@ pub fn write_check(
     if !report.unknown_gpus.is_empty() || !report.not_checked.is_empty() || !report.problems.is_empty() {
         writeln!(out)?;
     }
+    if report.outcome != Outcome::NothingToCheck {
+        let note = format!("Verdicts follow the {}.", report.runtime);
+        writeln!(out, "{}", wrap(&note, "", "  ", style.width))?;
+    }
     let line = outcome_line(report);
     let color = match report.outcome {
         Outcome::Ok => Some(status_color(Status::Ok)),

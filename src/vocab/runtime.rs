@@ -26,8 +26,12 @@
 use crate::vocab::target_id::{processor_of, settings, DeviceTarget, Setting};
 use crate::vocab::targets::Targets;
 
-/// The runtime whose rules the verdicts follow, for people and for JSON.
-pub const ASSUMED_RUNTIME: &str = "ROCm 7.x HIP runtime (clr hip_fatbin.cpp ExtractFatBinaryUsingCOMGR, comgr lookUpCodeObject): native code before generic, generic only with the device's features, bundle entry IDs of five parts";
+/// The runtime whose rules the verdicts follow, for people and for JSON. Older runtimes match
+/// otherwise: ROCm 6.4 hands bundles holding generic code to its legacy unbundler (ELF targets,
+/// ROCr's compatibility rule), 6.0-6.3 know no generic targets, and up to 5.7 the legacy
+/// unbundler was the default and read pre-4.1 IDs.
+pub const ASSUMED_RUNTIME: &str =
+    "ROCm 7.x HIP runtime (clr hip_fatbin.cpp ExtractFatBinaryUsingCOMGR, comgr lookUpCodeObject)";
 
 /// What a code object is for, as the runtime matches it.
 #[derive(Debug, Clone, Copy)]
