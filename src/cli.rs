@@ -323,7 +323,7 @@ pub struct MergeArgs {
     pub only: Vec<String>,
     /// The layer the table's cells count (the per-target table's column names: `code objects`,
     /// `rocblas`, `hipblaslt`, `perf-db`, `firmware`, …).
-    #[arg(long, default_value = "code objects")]
+    #[arg(long, default_value = "library code")]
     pub layer: String,
     /// Output format.
     #[arg(long, value_enum, default_value_t = OutputFormat::Table)]

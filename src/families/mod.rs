@@ -198,13 +198,13 @@ const CODE_ROWS: &[Row] = &[
     Row {
         key: "host-library-code-objects",
         label: "device code in host libraries (code objects; the runtime's own included)",
-        column: "code objects",
+        column: "library code",
         within: None,
     },
     Row {
         key: "standalone-code-objects",
         label: "standalone code objects (outside Tensile folders)",
-        column: "code objects",
+        column: "library code",
         within: None,
     },
     Row {

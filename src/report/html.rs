@@ -384,23 +384,26 @@ pub fn write_diff_html(d: &SnapshotDiff, summary: &[String], w: &mut dyn Write) 
         esc(&d.new.roots.join(", "))
     );
     list(&mut out, "Summary", summary);
-    let families: Vec<&String> = {
-        let mut f: Vec<&String> = d.counts.iter().map(|c| &c.family).collect();
-        f.dedup();
-        f.sort();
-        f.dedup();
-        f
-    };
-    if !families.is_empty() {
+    // The same layers and numbers as the text pivot (`layer_changes`).
+    let cells = super::diff::layer_changes(d);
+    let used: std::collections::BTreeSet<usize> = cells.keys().map(|(_, i)| *i).collect();
+    if cells.values().any(|(a, b)| a != b) {
+        let all = layers();
         out.push_str("<h2>Per target and layer (old → new)</h2><div class=\"charts\">\n");
-        for (i, fam) in families.iter().enumerate() {
-            let bars: Vec<(String, u64)> = d
-                .counts
-                .iter()
-                .filter(|c| &&c.family == fam)
-                .flat_map(|c| [(format!("{} old", c.target), c.old), (format!("{} new", c.target), c.new)])
+        for (k, i) in used.iter().enumerate() {
+            // Targets in the order of the counts (the natural order).
+            let mut order: Vec<&String> = Vec::new();
+            for c in &d.counts {
+                if !order.contains(&&c.target) {
+                    order.push(&c.target);
+                }
+            }
+            let bars: Vec<(String, u64)> = order
+                .into_iter()
+                .filter_map(|t| cells.get(&(t.clone(), *i)).map(|c| (t, c)))
+                .flat_map(|(t, (a, b))| [(format!("{t} old"), *a), (format!("{t} new"), *b)])
                 .collect();
-            bar_chart(&mut out, fam, &bars, i);
+            bar_chart(&mut out, all[*i].header, &bars, k);
         }
         out.push_str("</div>\n");
     }

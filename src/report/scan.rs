@@ -219,11 +219,7 @@ fn write_by_target(
     if view.wide {
         let totals: Vec<TargetCounts> =
             rows.iter().map(|(t, _)| snap.targets.get(t).cloned().unwrap_or_default()).collect();
-        cols.push(Column::right(
-            "all code objects",
-            totals.iter().map(|c| cell(c.code_objects)).collect(),
-            None,
-        ));
+        cols.push(Column::right("code objects", totals.iter().map(|c| cell(c.code_objects)).collect(), None));
         cols.push(Column::right("kernels", totals.iter().map(|c| cell(c.kernels)).collect(), None));
         cols.push(Column::right(
             "device code",

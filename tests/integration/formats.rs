@@ -61,14 +61,14 @@ fn table_rows_follow_the_natural_order() {
     assert!(first.starts_with(&want), "{first}");
     assert!(first.ends_with("· 2 with device code · 3 code objects · all read"), "{first}");
     // Targets down (generation, then number), their first product, then one column per layer
-    // present: here only code objects. Header words stack; no line ends in spaces.
+    // present: here only library code. Header words stack; no line ends in spaces.
     let lines: Vec<&str> = run.stdout.lines().collect();
     assert_eq!(
         lines[1..8],
         [
             "",
-            " TARGET   PRODUCT             CODE",
-            "                           OBJECTS",
+            " TARGET   PRODUCT          LIBRARY",
+            "                              CODE",
             " gfx900   RX Vega 64             1",
             " gfx90a   Instinct MI250X        1",
             " gfx1100  RX 7900 XTX            1",
@@ -84,7 +84,7 @@ fn table_rows_follow_the_natural_order() {
     assert_eq!(
         notes,
         [
-            "Columns: CODE OBJECTS: device code in host libraries (code objects; the runtime's own included) \
+            "Columns: LIBRARY CODE: device code in host libraries (code objects; the runtime's own included) \
              + standalone code objects (outside Tensile folders).",
             "None in this tree: runtime, rocblas, hipblaslt, perf-db, find-db, kernel-db, tn models, unread fdb, firmware, \
              bitcode, aotriton.",
@@ -95,7 +95,7 @@ fn table_rows_follow_the_natural_order() {
     assert!(run.stdout.lines().all(|l| l == l.trim_end() && l.chars().count() <= 100), "{}", run.stdout);
     assert!(!run.stdout.contains("Problems"), "{}", run.stdout);
 
-    // --wide adds the totals: all code objects, kernels, device code, files.
+    // --wide adds the totals: code objects (all of them), kernels, device code, files.
     let wide = s.tree.scan(&["--wide"]);
     wide.expect_code(0);
     let rows = first_cells(&wide.stdout, "TARGET");
@@ -109,13 +109,12 @@ fn table_rows_follow_the_natural_order() {
         "{}",
         wide.stdout
     );
-    let header: Vec<&str> = wide.stdout.lines().skip_while(|l| !l.contains("TARGET")).take(3).collect();
+    let header: Vec<&str> = wide.stdout.lines().skip_while(|l| !l.contains("TARGET")).take(2).collect();
     assert_eq!(
         header.iter().map(|l| l.split_whitespace().collect::<Vec<_>>()).collect::<Vec<_>>(),
         [
-            vec!["TARGET", "PRODUCT", "CODE", "ALL", "KERNELS", "DEVICE", "FILES"],
-            vec!["OBJECTS", "CODE", "CODE"],
-            vec!["OBJECTS"],
+            vec!["TARGET", "PRODUCT", "LIBRARY", "CODE", "KERNELS", "DEVICE", "FILES"],
+            vec!["CODE", "OBJECTS", "CODE"],
         ],
         "{}",
         wide.stdout
@@ -158,7 +157,7 @@ fn markdown_rows() {
     run.expect_code(0);
     let pipe_rows: Vec<&str> = run.stdout.lines().filter(|l| l.starts_with('|')).collect();
     assert_eq!(pipe_rows.len(), 5, "header, separator, 3 targets:\n{}", run.stdout);
-    assert!(pipe_rows[0].contains("| target") && pipe_rows[0].contains("code objects"), "{}", pipe_rows[0]);
+    assert!(pipe_rows[0].contains("| target") && pipe_rows[0].contains("library code"), "{}", pipe_rows[0]);
     assert!(pipe_rows[1].contains("---"), "{}", pipe_rows[1]);
     let names: Vec<&str> = first_cells(&run.stdout, "| target").iter().map(|r| r[0]).collect();
     assert_eq!(names, ["gfx900", "gfx90a", "gfx1100"]);

@@ -42,11 +42,11 @@ fn merge_makes_one_matrix_with_a_row_per_snapshot() {
     let layers: Vec<&str> = m["layers"].as_array().into_iter().flatten().filter_map(|l| l.as_str()).collect();
     let at = |l: &str| layers.iter().position(|x| *x == l).expect(l);
     let a = &m["sources"][0]["counts"];
-    assert_eq!(a["gfx1100"][at("code objects")], 1);
+    assert_eq!(a["gfx1100"][at("library code")], 1);
     assert_eq!(a["gfx1100"][at("rocblas")], 2);
     assert_eq!(a["gfx900"][at("rocblas")], 0);
     assert!(a.get("gfx1030").is_none());
-    assert_eq!(m["sources"][1]["counts"]["gfx1030"][at("code objects")], 1);
+    assert_eq!(m["sources"][1]["counts"]["gfx1030"][at("library code")], 1);
     assert!(m["sources"][2]["error"].as_str().unwrap_or("").contains("not a gfxscan snapshot"));
     // The table: sources down, targets across; the unreadable row says so.
     let table = gfxscan(["merge", dir.path().to_str().unwrap_or_default(), "--layer", "rocblas"]);

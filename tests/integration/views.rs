@@ -277,3 +277,49 @@ fn opencl_find_dbs_are_counted_apart_from_what_a_gpu_uses() {
     assert_eq!(miopen.len(), 1);
     assert_eq!(miopen[0]["status"], "warn", "{:#}", miopen[0]);
 }
+
+/// One name, one number: "code objects" is every code object of a target in every view and
+/// format (the table's --wide column, CSV's `code_objects`, JSON's `targets`), and the table's
+/// own column, which leaves out Tensile code and the runtime's, has its own name ("library
+/// code"), the same in the scan table, the diff pivot and the diff's HTML charts.
+#[test]
+fn code_objects_count_the_same_thing_in_every_view() {
+    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/sample");
+    let snap = gfxscan(["scan", "-q", "--json", sample]).json();
+    let md = gfxscan(["scan", "-q", sample, "--wide", "--format", "markdown"]);
+    let rows: Vec<Vec<String>> = md
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with('|') && !l.starts_with("|-"))
+        .map(|l| l.trim_matches('|').split('|').map(|c| c.trim().replace(',', "")).collect())
+        .collect();
+    let head = &rows[0];
+    let col = |name: &str| head.iter().position(|h| h == name).unwrap_or_else(|| panic!("{name}: {head:?}"));
+    assert_eq!(head.iter().filter(|h| h.contains("code objects")).count(), 1, "{head:?}");
+    let csv = gfxscan(["scan", "-q", sample, "--format", "csv"]);
+    let csv_rows: Vec<Vec<&str>> = csv.stdout.lines().map(|l| l.split(',').collect()).collect();
+    let csv_col = csv_rows[0].iter().position(|h| *h == "code_objects").expect("code_objects");
+    let fam = |row: &str, t: &str| snap["families"][row][t].as_u64().unwrap_or(0);
+    for r in &rows[1..] {
+        let t = r[0].as_str();
+        let all = snap["targets"][t]["code_objects"].as_u64().unwrap_or(0);
+        let cell = |i: usize| r[i].parse::<u64>().unwrap_or(0);
+        assert_eq!(cell(col("code objects")), all, "{t}: --wide");
+        let csv_row = csv_rows.iter().find(|c| c[0] == t).expect("CSV row");
+        assert_eq!(csv_row[csv_col].parse::<u64>().ok(), Some(all), "{t}: CSV");
+        let library = fam("host-library-code-objects", t) + fam("standalone-code-objects", t)
+            - fam("runtime-internal-code-objects", t);
+        assert_eq!(cell(col("library code")), library, "{t}: library code");
+    }
+    let before = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/examples/sample-before.json");
+    let text = gfxscan(["diff", "-q", before, sample]);
+    assert!(text.stdout.contains("LIBRARY"), "{}", text.stdout);
+    let html = gfxscan(["diff", "-q", before, sample, "--format", "html"]);
+    let captions: Vec<&str> =
+        html.stdout.split("<figcaption>").skip(1).filter_map(|s| s.split('<').next()).collect();
+    assert!(!captions.is_empty(), "{}", html.stdout);
+    let layers: Vec<String> = gfxscan::aggregate::layers().iter().map(|l| l.header.to_string()).collect();
+    for c in captions {
+        assert!(layers.iter().any(|l| l == c), "chart {c:?} is no layer of the text pivot");
+    }
+}
