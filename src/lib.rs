@@ -22,6 +22,7 @@ pub mod parse;
 pub mod report;
 pub mod scan;
 pub mod source;
+#[cfg(any(test, feature = "fixtures"))]
 pub mod testing;
 pub mod vocab;
 

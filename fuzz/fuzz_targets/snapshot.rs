@@ -4,7 +4,8 @@
 
 use std::sync::OnceLock;
 
-use gfxscan::cli::OutputFormat;
+use gfxscan::cli::{OutputFormat, View};
+use gfxscan::report::ScanView;
 use gfxscan::check::devices::{from_args, Env, Gpus};
 use gfxscan::check::CheckOptions;
 use gfxscan::diff::SideSource;
@@ -39,16 +40,20 @@ fuzz_target!(|data: &[u8]| {
     let c = gfxscan::check::check(&s, devices(), targets, CheckOptions::default());
     let _ = c.exit_status();
 
+    let matrix = gfxscan::library::matrix::library_matrix(&s, targets);
+    let style = gfxscan::report::Style::PLAIN;
     let mut sink = Vec::new();
-    for f in [OutputFormat::Table, OutputFormat::Json, OutputFormat::Markdown, OutputFormat::Csv] {
-        sink.clear();
-        let _ = gfxscan::report::write_scan(&s, targets, &[], f, &mut sink);
-        let _ = gfxscan::report::write_compare(&s, targets, &[], f, &mut sink);
+    for f in [OutputFormat::Table, OutputFormat::Json, OutputFormat::Markdown, OutputFormat::Csv, OutputFormat::Html] {
+        for view in [View::Target, View::Layer, View::Library] {
+            sink.clear();
+            let v = ScanView { view, only: Vec::new(), wide: false };
+            let _ = gfxscan::report::write_scan(&s, targets, &matrix, &v, f, style, &mut sink);
+        }
         if f != OutputFormat::Csv {
-            let _ = gfxscan::report::write_diff(&d2, f, &mut sink);
-            let _ = gfxscan::report::write_diff(&d3, f, &mut sink);
-            let _ = gfxscan::report::write_check(&c, f, &mut sink);
-            let _ = gfxscan::report::write_check(&c0, f, &mut sink);
+            let _ = gfxscan::report::write_diff(&d2, targets, f, false, style, &mut sink);
+            let _ = gfxscan::report::write_diff(&d3, targets, f, true, style, &mut sink);
+            let _ = gfxscan::report::write_check(&c, targets, f, style, &mut sink);
+            let _ = gfxscan::report::write_check(&c0, targets, f, style, &mut sink);
         }
     }
 });

@@ -126,6 +126,7 @@ pub fn parse_aks2_directory(dir: &[u8], header: &Aks2Header) -> Result<Vec<Aks2E
 }
 
 /// Builds AKS2 archives the way `aks2.py` `AKS2.write` does, for tests and fuzz seeds.
+#[cfg(any(test, feature = "fixtures"))]
 pub mod testing {
     use std::io::Write;
 

@@ -494,6 +494,7 @@ pub fn is_kpack_split(wrappers: &[FatbinWrapper]) -> bool {
 
 /// Builds `.kpack` archives and kpack references as `kpack.py` writes them, for tests and
 /// fuzz seeds.
+#[cfg(any(test, feature = "fixtures"))]
 #[doc(hidden)]
 pub mod fixture {
     use serde_json::json;

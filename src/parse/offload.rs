@@ -481,6 +481,7 @@ pub fn parse_offload_binaries(src: &dyn ByteSource) -> OffloadBinaries {
 }
 
 /// Builds OffloadBinaries as LLVM's `OffloadBinary::write` does, for tests and fuzz seeds.
+#[cfg(any(test, feature = "fixtures"))]
 #[doc(hidden)]
 pub mod fixture {
     /// One image to write: kinds, flags, string map, bytes.

@@ -205,6 +205,7 @@ pub fn hip_fatbin_range(src: &dyn ByteSource) -> Result<Option<(u64, u64)>> {
 }
 
 /// Builds minimal PE images for tests and fuzz seeds.
+#[cfg(any(test, feature = "fixtures"))]
 #[doc(hidden)]
 pub mod fixture {
     /// A PE32+ x86-64 image with `sections` (8-byte names, contents), file alignment 0x200,
