@@ -18,7 +18,12 @@ use crate::parse::magic::Kind;
 use crate::vocab::codec::Codec;
 
 /// Version of the JSON contract. Bump on any change that an old reader would misread.
-pub const SCHEMA_VERSION: u32 = 1;
+/// 2: a code object's place is a tagged `location` (1: `container` with bundle fields reused
+/// for other containers). Version 1 snapshots are still read ([`READS`]).
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The snapshot versions this build reads.
+pub const READS: [u32; 2] = [1, SCHEMA_VERSION];
 
 /// The tool that wrote a snapshot.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -115,7 +120,7 @@ impl RelPath {
     }
 }
 
-/// Where a code object sits in its file.
+/// What kind of place a code object sits in (derived from its [`Location`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Container {
@@ -155,6 +160,7 @@ impl<'de> Deserialize<'de> for BundleFormat {
 
 /// One AMDGPU code object.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "AnyCodeObject")]
 pub struct CodeObjectRecord {
     /// Processor (`gfx90a`, `gfx11-generic`, `unknown-0x5c`).
     pub processor: String,
@@ -166,20 +172,8 @@ pub struct CodeObjectRecord {
     pub size: u64,
     /// Kernel count; `null` when nothing in the object says.
     pub kernels: Option<u64>,
-    /// Where it sits.
-    pub container: Container,
-    /// The bundle entry ID, for bundle entries and bundle sections.
-    pub bundle_entry_id: Option<String>,
-    /// `plain`, `ccob-v1`, `ccob-v2`, `ccob-v3`, for bundle entries.
-    pub bundle_format: Option<BundleFormat>,
-    /// `zstd` or `zlib`, for compressed bundles.
-    pub compression: Option<Codec>,
-    /// File offset of the bundle holding it, for bundle entries.
-    pub bundle_offset: Option<u64>,
-    /// For an entry of a compressed bundle: the bundle's stored (compressed) and inflated
-    /// sizes, so the bytes an entry costs on disk can be told (`size` × stored ÷ inflated).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bundle_sizes: Option<(u64, u64)>,
+    /// Where it sits, with what only that kind of place has.
+    pub location: Location,
     /// File offset of the object; for compressed bundles, its offset in the inflated bundle.
     pub offset: u64,
     /// Raw `e_flags`.
@@ -197,13 +191,191 @@ impl CodeObjectRecord {
     /// What the code object is for, as the runtime matches it (`vocab::runtime`): comgr
     /// matches a bundle entry by its ID, other code by its ELF.
     pub fn code_target(&self) -> crate::vocab::runtime::CodeTarget<'_> {
-        let entry_id =
-            if self.container == Container::Bundle { self.bundle_entry_id.as_deref() } else { None };
+        let entry_id = match &self.location {
+            Location::BundleEntry { entry_id, .. } => Some(entry_id.as_str()),
+            _ => None,
+        };
         crate::vocab::runtime::CodeTarget {
             target_id: &self.target_id,
             generic_version: self.generic_version,
             entry_id,
         }
+    }
+}
+
+/// Where a code object sits in its file: one variant per kind of place, each with its own facts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "in", rename_all = "kebab-case")]
+pub enum Location {
+    /// The file is the code object.
+    File,
+    /// An entry of an offload bundle (standalone, in `.hip_fatbin`, or in a PE `.hip_fat`).
+    BundleEntry {
+        /// The bundle entry ID as stored (`hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-`).
+        entry_id: String,
+        /// File offset of the bundle holding it.
+        bundle_offset: u64,
+        /// `plain`, `ccob-v1`, `ccob-v2`, `ccob-v3`.
+        format: BundleFormat,
+        /// `zstd` or `zlib`, for compressed bundles.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        compression: Option<Codec>,
+        /// For a compressed bundle: its stored and inflated sizes, so the bytes an entry costs on
+        /// disk can be told (`size` × stored ÷ inflated).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        bundle_sizes: Option<(u64, u64)>,
+    },
+    /// Raw data inside a host binary, or a fat-object section `__CLANG_OFFLOAD_BUNDLE__<id>`.
+    Embedded {
+        /// The bundle entry ID a fat-object section is named with.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        section_entry_id: Option<String>,
+    },
+    /// An image of an LLVM OffloadBinary (new offload driver: a standalone `.offload` file or a
+    /// host binary's `.llvm.offloading` section).
+    OffloadImage {
+        /// `<triple>-<arch>` of the image.
+        image: String,
+        /// File offset of its region (0 for a standalone file, else the section's).
+        region_offset: u64,
+        /// `zstd` or `zlib` for an image of a compressed OffloadBinary (its `offset` then counts
+        /// in the inflated binary).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        compression: Option<Codec>,
+    },
+    /// A kernel of a TheRock `.kpack` archive.
+    KpackKernel {
+        /// The archive key `<binary>#<index>`.
+        key: String,
+    },
+}
+
+impl Location {
+    /// The kind of place.
+    pub fn container(&self) -> Container {
+        match self {
+            Location::File => Container::File,
+            Location::BundleEntry { .. } => Container::Bundle,
+            Location::Embedded { .. } => Container::Embedded,
+            Location::OffloadImage { .. } => Container::OffloadBinary,
+            Location::KpackKernel { .. } => Container::Kpack,
+        }
+    }
+}
+
+impl CodeObjectRecord {
+    /// The kind of place it sits in.
+    pub fn container(&self) -> Container {
+        self.location.container()
+    }
+
+    /// The ID it is stored under: a bundle entry's or a fat-object section's entry ID, an
+    /// OffloadBinary image's `<triple>-<arch>`, a kpack kernel's key.
+    pub fn stored_id(&self) -> Option<&str> {
+        match &self.location {
+            Location::BundleEntry { entry_id, .. } => Some(entry_id),
+            Location::Embedded { section_entry_id } => section_entry_id.as_deref(),
+            Location::OffloadImage { image, .. } => Some(image),
+            Location::KpackKernel { key } => Some(key),
+            Location::File => None,
+        }
+    }
+
+    /// The code group it belongs to, of which a GPU needs one object: its bundle's offset, its
+    /// OffloadBinary region's, 0 for a kpack kernel; `None` for code taken whole.
+    pub fn group(&self) -> Option<u64> {
+        match &self.location {
+            Location::BundleEntry { bundle_offset, .. } => Some(*bundle_offset),
+            Location::OffloadImage { region_offset, .. } => Some(*region_offset),
+            Location::KpackKernel { .. } => Some(0),
+            Location::File | Location::Embedded { .. } => None,
+        }
+    }
+
+    /// A compressed bundle's stored and inflated sizes.
+    pub fn bundle_sizes(&self) -> Option<(u64, u64)> {
+        match &self.location {
+            Location::BundleEntry { bundle_sizes, .. } => *bundle_sizes,
+            _ => None,
+        }
+    }
+}
+
+/// A code object as a version 1 snapshot wrote it, or as version 2 does: read into
+/// [`CodeObjectRecord`] with its [`Location`] rebuilt from v1's `container` and bundle fields.
+#[derive(Deserialize)]
+struct AnyCodeObject {
+    processor: String,
+    target_id: String,
+    code_object_version: Option<u8>,
+    size: u64,
+    kernels: Option<u64>,
+    #[serde(default)]
+    location: Option<Location>,
+    #[serde(default)]
+    container: Option<Container>,
+    #[serde(default)]
+    bundle_entry_id: Option<String>,
+    #[serde(default)]
+    bundle_format: Option<BundleFormat>,
+    #[serde(default)]
+    compression: Option<Codec>,
+    #[serde(default)]
+    bundle_offset: Option<u64>,
+    #[serde(default)]
+    bundle_sizes: Option<(u64, u64)>,
+    offset: u64,
+    e_flags: u32,
+    #[serde(default)]
+    generic_version: Option<u8>,
+    #[serde(default)]
+    isa_version: Option<String>,
+}
+
+impl AnyCodeObject {
+    /// The v2 location, or the one v1's fields describe.
+    fn location(&mut self) -> Result<Location, String> {
+        if let Some(l) = self.location.take() {
+            return Ok(l);
+        }
+        let id = self.bundle_entry_id.take();
+        Ok(match self.container.ok_or("a code object without location or container")? {
+            Container::File => Location::File,
+            Container::Bundle => Location::BundleEntry {
+                entry_id: id.unwrap_or_default(),
+                bundle_offset: self.bundle_offset.unwrap_or(0),
+                format: self.bundle_format.unwrap_or(BundleFormat::Plain),
+                compression: self.compression,
+                bundle_sizes: self.bundle_sizes,
+            },
+            Container::Embedded => Location::Embedded { section_entry_id: id },
+            Container::OffloadBinary => Location::OffloadImage {
+                image: id.unwrap_or_default(),
+                region_offset: self.bundle_offset.unwrap_or(0),
+                compression: self.compression,
+            },
+            Container::Kpack => Location::KpackKernel { key: id.unwrap_or_default() },
+        })
+    }
+}
+
+impl TryFrom<AnyCodeObject> for CodeObjectRecord {
+    type Error = String;
+
+    fn try_from(mut a: AnyCodeObject) -> Result<Self, String> {
+        let location = a.location()?;
+        Ok(CodeObjectRecord {
+            processor: a.processor,
+            target_id: a.target_id,
+            code_object_version: a.code_object_version,
+            size: a.size,
+            kernels: a.kernels,
+            location,
+            offset: a.offset,
+            e_flags: a.e_flags,
+            generic_version: a.generic_version,
+            isa_version: a.isa_version,
+        })
     }
 }
 

@@ -98,7 +98,7 @@ fn serves(c: &CodeObjectRecord, keep: &[String], targets: &Targets) -> Serves {
 
 /// A code object's bytes on disk and inflated.
 fn cost(c: &CodeObjectRecord) -> (u64, u64) {
-    match c.bundle_sizes {
+    match c.bundle_sizes() {
         Some((stored, inflated)) if inflated > 0 => {
             ((c.size as u128 * stored as u128 / inflated as u128) as u64, c.size)
         }
@@ -129,7 +129,7 @@ pub fn prune(snap: &Snapshot, keep: &[String], targets: &Targets) -> PruneReport
         let mut bundles: Vec<(u64, u64, u64)> = Vec::new();
         for c in &f.code_objects {
             let (stored, inflated) = cost(c);
-            match (c.bundle_offset, c.bundle_sizes) {
+            match (c.group(), c.bundle_sizes()) {
                 (Some(at), Some((size, _))) => match bundles.iter_mut().find(|b| b.0 == at) {
                     Some(b) => b.2 += stored,
                     None => bundles.push((at, size, stored)),

@@ -256,7 +256,7 @@ pub fn code_rows(f: &FileRecord, c: &CodeObjectRecord) -> Vec<&'static str> {
 
 /// True for the HSA runtime's own code objects (see [`code_rows`]).
 pub fn runtime_own(f: &FileRecord, c: &CodeObjectRecord) -> bool {
-    c.container == Container::Embedded && f.path.file_name().starts_with("libhsa-runtime64")
+    c.container() == Container::Embedded && f.path.file_name().starts_with("libhsa-runtime64")
 }
 
 /// True when a folder of `path` is named one of `names` (case folded).

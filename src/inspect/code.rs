@@ -4,7 +4,7 @@
 //! archive, and the same containers inside a Windows PE image (`.hip_fat`). Each object is
 //! resolved to its target through `targets.toml`; what cannot be read is a problem.
 
-use crate::model::{CodeObjectRecord, Container, KpackRef};
+use crate::model::{CodeObjectRecord, KpackRef, Location};
 use crate::parse::bundle::{inflater, parse_bundles, Bundle, Bundles};
 use crate::parse::elf::{parse_code_object, CodeObject};
 use crate::parse::host::{kpack_marks, parse_host_elf, HostFacts};
@@ -39,10 +39,16 @@ pub struct Collector<'t> {
 
 /// Where a code object sits, beyond its container: its bundle (with the bundle's file offset
 /// and the entry ID), or the group and ID of an OffloadBinary image or a kpack kernel.
-enum Place<'b> {
-    Alone,
-    Bundle(&'b Bundle, u64, &'b str),
-    Group(u64, String),
+/// Where an entry of bundle `b` at file offset `at` sits.
+fn entry_location(b: &Bundle, at: u64, entry_id: &str) -> Location {
+    Location::BundleEntry {
+        entry_id: entry_id.to_string(),
+        bundle_offset: at,
+        format: b.format,
+        compression: b.compression,
+        bundle_sizes: (b.compression.is_some() && b.stored_size > 0)
+            .then_some((b.stored_size, b.uncompressed_size)),
+    }
 }
 
 impl<'t> Collector<'t> {
@@ -83,36 +89,28 @@ impl<'t> Collector<'t> {
         }
     }
 
-    fn record(&mut self, co: &CodeObject, container: Container, offset: u64, place: Place) {
+    fn record(&mut self, co: &CodeObject, offset: u64, location: Location) {
         if let Some(defect) = &co.defect {
-            let what = match &place {
-                Place::Bundle(_, at, id) => format!("bundle at {at:#x}, entry {id}"),
-                Place::Group(_, id) => format!("{id} at {offset:#x}"),
-                Place::Alone if container == Container::File => "code object".to_string(),
-                Place::Alone => format!("code object at {offset:#x}"),
+            let what = match &location {
+                Location::BundleEntry { entry_id, bundle_offset, .. } => {
+                    format!("bundle at {bundle_offset:#x}, entry {entry_id}")
+                }
+                Location::OffloadImage { image: id, .. } | Location::KpackKernel { key: id } => {
+                    format!("{id} at {offset:#x}")
+                }
+                Location::File => "code object".to_string(),
+                Location::Embedded { .. } => format!("code object at {offset:#x}"),
             };
             self.problems.push(format!("{what}: {defect}"));
         }
         let r = resolve_code_object(co, self.targets);
-        let (bundle, group) = match &place {
-            Place::Bundle(b, at, id) => (Some((*b, *at, *id)), None),
-            Place::Group(at, id) => (None, Some((*at, id.clone()))),
-            Place::Alone => (None, None),
-        };
         self.code_objects.push(CodeObjectRecord {
             processor: r.processor,
             target_id: r.target_id,
             code_object_version: co.header.code_object_version(),
             size: co.size,
             kernels: co.kernels(),
-            container,
-            bundle_entry_id: bundle.map(|(_, _, id)| id.to_string()).or(group.as_ref().map(|g| g.1.clone())),
-            bundle_format: bundle.map(|(b, _, _)| b.format),
-            compression: bundle.and_then(|(b, _, _)| b.compression),
-            bundle_offset: bundle.map(|(_, at, _)| at).or(group.map(|g| g.0)),
-            bundle_sizes: bundle
-                .filter(|(b, _, _)| b.compression.is_some() && b.stored_size > 0)
-                .map(|(b, _, _)| (b.stored_size, b.uncompressed_size)),
+            location,
             offset,
             e_flags: co.header.e_flags,
             generic_version: r.generic_version,
@@ -125,7 +123,7 @@ impl<'t> Collector<'t> {
     /// A file that is one code object.
     pub fn standalone(&mut self, src: &dyn ByteSource) {
         match parse_code_object(src, Some(src.len())) {
-            Ok(co) => self.record(&co, Container::File, 0, Place::Alone),
+            Ok(co) => self.record(&co, 0, Location::File),
             Err(e) => self.problems.push(e.to_string()),
         }
     }
@@ -139,7 +137,7 @@ impl<'t> Collector<'t> {
                 let Some(result) = &e.code_object else { continue };
                 let offset = if b.compression.is_some() { e.table.offset } else { at + e.table.offset };
                 match result {
-                    Ok(co) => self.record(co, Container::Bundle, offset, Place::Bundle(b, at, &e.table.id)),
+                    Ok(co) => self.record(co, offset, entry_location(b, at, &e.table.id)),
                     Err(err) => {
                         self.problems.push(format!("{region}bundle at {at:#x}, entry {}: {err}", e.table.id))
                     }
@@ -173,10 +171,8 @@ impl<'t> Collector<'t> {
         for e in &facts.embedded {
             match &e.code_object {
                 Ok(co) => {
-                    self.record(co, Container::Embedded, e.offset, Place::Alone);
-                    if let (Some(id), Some(last)) = (&e.bundle_entry_id, self.code_objects.last_mut()) {
-                        last.bundle_entry_id = Some(id.to_string());
-                    }
+                    let location = Location::Embedded { section_entry_id: e.bundle_entry_id.clone() };
+                    self.record(co, e.offset, location)
                 }
                 Err(err) => self.problems.push(format!("code object at {:#x}: {err}", e.offset)),
             }
@@ -259,11 +255,13 @@ impl<'t> Collector<'t> {
             let offset = if b.compression.is_some() { e.image_offset } else { base + e.image_offset };
             match parse_code_object(&Slice::new(images, at, e.image_size), Some(e.image_size)) {
                 Ok(co) => {
-                    self.record(&co, Container::OffloadBinary, offset, Place::Group(base, id));
                     // Offsets of a compressed binary's images count in the inflated binary.
-                    if let (Some(c), Some(last)) = (b.compression, self.code_objects.last_mut()) {
-                        last.compression = Some(c.method);
-                    }
+                    let compression = b.compression.map(|c| c.method);
+                    self.record(
+                        &co,
+                        offset,
+                        Location::OffloadImage { image: id, region_offset: base, compression },
+                    )
                 }
                 Err(err) => self.problems.push(format!("OffloadBinary image {id} at {offset:#x}: {err}")),
             }
@@ -289,9 +287,7 @@ impl<'t> Collector<'t> {
                 KpackCompression::ZstdPerKernel => self.kpack_frame(src, k),
             };
             match read {
-                Ok((co, offset)) => {
-                    self.record(&co, Container::Kpack, offset, Place::Group(0, k.binary.clone()))
-                }
+                Ok((co, offset)) => self.record(&co, offset, Location::KpackKernel { key: k.binary.clone() }),
                 Err(e) => self.problems.push(format!("kpack kernel {} ({}): {e}", k.binary, k.arch)),
             }
         }

@@ -109,7 +109,7 @@ pub fn inspect(
         _ => {}
     }
     // File order: a code object in a compressed bundle sits where its bundle does.
-    col.code_objects.sort_by_key(|c| (c.bundle_offset.unwrap_or(c.offset), c.offset));
+    col.code_objects.sort_by_key(|c| (c.group().unwrap_or(c.offset), c.offset));
     let artifact = families::detect(name, families::Content::File(kind, head), targets).map(|mut a| {
         let item = families::Item { src, name, disk, head, code_objects: &col.code_objects, targets };
         if let Some(family) = a.family {

@@ -130,7 +130,7 @@ pub fn verdict(
     let archives: Vec<&FileRecord> = tried
         .iter()
         .filter_map(|p| snap.files.iter().find(|g| g.path.root == f.path.root && &g.path.path == p))
-        .filter(|g| g.code_objects.iter().any(|c| c.container == Container::Kpack))
+        .filter(|g| g.code_objects.iter().any(|c| c.container() == Container::Kpack))
         .collect();
     let chosen = tries.iter().cloned().find_map(|t| {
         archives.iter().find(|a| a.code_objects.iter().any(|k| kernel_for(k, &t))).map(|a| (*a, t))
@@ -171,7 +171,7 @@ pub fn verdict(
             !archive
                 .code_objects
                 .iter()
-                .any(|k| kernel_for(k, &target) && k.bundle_entry_id.as_deref() == Some(key(i).as_str()))
+                .any(|k| kernel_for(k, &target) && k.stored_id() == Some(key(i).as_str()))
         })
         .map(|&i| key(i))
         .collect();

@@ -116,8 +116,8 @@ fn holdings(snap: &Snapshot, lib: &Library) -> (String, Vec<String>) {
                     snap.files
                         .iter()
                         .flat_map(|a| &a.code_objects)
-                        .filter(|c| c.container == Container::Kpack)
-                        .filter(|c| c.bundle_entry_id.as_ref().is_some_and(|id| id.starts_with(&key)))
+                        .filter(|c| c.container() == Container::Kpack)
+                        .filter(|c| c.stored_id().is_some_and(|id| id.starts_with(&key)))
                         .map(|c| c.processor.clone()),
                 );
             }

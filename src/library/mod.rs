@@ -79,7 +79,7 @@ fn code_kind(f: &FileRecord) -> LibraryKind {
 
 /// True for a code object the runtime can register (not only in `.llvm.offloading`).
 pub fn registrable(c: &CodeObjectRecord) -> bool {
-    c.container != Container::OffloadBinary
+    c.container() != Container::OffloadBinary
 }
 
 /// True when a file is a library of device code in its own right.
@@ -160,7 +160,7 @@ pub fn code_target(c: &CodeObjectRecord) -> CodeTarget<'_> {
 pub fn code_groups(f: &FileRecord) -> BTreeMap<Option<u64>, Vec<&CodeObjectRecord>> {
     let mut groups: BTreeMap<Option<u64>, Vec<&CodeObjectRecord>> = BTreeMap::new();
     for c in f.code_objects.iter().filter(|c| registrable(c)) {
-        groups.entry(c.bundle_offset).or_default().push(c);
+        groups.entry(c.group()).or_default().push(c);
     }
     groups
 }
@@ -192,7 +192,8 @@ pub fn code_verdict(f: &FileRecord, display: String, dev: &DeviceTarget, targets
                     via_generic.get_or_insert_with(|| c.processor.clone());
                 }
                 loads.get_or_insert_with(|| {
-                    c.bundle_entry_id.clone().unwrap_or_else(|| format!("{} at {:#x}", c.target_id, c.offset))
+                    c.stored_id()
+                        .map_or_else(|| format!("{} at {:#x}", c.target_id, c.offset), str::to_string)
                 });
             }
             None => lacking.push(*bundle),

@@ -147,25 +147,27 @@ pub fn parse_snapshot(text: &[u8]) -> Result<model::Snapshot, String> {
         }
     };
     let name = head.tool.as_ref().and_then(|t| t.name.as_deref());
-    match (name, head.schema_version) {
-        (Some("gfxscan"), Some(v)) if v == u64::from(model::SCHEMA_VERSION) => {}
-        (Some("gfxscan"), Some(v)) => {
-            return Err(format!(
-            "snapshot schema_version {v}; this gfxscan reads schema_version {} — rescan with this version",
-            model::SCHEMA_VERSION
-        ))
-        }
+    let version = match (name, head.schema_version) {
+        (Some("gfxscan"), Some(v)) => v,
         _ => {
             return Err(
                 "JSON, but not a gfxscan snapshot (no tool.name \"gfxscan\" and schema_version)".into()
             )
         }
-    }
+    };
+    // A check, diff or merge document has its own schema_version: say what it is first.
     if head.files.is_none() || head.summary.is_none() {
         return Err("a gfxscan document, but not a scan snapshot (a check or diff result?)".into());
     }
+    if !model::READS.iter().any(|r| u64::from(*r) == version) {
+        let reads: Vec<String> = model::READS.iter().map(u32::to_string).collect();
+        return Err(format!(
+            "snapshot schema_version {version}; this gfxscan reads schema_version {} — rescan with this version",
+            reads.join(" and ")
+        ));
+    }
     serde_json::from_slice(text)
-        .map_err(|e| format!("snapshot does not match schema_version {} ({e})", model::SCHEMA_VERSION))
+        .map_err(|e| format!("snapshot does not match schema_version {version} ({e})"))
 }
 
 /// What a document says it is; everything else is skipped unread.

@@ -241,7 +241,7 @@ fn one_library_of_compressed_bundles_reads_the_same_whatever_the_threads_and_mem
         .as_array()
         .expect("objects")
         .iter()
-        .filter_map(|c| c["bundle_offset"].as_u64())
+        .filter_map(|c| c["location"]["bundle_offset"].as_u64())
         .collect();
     assert!(offsets.windows(2).all(|w| w[0] <= w[1]), "code objects in region order: {offsets:?}");
 }

@@ -104,12 +104,21 @@ fn self_diff_is_empty_across_snapshots_and_folders() {
 #[test]
 fn foreign_snapshots_are_refused() {
     let t = Tree::new();
-    t.file("future.json", br#"{"schema_version": 99, "tool": {"name": "gfxscan", "version": "9.0.0"}}"#);
+    t.file(
+        "future.json",
+        br#"{"schema_version": 99, "tool": {"name": "gfxscan", "version": "9.0.0"}, "summary": {}, "files": []}"#,
+    );
+    // A check document (its own schema_version 2) is named for what it is.
+    t.file(
+        "check.json",
+        br#"{"schema_version": 2, "tool": {"name": "gfxscan", "version": "0.1.0"}, "outcome": "ok"}"#,
+    );
     t.file("other.json", br#"{"name": "not a snapshot"}"#);
     t.file("broken.json", b"{ not json");
     let dir = t.path("").display().to_string();
     for (file, says) in [
         ("future.json", "schema_version 99"),
+        ("check.json", "not a scan snapshot (a check or diff result?)"),
         ("other.json", "not a gfxscan snapshot"),
         ("broken.json", "not a JSON snapshot"),
     ] {

@@ -24,7 +24,7 @@ fn code_objects<'a>(snap: &'a Value, path: &str) -> Vec<(&'a str, &'a str)> {
         .as_array()
         .expect("code objects")
         .iter()
-        .map(|c| (c["processor"].as_str().unwrap_or(""), c["container"].as_str().unwrap_or("")))
+        .map(|c| (c["processor"].as_str().unwrap_or(""), c["location"]["in"].as_str().unwrap_or("")))
         .collect()
 }
 
@@ -40,10 +40,10 @@ fn offload_binaries_are_read_standalone_in_host_sections_and_compressed() {
     tree.file("lib/packed.offload", &compressed_offload_binary(&[Image::hip("gfx942", &a)], true));
     let (run, snap) = tree.scan_json(&[]);
     run.expect_code(0);
-    let want = [("gfx942", "offload-binary"), ("gfx1100", "offload-binary")];
+    let want = [("gfx942", "offload-image"), ("gfx1100", "offload-image")];
     assert_eq!(code_objects(&snap, "lib/kernels.offload"), want);
     assert_eq!(code_objects(&snap, "lib/libnew.so"), want);
-    assert_eq!(code_objects(&snap, "lib/packed.offload"), [("gfx942", "offload-binary")]);
+    assert_eq!(code_objects(&snap, "lib/packed.offload"), [("gfx942", "offload-image")]);
     // `.llvm.offloading` is for the linker wrapper: LLVM drops it from linked output and clr
     // never reads it, so code found only there is no library's, and there is nothing to check.
     let check = gfxscan([
@@ -81,7 +81,7 @@ fn kpack_archives_count_per_target_and_split_libraries_record_their_reference() 
     run.expect_code(0);
     assert_eq!(
         code_objects(&snap, ".kpack/blas_lib_gfx1151.kpack"),
-        [("gfx1151", "kpack"), ("gfx1151", "kpack")]
+        [("gfx1151", "kpack-kernel"), ("gfx1151", "kpack-kernel")]
     );
     let lib =
         snap["files"].as_array().expect("files").iter().find(|f| f["path"] == "lib/libblas.so").expect("lib");
@@ -131,7 +131,10 @@ fn windows_dlls_carry_bundles_in_hip_fat() {
     tree.file("bin/rocblas.dll", &pe_image(&[(".text", b"\x90\x90"), (".hip_fat", &fat)]));
     let (run, snap) = tree.scan_json(&[]);
     run.expect_code(0);
-    assert_eq!(code_objects(&snap, "bin/rocblas.dll"), [("gfx1100", "bundle"), ("gfx942", "bundle")]);
+    assert_eq!(
+        code_objects(&snap, "bin/rocblas.dll"),
+        [("gfx1100", "bundle-entry"), ("gfx942", "bundle-entry")]
+    );
     assert_eq!(snap["summary"]["kinds"]["pe"], 1);
     let run = gfxscan(["check", "--quiet", "--json", "--gpu", "gfx1151", &tree.root_str()]);
     run.expect_code(1);

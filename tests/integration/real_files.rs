@@ -1,6 +1,7 @@
 //! Real files under `tests/data/real` (provenance in its README): exact facts, and no prefix
 //! of any of them may panic or pass unnoticed.
 
+use gfxscan::model::Location;
 use gfxscan::parse::bundle::BundleFormat;
 use gfxscan::vocab::codec::Codec;
 use std::collections::BTreeMap;
@@ -38,19 +39,18 @@ fn real_files_give_their_known_facts() {
 
     let j = by_path["jax-prng.hip_fatbin"];
     assert_eq!((j.bundles, j.code_objects.len()), (1, 27));
-    assert!(j.code_objects.iter().all(|c| c.bundle_format == Some(BundleFormat::Ccob(3))
-        && c.compression == Some(Codec::Zstd)
-        && c.code_object_version == Some(6)));
+    assert!(j.code_objects.iter().all(|c| matches!(
+        c.location,
+        Location::BundleEntry { format: BundleFormat::Ccob(3), compression: Some(Codec::Zstd), .. }
+    ) && c.code_object_version == Some(6)));
     let procs: Vec<&str> = j.code_objects.iter().map(|c| c.processor.as_str()).collect();
     for p in ["gfx950", "gfx1250", "gfx1153", "gfx1010", "gfx90a"] {
         assert!(procs.contains(&p), "{p} missing from {procs:?}");
     }
 
     let m = &by_path["mori-io.hip_fatbin"].code_objects[0];
-    assert_eq!(
-        (m.target_id.as_str(), m.bundle_format, m.code_object_version),
-        ("gfx942", Some(BundleFormat::Plain), Some(6))
-    );
+    assert_eq!((m.target_id.as_str(), m.code_object_version), ("gfx942", Some(6)));
+    assert!(matches!(m.location, Location::BundleEntry { format: BundleFormat::Plain, .. }), "{m:?}");
 }
 
 /// Every prefix of every real file parses to a value or an error, and a cut-off code object is

@@ -36,7 +36,7 @@ fn scan_mixed() -> (Mixed, Value) {
 #[test]
 fn snapshot_header_roots_and_summary() {
     let (m, snap) = scan_mixed();
-    assert_eq!(snap["schema_version"], 1);
+    assert_eq!(snap["schema_version"], 2);
     assert_eq!(snap["tool"]["name"], "gfxscan");
     assert_eq!(snap["tool"]["version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(snap["roots"], json!([m.tree.root_str()]));
@@ -107,11 +107,7 @@ fn standalone_code_object_classified_by_magic() {
                 "code_object_version": 4,
                 "size": len(&m.foo_txt),
                 "kernels": 2,
-                "container": "file",
-                "bundle_entry_id": null,
-                "bundle_format": null,
-                "compression": null,
-                "bundle_offset": null,
+                "location": {"in": "file"},
                 "offset": 0,
                 "e_flags": 0x33f,
             }],
@@ -135,7 +131,7 @@ fn plain_bundle_file_entries() {
                 c["kernels"],
                 c["size"],
                 c["offset"],
-                c["bundle_entry_id"]
+                c["location"]["entry_id"]
             ])
         })
         .collect();
@@ -156,10 +152,10 @@ fn plain_bundle_file_entries() {
         ]
     );
     for c in cos {
-        assert_eq!(c["container"], "bundle");
-        assert_eq!(c["bundle_format"], "plain");
-        assert_eq!(c["compression"], Value::Null);
-        assert_eq!(c["bundle_offset"], 0);
+        assert_eq!(c["location"]["in"], "bundle-entry");
+        assert_eq!(c["location"]["format"], "plain");
+        assert_eq!(c["location"]["compression"], Value::Null);
+        assert_eq!(c["location"]["bundle_offset"], 0);
         assert_eq!(c["code_object_version"], 4);
         assert_eq!(c["offset"].as_u64().expect("offset") % 4096, 0, "entries are 4096-aligned");
     }
@@ -180,13 +176,15 @@ fn compressed_bundle_files() {
             "code_object_version": 4,
             "size": len(&m.a_942),
             "kernels": 4,
-            "container": "bundle",
-            "bundle_entry_id": hip("gfx942:xnack-"),
-            "bundle_format": "ccob-v2",
-            "compression": "zstd",
-            "bundle_offset": 0,
-            // The file is the bundle: stored as the file, inflated as the plain bundle.
-            "bundle_sizes": [a_file["size"].clone(), json!(inflated_a.len())],
+            "location": {
+                "in": "bundle-entry",
+                "entry_id": hip("gfx942:xnack-"),
+                "bundle_offset": 0,
+                "format": "ccob-v2",
+                "compression": "zstd",
+                // The file is the bundle: stored as the file, inflated as the plain bundle.
+                "bundle_sizes": [a_file["size"].clone(), json!(inflated_a.len())],
+            },
             "offset": offset_of(&inflated_a, &m.a_942),
             "e_flags": GFX942 | XNACK_OFF,
         }])
@@ -195,7 +193,13 @@ fn compressed_bundle_files() {
     assert_eq!(b.as_array().map(Vec::len), Some(1));
     let b = &b[0];
     assert_eq!(
-        [&b["processor"], &b["target_id"], &b["kernels"], &b["bundle_format"], &b["compression"]],
+        [
+            &b["processor"],
+            &b["target_id"],
+            &b["kernels"],
+            &b["location"]["format"],
+            &b["location"]["compression"]
+        ],
         [&json!("gfx1030"), &json!("gfx1030"), &json!(5), &json!("ccob-v3"), &json!("zlib")]
     );
     assert_eq!(b["size"], len(&m.b_1030));
@@ -219,7 +223,7 @@ fn host_library_fatbin_and_embedded() {
             .as_array()
             .expect("code objects")
             .iter()
-            .find(|c| c["processor"] == p && c["bundle_format"] == format)
+            .find(|c| c["processor"] == p && c["location"]["format"] == format)
             .unwrap_or_else(|| panic!("no {p} {format} code object in {f:#}"))
             .clone()
     };
@@ -227,24 +231,24 @@ fn host_library_fatbin_and_embedded() {
 
     let plain = by_processor("gfx90a", "plain");
     assert_eq!(plain["target_id"], "gfx90a:xnack-");
-    assert_eq!(plain["container"], "bundle");
-    assert_eq!(plain["bundle_offset"], b0);
+    assert_eq!(plain["location"]["in"], "bundle-entry");
+    assert_eq!(plain["location"]["bundle_offset"], b0);
     assert_eq!(plain["offset"], offset_of(&m.libx, &m.fat_90a), "plain entries: file offsets");
-    assert_eq!(plain["compression"], Value::Null);
+    assert_eq!(plain["location"]["compression"], Value::Null);
     assert_eq!(plain["kernels"], 1);
 
     let v1 = by_processor("gfx900", "ccob-v1");
-    assert_eq!(v1["compression"], "zlib");
-    assert_eq!(v1["bundle_offset"], b1);
+    assert_eq!(v1["location"]["compression"], "zlib");
+    assert_eq!(v1["location"]["bundle_offset"], b1);
     assert_eq!(v1["kernels"], 6);
     assert_eq!(v1["size"], len(&m.fat_900));
-    assert_eq!(v1["bundle_entry_id"], hip("gfx900"));
+    assert_eq!(v1["location"]["entry_id"], hip("gfx900"));
     let inflated = hip_bundle(&[("gfx900", &m.fat_900)]);
     assert_eq!(v1["offset"], offset_of(&inflated, &m.fat_900));
 
     let v3 = by_processor("gfx1100", "ccob-v3");
-    assert_eq!(v3["compression"], "zstd");
-    assert_eq!(v3["bundle_offset"], b2);
+    assert_eq!(v3["location"]["compression"], "zstd");
+    assert_eq!(v3["location"]["bundle_offset"], b2);
     assert_eq!(v3["kernels"], 7);
     assert_eq!(v3["e_flags"], GFX1100);
 
@@ -252,7 +256,7 @@ fn host_library_fatbin_and_embedded() {
         .as_array()
         .expect("code objects")
         .iter()
-        .find(|c| c["container"] == "embedded")
+        .find(|c| c["location"]["in"] == "embedded")
         .expect("the .rodata code object")
         .clone();
     assert_eq!(
@@ -263,11 +267,7 @@ fn host_library_fatbin_and_embedded() {
             "code_object_version": 4,
             "size": len(&m.embedded_942),
             "kernels": 8,
-            "container": "embedded",
-            "bundle_entry_id": null,
-            "bundle_format": null,
-            "compression": null,
-            "bundle_offset": null,
+            "location": {"in": "embedded"},
             "offset": offset_of(&m.libx, &m.embedded_942),
             "e_flags": GFX942 | SRAMECC_ON,
         })
@@ -284,7 +284,9 @@ fn code_objects_in_file_order() {
         .as_array()
         .expect("code objects")
         .iter()
-        .map(|c| c["bundle_offset"].as_u64().unwrap_or_else(|| c["offset"].as_u64().expect("offset")))
+        .map(|c| {
+            c["location"]["bundle_offset"].as_u64().unwrap_or_else(|| c["offset"].as_u64().expect("offset"))
+        })
         .collect();
     let embedded = offset_of(&m.libx, &m.embedded_942);
     let sec = offset_of(&m.libx, &m.fat);
@@ -307,11 +309,7 @@ fn fat_object_bundle_section() {
             "code_object_version": 4,
             "size": len(&m.fat_o_1100),
             "kernels": 9,
-            "container": "embedded",
-            "bundle_entry_id": "hipv4-amdgcn-amd-amdhsa--gfx1100",
-            "bundle_format": null,
-            "compression": null,
-            "bundle_offset": null,
+            "location": {"in": "embedded", "section_entry_id": "hipv4-amdgcn-amd-amdhsa--gfx1100"},
             "offset": offset_of(&m.fat_o, &m.fat_o_1100),
             "e_flags": GFX1100,
         }])

@@ -323,3 +323,46 @@ fn code_objects_count_the_same_thing_in_every_view() {
         assert!(layers.iter().any(|l| l == c), "chart {c:?} is no layer of the text pivot");
     }
 }
+
+/// A typed snapshot (schema version 2): a code object's place is one tagged `location`, and a
+/// version 1 snapshot (`docs/examples/sample-before.json`, written by an earlier gfxscan) is
+/// still read, its `container` and bundle fields turned into the same locations.
+#[test]
+fn version_1_snapshots_read_into_typed_locations() {
+    let before = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/examples/sample-before.json");
+    let text = std::fs::read_to_string(before).expect("sample-before.json");
+    let v1: Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(v1["schema_version"], 1);
+    let snap =
+        gfxscan::source::snapshot::parse_snapshot(text.as_bytes()).expect("a version 1 snapshot reads");
+    let old_files = v1["files"].as_array().expect("files");
+    assert_eq!(snap.files.len(), old_files.len());
+    for (f, old) in snap.files.iter().zip(old_files) {
+        for (c, o) in f.code_objects.iter().zip(old["code_objects"].as_array().expect("code objects")) {
+            let loc = serde_json::to_value(&c.location).expect("location");
+            let container = o["container"].as_str().expect("container");
+            let want = match container {
+                "file" => "file",
+                "bundle" => "bundle-entry",
+                "embedded" => "embedded",
+                "offload-binary" => "offload-image",
+                _ => "kpack-kernel",
+            };
+            assert_eq!(loc["in"], want, "{}", f.path.path);
+            if container == "bundle" {
+                assert_eq!(loc["entry_id"], o["bundle_entry_id"]);
+                assert_eq!(loc["bundle_offset"], o["bundle_offset"]);
+                assert_eq!(loc["format"], o["bundle_format"]);
+            }
+        }
+    }
+    let now = gfxscan(["scan", "-q", "--json", concat!(env!("CARGO_MANIFEST_DIR"), "/sample")]).json();
+    assert_eq!(now["schema_version"], 2);
+    let any = now["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .find_map(|f| f["code_objects"].as_array().and_then(|c| c.first()))
+        .expect("a code object");
+    assert!(any.get("location").is_some() && any.get("container").is_none(), "{any:#}");
+}
