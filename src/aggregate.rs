@@ -9,9 +9,10 @@ use std::path::{Component, Path};
 use crate::families::{self, cataloger, Row, FAMILY_ROWS};
 use crate::inspect::{Found, LinkSeen};
 use crate::model::{
-    ArchiveRecord, FileRecord, IndexMap, LinkRecord, Mismatch, Problem, RelPath, Snapshot, Summary,
-    TargetCounts, TargetMap, Tool, SCHEMA_VERSION,
+    ArchiveRecord, FileRecord, HipRuntime, IndexMap, LinkRecord, Mismatch, Problem, RelPath, Snapshot,
+    Summary, TargetCounts, TargetMap, Tool, SCHEMA_VERSION,
 };
+use crate::vocab::runtime::hip_runtime_version;
 use crate::vocab::targets::Targets;
 
 /// What a scan has gathered: summary counts, the records of files worth reporting, problems,
@@ -23,6 +24,7 @@ pub struct Tally {
     pub problems: Vec<Problem>,
     pub links: Vec<LinkSeen>,
     pub archives: Vec<ArchiveRecord>,
+    pub hip_runtimes: Vec<HipRuntime>,
 }
 
 impl Tally {
@@ -32,6 +34,12 @@ impl Tally {
             self.summary.files += 1;
             self.summary.bytes += o.size;
             *self.summary.kinds.entry(o.kind).or_default() += 1;
+            // The HIP runtime has no device code of its own: its name is what says it is here.
+            if o.kind.is_host_binary() {
+                if let Some(version) = hip_runtime_version(o.path.file_name()) {
+                    self.hip_runtimes.push(HipRuntime { path: o.path.clone(), version });
+                }
+            }
             for message in o.problems {
                 self.problems.push(Problem { path: o.path.clone(), message });
             }
@@ -55,13 +63,16 @@ impl Tally {
         self.problems.extend(other.problems);
         self.links.extend(other.links);
         self.archives.extend(other.archives);
+        self.hip_runtimes.extend(other.hip_runtimes);
         self
     }
 }
 
 /// The snapshot of a finished scan of `roots`: everything sorted by root and path bytes.
 pub fn snapshot(tally: Tally, roots: Vec<String>, targets: &Targets) -> Snapshot {
-    let Tally { mut summary, mut files, mut problems, links: all_links, mut archives } = tally;
+    let Tally { mut summary, mut files, mut problems, links: all_links, mut archives, mut hip_runtimes } =
+        tally;
+    hip_runtimes.sort_by_cached_key(|r| r.path.sort_key());
     files.sort_by_cached_key(|f| f.path.sort_key());
     problems.sort_by_cached_key(|p| (p.path.sort_key(), p.message.clone()));
     summary.files_with_device_code = files.iter().filter(|f| !f.code_objects.is_empty()).count() as u64;
@@ -90,6 +101,7 @@ pub fn snapshot(tally: Tally, roots: Vec<String>, targets: &Targets) -> Snapshot
         via_generic: TargetMap::new(),
         archives,
         findings: Vec::new(),
+        hip_runtimes,
     }
 }
 

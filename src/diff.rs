@@ -21,7 +21,7 @@ use crate::families::cataloger;
 pub use crate::library::identity::{identity, path_identity};
 use crate::library::{judge, libraries, registrable, Library};
 use crate::model::{CodeObjectRecord, FileRecord, Snapshot, Tool};
-use crate::vocab::runtime::{loads, CodeTarget};
+use crate::vocab::runtime::{loads, CodeTarget, Runtime};
 use crate::vocab::target_id::{processor_of, target_id, DeviceTarget, Setting};
 use crate::vocab::targets::Targets;
 use crate::vocab::verdict::Status;
@@ -108,7 +108,8 @@ fn served(unit: &Unit, targets: &Targets) -> BTreeMap<String, Option<String>> {
         let code = CodeTarget { target_id: id, generic_version: *generic_version, entry_id: None };
         let via = t.is_generic().then(|| processor.to_string());
         for dev in devices.into_iter().flat_map(device_variants) {
-            if loads(code, &dev, targets).is_some() {
+            // Files no program loads: what they are for, under the assumed runtime's rules.
+            if loads(code, &dev, targets, Runtime::default()).is_some() {
                 let slot = out.entry(dev.target_id).or_insert_with(|| via.clone());
                 if via.is_none() {
                     *slot = None;

@@ -379,6 +379,16 @@ impl TryFrom<AnyCodeObject> for CodeObjectRecord {
     }
 }
 
+/// A HIP runtime library a tree ships, and its version as its file name gives it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HipRuntime {
+    #[serde(flatten)]
+    pub path: RelPath,
+    /// `6.4.43484` from `libamdhip64.so.6.4.43484`; `7` from `libamdhip64.so.7` or
+    /// `amdhip64_7.dll`.
+    pub version: String,
+}
+
 /// A file that holds device code.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileRecord {
@@ -755,6 +765,10 @@ pub struct Snapshot {
     /// Ways the install is broken as shipped, found from its files alone; absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub findings: Vec<Finding>,
+    /// HIP runtimes the tree ships (`libamdhip64.so.<version>`, `amdhip64_<major>.dll`): the
+    /// runtime whose matching rules apply to the libraries of its install. Absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hip_runtimes: Vec<HipRuntime>,
 }
 
 /// What kind of inconsistency a finding is.

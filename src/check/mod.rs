@@ -27,7 +27,7 @@ use serde::Serialize;
 
 use crate::families::{cataloger, tensile, Library};
 use crate::library::install::{install_of, Install};
-use crate::library::{family_library, judge, libraries, placeholders, Place};
+use crate::library::{family_library, judge, libraries, placeholders, runtime_of, Place};
 use crate::model::{Component, Family, Problem, Snapshot, Tool};
 use crate::vocab::target_id::{split_version, DeviceTarget};
 use crate::vocab::targets::Targets;
@@ -65,7 +65,22 @@ pub struct InstallReport {
     /// Files of the install that could not be read in full: its OK holds only for what was read.
     #[serde(skip_serializing_if = "is_zero")]
     pub unread: u64,
+    /// The HIP runtime the install ships, whose rules its verdicts follow (absent: none shipped,
+    /// the report's `runtime` applies).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<InstallRuntime>,
     pub gpus: Vec<GpuReport>,
+}
+
+/// An install's own HIP runtime.
+#[derive(Debug, Clone, Serialize)]
+pub struct InstallRuntime {
+    /// The library, as shown (`…/libamdhip64.so.6.4.43484`).
+    pub library: String,
+    /// Its version from its name (`6.4.43484`).
+    pub version: String,
+    /// How it matches code objects to a GPU.
+    pub rules: &'static str,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -366,6 +381,11 @@ pub fn check(snap: &Snapshot, gpus: &Gpus, targets: &Targets, opts: CheckOptions
         .map(|(install, gpus)| InstallReport {
             status: gpus.iter().map(GpuReport::status).max().unwrap_or(Status::Ok),
             unread: unread_in(&install),
+            runtime: runtime_of(snap, &install).1.map(|r| InstallRuntime {
+                library: r.path.display(&snap.roots),
+                version: r.version.clone(),
+                rules: crate::vocab::runtime::Runtime::of_version(&r.version).rules(),
+            }),
             install,
             gpus,
         })

@@ -100,6 +100,8 @@ pub struct Library<'s> {
     /// `HIPBLASLT_TENSILE_LIBPATH` may be named anything).
     pub component: Option<crate::model::Component>,
     pub targets: &'s Targets,
+    /// The HIP runtime whose matching rules its code files are judged by.
+    pub runtime: crate::vocab::runtime::Runtime,
 }
 
 impl Library<'_> {

@@ -442,7 +442,9 @@ impl<'s> Evidence<'s> {
         let (candidates, served) = index_candidates(lib, &files, arch);
         // A Tensile code file is one code group: rocBLAS/Tensile loads it with
         // hipModuleLoad, which picks from its bundle as the runtime picks from a fat binary.
-        let code = |c: &crate::model::CodeObjectRecord| loads(c.code_target(), dev, lib.targets).is_some();
+        let code = |c: &crate::model::CodeObjectRecord| {
+            loads(c.code_target(), dev, lib.targets, lib.runtime).is_some()
+        };
         Evidence {
             index: candidates.iter().find(|c| c.serves).map(|c| c.path.clone()),
             notes: candidates.iter().filter_map(|c| c.note.clone()).collect(),

@@ -116,7 +116,8 @@ fn host_tensile(snap: &Snapshot, targets: &Targets) -> Vec<Finding> {
         let shown = f.path.display(&snap.roots);
         let install = install_of(root_of(snap, f.path.root), &shown);
         let host = host_targets(f, targets);
-        let has_code = |t: &str| serves_processor(f, t, targets);
+        let rt = super::runtime_of(snap, &install).0;
+        let has_code = |t: &str| serves_processor(f, t, targets, rt);
         // rocBLAS looks for its Tensile library from its own folder (tensile_host.cpp
         // `determine_tensile_base_path`: `library/`, `rocblas/library/`, Debian's
         // `rocblas/<version>/library/`): a library elsewhere in the install (an ASAN build in
@@ -224,7 +225,9 @@ fn siblings(snap: &Snapshot, targets: &Targets) -> Vec<Finding> {
             if others.is_empty() {
                 continue;
             }
-            let serves = |t: &str| serves_processor(f, t, targets);
+            let root = snap.roots.get(f.path.root).map_or("", String::as_str);
+            let rt = super::runtime_of(snap, &install_of(root, &f.path.display(&snap.roots))).0;
+            let serves = |t: &str| serves_processor(f, t, targets, rt);
             let candidates: BTreeSet<&String> = others.iter().flat_map(|s| s.iter()).collect();
             let lacking: Vec<String> = candidates
                 .into_iter()

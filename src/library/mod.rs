@@ -22,8 +22,8 @@ pub mod plugins;
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::families::{cataloger, Library as FamilyLibrary};
-use crate::model::{CodeObjectRecord, Container, Family, FileRecord, RelPath, Snapshot};
-use crate::vocab::runtime::{near_miss, pick, CodeTarget, Via};
+use crate::model::{CodeObjectRecord, Container, Family, FileRecord, HipRuntime, RelPath, Snapshot};
+use crate::vocab::runtime::{near_miss, pick, CodeTarget, Runtime, Via};
 use crate::vocab::target_id::DeviceTarget;
 use crate::vocab::targets::Targets;
 use crate::vocab::verdict::{GapRule, LibraryKind, Status, Verdict};
@@ -146,7 +146,20 @@ pub fn family_library<'s>(
     dir: &'s str,
     targets: &'s Targets,
 ) -> FamilyLibrary<'s> {
-    FamilyLibrary { snap, root, dir, component: None, targets }
+    let install = install_of(snap.roots.get(root).map_or("", String::as_str), &folder_shown(snap, root, dir));
+    let runtime = runtime_of(snap, &install).0;
+    FamilyLibrary { snap, root, dir, component: None, targets, runtime }
+}
+
+/// The HIP runtime an install ships (the first in path order), and the rules it matches by;
+/// ROCm 7.x's where it ships none (`vocab::runtime::ASSUMED_RUNTIME`).
+pub fn runtime_of<'s>(snap: &'s Snapshot, install: &Install) -> (Runtime, Option<&'s HipRuntime>) {
+    let root_of = |root: usize| snap.roots.get(root).map_or("", String::as_str);
+    let own = snap
+        .hip_runtimes
+        .iter()
+        .find(|r| &install_of(root_of(r.path.root), &r.path.display(&snap.roots)) == install);
+    (own.map_or_else(Runtime::default, |r| Runtime::of_version(&r.version)), own)
 }
 
 /// What a code object is for, as the runtime matches it: comgr matches bundle entries by
@@ -170,8 +183,9 @@ pub fn pick_in<'s>(
     group: &[&'s CodeObjectRecord],
     dev: &DeviceTarget,
     targets: &Targets,
+    rt: Runtime,
 ) -> Option<(&'s CodeObjectRecord, Via)> {
-    pick(group, |c| code_target(c), dev, targets).map(|(c, via)| (*c, via))
+    pick(group, |c| code_target(c), dev, targets, rt).map(|(c, via)| (*c, via))
 }
 
 fn processors<'a>(cos: impl Iterator<Item = &'a CodeObjectRecord>) -> Vec<String> {
@@ -180,13 +194,19 @@ fn processors<'a>(cos: impl Iterator<Item = &'a CodeObjectRecord>) -> Vec<String
 
 /// Host libraries and standalone bundles: every code group must serve — a bundle without code
 /// for the device is a translation unit whose kernels fail with "invalid device function".
-pub fn code_verdict(f: &FileRecord, display: String, dev: &DeviceTarget, targets: &Targets) -> Verdict {
+pub fn code_verdict(
+    f: &FileRecord,
+    display: String,
+    dev: &DeviceTarget,
+    targets: &Targets,
+    rt: Runtime,
+) -> Verdict {
     let groups = code_groups(f);
     let mut loads = None;
     let mut via_generic = None;
     let mut lacking = Vec::new();
     for (bundle, cos) in &groups {
-        match pick_in(cos, dev, targets) {
+        match pick_in(cos, dev, targets, rt) {
             Some((c, via)) => {
                 if via == Via::Generic {
                     via_generic.get_or_insert_with(|| c.processor.clone());
@@ -201,7 +221,7 @@ pub fn code_verdict(f: &FileRecord, display: String, dev: &DeviceTarget, targets
     }
     let why = || {
         let all: Vec<&CodeObjectRecord> = groups.values().flatten().copied().collect();
-        near_miss(&all, |c| code_target(c), dev, targets)
+        near_miss(&all, |c| code_target(c), dev, targets, rt)
             .map(|m| format!(": {}", m.explain(dev)))
             .unwrap_or_default()
     };
@@ -241,26 +261,27 @@ pub fn code_verdict(f: &FileRecord, display: String, dev: &DeviceTarget, targets
 
 /// True when the runtime finds code for a device of `processor` (modes not known) in every
 /// code group of `f`: what a host library serves, for the views that have no device.
-pub fn serves_processor(f: &FileRecord, processor: &str, targets: &Targets) -> bool {
+pub fn serves_processor(f: &FileRecord, processor: &str, targets: &Targets, rt: Runtime) -> bool {
     let dev = DeviceTarget::new(
         processor,
         crate::vocab::target_id::Setting::Any,
         crate::vocab::target_id::Setting::Any,
     );
     let groups = code_groups(f);
-    !groups.is_empty() && groups.values().all(|g| pick_in(g, &dev, targets).is_some())
+    !groups.is_empty() && groups.values().all(|g| pick_in(g, &dev, targets, rt).is_some())
 }
 
 /// A library's verdict for a device, with no environment: the same for every view. `None` for
 /// a library with nothing to say for it (a plugin folder without the device's plugin kind, a
 /// family whose files no program loads).
 pub fn judge(snap: &Snapshot, lib: &Library, dev: &DeviceTarget, targets: &Targets) -> Option<Verdict> {
+    let rt = runtime_of(snap, &lib.install).0;
     match &lib.place {
         Place::Code(i) => {
             let f = &snap.files[*i];
             Some(match &f.kpack_ref {
                 Some(r) => kpack::verdict(snap, f, r, lib.shown.clone(), dev, targets),
-                None => code_verdict(f, lib.shown.clone(), dev, targets),
+                None => code_verdict(f, lib.shown.clone(), dev, targets, rt),
             })
         }
         Place::Folder(root, dir, Family::Tensile) => {
@@ -275,7 +296,7 @@ pub fn judge(snap: &Snapshot, lib: &Library, dev: &DeviceTarget, targets: &Targe
             cataloger(*fam).verdict(&family_library(snap, *root, dir, targets), dev)
         }
         Place::Plugins(root, dir, kind) => {
-            let judge = |f: &FileRecord| code_verdict(f, f.path.display(&snap.roots), dev, targets);
+            let judge = |f: &FileRecord| code_verdict(f, f.path.display(&snap.roots), dev, targets, rt);
             plugins::verdict(snap, *root, dir, *kind, dev, &judge)
         }
     }

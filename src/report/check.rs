@@ -170,6 +170,12 @@ pub fn write_check(
             None => head,
         };
         writeln!(out, "{head}")?;
+        if let Some(r) = &inst.runtime {
+            let prefix = format!("{}/", inst.install.path.trim_end_matches('/'));
+            let lib = r.library.strip_prefix(&prefix).unwrap_or(&r.library);
+            let line = format!("HIP runtime {lib} ({}): verdicts follow its rules — {}", r.version, r.rules);
+            writeln!(out, "{}", wrap(&line, li, "    ", style.width))?;
+        }
         writeln!(out)?;
         for gpu in &inst.gpus {
             write_gpu(gpu, inst, targets, md, style, out)?;

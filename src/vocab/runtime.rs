@@ -26,12 +26,77 @@
 use crate::vocab::target_id::{processor_of, settings, DeviceTarget, Setting};
 use crate::vocab::targets::Targets;
 
-/// The runtime whose rules the verdicts follow, for people and for JSON. Older runtimes match
-/// otherwise: ROCm 6.4 hands bundles holding generic code to its legacy unbundler (ELF targets,
-/// ROCr's compatibility rule), 6.0-6.3 know no generic targets, and up to 5.7 the legacy
-/// unbundler was the default and read pre-4.1 IDs.
+/// The runtime whose rules the verdicts follow where an install ships none, for people and JSON.
 pub const ASSUMED_RUNTIME: &str =
     "ROCm 7.x HIP runtime (clr hip_fatbin.cpp ExtractFatBinaryUsingCOMGR, comgr lookUpCodeObject)";
+
+/// Whose matching rules a verdict follows: an install's own HIP runtime (`libamdhip64`), by its
+/// version, or ROCm 7.x where it ships none.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Runtime {
+    /// ROCm 7.x, or no runtime in the install: comgr, with the generic fallback.
+    #[default]
+    Rocm7,
+    /// HIP 6.4: comgr for bundles without generic code; bundles holding generic code go to its
+    /// legacy unbundler (clr amd-staging "SWDEV-447973 - Support generic targets", in 6.4's
+    /// `libamdhip64` as the log line "offload bundle contains generic target code object"),
+    /// whose picks gfxscan has not read: they are judged by 7.x's rules, and the install says so.
+    Rocm64,
+    /// HIP 6.0-6.3: comgr `lookUpCodeObject` only (`HIP_USE_RUNTIME_UNBUNDLER` default false),
+    /// no generic targets (clr rocm-6.2.x and the 6.3 release branches have no generic map).
+    Rocm6,
+    /// HIP 5.x: the legacy runtime unbundler (the default up to 5.7, clr hip_code_object.cpp
+    /// `getTripleTargetID`), which reads a `hip`/`hcc` entry's target from its ELF, so pre-4.1
+    /// IDs load; no generic targets.
+    Rocm5,
+}
+
+impl Runtime {
+    /// The rules of a HIP runtime of `version` (`6.4.43484`, `7`): by major, then minor.
+    pub fn of_version(version: &str) -> Runtime {
+        let mut parts = version.split('.').map(|p| p.parse::<u32>().ok());
+        match (parts.next().flatten(), parts.next().flatten()) {
+            (Some(m), _) if m <= 5 => Runtime::Rocm5,
+            (Some(6), Some(n)) if n >= 4 => Runtime::Rocm64,
+            (Some(6), _) => Runtime::Rocm6,
+            _ => Runtime::Rocm7,
+        }
+    }
+
+    /// True when the runtime asks for generic code besides the device's own.
+    pub fn has_generic(self) -> bool {
+        matches!(self, Runtime::Rocm7 | Runtime::Rocm64)
+    }
+
+    /// True when bundle entries are matched by their IDs (comgr), not by their ELF.
+    fn matches_entry_ids(self) -> bool {
+        self != Runtime::Rocm5
+    }
+
+    /// What its rules are, in a line.
+    pub fn rules(self) -> &'static str {
+        match self {
+            Runtime::Rocm7 => "comgr: native code before generic, generic only with the device's features, bundle entry IDs of five parts",
+            Runtime::Rocm64 => "comgr for bundles without generic code; bundles with generic code go to its legacy unbundler, judged here by ROCm 7.x's rules",
+            Runtime::Rocm6 => "comgr: bundle entry IDs of five parts, no generic targets",
+            Runtime::Rocm5 => "the legacy runtime unbundler: targets read from each entry's ELF (pre-4.1 bundle IDs load), no generic targets",
+        }
+    }
+}
+
+/// The version a HIP runtime library's file name gives (`libamdhip64.so.6.4.43484` → `6.4.43484`,
+/// `amdhip64_7.dll` → `7`), or `None` for any other name.
+pub fn hip_runtime_version(file_name: &str) -> Option<String> {
+    let digits = |v: &str| {
+        !v.is_empty() && v.split('.').all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+    };
+    let lower = file_name.to_ascii_lowercase();
+    let v = match lower.strip_prefix("libamdhip64.so.") {
+        Some(v) => v,
+        None => lower.strip_prefix("amdhip64_")?.strip_suffix(".dll")?,
+    };
+    digits(v).then(|| v.to_string())
+}
 
 /// What a code object is for, as the runtime matches it.
 #[derive(Debug, Clone, Copy)]
@@ -61,6 +126,8 @@ pub enum NearMiss {
     OldEntryId(String),
     /// Generic code for a device whose processor has a feature the generic target lacks.
     GenericLacksFeature { generic: String, feature: String },
+    /// Generic code, under a runtime with no generic fallback (HIP before 6.4).
+    NoGenericInRuntime(String),
 }
 
 impl NearMiss {
@@ -74,6 +141,9 @@ impl NearMiss {
             NearMiss::GenericLacksFeature { generic, feature } => format!(
                 "{generic} code is there, but the runtime asks for {generic} with the device's features ({}) and {generic} has no {feature}: comgr refuses the query",
                 dev.processor_features_shown()
+            ),
+            NearMiss::NoGenericInRuntime(generic) => format!(
+                "{generic} code is there, but this install's HIP runtime asks for no generic target (HIP before 6.4)"
             ),
         }
     }
@@ -134,10 +204,10 @@ fn runtime_generic<'t>(processor: &str, targets: &'t Targets) -> Option<Result<&
 }
 
 /// How the runtime would load `code` on `dev`, if it would.
-pub fn loads(code: CodeTarget, dev: &DeviceTarget, targets: &Targets) -> Option<Via> {
+pub fn loads(code: CodeTarget, dev: &DeviceTarget, targets: &Targets, rt: Runtime) -> Option<Via> {
     let id = match code.entry_id {
-        Some(e) => comgr_target(e)?,
-        None => code.target_id,
+        Some(e) if rt.matches_entry_ids() => comgr_target(e)?,
+        _ => code.target_id,
     };
     if !features_agree(id, dev) {
         return None;
@@ -146,7 +216,7 @@ pub fn loads(code: CodeTarget, dev: &DeviceTarget, targets: &Targets) -> Option<
     if processor == dev.processor {
         return Some(Via::Native);
     }
-    let generic = generic_of(&dev.processor, targets)?;
+    let generic = generic_of(&dev.processor, targets).filter(|_| rt.has_generic())?;
     (processor == generic && code.generic_version.is_some_and(|g| g >= 1)).then_some(Via::Generic)
 }
 
@@ -157,10 +227,11 @@ pub fn pick<'g, T>(
     code: impl Fn(&T) -> CodeTarget,
     dev: &DeviceTarget,
     targets: &Targets,
+    rt: Runtime,
 ) -> Option<(&'g T, Via)> {
-    [Via::Native, Via::Generic]
-        .into_iter()
-        .find_map(|via| group.iter().find(|c| loads(code(c), dev, targets) == Some(via)).map(|c| (c, via)))
+    [Via::Native, Via::Generic].into_iter().find_map(|via| {
+        group.iter().find(|c| loads(code(c), dev, targets, rt) == Some(via)).map(|c| (c, via))
+    })
 }
 
 /// Why code in a group that looks meant for `dev` does not load on it, when that is so.
@@ -169,14 +240,17 @@ pub fn near_miss<T>(
     code: impl Fn(&T) -> CodeTarget,
     dev: &DeviceTarget,
     targets: &Targets,
+    rt: Runtime,
 ) -> Option<NearMiss> {
     let generic = runtime_generic(&dev.processor, targets);
+    let mapped = targets.by_name(&dev.processor).filter(|t| t.hip_generic).and_then(|t| t.generic.as_deref());
     group.iter().map(&code).find_map(|c| {
         let p = processor_of(c.target_id);
         match c.entry_id {
-            Some(e) if comgr_target(e).is_none() && p == dev.processor => {
+            Some(e) if rt.matches_entry_ids() && comgr_target(e).is_none() && p == dev.processor => {
                 Some(NearMiss::OldEntryId(e.to_string()))
             }
+            _ if !rt.has_generic() && mapped == Some(p) => Some(NearMiss::NoGenericInRuntime(p.to_string())),
             _ => match &generic {
                 Some(Err(feature)) if targets.by_name(&dev.processor)?.generic.as_deref() == Some(p) => {
                     Some(NearMiss::GenericLacksFeature { generic: p.to_string(), feature: feature.clone() })
@@ -218,15 +292,15 @@ mod tests {
         let t = Targets::builtin();
         let g = code("gfx9-generic", Some(1), Some("hipv4-amdgcn-amd-amdhsa--gfx9-generic"));
         for d in ["gfx906:sramecc+:xnack-", "gfx906:sramecc-:xnack-", "gfx906"] {
-            assert_eq!(loads(g, &dev(d), &t), None, "{d}");
-            let miss = near_miss(&[g], |c| *c, &dev(d), &t);
+            assert_eq!(loads(g, &dev(d), &t, Runtime::Rocm7), None, "{d}");
+            let miss = near_miss(&[g], |c| *c, &dev(d), &t, Runtime::Rocm7);
             assert!(
                 matches!(miss, Some(NearMiss::GenericLacksFeature { ref feature, .. }) if feature == "sramecc")
             );
         }
-        assert_eq!(loads(g, &dev("gfx900:xnack-"), &t), Some(Via::Generic));
+        assert_eq!(loads(g, &dev("gfx900:xnack-"), &t, Runtime::Rocm7), Some(Via::Generic));
         let g94 = code("gfx9-4-generic", Some(1), None);
-        assert_eq!(loads(g94, &dev("gfx942:sramecc+:xnack-"), &t), Some(Via::Generic));
+        assert_eq!(loads(g94, &dev("gfx942:sramecc+:xnack-"), &t, Runtime::Rocm7), Some(Via::Generic));
     }
 
     /// Generic code needs a generic version of at least 1, and a processor the runtime maps
@@ -234,9 +308,12 @@ mod tests {
     #[test]
     fn generic_code_needs_the_runtime_map_and_a_version() {
         let t = Targets::builtin();
-        assert_eq!(loads(code("gfx11-generic", None, None), &dev("gfx1151"), &t), None);
-        assert_eq!(loads(code("gfx11-generic", Some(1), None), &dev("gfx1151"), &t), Some(Via::Generic));
-        assert_eq!(loads(code("gfx9-4-generic", Some(1), None), &dev("gfx941"), &t), None);
+        assert_eq!(loads(code("gfx11-generic", None, None), &dev("gfx1151"), &t, Runtime::Rocm7), None);
+        assert_eq!(
+            loads(code("gfx11-generic", Some(1), None), &dev("gfx1151"), &t, Runtime::Rocm7),
+            Some(Via::Generic)
+        );
+        assert_eq!(loads(code("gfx9-4-generic", Some(1), None), &dev("gfx941"), &t, Runtime::Rocm7), None);
     }
 
     /// Pre-4.1 IDs never match under comgr, whatever the ELF says.
@@ -244,9 +321,12 @@ mod tests {
     fn pre_4_1_entry_ids_never_match() {
         let t = Targets::builtin();
         let old = code("gfx900:xnack-", None, Some("hip-amdgcn-amd-amdhsa-gfx900"));
-        assert_eq!(loads(old, &dev("gfx900"), &t), None);
-        assert!(matches!(near_miss(&[old], |c| *c, &dev("gfx900"), &t), Some(NearMiss::OldEntryId(_))));
-        assert_eq!(near_miss(&[old], |c| *c, &dev("gfx1030"), &t), None);
+        assert_eq!(loads(old, &dev("gfx900"), &t, Runtime::Rocm7), None);
+        assert!(matches!(
+            near_miss(&[old], |c| *c, &dev("gfx900"), &t, Runtime::Rocm7),
+            Some(NearMiss::OldEntryId(_))
+        ));
+        assert_eq!(near_miss(&[old], |c| *c, &dev("gfx1030"), &t, Runtime::Rocm7), None);
     }
 
     /// clr `ExtractFatBinaryUsingCOMGR`: native before generic, whatever the bundle order.
@@ -254,8 +334,32 @@ mod tests {
     fn native_code_wins_over_generic_code_listed_first() {
         let t = Targets::builtin();
         let group = [code("gfx11-generic", Some(1), None), code("gfx1151", None, None)];
-        let (c, via) = pick(&group, |c| *c, &dev("gfx1151"), &t).expect("loads");
+        let (c, via) = pick(&group, |c| *c, &dev("gfx1151"), &t, Runtime::Rocm7).expect("loads");
         assert_eq!((c.target_id, via), ("gfx1151", Via::Native));
+    }
+
+    /// The install's own runtime decides: HIP 5.x's legacy unbundler reads pre-4.1 entries by
+    /// their ELF; HIP 6.0-6.3 ask for no generic target; 6.4 and 7.x do.
+    #[test]
+    fn older_runtimes_match_by_their_own_rules() {
+        let t = Targets::builtin();
+        assert_eq!(hip_runtime_version("libamdhip64.so.6.4.43484").as_deref(), Some("6.4.43484"));
+        assert_eq!(hip_runtime_version("amdhip64_7.dll").as_deref(), Some("7"));
+        assert_eq!(hip_runtime_version("libamdhip64.so"), None);
+        assert_eq!(hip_runtime_version("libamdhip64.so.6.4.43484.debug"), None);
+        let of = |v: &str| Runtime::of_version(v);
+        assert_eq!(
+            [of("5.7.31921"), of("6.2.41133"), of("6.4.43484"), of("7"), of("7.2.0")],
+            [Runtime::Rocm5, Runtime::Rocm6, Runtime::Rocm64, Runtime::Rocm7, Runtime::Rocm7]
+        );
+        let old = code("gfx900:xnack-", None, Some("hip-amdgcn-amd-amdhsa-gfx900"));
+        assert_eq!(loads(old, &dev("gfx900"), &t, Runtime::Rocm5), Some(Via::Native));
+        assert_eq!(loads(old, &dev("gfx900"), &t, Runtime::Rocm6), None);
+        let g = code("gfx11-generic", Some(1), None);
+        assert_eq!(loads(g, &dev("gfx1100"), &t, Runtime::Rocm6), None);
+        assert_eq!(loads(g, &dev("gfx1100"), &t, Runtime::Rocm64), Some(Via::Generic));
+        let miss = near_miss(&[g], |c| *c, &dev("gfx1100"), &t, Runtime::Rocm6);
+        assert_eq!(miss, Some(NearMiss::NoGenericInRuntime("gfx11-generic".into())));
     }
 
     /// A feature the code states must equal the device's; one it leaves out matches either.
@@ -263,8 +367,11 @@ mod tests {
     fn stated_features_must_agree() {
         let t = Targets::builtin();
         let d = dev("gfx90a:sramecc+:xnack-");
-        assert_eq!(loads(code("gfx90a:xnack+", None, None), &d, &t), None);
-        assert_eq!(loads(code("gfx90a", None, None), &d, &t), Some(Via::Native));
-        assert_eq!(loads(code("gfx90a:xnack+", None, None), &dev("gfx90a"), &t), Some(Via::Native));
+        assert_eq!(loads(code("gfx90a:xnack+", None, None), &d, &t, Runtime::Rocm7), None);
+        assert_eq!(loads(code("gfx90a", None, None), &d, &t, Runtime::Rocm7), Some(Via::Native));
+        assert_eq!(
+            loads(code("gfx90a:xnack+", None, None), &dev("gfx90a"), &t, Runtime::Rocm7),
+            Some(Via::Native)
+        );
     }
 }

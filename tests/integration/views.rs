@@ -366,3 +366,34 @@ fn version_1_snapshots_read_into_typed_locations() {
         .expect("a code object");
     assert!(any.get("location").is_some() && any.get("container").is_none(), "{any:#}");
 }
+
+/// An install's own HIP runtime decides how its libraries match (its `libamdhip64` version):
+/// HIP 6.0-6.3 ask for no generic target, HIP 5.x's legacy unbundler reads pre-4.1 entries by
+/// their ELF, ROCm 7.x does neither the one nor the other; the install says which runtime it
+/// ships and whose rules its verdicts follow.
+#[test]
+fn an_installs_own_hip_runtime_decides_how_it_matches() {
+    let generic = hip_bundle(&[("gfx11-generic", &generic_co(GFX11_GENERIC))]);
+    let old_id = bundle(&[(HOST, &[]), ("hip-amdgcn-amd-amdhsa-gfx900", &co(GFX900, 0, 1))], 4096);
+    let runtime = host_elf(&[HostSection::rodata(".rodata", b"hip\0")]);
+    let verdict = |hip: &str, lib: &[u8], gpu: &str| -> (i32, Value) {
+        let t = Tree::new();
+        t.file("opt/rocm/lib/libk.so", &host_with(&[lib.to_vec()]));
+        if !hip.is_empty() {
+            t.file(format!("opt/rocm/lib/{hip}"), &runtime);
+        }
+        let run = gfxscan(["check", "-q", "--json", &t.root_str(), "--gpu", gpu]);
+        let r = run.json();
+        let inst = r["installs"].as_array().expect("installs").iter().find(|i| i["kind"] == "rocm").cloned();
+        (run.code, inst.unwrap_or(Value::Null))
+    };
+    let (code, i) = verdict("libamdhip64.so.6.2.41133", &generic, "gfx1100");
+    assert_eq!(code, 1, "{i:#}");
+    assert_eq!(i["runtime"]["version"], "6.2.41133");
+    let detail = i["gpus"][0]["verdicts"][0]["detail"].as_str().unwrap_or_default();
+    assert!(detail.contains("asks for no generic target"), "{detail}");
+    assert_eq!(verdict("libamdhip64.so.7.2.0", &generic, "gfx1100").0, 0);
+    assert_eq!(verdict("", &generic, "gfx1100").0, 0);
+    assert_eq!(verdict("libamdhip64.so.5.7.31921", &old_id, "gfx900").0, 0);
+    assert_eq!(verdict("libamdhip64.so.6.4.43484", &old_id, "gfx900").0, 1);
+}
