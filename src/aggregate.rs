@@ -220,7 +220,7 @@ pub fn mismatches(files: &[FileRecord], links: &[LinkRecord]) -> Vec<Mismatch> {
         let Some(a) = &f.artifact else { continue };
         if let (Some(name), Some(content)) = (&a.name_target, &a.content_targets) {
             // An index with a row for any processor serves whatever device loads it.
-            if !content.is_empty() && !content.contains(name) && !a.any_processor {
+            if !content.is_empty() && !content.contains(name) && !a.any_processor() {
                 out.insert(Mismatch {
                     path: f.path.clone(),
                     name_target: name.clone(),
@@ -247,7 +247,7 @@ pub fn mismatches(files: &[FileRecord], links: &[LinkRecord]) -> Vec<Mismatch> {
                 // Tensile sub-libraries) proves nothing.
                 let served =
                     file.artifact.as_ref().and_then(|a| a.content_targets.clone()).unwrap_or_default();
-                let any = file.artifact.as_ref().is_some_and(|a| a.any_processor);
+                let any = file.artifact.as_ref().is_some_and(|a| a.any_processor());
                 if !served.is_empty() && !served.contains(&name) && !any {
                     out.insert(Mismatch {
                         path: l.path.clone(),

@@ -716,8 +716,9 @@ fn file_only(f: &FileRecord) -> FileOnly {
 /// How a file paired across the two sides changed, if it did: size, targets, code objects,
 /// firmware ucode version, database records.
 fn file_change(x: &FileRecord, y: &FileRecord) -> Option<FileChange> {
-    let header = |f: &FileRecord| f.artifact.as_ref().and_then(|a| a.header).map(|h| h.ucode_version);
-    let records = |f: &FileRecord| f.artifact.as_ref().and_then(|a| a.records);
+    let header =
+        |f: &FileRecord| f.artifact.as_ref().and_then(|a| a.firmware_header()).map(|h| h.ucode_version);
+    let records = |f: &FileRecord| f.artifact.as_ref().and_then(|a| a.records());
     let (ucode, recs) = (differ(header(x), header(y)), differ(records(x), records(y)));
     let (tx, ty) = (file_targets(x), file_targets(y));
     let same = x.size == y.size

@@ -12,14 +12,18 @@ use std::os::unix::ffi::OsStrExt;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::parse::aotriton::AotritonFacts;
 use crate::parse::bundle::BundleFormat;
-use crate::parse::firmware::FirmwareHeader;
+pub use crate::parse::firmware::{FirmwareFacts, FirmwareHeader};
 use crate::parse::magic::Kind;
+pub use crate::parse::miopen::MiopenFacts;
+pub use crate::parse::tensile::TensileFacts;
 use crate::vocab::codec::Codec;
 
 /// Version of the JSON contract. Bump on any change that an old reader would misread.
 /// 2: a code object's place is a tagged `location` (1: `container` with bundle fields reused
-/// for other containers). Version 1 snapshots are still read ([`READS`]).
+/// for other containers), and each family's facts are its own object in the artifact (1: one
+/// flat record for every family). Version 1 snapshots are still read ([`READS`]).
 pub const SCHEMA_VERSION: u32 = 2;
 
 /// The snapshot versions this build reads.
@@ -570,15 +574,15 @@ impl Storage {
 
 pub use crate::vocab::library::{Component, Family};
 
-/// A file's place in an artifact family and the facts that decide which targets it serves.
+/// A file's place in an artifact family and the facts that decide which targets it serves:
+/// what every family's files have, and each family's own facts as its own type (read by its
+/// cataloger from the file: `families::<family>`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "AnyArtifact")]
 pub struct Artifact {
     pub family: Option<Family>,
     /// What the file is within its family.
     pub role: Role,
-    /// For Tensile files: the library that loads them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub library: Option<Component>,
     /// How it is stored.
     pub format: Storage,
     /// The target its name (or its folder's name) claims, resolved through targets.toml.
@@ -590,57 +594,161 @@ pub struct Artifact {
     /// The targets its content serves, when the content says (index processors, code objects).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content_targets: Option<Vec<String>>,
-    /// hipBLASLt solution map: the targets whose code-object libraries it names (kept apart
-    /// from `content_targets`: it holds no code and no hardware rows of its own).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lists_targets: Option<Vec<String>>,
-    /// AOTriton: the processors a pack folder serves (`amd-gfx110x` is gfx1100 to gfx1103),
-    /// when the folder names a pack rather than one processor.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pack_targets: Option<Vec<String>>,
-    /// Lazy Tensile index: the sub-libraries its rows name, which the library opens beside it
-    /// as `<name>.dat` with their kernels in `<name>.co` or `.hsaco`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub placeholders: Vec<String>,
-    /// Tensile sub-library: the solutions it holds, when its first bytes say (none: it names
-    /// no kernels and needs no code-object file).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub solutions: Option<u64>,
-    /// Entries of a solution map (code-object libraries it names).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub entries: Option<u64>,
-    /// Tensile index: some hardware row holds for a processor it does not name (`TruePred`, a
-    /// CU-count predicate alone, a `Not`): the index serves whichever device loads it.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub any_processor: bool,
-    /// MIOpen: compute-unit count from the name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cu_count: Option<u32>,
-    /// Database records (text lines, `perf_db` or `kern_db` rows); AOTriton: the kernels an
-    /// AKS2 archive's directory lists.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub records: Option<u64>,
-    /// git-lfs pointer: the size of the file it stands for.
+    /// A git-lfs pointer stored in place of the file (any family): the size of the file it
+    /// stands for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lfs_size: Option<u64>,
-    /// Firmware: name prefix (`vega10`, `gc_11_0_0`, `psp_13_0_0`).
+    /// Tensile's own facts (rocBLAS, hipBLASLt).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prefix: Option<String>,
-    /// Firmware: folder (`amdgpu` or `radeon`).
+    pub tensile: Option<TensileFacts>,
+    /// MIOpen's own facts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub firmware_dir: Option<String>,
-    /// Firmware: the common header, when the blob has one.
+    pub miopen: Option<MiopenFacts>,
+    /// Firmware's own facts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub header: Option<FirmwareHeader>,
+    pub firmware: Option<FirmwareFacts>,
+    /// AOTriton's own facts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aotriton: Option<AotritonFacts>,
+}
+
+/// An artifact as version 2 writes it, or as version 1 did (every family's facts in one flat
+/// record): read into [`Artifact`], v1's fields moved into their family's facts.
+#[derive(Deserialize)]
+struct AnyArtifact {
+    family: Option<Family>,
+    role: Role,
+    format: Storage,
+    #[serde(default)]
+    name_target: Option<String>,
+    #[serde(default)]
+    name_variant: Option<String>,
+    #[serde(default)]
+    content_targets: Option<Vec<String>>,
+    #[serde(default)]
+    lfs_size: Option<u64>,
+    #[serde(default)]
+    tensile: Option<TensileFacts>,
+    #[serde(default)]
+    miopen: Option<MiopenFacts>,
+    #[serde(default)]
+    firmware: Option<FirmwareFacts>,
+    #[serde(default)]
+    aotriton: Option<AotritonFacts>,
+    // Version 1's flat fields.
+    #[serde(default)]
+    library: Option<Component>,
+    #[serde(default)]
+    lists_targets: Option<Vec<String>>,
+    #[serde(default)]
+    pack_targets: Option<Vec<String>>,
+    #[serde(default)]
+    placeholders: Vec<String>,
+    #[serde(default)]
+    solutions: Option<u64>,
+    #[serde(default)]
+    entries: Option<u64>,
+    #[serde(default)]
+    any_processor: bool,
+    #[serde(default)]
+    cu_count: Option<u32>,
+    #[serde(default)]
+    records: Option<u64>,
+    #[serde(default)]
+    prefix: Option<String>,
+    #[serde(default)]
+    firmware_dir: Option<String>,
+    #[serde(default)]
+    header: Option<FirmwareHeader>,
+}
+
+impl TryFrom<AnyArtifact> for Artifact {
+    type Error = String;
+
+    fn try_from(a: AnyArtifact) -> Result<Self, String> {
+        let v1 = |f: Family| a.family == Some(f);
+        let tensile = a.tensile.or_else(|| {
+            v1(Family::Tensile).then_some(TensileFacts {
+                library: a.library,
+                lists_targets: a.lists_targets,
+                placeholders: a.placeholders,
+                solutions: a.solutions,
+                entries: a.entries,
+                any_processor: a.any_processor,
+            })
+        });
+        let miopen = a.miopen.or_else(|| {
+            v1(Family::Miopen).then_some(MiopenFacts { cu_count: a.cu_count, records: a.records })
+        });
+        let firmware = a.firmware.or_else(|| {
+            v1(Family::Firmware).then_some(FirmwareFacts {
+                prefix: a.prefix,
+                dir: a.firmware_dir,
+                header: a.header,
+            })
+        });
+        let aotriton = a.aotriton.or_else(|| {
+            v1(Family::Aotriton).then_some(AotritonFacts { pack_targets: a.pack_targets, kernels: a.records })
+        });
+        Ok(Artifact {
+            family: a.family,
+            role: a.role,
+            format: a.format,
+            name_target: a.name_target,
+            name_variant: a.name_variant,
+            content_targets: a.content_targets,
+            lfs_size: a.lfs_size,
+            tensile,
+            miopen,
+            firmware,
+            aotriton,
+        })
+    }
 }
 
 impl Artifact {
+    /// The library that loads a Tensile file.
+    pub fn component(&self) -> Option<Component> {
+        self.tensile.as_ref().and_then(|t| t.library)
+    }
+
+    /// A Tensile index with a row for any processor.
+    pub fn any_processor(&self) -> bool {
+        self.tensile.as_ref().is_some_and(|t| t.any_processor)
+    }
+
+    /// The sub-libraries a lazy Tensile index names.
+    pub fn placeholders(&self) -> &[String] {
+        self.tensile.as_ref().map_or(&[], |t| t.placeholders.as_slice())
+    }
+
+    /// What the file holds, counted: a MIOpen database's records, an AOTriton archive's kernels.
+    pub fn records(&self) -> Option<u64> {
+        let m = self.miopen.as_ref().and_then(|m| m.records);
+        m.or_else(|| self.aotriton.as_ref().and_then(|a| a.kernels))
+    }
+
+    /// A firmware blob's common header.
+    pub fn firmware_header(&self) -> Option<FirmwareHeader> {
+        self.firmware.as_ref().and_then(|f| f.header)
+    }
+
+    /// Tensile's facts, made when first set.
+    pub fn tensile_mut(&mut self) -> &mut TensileFacts {
+        self.tensile.get_or_insert_with(TensileFacts::default)
+    }
+
+    /// MIOpen's facts, made when first set.
+    pub fn miopen_mut(&mut self) -> &mut MiopenFacts {
+        self.miopen.get_or_insert_with(MiopenFacts::default)
+    }
+
     /// The targets this file counts for: its content's when known (with its name's when a
     /// row serves any processor), else its name's (an AOTriton pack folder's processors).
     pub fn targets(&self) -> Vec<String> {
         match &self.content_targets {
             // An index with a row for any processor serves the target it is named for too.
-            Some(t) if self.any_processor => {
+            Some(t) if self.any_processor() => {
                 let mut t = t.clone();
                 if let Some(n) = self.name_target.as_ref().filter(|n| !t.contains(n)) {
                     t.push(n.clone());
@@ -648,7 +756,7 @@ impl Artifact {
                 t
             }
             Some(t) => t.clone(),
-            None => match &self.pack_targets {
+            None => match self.aotriton.as_ref().and_then(|a| a.pack_targets.as_ref()) {
                 Some(p) => p.clone(),
                 None => self.name_target.iter().cloned().collect(),
             },

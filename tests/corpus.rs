@@ -161,7 +161,7 @@ fn rocm64_tensile_counts_match_truth() {
         else {
             continue;
         };
-        let lib = a.library.map_or(String::new(), |c| c.name().to_string());
+        let lib = a.component().map_or(String::new(), |c| c.name().to_string());
         let mut content: Vec<String> = f.code_objects.iter().map(|c| c.processor.clone()).collect();
         content.extend(a.content_targets.clone().unwrap_or_default());
         content.sort();
@@ -354,10 +354,10 @@ fn miopen_records_match_truth() {
         let a = file.artifact.as_ref().expect("a MIOpen artifact");
         assert_eq!(a.name_target.as_deref(), Some(row["arch"].as_str()), "{}", row["file"]);
         let cu = row["num_cu"].parse::<u32>().ok();
-        assert_eq!(a.cu_count, cu, "{}", row["file"]);
+        assert_eq!(a.miopen.as_ref().and_then(|m| m.cu_count), cu, "{}", row["file"]);
         match row["kind"].as_str() {
             "perfdb-sqlite" | "finddb-text" => {
-                assert_eq!(a.records, Some(row["count"].parse().expect("count")), "{}", row["file"])
+                assert_eq!(a.records(), Some(row["count"].parse().expect("count")), "{}", row["file"])
             }
             "git-lfs-pointer" => {
                 assert_eq!(a.lfs_size, Some(row["count"].parse().expect("size")), "{}", row["file"])
@@ -374,7 +374,8 @@ fn miopen_records_match_truth() {
 fn firmware_counts(snap: &Snapshot) -> BTreeMap<(String, String), [u64; 3]> {
     let mut out: BTreeMap<(String, String), [u64; 3]> = BTreeMap::new();
     let key = |a: &gfxscan::model::Artifact| {
-        (a.firmware_dir.clone().unwrap_or_default(), a.prefix.clone().unwrap_or_default())
+        let fw = a.firmware.clone().unwrap_or_default();
+        (fw.dir.unwrap_or_default(), fw.prefix.unwrap_or_default())
     };
     for f in &snap.files {
         if let Some(a) = f.artifact.as_ref().filter(|a| a.family == Some(gfxscan::model::Family::Firmware)) {
@@ -650,7 +651,7 @@ fn lazy_indexes_name_only_files_that_are_there() {
     use gfxscan::model::{FindingKind, Role};
     let named = |snap: &Snapshot| -> usize {
         let arts = snap.files.iter().filter_map(|f| f.artifact.as_ref());
-        arts.filter(|a| a.role == Role::LazyIndex).map(|a| a.placeholders.len()).sum()
+        arts.filter(|a| a.role == Role::LazyIndex).map(|a| a.placeholders().len()).sum()
     };
     let files = shared().join("files/github/rocmlibs");
     if files.is_dir() {

@@ -30,7 +30,7 @@ use std::path::{Component as PathPart, Path};
 
 use super::Row;
 use super::{files_of, Cataloger, Content, Item, Library};
-use crate::model::{Artifact, Family, FileRecord, Role, Storage};
+use crate::model::{AotritonFacts, Artifact, Family, FileRecord, Role, Storage};
 use crate::parse::aotriton::{is_aks2, parse_aks2_directory, parse_aks2_header, MAX_DIRECTORY};
 use crate::parse::{ByteSource, ParseError};
 use crate::vocab::target_id::DeviceTarget;
@@ -169,7 +169,7 @@ impl Cataloger for Aotriton {
             role,
             format: content.storage(plain),
             name_target,
-            pack_targets,
+            aotriton: pack_targets.map(|p| AotritonFacts { pack_targets: Some(p), kernels: None }),
             ..Artifact::default()
         })
     }
@@ -178,7 +178,7 @@ impl Cataloger for Aotriton {
     fn facts(&self, a: &mut Artifact, item: &Item, problems: &mut Vec<String>) {
         if a.role == Role::KernelArchive && a.format == Storage::Aks2 {
             match count_kernels(item.src) {
-                Ok(n) => a.records = Some(n),
+                Ok(n) => a.aotriton.get_or_insert_with(AotritonFacts::default).kernels = Some(n),
                 Err(e) => problems.push(e.to_string()),
             }
         }
@@ -222,7 +222,7 @@ impl Cataloger for Aotriton {
         let (rule, detail) = if mine.is_empty() {
             (Some(&NO_IMAGES), format!("no AOTriton kernel images for {arch}"))
         } else {
-            let kernels: u64 = mine.iter().filter_map(|f| f.artifact.as_ref()?.records).sum();
+            let kernels: u64 = mine.iter().filter_map(|f| f.artifact.as_ref()?.records()).sum();
             let packs: BTreeSet<String> =
                 mine.iter().filter_map(|f| pack_of(Path::new(&f.path.path))).collect();
             let packs: Vec<String> = packs.into_iter().map(|p| format!("amd-{p}/")).collect();

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use super::Row;
 use super::{has_component, Cataloger, Content, Item, Library};
-use crate::model::{Artifact, Family, Role, Storage};
+use crate::model::{Artifact, Family, FirmwareFacts, Role, Storage};
 use crate::parse::firmware::{inflate_firmware, parse_firmware_header};
 use crate::vocab::codec::Codec;
 use crate::vocab::target_id::DeviceTarget;
@@ -70,8 +70,7 @@ impl Cataloger for Firmware {
             role: Role::Blob,
             format: content.storage(Storage::Raw),
             name_target,
-            prefix: Some(prefix),
-            firmware_dir: Some(dir),
+            firmware: Some(FirmwareFacts { prefix: Some(prefix), dir: Some(dir), header: None }),
             ..Artifact::default()
         })
     }
@@ -79,7 +78,7 @@ impl Cataloger for Firmware {
     /// The common header, inflating a compressed blob whole first (up to a cap).
     fn facts(&self, a: &mut Artifact, item: &Item, problems: &mut Vec<String>) {
         let src = item.src;
-        a.header = match a.format {
+        let header = match a.format {
             Storage::Zstd | Storage::Xz if src.len() <= MAX_COMPRESSED_FIRMWARE => {
                 let codec = if a.format == Storage::Xz { Codec::Xz } else { Codec::Zstd };
                 let blob = src
@@ -103,6 +102,7 @@ impl Cataloger for Firmware {
             }
             _ => None,
         };
+        a.firmware.get_or_insert_with(FirmwareFacts::default).header = header;
     }
 
     fn rows(&self) -> &'static [Row] {
@@ -124,6 +124,6 @@ impl Cataloger for Firmware {
 
     /// `firmware:amdgpu` or `firmware:radeon`.
     fn identity(&self, a: &Artifact) -> String {
-        format!("firmware:{}", a.firmware_dir.as_deref().unwrap_or("amdgpu"))
+        format!("firmware:{}", a.firmware.as_ref().and_then(|f| f.dir.as_deref()).unwrap_or("amdgpu"))
     }
 }

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use super::Row;
 use super::{file_name, files_of, has_component, parent, Cataloger, Content, Item, Library};
-use crate::model::{Artifact, Family, FileRecord, Role, Storage};
+use crate::model::{Artifact, Family, FileRecord, MiopenFacts, Role, Storage};
 use crate::parse::magic::Kind;
 use crate::parse::miopen::{count_text_records, parse_lfs_pointer};
 use crate::source::sqlite;
@@ -127,7 +127,7 @@ fn detail(mine: &[&FileRecord], arch: &str) -> (Option<&'static GapRule>, String
     for f in mine {
         let Some(a) = f.artifact.as_ref() else { continue };
         let name = file_name(&f.path.path);
-        match a.records {
+        match a.records() {
             _ if !is_database(f) => not_dbs.push(stand_in(name, a)),
             Some(n) => real.push(format!(
                 "{name} ({} {})",
@@ -179,7 +179,7 @@ impl Cataloger for Miopen {
             format: content.storage(if model { Storage::Model } else { Storage::Text }),
             name_target: (!processor.is_empty()).then_some(processor),
             name_variant: variant,
-            cu_count: cu,
+            miopen: cu.map(|cu| MiopenFacts { cu_count: Some(cu), records: None }),
             ..Artifact::default()
         })
     }
@@ -195,12 +195,12 @@ impl Cataloger for Miopen {
                     None => sqlite::rows_in_memory(src, table),
                 };
                 match rows {
-                    Ok(n) => a.records = Some(n),
+                    Ok(n) => a.miopen_mut().records = Some(n),
                     Err(e) => problems.push(e),
                 }
             }
             Storage::Text if a.role.is_database() => match count_text_records(src) {
-                Ok(n) => a.records = Some(n),
+                Ok(n) => a.miopen_mut().records = Some(n),
                 Err(e) => problems.push(e.to_string()),
             },
             Storage::GitLfsPointer => {
@@ -218,7 +218,7 @@ impl Cataloger for Miopen {
     /// A find-DB MIOpen's HIP build never opens counts apart (`unread_find_db`): the FIND-DB
     /// column holds only records a GPU's MIOpen will use, as `check` judges them.
     fn tally(&self, f: &FileRecord, a: &Artifact) -> Option<(&'static str, u64)> {
-        let records = a.records.unwrap_or(0);
+        let records = a.records().unwrap_or(0);
         match a.role {
             Role::FindDb if unread_find_db(file_name(&f.path.path)) => Some((ROWS[4].key, records)),
             Role::PerfDb => Some((ROWS[0].key, records)),

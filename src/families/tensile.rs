@@ -15,7 +15,7 @@ use std::path::Path;
 
 use super::Row;
 use super::{file_name, files_of, Cataloger, Content, Item, Library};
-use crate::model::{Artifact, Component, Family, FileRecord, Role, Storage};
+use crate::model::{Artifact, Component, Family, FileRecord, Role, Storage, TensileFacts};
 use crate::parse::bundle::inflate_stream;
 use crate::parse::push_unique;
 use crate::parse::tensile::{
@@ -205,7 +205,7 @@ pub fn tensile_dir(path: &str) -> String {
 pub fn component_of(lib: &Library) -> Component {
     files_of(lib, Family::Tensile)
         .iter()
-        .find_map(|f| f.artifact.as_ref().and_then(|a| a.library))
+        .find_map(|f| f.artifact.as_ref().and_then(|a| a.component()))
         .unwrap_or_default()
 }
 
@@ -237,13 +237,14 @@ fn index_facts(a: &mut Artifact, item: &Item, problems: &mut Vec<String>) {
     match index {
         Ok(idx) if idx.library_type.as_deref() == Some("Hardware") => {
             a.content_targets = Some(idx.processors);
-            a.any_processor = idx.any_processor;
-            a.placeholders = idx.placeholders;
+            let t = a.tensile_mut();
+            t.any_processor = idx.any_processor;
+            t.placeholders = idx.placeholders;
             if idx.placeholders_truncated {
                 // Not every name was kept: no file of its folder can be called unopened.
                 problems.push(format!(
                     "Tensile lazy index names more sub-libraries than are read ({} kept)",
-                    a.placeholders.len()
+                    a.placeholders().len()
                 ));
             }
         }
@@ -270,7 +271,10 @@ impl Cataloger for Tensile {
         Some(Artifact {
             family: Some(Family::Tensile),
             role: role(name),
-            library: Some(library.unwrap_or_default()),
+            tensile: Some(TensileFacts {
+                library: Some(library.unwrap_or_default()),
+                ..TensileFacts::default()
+            }),
             format: content.storage(plain),
             name_target,
             name_variant,
@@ -295,8 +299,9 @@ impl Cataloger for Tensile {
         match (a.role, a.format) {
             (Role::SolutionMap, Storage::Msgpack) => match parse_solution_map(item.src) {
                 Ok(m) => {
-                    a.entries = Some(m.libraries);
-                    a.lists_targets = Some(known(m.archs));
+                    let t = a.tensile_mut();
+                    t.entries = Some(m.libraries);
+                    t.lists_targets = Some(known(m.archs));
                 }
                 Err(e) => problems.push(format!("hipBLASLt solution map: {e}")),
             },
@@ -307,7 +312,7 @@ impl Cataloger for Tensile {
             },
             (role, _) if role.is_index() => index_facts(a, item, problems),
             (Role::SubLibrary | Role::FallbackLibrary, Storage::Msgpack) => {
-                a.solutions = solution_count(item.head)
+                a.tensile_mut().solutions = solution_count(item.head)
             }
             _ => {}
         }
@@ -318,7 +323,7 @@ impl Cataloger for Tensile {
     }
 
     fn tally(&self, _f: &FileRecord, a: &Artifact) -> Option<(&'static str, u64)> {
-        match a.library {
+        match a.component() {
             Some(Component::Hipblaslt) => Some((ROWS[1].key, 1)),
             _ => Some((ROWS[0].key, 1)),
         }
@@ -338,7 +343,7 @@ impl Cataloger for Tensile {
 
     /// `tensile:rocblas` or `tensile:hipblaslt`.
     fn identity(&self, a: &Artifact) -> String {
-        format!("tensile:{}", a.library.unwrap_or_default().name())
+        format!("tensile:{}", a.component().unwrap_or_default().name())
     }
 
     /// Content first: its code objects and the processors its hardware rows name; its name only
@@ -346,7 +351,7 @@ impl Cataloger for Tensile {
     fn unit_targets(&self, f: &FileRecord, a: &Artifact) -> Vec<(String, Option<u8>)> {
         let mut out: Vec<(String, Option<u8>)> =
             a.content_targets.clone().unwrap_or_default().into_iter().map(|t| (t, None)).collect();
-        if f.code_objects.is_empty() && (a.content_targets.is_none() || a.any_processor) {
+        if f.code_objects.is_empty() && (a.content_targets.is_none() || a.any_processor()) {
             out.extend(a.name_target.clone().map(|t| (t, None)));
         }
         out.extend(f.code_objects.iter().map(|c| (c.target_id.clone(), c.generic_version)));
@@ -374,7 +379,7 @@ fn index_candidates(lib: &Library, files: &[&FileRecord], arch: &str) -> (Vec<Ca
     for f in files {
         let Some(a) = f.artifact.as_ref().filter(|a| a.role.is_index()) else { continue };
         served.extend(a.targets());
-        if a.any_processor {
+        if a.any_processor() {
             served.extend(a.name_target.clone());
         }
         let merged = a.role == Role::MergedIndex;
@@ -385,7 +390,7 @@ fn index_candidates(lib: &Library, files: &[&FileRecord], arch: &str) -> (Vec<Ca
         // rocBLAS opens a lazy or per-arch index by the device's name, then evaluates its
         // hardware rows; a `TruePred` row serves whichever device loaded the file.
         let serves = match &a.content_targets {
-            Some(c) => c.iter().any(|t| t == arch) || a.any_processor,
+            Some(c) => c.iter().any(|t| t == arch) || a.any_processor(),
             None => named,
         };
         let note = (!serves && named).then(|| {
@@ -470,7 +475,7 @@ impl<'s> Evidence<'s> {
             self.files.iter().any(|f| {
                 &f.path.path == i
                     && f.artifact.as_ref().is_some_and(|a| {
-                        a.any_processor
+                        a.any_processor()
                             && !a.content_targets.as_ref().is_some_and(|c| c.iter().any(|t| t == arch))
                     })
             })
@@ -483,7 +488,12 @@ impl<'s> Evidence<'s> {
         let maps = self.artifacts(Role::SolutionMap);
         self.component == Component::Hipblaslt
             && !maps.is_empty()
-            && !maps.iter().any(|m| m.lists_targets.as_ref().is_some_and(|l| l.iter().any(|t| t == arch)))
+            && !maps.iter().any(|m| {
+                m.tensile
+                    .as_ref()
+                    .and_then(|t| t.lists_targets.as_ref())
+                    .is_some_and(|l| l.iter().any(|t| t == arch))
+            })
     }
 
     /// hipBLASLt's extension operations (AMax, Softmax, LayerNorm) have their own index; true

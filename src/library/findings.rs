@@ -94,7 +94,7 @@ fn tensile_folders(snap: &Snapshot) -> Vec<TensileFolder> {
             root: f.path.root,
             dir,
             install: install_of(root_of(snap, f.path.root), &shown),
-            component: a.library.unwrap_or(Component::Rocblas),
+            component: a.component().unwrap_or(Component::Rocblas),
             indexed: BTreeSet::new(),
         });
         if matches!(a.role, Role::LazyIndex | Role::Index) {

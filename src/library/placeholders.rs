@@ -53,7 +53,7 @@ fn folders(snap: &Snapshot) -> BTreeMap<(usize, &str), Folder<'_>> {
     for f in &snap.files {
         let Some(a) = f.artifact.as_ref().filter(|a| a.family == Some(Family::Tensile)) else { continue };
         let arch = f.path.file_name().strip_prefix(LAZY).and_then(|n| n.split('.').next());
-        if let (Some(arch), Role::LazyIndex, false) = (arch, a.role, a.placeholders.is_empty()) {
+        if let (Some(arch), Role::LazyIndex, false) = (arch, a.role, a.placeholders().is_empty()) {
             let idx = LazyIndex { path: &f.path, artifact: a, arch };
             out.entry((f.path.root, f.path.dir())).or_default().indexes.push(idx);
         }
@@ -102,13 +102,13 @@ fn index_finding(idx: &LazyIndex, folder: &Folder) -> Option<Finding> {
     let suffix = idx.path.file_name().split_once('.').map_or("dat", |(_, s)| s);
     let mut no_library = Vec::new();
     let mut no_kernels = Vec::new();
-    for p in &idx.artifact.placeholders {
+    for p in idx.artifact.placeholders() {
         let Some(sub) = sub_library(folder, p, suffix) else {
             no_library.push(idx.path.beside(&format!("{p}.dat")));
             continue;
         };
         // A sub-library without solutions names no kernels (rocBLAS 6.x gfx1032's SS library).
-        let no_solutions = sub.and_then(|a| a.solutions) == Some(0);
+        let no_solutions = sub.and_then(|a| a.tensile.as_ref()?.solutions) == Some(0);
         if !no_solutions && !kernels_present(folder, p, idx.arch) {
             let first =
                 if p.contains("fallback") { format!("{p}_{}.hsaco", idx.arch) } else { format!("{p}.co") };
@@ -118,7 +118,7 @@ fn index_finding(idx: &LazyIndex, folder: &Folder) -> Option<Finding> {
     if no_library.is_empty() && no_kernels.is_empty() {
         return None;
     }
-    let named = idx.artifact.placeholders.len();
+    let named = idx.artifact.placeholders().len();
     let why = match (no_library.len(), no_kernels.len()) {
         (l, 0) => format!(
             "names {named} sub-libraries; {l} are absent: the first problem that reaches one loads \
@@ -163,7 +163,7 @@ fn all_indexes_read(folder: &Folder) -> bool {
 /// Sub-libraries in a folder of lazy indexes that none of them names: never opened.
 fn unopened(folder: &Folder, root: usize, dir: &str) -> Option<Finding> {
     let named: HashSet<&str> =
-        folder.indexes.iter().flat_map(|i| i.artifact.placeholders.iter().map(String::as_str)).collect();
+        folder.indexes.iter().flat_map(|i| i.artifact.placeholders().iter().map(String::as_str)).collect();
     let mut never: Vec<(&RelPath, &Artifact)> = (folder.names.iter())
         .filter_map(|(name, e)| {
             let a = e.artifact.filter(|a| a.family == Some(Family::Tensile))?;

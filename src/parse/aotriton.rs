@@ -21,7 +21,21 @@
 //! name inside the ZIP, which holds no `aotriton.images` folder: they are not attributed yet.
 #![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::panic)]
 
+use serde::{Deserialize, Serialize};
+
 use super::{le32, ByteSource, ParseError, Result};
+
+/// What only an AOTriton file has.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AotritonFacts {
+    /// The processors a pack folder serves (`amd-gfx110x` is gfx1100 to gfx1103), when the
+    /// folder names a pack rather than one processor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pack_targets: Option<Vec<String>>,
+    /// The kernels an AKS2 archive's directory lists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernels: Option<u64>,
+}
 
 /// First four bytes of an AKS2 archive (`AKS2_MAGIC`).
 pub const AKS2_MAGIC: &[u8; 4] = b"AKS2";

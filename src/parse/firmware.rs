@@ -12,6 +12,20 @@ use serde::{Deserialize, Serialize};
 
 use super::{le16, le32};
 
+/// What only a firmware file has: its name's prefix, its folder, its common header.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FirmwareFacts {
+    /// Name prefix (`vega10`, `gc_11_0_0`, `psp_13_0_0`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
+    /// Folder (`amdgpu` or `radeon`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dir: Option<String>,
+    /// The common header, when the blob has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header: Option<FirmwareHeader>,
+}
+
 /// Bytes of the common header.
 pub const HEADER_LEN: usize = 32;
 

@@ -7,7 +7,20 @@
 //! `size N`) stands where a database should be in source checkouts.
 #![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::panic)]
 
+use serde::{Deserialize, Serialize};
+
 use super::{ByteSource, Result};
+
+/// What only a MIOpen file has.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MiopenFacts {
+    /// Compute-unit count from the name (`gfx900_56`: 56).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cu_count: Option<u32>,
+    /// Database records (text lines, `perf_db` or `kern_db` rows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub records: Option<u64>,
+}
 
 const CHUNK: usize = 1 << 20;
 

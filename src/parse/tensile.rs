@@ -14,6 +14,34 @@ use indexmap::IndexSet;
 
 use super::msgpack::{Reader, Shallow, Value, MAX_DEPTH};
 use super::{push_unique, ByteSource, ParseError, Result};
+use crate::vocab::library::Component;
+
+/// What only a Tensile file (rocBLAS, hipBLASLt) has.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TensileFacts {
+    /// The library that loads it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub library: Option<Component>,
+    /// hipBLASLt solution map: the targets whose code-object libraries it names (kept apart
+    /// from `content_targets`: it holds no code and no hardware rows of its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lists_targets: Option<Vec<String>>,
+    /// Lazy index: the sub-libraries its rows name, which the library opens beside it as
+    /// `<name>.dat` with their kernels in `<name>.co` or `.hsaco`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub placeholders: Vec<String>,
+    /// Sub-library: the solutions it holds, when its first bytes say (none: it names no kernels
+    /// and needs no code-object file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub solutions: Option<u64>,
+    /// Entries of a solution map (code-object libraries it names).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entries: Option<u64>,
+    /// Index: some hardware row holds for a processor it does not name (`TruePred`, a CU-count
+    /// predicate alone, a `Not`): the index serves whichever device loads it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub any_processor: bool,
+}
 
 /// Most items read whole from one predicate.
 const PREDICATE_BUDGET: u32 = 4096;

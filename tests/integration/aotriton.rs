@@ -78,7 +78,7 @@ fn aks2_py_archives_in_the_scan() {
     );
     assert_eq!(
         fwd["artifact"],
-        json!({"family": "aotriton", "role": "kernel-archive", "format": "aks2", "name_target": "gfx942", "records": 3})
+        json!({"family": "aotriton", "role": "kernel-archive", "format": "aks2", "name_target": "gfx942", "aotriton": {"kernels": 3}})
     );
     let sig = file_record(&snap, &format!("{IMAGES}/amd-gfx942/__signature__"));
     assert_eq!(sig["artifact"]["role"], "image-signature");
@@ -87,8 +87,11 @@ fn aks2_py_archives_in_the_scan() {
         &snap,
         &format!("{IMAGES}/amd-gfx110x/flash/attn_fwd/FONLY__^fp16@16,128,False,False,0,0___gfx110x.aks2"),
     );
-    assert_eq!(pack["artifact"]["pack_targets"], json!(["gfx1100", "gfx1101", "gfx1102", "gfx1103"]));
-    assert_eq!(pack["artifact"]["records"], 2);
+    assert_eq!(
+        pack["artifact"]["aotriton"]["pack_targets"],
+        json!(["gfx1100", "gfx1101", "gfx1102", "gfx1103"])
+    );
+    assert_eq!(pack["artifact"]["aotriton"]["kernels"], 2);
     assert_eq!(
         snap["families"]["aotriton-kernel-archives"],
         json!({"gfx942": 2, "gfx1100": 1, "gfx1101": 1, "gfx1102": 1, "gfx1103": 1})

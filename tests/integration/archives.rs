@@ -1133,11 +1133,11 @@ fn tar_hard_link_is_named_by_its_own_name() {
     assert_eq!(run.code, dir_run.code);
     assert_eq!(file_paths(&snap), [gc, navi], "{snap:#}");
     let link = file_record(&snap, navi);
-    assert_eq!(link["artifact"]["prefix"], "navi10", "{link:#}");
+    assert_eq!(link["artifact"]["firmware"]["prefix"], "navi10", "{link:#}");
     assert_eq!(link["artifact"]["name_target"], "gfx1010", "{link:#}");
     assert_eq!(link["size"], 4096, "{link:#}");
-    assert_eq!(file_record(&snap, gc)["artifact"]["prefix"], "gc_11_0_0");
-    assert_eq!(file_record(&want, navi)["artifact"]["prefix"], "navi10");
+    assert_eq!(file_record(&snap, gc)["artifact"]["firmware"]["prefix"], "gc_11_0_0");
+    assert_eq!(file_record(&want, navi)["artifact"]["firmware"]["prefix"], "navi10");
     assert_eq!(tree_part(&snap), tree_part(&want));
     assert_eq!(archives(&snap), [json!({"root": 0, "path": "", "format": "tar", "members": 2})]);
 }

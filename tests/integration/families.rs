@@ -110,27 +110,27 @@ fn miopen_databases_text_sqlite_and_lfs_pointers() {
     assert_eq!(
         *artifact(&snap, &format!("{MIOPEN_DB}/gfx90a68.db.txt")),
         json!({"family": "miopen", "role": "perf-db", "format": "text", "name_target": "gfx90a",
-               "cu_count": 104, "records": 5})
+               "miopen": {"cu_count": 104, "records": 5}})
     );
     assert_eq!(
         *artifact(&snap, &format!("{MIOPEN_DB}/gfx1030_36.HIP.fdb.txt")),
         json!({"family": "miopen", "role": "find-db", "format": "text", "name_target": "gfx1030",
-               "cu_count": 36, "records": 4})
+               "miopen": {"cu_count": 36, "records": 4}})
     );
     assert_eq!(
         *artifact(&snap, &format!("{MIOPEN_DB}/gfx906_nosramecc_60.db.txt")),
         json!({"family": "miopen", "role": "perf-db", "format": "text", "name_target": "gfx906",
-               "name_variant": "nosramecc", "cu_count": 60, "records": 6})
+               "name_variant": "nosramecc", "miopen": {"cu_count": 60, "records": 6}})
     );
     assert_eq!(
         *artifact(&snap, &format!("{MIOPEN_DB}/gfx1100_48.db")),
         json!({"family": "miopen", "role": "perf-db", "format": "sqlite", "name_target": "gfx1100",
-               "cu_count": 48, "records": 7})
+               "miopen": {"cu_count": 48, "records": 7}})
     );
     assert_eq!(
         *artifact(&snap, &format!("{MIOPEN_DB}/gfx1030_36.kdb")),
         json!({"family": "miopen", "role": "kernel-db", "format": "sqlite", "name_target": "gfx1030",
-               "cu_count": 36, "records": 3})
+               "miopen": {"cu_count": 36, "records": 3}})
     );
     assert_eq!(
         *artifact(&snap, &format!("{MIOPEN_DB}/gfx942.kdb")),
@@ -140,7 +140,7 @@ fn miopen_databases_text_sqlite_and_lfs_pointers() {
     assert_eq!(
         *artifact(&snap, &format!("{MIOPEN_DB}/gfx908_78.fdb.txt.bz2")),
         json!({"family": "miopen", "role": "find-db", "format": "bzip2", "name_target": "gfx908",
-               "cu_count": 78})
+               "miopen": {"cu_count": 78}})
     );
     assert_eq!(snap["summary"]["kinds"]["sqlite"], 2);
     assert_eq!(snap["summary"]["kinds"]["git-lfs-pointer"], 1);
@@ -173,7 +173,7 @@ fn sqlite_db_under_a_path_with_uri_characters() {
     let rel = format!("{MIOPEN_DB}/we ird#?%20&=/gfx1100_48.db");
     sqlite_db(&tree, &rel, "perf_db", 5);
     let snap = snapshot(&tree, 0);
-    assert_eq!(artifact(&snap, &rel)["records"], 5);
+    assert_eq!(artifact(&snap, &rel)["miopen"]["records"], 5);
     assert_eq!(snap["families"]["miopen-perf-db-records"], json!({"gfx1100": 5}));
 }
 
@@ -187,7 +187,7 @@ fn sqlite_db_without_its_table_is_a_problem() {
     assert_eq!(
         *artifact(&snap, &rel),
         json!({"family": "miopen", "role": "perf-db", "format": "sqlite", "name_target": "gfx90a",
-               "cu_count": 104})
+               "miopen": {"cu_count": 104}})
     );
     assert_eq!(problems(&snap), [(rel, "sqlite: no such table: perf_db".to_string())]);
     assert_eq!(snap["families"], json!({}));
@@ -203,7 +203,7 @@ fn plain_db_suffix_needs_a_miopen_folder() {
     sqlite_db(&tree, "var/cache/gfx1100_48.kdb", "kern_db", 2);
     let snap = snapshot(&tree, 0);
     assert_eq!(file_paths(&snap), ["var/cache/gfx1100_48.kdb"]);
-    assert_eq!(artifact(&snap, "var/cache/gfx1100_48.kdb")["records"], 2);
+    assert_eq!(artifact(&snap, "var/cache/gfx1100_48.kdb")["miopen"]["records"], 2);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -228,24 +228,24 @@ fn tensile_per_arch_folders_name_the_target() {
     let snap = snapshot(&tree, 0);
     assert_eq!(
         *artifact(&snap, &format!("{ROCBLAS_LIB}/gfx90a/{sub}")),
-        json!({"family": "tensile", "role": "sub-library", "library": "rocblas", "format": "msgpack",
-               "name_target": "gfx90a", "solutions": 3})
+        json!({"family": "tensile", "role": "sub-library", "format": "msgpack",
+               "name_target": "gfx90a", "tensile": {"library": "rocblas", "solutions": 3}})
     );
     assert_eq!(
         *artifact(&snap, &format!("{ROCBLAS_LIB}/gfx90a-xnack+/Kernels.so-000.hsaco")),
-        json!({"family": "tensile", "role": "source-kernels", "library": "rocblas", "format": "elf",
-               "name_target": "gfx90a", "name_variant": "xnack+", "content_targets": ["gfx90a"]})
+        json!({"family": "tensile", "role": "source-kernels", "format": "elf",
+               "name_target": "gfx90a", "name_variant": "xnack+", "content_targets": ["gfx90a"], "tensile": {"library": "rocblas"}})
     );
     assert_eq!(
         *artifact(&snap, &format!("{ROCBLAS_LIB}/gfx90a-xnack-/TensileManifest.txt")),
-        json!({"family": "tensile", "role": "manifest", "library": "rocblas", "format": "text",
-               "name_target": "gfx90a", "name_variant": "xnack-"})
+        json!({"family": "tensile", "role": "manifest", "format": "text",
+               "name_target": "gfx90a", "name_variant": "xnack-", "tensile": {"library": "rocblas"}})
     );
     // The name wins over the folder.
     assert_eq!(
         *artifact(&snap, &format!("{ROCBLAS_LIB}/gfx90a/TensileLibrary_lazy_gfx1030.dat")),
-        json!({"family": "tensile", "role": "lazy-index", "library": "rocblas", "format": "msgpack",
-               "name_target": "gfx1030", "content_targets": ["gfx1030"]})
+        json!({"family": "tensile", "role": "lazy-index", "format": "msgpack",
+               "name_target": "gfx1030", "content_targets": ["gfx1030"], "tensile": {"library": "rocblas"}})
     );
     // A folder that names no target gives none.
     let none = artifact(&snap, &format!("{ROCBLAS_LIB}/notatarget/{sub}"));
@@ -268,14 +268,14 @@ fn tensile_zlib_lazy_index_and_merged_index_serve_their_hardware_rows() {
     let snap = snapshot(&tree, 0);
     assert_eq!(
         *artifact(&snap, &format!("{HIPBLASLT_LIB}/TensileLibrary_lazy_gfx1100.dat.zlib")),
-        json!({"family": "tensile", "role": "lazy-index", "library": "hipblaslt", "format": "zlib",
-               "name_target": "gfx1100", "content_targets": ["gfx1100"]})
+        json!({"family": "tensile", "role": "lazy-index", "format": "zlib",
+               "name_target": "gfx1100", "content_targets": ["gfx1100"], "tensile": {"library": "hipblaslt"}})
     );
     assert_eq!(snap["summary"]["kinds"]["zlib"], 1);
     assert_eq!(
         *artifact(&snap, &format!("{ROCBLAS_LIB}/TensileLibrary.dat")),
-        json!({"family": "tensile", "role": "merged-index", "library": "rocblas", "format": "msgpack",
-               "content_targets": ["gfx90a", "gfx1030"]})
+        json!({"family": "tensile", "role": "merged-index", "format": "msgpack",
+               "content_targets": ["gfx90a", "gfx1030"], "tensile": {"library": "rocblas"}})
     );
     assert_eq!(snap["families"]["rocblas-files"], json!({"gfx90a": 1, "gfx1030": 1}));
     assert_eq!(snap["families"]["hipblaslt-files"], json!({"gfx1100": 1}));
@@ -325,29 +325,29 @@ fn compressed_firmware_prefixes_headers_and_links() {
     assert_eq!(
         *artifact(&snap, &format!("{FIRMWARE}/vega10_me.bin.zst")),
         json!({"family": "firmware", "role": "blob", "format": "zstd", "name_target": "gfx900",
-               "prefix": "vega10", "firmware_dir": "amdgpu", "header": header(167, (9, 0), 4096)})
+               "firmware": {"prefix": "vega10", "dir": "amdgpu", "header": header(167, (9, 0), 4096)}})
     );
     assert_eq!(
         *artifact(&snap, &format!("{FIRMWARE}/gc_11_0_0_mec.bin.xz")),
         json!({"family": "firmware", "role": "blob", "format": "xz", "name_target": "gfx1100",
-               "prefix": "gc_11_0_0", "firmware_dir": "amdgpu", "header": header(530, (11, 0), 8192)})
+               "firmware": {"prefix": "gc_11_0_0", "dir": "amdgpu", "header": header(530, (11, 0), 8192)}})
     );
     assert_eq!(
         *artifact(&snap, &format!("{FIRMWARE}/vega10_pfp.bin")),
         json!({"family": "firmware", "role": "blob", "format": "raw", "name_target": "gfx900",
-               "prefix": "vega10", "firmware_dir": "amdgpu", "header": header(185, (9, 0), 2048)})
+               "firmware": {"prefix": "vega10", "dir": "amdgpu", "header": header(185, (9, 0), 2048)}})
     );
     assert_eq!(
         *artifact(&snap, &format!("{FIRMWARE}/psp_13_0_0_sos.bin")),
-        json!({"family": "firmware", "role": "blob", "format": "raw", "prefix": "psp_13_0_0",
-               "firmware_dir": "amdgpu", "header": header(0x0027_0001, (13, 0), 1024)})
+        json!({"family": "firmware", "role": "blob", "format": "raw",
+               "firmware": {"prefix": "psp_13_0_0", "dir": "amdgpu", "header": header(0x0027_0001, (13, 0), 1024)}})
     );
 
     // The link is listed among links, with what its name says, and not among files.
     let l = link(&snap, &format!("{FIRMWARE}/vega10_mec2.bin"));
     assert_eq!(l["target"], "vega10_me.bin.zst");
     assert_eq!(l["artifact"]["family"], "firmware");
-    assert_eq!(l["artifact"]["prefix"], "vega10");
+    assert_eq!(l["artifact"]["firmware"]["prefix"], "vega10");
     assert_eq!(l["artifact"]["name_target"], "gfx900");
     assert!(!file_paths(&snap).iter().any(|p| p.ends_with("vega10_mec2.bin")), "{:?}", file_paths(&snap));
     assert_eq!(snap["links"].as_array().map(Vec::len), Some(1));
@@ -372,9 +372,17 @@ fn corrupt_compressed_firmware_is_a_problem() {
 
     let snap = snapshot(&tree, 1);
     let zs = artifact(&snap, &format!("{FIRMWARE}/vega10_me.bin.zst"));
-    assert_eq!((zs["format"].as_str(), zs.get("header")), (Some("zstd"), None), "{zs:#}");
+    assert_eq!(
+        (zs["format"].as_str(), zs.get("firmware").and_then(|f| f.get("header"))),
+        (Some("zstd"), None),
+        "{zs:#}"
+    );
     let xa = artifact(&snap, &format!("{FIRMWARE}/gc_11_0_0_mec.bin.xz"));
-    assert_eq!((xa["format"].as_str(), xa.get("header")), (Some("xz"), None), "{xa:#}");
+    assert_eq!(
+        (xa["format"].as_str(), xa.get("firmware").and_then(|f| f.get("header"))),
+        (Some("xz"), None),
+        "{xa:#}"
+    );
     let p = problems(&snap);
     assert_eq!(p.len(), 2, "{p:?}");
     assert_eq!(p[0].0, format!("{FIRMWARE}/gc_11_0_0_mec.bin.xz"));
@@ -394,8 +402,7 @@ fn firmware_named_zst_without_zstd_data_is_a_problem() {
     let snap = snapshot(&tree, 1);
     assert_eq!(
         *artifact(&snap, &format!("{FIRMWARE}/vega10_me.bin.zst")),
-        json!({"family": "firmware", "role": "blob", "format": "raw", "name_target": "gfx900",
-               "prefix": "vega10", "firmware_dir": "amdgpu"})
+        json!({"family": "firmware", "role": "blob", "format": "raw", "name_target": "gfx900", "firmware": {"prefix": "vega10", "dir": "amdgpu"}})
     );
     assert_eq!(
         problems(&snap),
@@ -421,8 +428,7 @@ fn firmware_needs_a_firmware_folder() {
     assert_eq!(artifact(&snap, "lib/firmware/updates/amdgpu/vega10_me.bin")["name_target"], "gfx900");
     assert_eq!(
         *artifact(&snap, "lib/firmware/radeon/tahiti_me.bin"),
-        json!({"family": "firmware", "role": "blob", "format": "raw", "name_target": "gfx600",
-               "prefix": "tahiti", "firmware_dir": "radeon"})
+        json!({"family": "firmware", "role": "blob", "format": "raw", "name_target": "gfx600", "firmware": {"prefix": "tahiti", "dir": "radeon"}})
     );
 }
 

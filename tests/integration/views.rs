@@ -356,6 +356,30 @@ fn version_1_snapshots_read_into_typed_locations() {
             }
         }
     }
+    // Each family's facts moved into its own object.
+    for (f, old) in snap.files.iter().zip(old_files) {
+        let (Some(a), o) = (&f.artifact, &old["artifact"]) else { continue };
+        if let Some(prefix) = o["prefix"].as_str() {
+            assert_eq!(
+                a.firmware.as_ref().and_then(|x| x.prefix.as_deref()),
+                Some(prefix),
+                "{}",
+                f.path.path
+            );
+        }
+        if let Some(n) = o["records"].as_u64() {
+            assert_eq!(a.records(), Some(n), "{}", f.path.path);
+        }
+        if let Some(lib) = o["library"].as_str() {
+            assert_eq!(a.component().map(|c| c.name()), Some(lib), "{}", f.path.path);
+        }
+        assert_eq!(
+            a.placeholders().len(),
+            o["placeholders"].as_array().map_or(0, Vec::len),
+            "{}",
+            f.path.path
+        );
+    }
     let now = gfxscan(["scan", "-q", "--json", concat!(env!("CARGO_MANIFEST_DIR"), "/sample")]).json();
     assert_eq!(now["schema_version"], 2);
     let any = now["files"]
