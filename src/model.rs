@@ -513,9 +513,9 @@ impl Role {
     }
 }
 
-/// How an artifact file is stored.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+/// How an artifact file is stored. Compression is a [`Codec`], the one enum of compressions;
+/// in JSON a compressed file's storage is its codec's name (`zstd`, `xz`, `zlib`, `gzip`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Storage {
     /// Bytes as they are used (firmware).
     #[default]
@@ -532,11 +532,10 @@ pub enum Storage {
     /// A compressed offload bundle.
     Ccob,
     Sqlite,
+    /// Compressed whole with a codec gfxscan decodes (`.bin.zst` firmware, `.dat.zlib`).
+    Compressed(Codec),
+    /// bzip2, which gfxscan does not decode (MIOpen's source forms).
     Bzip2,
-    Gzip,
-    Zlib,
-    Zstd,
-    Xz,
     /// A git-lfs pointer in place of the file.
     GitLfsPointer,
     /// LLVM bitcode.
@@ -548,27 +547,51 @@ pub enum Storage {
 }
 
 impl Storage {
+    /// Every storage without a codec, by its JSON name.
+    const PLAIN: [(Storage, &'static str); 12] = [
+        (Storage::Raw, "raw"),
+        (Storage::Text, "text"),
+        (Storage::Msgpack, "msgpack"),
+        (Storage::Model, "model"),
+        (Storage::Elf, "elf"),
+        (Storage::Bundle, "bundle"),
+        (Storage::Ccob, "ccob"),
+        (Storage::Sqlite, "sqlite"),
+        (Storage::Bzip2, "bzip2"),
+        (Storage::GitLfsPointer, "git-lfs-pointer"),
+        (Storage::Bitcode, "bitcode"),
+        (Storage::Aks2, "aks2"),
+    ];
+
     /// Its name in messages, as in JSON.
     pub fn name(self) -> &'static str {
         match self {
-            Storage::Raw => "raw",
-            Storage::Text => "text",
-            Storage::Msgpack => "msgpack",
-            Storage::Model => "model",
-            Storage::Elf => "elf",
-            Storage::Bundle => "bundle",
-            Storage::Ccob => "ccob",
-            Storage::Sqlite => "sqlite",
-            Storage::Bzip2 => "bzip2",
-            Storage::Gzip => "gzip",
-            Storage::Zlib => "zlib",
-            Storage::Zstd => "zstd",
-            Storage::Xz => "xz",
-            Storage::GitLfsPointer => "git-lfs-pointer",
-            Storage::Bitcode => "bitcode",
-            Storage::Aks2 => "aks2",
+            Storage::Compressed(c) => c.name(),
             Storage::Link => "link",
+            s => Storage::PLAIN.iter().find(|(p, _)| *p == s).map_or("raw", |(_, n)| n),
         }
+    }
+
+    /// The storage a JSON name stands for.
+    pub fn from_name(name: &str) -> Option<Storage> {
+        if name == "link" {
+            return Some(Storage::Link);
+        }
+        let plain = Storage::PLAIN.iter().find(|(_, n)| *n == name).map(|(s, _)| *s);
+        plain.or_else(|| Codec::from_name(name).map(Storage::Compressed))
+    }
+}
+
+impl Serialize for Storage {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Storage {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Storage::from_name(&text).ok_or_else(|| serde::de::Error::custom(format!("unknown storage {text:?}")))
     }
 }
 
@@ -931,8 +954,8 @@ pub struct ArchiveRecord {
 }
 
 #[cfg(test)]
-mod finding_kind_tests {
-    use super::FindingKind;
+mod tests {
+    use super::{Codec, FindingKind, Storage};
 
     /// A snapshot from a newer gfxscan may carry kinds this one does not know: read, not refused.
     #[test]
@@ -941,5 +964,36 @@ mod finding_kind_tests {
         assert_eq!(k, FindingKind::IndexNamesMissing);
         let k: FindingKind = serde_json::from_str("\"from-a-newer-version\"").expect("unknown kind read");
         assert_eq!(k, FindingKind::Unknown);
+    }
+
+    /// Storage and codecs do not overlap: a compressed file's storage is its codec, named in
+    /// JSON as the codec is; every storage reads back as itself.
+    #[test]
+    fn storage_names_round_trip_and_compression_is_a_codec() {
+        let all = [
+            Storage::Raw,
+            Storage::Text,
+            Storage::Msgpack,
+            Storage::Model,
+            Storage::Elf,
+            Storage::Bundle,
+            Storage::Ccob,
+            Storage::Sqlite,
+            Storage::Bzip2,
+            Storage::GitLfsPointer,
+            Storage::Bitcode,
+            Storage::Aks2,
+            Storage::Link,
+            Storage::Compressed(Codec::Zstd),
+            Storage::Compressed(Codec::Xz),
+            Storage::Compressed(Codec::Zlib),
+            Storage::Compressed(Codec::Gzip),
+        ];
+        for s in all {
+            let json = serde_json::to_string(&s).expect("serializes");
+            assert_eq!(serde_json::from_str::<Storage>(&json).expect("reads"), s, "{json}");
+        }
+        assert_eq!(serde_json::to_string(&Storage::Compressed(Codec::Zstd)).expect("json"), "\"zstd\"");
+        assert!(serde_json::from_str::<Storage>("\"lzma\"").is_err());
     }
 }

@@ -79,8 +79,9 @@ impl Cataloger for Firmware {
     fn facts(&self, a: &mut Artifact, item: &Item, problems: &mut Vec<String>) {
         let src = item.src;
         let header = match a.format {
-            Storage::Zstd | Storage::Xz if src.len() <= MAX_COMPRESSED_FIRMWARE => {
-                let codec = if a.format == Storage::Xz { Codec::Xz } else { Codec::Zstd };
+            Storage::Compressed(codec @ (Codec::Zstd | Codec::Xz))
+                if src.len() <= MAX_COMPRESSED_FIRMWARE =>
+            {
                 let blob = src
                     .read_at(0, src.len() as usize)
                     .map_err(|e| e.to_string())

@@ -231,7 +231,7 @@ fn index_facts(a: &mut Artifact, item: &Item, problems: &mut Vec<String>) {
     let parse = if a.role == Role::LazyIndex { parse_lazy_index } else { parse_tensile_index };
     let index = match a.format {
         Storage::Msgpack => parse(item.src),
-        Storage::Zlib => inflate_stream(item.src, Codec::Zlib).and_then(|s| parse(&s)),
+        Storage::Compressed(Codec::Zlib) => inflate_stream(item.src, Codec::Zlib).and_then(|s| parse(&s)),
         _ => return,
     };
     match index {

@@ -32,6 +32,13 @@ impl Codec {
         }
     }
 
+    /// The codec of a name as [`Codec::name`] gives it.
+    pub fn from_name(name: &str) -> Option<Codec> {
+        [Codec::Gzip, Codec::Zlib, Codec::Deflate, Codec::Zstd, Codec::Xz]
+            .into_iter()
+            .find(|c| c.name() == name)
+    }
+
     /// A reader of `input` decompressed (gzip and xz streams of several members are read whole).
     pub fn decoder<'a>(self, input: Box<dyn Read + 'a>) -> io::Result<Box<dyn Read + 'a>> {
         Ok(match self {
