@@ -385,7 +385,7 @@ pub fn write_diff_html(d: &SnapshotDiff, summary: &[String], w: &mut dyn Write) 
     );
     list(&mut out, "Summary", summary);
     // The same layers and numbers as the text pivot (`layer_changes`).
-    let cells = super::diff::layer_changes(d);
+    let cells = super::views::layer_changes(d);
     let used: std::collections::BTreeSet<usize> = cells.keys().map(|(_, i)| *i).collect();
     if cells.values().any(|(a, b)| a != b) {
         let all = layers();

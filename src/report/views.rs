@@ -133,3 +133,27 @@ pub fn library_targets(
     targets.sort(&mut all);
     all.into_iter().partition(|t| !runtime_only(snap, targets, t))
 }
+
+/// Per (target, layer index): old and new counts, the rows of a layer summed and a part shown
+/// apart (the runtime's own code) taken out of the layer that also counts it — the same numbers
+/// the scan's per-target table shows, for the text pivot and the HTML charts alike.
+pub fn layer_changes(d: &crate::diff::SnapshotDiff) -> BTreeMap<(String, usize), (u64, u64)> {
+    let all = layers();
+    let layer_of = |key: &str| all.iter().position(|x| x.rows.iter().any(|r| r.key == key));
+    let mut cells: BTreeMap<(String, usize), (u64, u64)> = BTreeMap::new();
+    for c in &d.counts {
+        let Some(i) = layer_of(&c.family) else { continue };
+        let slot = cells.entry((c.target.clone(), i)).or_default();
+        slot.0 += c.old;
+        slot.1 += c.new;
+    }
+    for c in &d.counts {
+        let within = crate::families::FAMILY_ROWS.iter().find(|r| r.key == c.family).and_then(|r| r.within);
+        if let Some(i) = within.and_then(layer_of) {
+            let slot = cells.entry((c.target.clone(), i)).or_default();
+            slot.0 = slot.0.saturating_sub(c.old);
+            slot.1 = slot.1.saturating_sub(c.new);
+        }
+    }
+    cells
+}
