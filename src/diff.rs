@@ -429,7 +429,7 @@ fn comparable(old: &Snapshot, new: &Snapshot) -> Option<BTreeSet<String>> {
 /// The libraries of a snapshot, by identity.
 fn libraries_by_identity(snap: &Snapshot) -> BTreeMap<String, Vec<Library>> {
     let mut out: BTreeMap<String, Vec<Library>> = BTreeMap::new();
-    for lib in libraries(snap) {
+    for lib in libraries(snap).into_iter().filter(Library::judged) {
         out.entry(lib.identity.clone()).or_default().push(lib);
     }
     out

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::families::cataloger;
+use crate::library::{libraries, library_of_files, Library, Place};
 use crate::model::{CodeObjectRecord, FileRecord, RelPath, Snapshot};
 use crate::vocab::targets::Targets;
 
@@ -106,20 +106,24 @@ fn cost(c: &CodeObjectRecord) -> (u64, u64) {
     }
 }
 
-/// The library a file counts under: its family's library folder (or, for families without
-/// one, such as firmware, the folder it is in), else the file itself.
-fn library_of(f: &FileRecord) -> RelPath {
-    let Some(fam) = f.artifact.as_ref().and_then(|a| a.family) else { return f.path.clone() };
-    let dir = cataloger(fam).library_dir(&f.path.path).unwrap_or_else(|| f.path.dir().to_string());
-    RelPath::folder(f.path.root, &dir)
+/// The row a file counts under: its library in the model (`library::libraries`) — a family's
+/// folder, or the host library itself — else the file itself. A per-arch plugin is one GPU's:
+/// each plugin file is its own row, so the one a kept GPU loads stays and the others go whole.
+fn row_of(f: &FileRecord, lib: Option<&Library>) -> RelPath {
+    match lib.map(|l| &l.place) {
+        Some(Place::Folder(root, dir, _)) => RelPath::folder(*root, dir),
+        _ => f.path.clone(),
+    }
 }
 
 /// The prune report of a snapshot for the `keep` targets.
 pub fn prune(snap: &Snapshot, keep: &[String], targets: &Targets) -> PruneReport {
     let mut rows: BTreeMap<RelPath, PruneRow> = BTreeMap::new();
+    let libs = libraries(snap);
+    let lib_of = library_of_files(snap, &libs);
     // A hard link's bytes are on disk once, under the name it links to.
-    for f in snap.files.iter().filter(|f| f.hard_link_of.is_none()) {
-        let lib = library_of(f);
+    for (i, f) in snap.files.iter().enumerate().filter(|(_, f)| f.hard_link_of.is_none()) {
+        let lib = row_of(f, lib_of[i].map(|l| &libs[l]));
         let row = rows.entry(lib.clone()).or_insert_with(|| PruneRow { library: lib, ..PruneRow::default() });
         let mut device_stored = 0u64;
         let mut any_kept = false;

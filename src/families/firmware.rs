@@ -114,8 +114,13 @@ impl Cataloger for Firmware {
         Some((ROWS[0].key, 1))
     }
 
-    fn library_dir(&self, _path: &str) -> Option<String> {
-        None
+    /// A firmware folder is one library of the model (the kernel driver's, judged by no verdict).
+    fn library_dir(&self, path: &str) -> Option<String> {
+        Some(super::parent(path))
+    }
+
+    fn loaded_by_programs(&self) -> bool {
+        false
     }
 
     /// Firmware is loaded by the kernel driver, not by a program: no verdict.

@@ -129,9 +129,14 @@ pub trait Cataloger: Sync {
     /// The row one of its files counts in, and how much it adds for each of its targets.
     fn tally(&self, f: &FileRecord, a: &Artifact) -> Option<(&'static str, u64)>;
 
-    /// The folder that is the library a file belongs to, for `check`; `None` when the family's
-    /// files are no library a program loads (firmware).
+    /// The folder that is the library a file belongs to (`None`: the file is in none).
     fn library_dir(&self, path: &str) -> Option<String>;
+
+    /// True when a program loads its libraries (firmware's the kernel driver loads: no verdict
+    /// judges them, and what they lose is what their files no longer hold).
+    fn loaded_by_programs(&self) -> bool {
+        true
+    }
 
     /// True when its libraries hold device code (a Tensile library does; MIOpen's databases
     /// and the bitcode do not): a check that finds only libraries that do not has nothing to

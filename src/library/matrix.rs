@@ -56,27 +56,6 @@ impl LibraryRow {
     }
 }
 
-/// Firmware folders, with the targets of their blobs: no library loads them, the kernel
-/// driver does, but a GPU without its firmware does not come up at all.
-fn firmware_rows(snap: &Snapshot) -> Vec<(Install, String, String, Vec<String>)> {
-    let mut by_dir: std::collections::BTreeMap<(usize, String), BTreeSet<String>> = Default::default();
-    for f in &snap.files {
-        let Some(a) = f.artifact.as_ref().filter(|a| a.family == Some(crate::model::Family::Firmware)) else {
-            continue;
-        };
-        let dir = f.path.dir().to_string();
-        by_dir.entry((f.path.root, dir)).or_default().extend(a.targets());
-    }
-    by_dir
-        .into_iter()
-        .map(|((root, dir), held)| {
-            let shown = crate::model::RelPath::folder(root, &dir).display(&snap.roots);
-            let install = super::install::install_of(snap.roots.get(root).map_or("", String::as_str), &shown);
-            (install, shown, "firmware".to_string(), held.into_iter().collect())
-        })
-        .collect()
-}
-
 /// Every library of the snapshot with its targets, by install, then path.
 pub fn library_matrix(snap: &Snapshot, table: &Targets) -> Vec<LibraryRow> {
     let places = libraries(snap).into_iter().map(|lib| {
@@ -84,7 +63,6 @@ pub fn library_matrix(snap: &Snapshot, table: &Targets) -> Vec<LibraryRow> {
         (lib.install, lib.shown, layer, held)
     });
     let mut rows: Vec<LibraryRow> = places
-        .chain(firmware_rows(snap))
         .map(|(install, shown, layer, mut held)| {
             let prefix = format!("{}/", install.path.trim_end_matches('/'));
             let library = shown.strip_prefix(&prefix).map(str::to_string).unwrap_or(shown);

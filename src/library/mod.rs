@@ -63,6 +63,38 @@ pub struct Library {
     pub identity: String,
 }
 
+impl Library {
+    /// True when a program loads it, so a verdict judges it (a firmware folder: no).
+    pub fn judged(&self) -> bool {
+        match self.place {
+            Place::Folder(_, _, fam) => cataloger(fam).loaded_by_programs(),
+            _ => true,
+        }
+    }
+}
+
+/// Which library of `libs` each file of the snapshot belongs to, if any (by index).
+pub fn library_of_files(snap: &Snapshot, libs: &[Library]) -> Vec<Option<usize>> {
+    let mut by_place: BTreeMap<&Place, usize> = BTreeMap::new();
+    for (i, l) in libs.iter().enumerate() {
+        by_place.insert(&l.place, i);
+    }
+    snap.files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let place = match f.artifact.as_ref().and_then(|a| a.family) {
+                Some(fam) => Place::Folder(f.path.root, cataloger(fam).library_dir(&f.path.path)?, fam),
+                None => match plugins::plugin_of(f.path.file_name()) {
+                    Some((kind, _, _)) => Place::Plugins(f.path.root, f.path.dir().to_string(), kind),
+                    None => Place::Code(i),
+                },
+            };
+            by_place.get(&place).copied()
+        })
+        .collect()
+}
+
 /// True for a file a program loads as a host library: an ELF, or a PE image (`.dll`, `.pyd`).
 pub fn is_host_binary(f: &FileRecord) -> bool {
     f.kind.is_host_binary()
