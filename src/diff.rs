@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::families::cataloger;
 pub use crate::library::identity::{identity, path_identity};
-use crate::library::{judge, libraries, registrable, Library};
+use crate::library::{judge, judge_absent, libraries, registrable, Library};
 use crate::model::{CodeObjectRecord, FileRecord, Snapshot, Tool};
 use crate::vocab::runtime::{loads, CodeTarget, Runtime};
 use crate::vocab::target_id::{processor_of, target_id, DeviceTarget, Setting};
@@ -452,18 +452,21 @@ fn variants(units: &[&BTreeMap<String, Unit>], targets: &Targets) -> Vec<DeviceT
     procs.into_iter().filter_map(|p| targets.by_name(p)).flat_map(device_variants).collect()
 }
 
-/// One side's answer for a device in one unit: the worst status of its libraries' verdicts
-/// (none: MISSING), and the generic target that serves it where one does.
+/// One side's answer for a device in one unit: the worst status of its libraries' verdicts,
+/// and the generic target that serves it where one does. A side without the unit gets what the
+/// unit's loader does without it (`library::judge_absent`, from the other side's library).
 fn side_status(
-    snap: &Snapshot,
-    libs: &[Library],
+    (snap, libs): (&Snapshot, &[Library]),
+    (other_snap, other): (&Snapshot, &[Library]),
     dev: &DeviceTarget,
     targets: &Targets,
 ) -> (Status, Option<String>) {
-    let verdicts: Vec<_> = libs.iter().filter_map(|l| judge(snap, l, dev, targets)).collect();
-    let status = verdicts.iter().map(|v| v.status).max().unwrap_or(Status::Missing);
-    let via = verdicts.iter().find_map(|v| v.via_generic.clone());
-    (status, via)
+    let Some(template) = other.first().filter(|_| libs.is_empty()) else {
+        let verdicts: Vec<_> = libs.iter().filter_map(|l| judge(snap, l, dev, targets)).collect();
+        let status = verdicts.iter().map(|v| v.status).max().unwrap_or(Status::Missing);
+        return (status, verdicts.iter().find_map(|v| v.via_generic.clone()));
+    };
+    (judge_absent(other_snap, template, dev, targets), None)
 }
 
 /// The two sides of a diff with their libraries.
@@ -484,8 +487,8 @@ fn judged_changes(sides: &Sides, id: &str, devices: &[DeviceTarget], targets: &T
     let (lo, ln) = (sides.lo.get(id).unwrap_or(&none), sides.ln.get(id).unwrap_or(&none));
     let (mut lost, mut won, mut seen) = (BTreeMap::new(), BTreeMap::new(), BTreeSet::new());
     for dev in devices {
-        let (so, vo) = side_status(sides.old, lo, dev, targets);
-        let (sn, vn) = side_status(sides.new, ln, dev, targets);
+        let (so, vo) = side_status((sides.old, lo), (sides.new, ln), dev, targets);
+        let (sn, vn) = side_status((sides.new, ln), (sides.old, lo), dev, targets);
         if so.min(sn) < Status::Missing {
             seen.insert(dev.target_id.clone());
         }

@@ -333,3 +333,28 @@ pub fn judge(snap: &Snapshot, lib: &Library, dev: &DeviceTarget, targets: &Targe
         }
     }
 }
+
+/// What a device gets where a library of `snap` is gone: what its loader does without it —
+/// a family's own rule for a folder with nothing in it (MIOpen without databases runs with
+/// default tuning: WARN; rocBLAS without its Tensile library aborts: MISSING), a per-arch
+/// plugin's gap, and MISSING for host code (the program does not start, or its calls fail).
+pub fn judge_absent(snap: &Snapshot, lib: &Library, dev: &DeviceTarget, targets: &Targets) -> Status {
+    match &lib.place {
+        Place::Folder(root, dir, fam) => {
+            let component = (*fam == Family::Tensile)
+                .then(|| crate::families::tensile::component_of(&family_library(snap, *root, dir, targets)));
+            // A folder no file of the snapshot is in: the family judges it empty.
+            let empty = FamilyLibrary {
+                snap,
+                root: usize::MAX,
+                dir,
+                component,
+                targets,
+                runtime: Runtime::default(),
+            };
+            cataloger(*fam).verdict(&empty, dev).map_or(Status::Missing, |v| v.status)
+        }
+        Place::Plugins(_, _, kind) => plugins::PLUGINS.get(*kind).map_or(Status::Missing, |p| p.gap.status),
+        Place::Code(_) => Status::Missing,
+    }
+}

@@ -170,11 +170,7 @@ pub fn comgr_target(entry_id: &str) -> Option<&str> {
     if !matches!(kind, "hip" | "hipv4" | "hcc") {
         return None;
     }
-    let parts: Vec<&str> = rest.trim_end_matches('\0').splitn(5, '-').collect();
-    match parts.as_slice() {
-        [_, _, _, _, target] if !target.is_empty() => Some(target),
-        _ => None,
-    }
+    rest.trim_end_matches('\0').splitn(5, '-').nth(4).filter(|target| !target.is_empty())
 }
 
 /// The features a device states, each agreeing with what the code states: a feature the code
@@ -209,11 +205,13 @@ pub fn loads(code: CodeTarget, dev: &DeviceTarget, targets: &Targets, rt: Runtim
         Some(e) if rt.matches_entry_ids() => comgr_target(e)?,
         _ => code.target_id,
     };
-    if !features_agree(id, dev) {
+    let processor = processor_of(id);
+    // Most code of a group is for other processors: the cheap tests first.
+    let native = processor == dev.processor;
+    if !native && !processor.ends_with("-generic") || !features_agree(id, dev) {
         return None;
     }
-    let processor = processor_of(id);
-    if processor == dev.processor {
+    if native {
         return Some(Via::Native);
     }
     let generic = generic_of(&dev.processor, targets).filter(|_| rt.has_generic())?;

@@ -421,3 +421,24 @@ fn an_installs_own_hip_runtime_decides_how_it_matches() {
     assert_eq!(verdict("libamdhip64.so.5.7.31921", &old_id, "gfx900").0, 0);
     assert_eq!(verdict("libamdhip64.so.6.4.43484", &old_id, "gfx900").0, 1);
 }
+
+/// A library gone from the new side costs what its loader does without it (`judge_absent`):
+/// MIOpen without its databases runs with default tuning, so removing the sample's MIOpen folder
+/// loses gfx1030 (its perf DB: OK → WARN) and nothing for gfx900 or gfx1100, which had none.
+#[test]
+fn a_library_gone_costs_what_its_loader_does_without_it() {
+    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/sample");
+    let t = Tree::new();
+    let copy = t.path("sample");
+    let status = std::process::Command::new("cp").arg("-a").arg(sample).arg(&copy).status().expect("cp");
+    assert!(status.success());
+    std::fs::remove_dir_all(copy.join("opt/rocm/share/miopen")).expect("remove MIOpen's folder");
+    let copy = copy.display().to_string();
+    let run = gfxscan(["diff", "-q", "--json", sample, &copy, "--only", "gfx900,gfx1030,gfx1100"]);
+    let d = run.json();
+    let miopen: Vec<&Value> =
+        d["losses"].as_array().expect("losses").iter().filter(|l| l["library"] == "miopen").collect();
+    assert_eq!(miopen.len(), 1, "{d:#}");
+    assert_eq!(miopen[0]["targets"], serde_json::json!(["gfx1030"]), "{d:#}");
+    assert_eq!(miopen[0]["how"], "gone");
+}
