@@ -452,21 +452,48 @@ fn variants(units: &[&BTreeMap<String, Unit>], targets: &Targets) -> Vec<DeviceT
     procs.into_iter().filter_map(|p| targets.by_name(p)).flat_map(device_variants).collect()
 }
 
-/// One side's answer for a device in one unit: the worst status of its libraries' verdicts,
-/// and the generic target that serves it where one does. A side without the unit gets what the
-/// unit's loader does without it (`library::judge_absent`, from the other side's library).
+/// The libraries of one unit paired across the sides: the same path inside their roots first;
+/// then, when one library of the unit is left on each side, those two (an upgrade moves
+/// `opt/rocm-6.3.0/lib/librocblas.so.4` to `opt/rocm-7.2.0/lib/librocblas.so.5`); any other
+/// library is new or gone. A library added beside others never stands in for them.
+fn pairs<'a>(lo: &'a [Library], ln: &'a [Library]) -> Vec<(Option<&'a Library>, Option<&'a Library>)> {
+    let mut out = Vec::new();
+    let mut taken = vec![false; ln.len()];
+    let mut rest_old = Vec::new();
+    for o in lo {
+        match ln.iter().enumerate().find(|(j, n)| !taken[*j] && n.rel == o.rel) {
+            Some((j, n)) => {
+                taken[j] = true;
+                out.push((Some(o), Some(n)));
+            }
+            None => rest_old.push(o),
+        }
+    }
+    let rest_new: Vec<&Library> = ln.iter().zip(&taken).filter(|(_, t)| !**t).map(|(n, _)| n).collect();
+    match (rest_old.as_slice(), rest_new.as_slice()) {
+        ([o], [n]) => out.push((Some(*o), Some(*n))),
+        _ => {
+            out.extend(rest_old.into_iter().map(|o| (Some(o), None)));
+            out.extend(rest_new.into_iter().map(|n| (None, Some(n))));
+        }
+    }
+    out
+}
+
+/// One side of a pair for a device: its library's status and the generic target that serves
+/// it, or, where the library is not on this side, what its loader does without it
+/// (`library::judge_absent`, from the other side's library). `None`: nothing to say.
 fn side_status(
-    (snap, libs): (&Snapshot, &[Library]),
-    (other_snap, other): (&Snapshot, &[Library]),
+    (snap, lib): (&Snapshot, Option<&Library>),
+    (other_snap, other): (&Snapshot, Option<&Library>),
     dev: &DeviceTarget,
     targets: &Targets,
-) -> (Status, Option<String>) {
-    let Some(template) = other.first().filter(|_| libs.is_empty()) else {
-        let verdicts: Vec<_> = libs.iter().filter_map(|l| judge(snap, l, dev, targets)).collect();
-        let status = verdicts.iter().map(|v| v.status).max().unwrap_or(Status::Missing);
-        return (status, verdicts.iter().find_map(|v| v.via_generic.clone()));
-    };
-    (judge_absent(other_snap, template, dev, targets), None)
+) -> Option<(Status, Option<String>)> {
+    match (lib, other) {
+        (Some(l), _) => judge(snap, l, dev, targets).map(|v| (v.status, v.via_generic)),
+        (None, Some(o)) => Some((judge_absent(other_snap, o, dev, targets), None)),
+        (None, None) => None,
+    }
 }
 
 /// The two sides of a diff with their libraries.
@@ -481,21 +508,26 @@ struct Sides<'a> {
 /// that served it, and the variants some side serves (OK or WARN).
 type Changes = (BTreeMap<String, Option<String>>, BTreeMap<String, Option<String>>, BTreeSet<String>);
 
-/// The changes of one unit with verdicts.
+/// The changes of one unit with verdicts: a variant is lost when some pair of its libraries
+/// judges it worse on the new side, gained when some pair judges it better.
 fn judged_changes(sides: &Sides, id: &str, devices: &[DeviceTarget], targets: &Targets) -> Changes {
     let none = Vec::new();
     let (lo, ln) = (sides.lo.get(id).unwrap_or(&none), sides.ln.get(id).unwrap_or(&none));
+    let pairs = pairs(lo, ln);
     let (mut lost, mut won, mut seen) = (BTreeMap::new(), BTreeMap::new(), BTreeSet::new());
     for dev in devices {
-        let (so, vo) = side_status((sides.old, lo), (sides.new, ln), dev, targets);
-        let (sn, vn) = side_status((sides.new, ln), (sides.old, lo), dev, targets);
-        if so.min(sn) < Status::Missing {
-            seen.insert(dev.target_id.clone());
-        }
-        if sn > so {
-            lost.insert(dev.target_id.clone(), vo);
-        } else if sn < so {
-            won.insert(dev.target_id.clone(), vn);
+        for (o, n) in &pairs {
+            let old = side_status((sides.old, *o), (sides.new, *n), dev, targets);
+            let new = side_status((sides.new, *n), (sides.old, *o), dev, targets);
+            let (Some((so, vo)), Some((sn, vn))) = (old, new) else { continue };
+            if so.min(sn) < Status::Missing {
+                seen.insert(dev.target_id.clone());
+            }
+            if sn > so {
+                lost.entry(dev.target_id.clone()).or_insert(vo);
+            } else if sn < so {
+                won.entry(dev.target_id.clone()).or_insert(vn);
+            }
         }
     }
     (lost, won, seen)

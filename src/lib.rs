@@ -264,6 +264,8 @@ fn run_diff(args: DiffArgs, color: cli::ColorChoice) -> anyhow::Result<ExitStatu
                 if s.filtered_to.is_none() {
                     s.families = aggregate::families_table(&s.files, &targets);
                 }
+                // Findings too, from its files as this version judges them: verdicts read them.
+                s.findings = library::findings::findings(&s, &targets);
                 Ok((s, diff::SideSource::Snapshot))
             }
             None => Ok((scan_for(&opts(p), &targets)?, diff::SideSource::Scan)),

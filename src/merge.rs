@@ -92,6 +92,8 @@ fn row(
     if snap.filtered_to.is_none() {
         snap.families = families_table(&snap.files, targets);
     }
+    // Findings as this version judges the files: verdicts read them (see `diff`).
+    snap.findings = crate::library::findings::findings(&snap, targets);
     src.roots = snap.roots.clone();
     src.files = snap.summary.files;
     src.problems = snap.problems.len() as u64;

@@ -966,6 +966,40 @@ mod tests {
         assert_eq!(k, FindingKind::Unknown);
     }
 
+    /// Version 1 code objects read into the location their `container` and bundle fields
+    /// described, for every container.
+    #[test]
+    fn version_1_code_objects_read_into_locations() {
+        let v1 = |container: &str, id: &str, offset: &str| {
+            let text = format!(
+                r#"{{"processor": "gfx942", "target_id": "gfx942", "code_object_version": 5, "size": 10,
+                    "kernels": 1, "container": "{container}", "bundle_entry_id": {id},
+                    "bundle_format": null, "compression": null, "bundle_offset": {offset},
+                    "offset": 64, "e_flags": 76}}"#
+            );
+            serde_json::from_str::<super::CodeObjectRecord>(&text).expect("a v1 code object").location
+        };
+        use super::Location;
+        assert_eq!(v1("file", "null", "null"), Location::File);
+        assert_eq!(
+            v1("offload-binary", r#""amdgcn-amd-amdhsa-gfx942""#, "4096"),
+            Location::OffloadImage {
+                image: "amdgcn-amd-amdhsa-gfx942".into(),
+                region_offset: 4096,
+                compression: None
+            }
+        );
+        assert_eq!(v1("kpack", r#""lib/x.so#3""#, "0"), Location::KpackKernel { key: "lib/x.so#3".into() });
+        assert_eq!(
+            v1("embedded", r#""hipv4-amdgcn-amd-amdhsa--gfx942""#, "null"),
+            Location::Embedded { section_entry_id: Some("hipv4-amdgcn-amd-amdhsa--gfx942".into()) }
+        );
+        assert!(matches!(
+            v1("bundle", r#""hipv4-amdgcn-amd-amdhsa--gfx942""#, "8192"),
+            Location::BundleEntry { bundle_offset: 8192, .. }
+        ));
+    }
+
     /// Storage and codecs do not overlap: a compressed file's storage is its codec, named in
     /// JSON as the codec is; every storage reads back as itself.
     #[test]

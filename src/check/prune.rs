@@ -15,8 +15,10 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::library::{libraries, library_of_files, Library, Place};
+use crate::library::{libraries, library_of_files, runtime_of, Library, Place};
 use crate::model::{CodeObjectRecord, FileRecord, RelPath, Snapshot};
+use crate::vocab::runtime::{loads, Runtime, Via};
+use crate::vocab::target_id::{DeviceTarget, Setting};
 use crate::vocab::targets::Targets;
 
 /// Bytes on disk and inflated.
@@ -83,13 +85,16 @@ enum Serves {
     Other,
 }
 
-fn serves(c: &CodeObjectRecord, keep: &[String], targets: &Targets) -> Serves {
-    if keep.contains(&c.processor) {
-        return Serves::Kept;
-    }
-    // Generic code stays only for a kept target the runtime loads it for (`vocab::runtime`).
-    let loads_it = |k: &String| crate::vocab::runtime::generic_of(k, targets) == Some(c.processor.as_str());
-    if keep.iter().any(loads_it) {
+/// What a code object is to the kept targets, as the install's runtime would load it on a GPU
+/// of each (`vocab::runtime::loads`): built for one, loaded by one through its generic target,
+/// or neither (code no kept GPU loads, a pre-4.1 entry under a comgr runtime included).
+fn serves(c: &CodeObjectRecord, keep: &[String], targets: &Targets, rt: Runtime) -> Serves {
+    let via =
+        |k: &String| loads(c.code_target(), &DeviceTarget::new(k, Setting::Any, Setting::Any), targets, rt);
+    let vias: Vec<Via> = keep.iter().filter_map(via).collect();
+    if vias.contains(&Via::Native) {
+        Serves::Kept
+    } else if vias.contains(&Via::Generic) {
         Serves::Generic
     } else {
         Serves::Other
@@ -124,6 +129,7 @@ pub fn prune(snap: &Snapshot, keep: &[String], targets: &Targets) -> PruneReport
     // A hard link's bytes are on disk once, under the name it links to.
     for (i, f) in snap.files.iter().enumerate().filter(|(_, f)| f.hard_link_of.is_none()) {
         let lib = row_of(f, lib_of[i].map(|l| &libs[l]));
+        let rt = lib_of[i].map_or_else(Runtime::default, |l| runtime_of(snap, &libs[l].install).0);
         let row = rows.entry(lib.clone()).or_insert_with(|| PruneRow { library: lib, ..PruneRow::default() });
         let mut device_stored = 0u64;
         let mut any_kept = false;
@@ -140,7 +146,7 @@ pub fn prune(snap: &Snapshot, keep: &[String], targets: &Targets) -> PruneReport
                 },
                 _ => device_stored += stored,
             }
-            match serves(c, keep, targets) {
+            match serves(c, keep, targets, rt) {
                 _ if crate::families::runtime_own(f, c) => row.stays += stored,
                 Serves::Kept => {
                     any_kept = true;

@@ -100,6 +100,8 @@ pub struct Library<'s> {
     pub targets: &'s Targets,
     /// The HIP runtime whose matching rules its code files are judged by.
     pub runtime: crate::vocab::runtime::Runtime,
+    /// Its files, when the library model already knows them (else they are looked up).
+    pub files: Option<Vec<&'s FileRecord>>,
 }
 
 impl Library<'_> {
@@ -282,6 +284,10 @@ fn file_name(path: &str) -> &str {
 
 /// The files of one family in one folder of a snapshot (`library_dir` decides the folder).
 fn files_of<'s>(lib: &Library<'s>, family: Family) -> Vec<&'s FileRecord> {
+    if let Some(files) = &lib.files {
+        let ours = |f: &&&FileRecord| f.artifact.as_ref().is_some_and(|a| a.family == Some(family));
+        return files.iter().filter(ours).copied().collect();
+    }
     let c = cataloger(family);
     lib.snap
         .files

@@ -61,6 +61,10 @@ pub struct Library {
     pub kind: LibraryKind,
     /// What it is across installs and versions (`librocblas.so`, `tensile:rocblas`), for `diff`.
     pub identity: String,
+    /// Its path inside its root (a folder's without the trailing `/`).
+    pub rel: String,
+    /// Its files, by index into the snapshot's.
+    pub files: Vec<usize>,
 }
 
 impl Library {
@@ -75,24 +79,15 @@ impl Library {
 
 /// Which library of `libs` each file of the snapshot belongs to, if any (by index).
 pub fn library_of_files(snap: &Snapshot, libs: &[Library]) -> Vec<Option<usize>> {
-    let mut by_place: BTreeMap<&Place, usize> = BTreeMap::new();
-    for (i, l) in libs.iter().enumerate() {
-        by_place.insert(&l.place, i);
+    let mut out = vec![None; snap.files.len()];
+    for (l, lib) in libs.iter().enumerate() {
+        for &i in &lib.files {
+            if let Some(slot) = out.get_mut(i) {
+                *slot = Some(l);
+            }
+        }
     }
-    snap.files
-        .iter()
-        .enumerate()
-        .map(|(i, f)| {
-            let place = match f.artifact.as_ref().and_then(|a| a.family) {
-                Some(fam) => Place::Folder(f.path.root, cataloger(fam).library_dir(&f.path.path)?, fam),
-                None => match plugins::plugin_of(f.path.file_name()) {
-                    Some((kind, _, _)) => Place::Plugins(f.path.root, f.path.dir().to_string(), kind),
-                    None => Place::Code(i),
-                },
-            };
-            by_place.get(&place).copied()
-        })
-        .collect()
+    out
 }
 
 /// True for a file a program loads as a host library: an ELF, or a PE image (`.dll`, `.pyd`).
@@ -121,46 +116,45 @@ fn holds_code(f: &FileRecord) -> bool {
 
 /// The libraries of a snapshot, each with its install, in a stable order.
 pub fn libraries(snap: &Snapshot) -> Vec<Library> {
-    // Each place with its identity (a folder's, from its first file).
-    let mut places: BTreeMap<Place, String> = BTreeMap::new();
+    // Each place with its identity (a folder's, from its first file) and its files.
+    let mut places: BTreeMap<Place, (String, Vec<usize>)> = BTreeMap::new();
     for (i, f) in snap.files.iter().enumerate() {
-        match f.artifact.as_ref().and_then(|a| Some((a, a.family?))) {
-            Some((a, fam)) => {
-                if let Some(dir) = cataloger(fam).library_dir(&f.path.path) {
-                    places
-                        .entry(Place::Folder(f.path.root, dir, fam))
-                        .or_insert_with(|| cataloger(fam).identity(a));
-                }
-            }
+        let (place, identity) = match f.artifact.as_ref().and_then(|a| Some((a, a.family?))) {
+            Some((a, fam)) => match cataloger(fam).library_dir(&f.path.path) {
+                Some(dir) => (Place::Folder(f.path.root, dir, fam), cataloger(fam).identity(a)),
+                None => continue,
+            },
             None if holds_code(f) => {
                 let (dir, name) = f.path.path.rsplit_once('/').unwrap_or(("", &f.path.path));
                 match plugins::plugin_of(name) {
                     Some((kind, _, _)) => {
-                        places.entry(Place::Plugins(f.path.root, dir.to_string(), kind)).or_insert_with(
-                            || format!("{}/{}*", identity::path_identity(dir), plugins::PLUGINS[kind].name),
-                        )
+                        let id = format!("{}/{}*", identity::path_identity(dir), plugins::PLUGINS[kind].name);
+                        (Place::Plugins(f.path.root, dir.to_string(), kind), id)
                     }
-                    None => {
-                        places.entry(Place::Code(i)).or_insert_with(|| identity::path_identity(&f.path.path))
-                    }
-                };
+                    None => (Place::Code(i), identity::path_identity(&f.path.path)),
+                }
             }
-            None => {}
-        }
+            None => continue,
+        };
+        places.entry(place).or_insert_with(|| (identity, Vec::new())).1.push(i);
     }
     let root_of = |root: usize| snap.roots.get(root).map_or("", String::as_str);
     places
         .into_iter()
-        .map(|(place, identity)| {
-            let (root, shown, kind) = match &place {
+        .map(|(place, (identity, files))| {
+            let (root, rel, shown, kind) = match &place {
                 Place::Code(i) => {
                     let f = &snap.files[*i];
-                    (f.path.root, f.path.display(&snap.roots), code_kind(f))
+                    (f.path.root, f.path.path.clone(), f.path.display(&snap.roots), code_kind(f))
                 }
-                Place::Folder(r, d, fam) => (*r, folder_shown(snap, *r, d), LibraryKind::Family(*fam)),
-                Place::Plugins(r, d, _) => (*r, folder_shown(snap, *r, d), LibraryKind::HostLibrary),
+                Place::Folder(r, d, fam) => {
+                    (*r, d.clone(), folder_shown(snap, *r, d), LibraryKind::Family(*fam))
+                }
+                Place::Plugins(r, d, _) => {
+                    (*r, d.clone(), folder_shown(snap, *r, d), LibraryKind::HostLibrary)
+                }
             };
-            Library { install: install_of(root_of(root), &shown), place, shown, kind, identity }
+            Library { install: install_of(root_of(root), &shown), place, shown, kind, identity, rel, files }
         })
         .collect()
 }
@@ -180,17 +174,31 @@ pub fn family_library<'s>(
 ) -> FamilyLibrary<'s> {
     let install = install_of(snap.roots.get(root).map_or("", String::as_str), &folder_shown(snap, root, dir));
     let runtime = runtime_of(snap, &install).0;
-    FamilyLibrary { snap, root, dir, component: None, targets, runtime }
+    FamilyLibrary { snap, root, dir, component: None, targets, runtime, files: None }
 }
 
-/// The HIP runtime an install ships (the first in path order), and the rules it matches by;
-/// ROCm 7.x's where it ships none (`vocab::runtime::ASSUMED_RUNTIME`).
+/// A family folder of the model, for its cataloger to judge: its files already known.
+fn library_of<'s>(snap: &'s Snapshot, lib: &'s Library, targets: &'s Targets) -> FamilyLibrary<'s> {
+    let (root, dir) = match &lib.place {
+        Place::Folder(root, dir, _) | Place::Plugins(root, dir, _) => (*root, dir.as_str()),
+        Place::Code(_) => (usize::MAX, ""),
+    };
+    let files = lib.files.iter().filter_map(|&i| snap.files.get(i)).collect();
+    let runtime = runtime_of(snap, &lib.install).0;
+    FamilyLibrary { snap, root, dir, component: None, targets, runtime, files: Some(files) }
+}
+
+/// The HIP runtime an install ships (the one whose name says most of its version, then the
+/// first in path order: `libamdhip64.so.6.4.43484` over a copy named `libamdhip64.so.6`), and
+/// the rules it matches by; ROCm 7.x's where it ships none (`vocab::runtime::ASSUMED_RUNTIME`).
 pub fn runtime_of<'s>(snap: &'s Snapshot, install: &Install) -> (Runtime, Option<&'s HipRuntime>) {
     let root_of = |root: usize| snap.roots.get(root).map_or("", String::as_str);
     let own = snap
         .hip_runtimes
         .iter()
-        .find(|r| &install_of(root_of(r.path.root), &r.path.display(&snap.roots)) == install);
+        .filter(|r| &install_of(root_of(r.path.root), &r.path.display(&snap.roots)) == install)
+        .rev()
+        .max_by_key(|r| r.version.split('.').count());
     (own.map_or_else(Runtime::default, |r| Runtime::of_version(&r.version)), own)
 }
 
@@ -316,17 +324,15 @@ pub fn judge(snap: &Snapshot, lib: &Library, dev: &DeviceTarget, targets: &Targe
                 None => code_verdict(f, lib.shown.clone(), dev, targets, rt),
             })
         }
-        Place::Folder(root, dir, Family::Tensile) => {
-            let l = family_library(snap, *root, dir, targets);
+        Place::Folder(root, _, Family::Tensile) => {
+            let l = library_of(snap, lib, targets);
             Some(placeholders::held_to_index(
                 crate::families::tensile::verdict(&l, dev),
                 *root,
                 &snap.findings,
             ))
         }
-        Place::Folder(root, dir, fam) => {
-            cataloger(*fam).verdict(&family_library(snap, *root, dir, targets), dev)
-        }
+        Place::Folder(_, _, fam) => cataloger(*fam).verdict(&library_of(snap, lib, targets), dev),
         Place::Plugins(root, dir, kind) => {
             let judge = |f: &FileRecord| code_verdict(f, f.path.display(&snap.roots), dev, targets, rt);
             plugins::verdict(snap, *root, dir, *kind, dev, &judge)
@@ -340,9 +346,9 @@ pub fn judge(snap: &Snapshot, lib: &Library, dev: &DeviceTarget, targets: &Targe
 /// plugin's gap, and MISSING for host code (the program does not start, or its calls fail).
 pub fn judge_absent(snap: &Snapshot, lib: &Library, dev: &DeviceTarget, targets: &Targets) -> Status {
     match &lib.place {
-        Place::Folder(root, dir, fam) => {
+        Place::Folder(_, dir, fam) => {
             let component = (*fam == Family::Tensile)
-                .then(|| crate::families::tensile::component_of(&family_library(snap, *root, dir, targets)));
+                .then(|| crate::families::tensile::component_of(&library_of(snap, lib, targets)));
             // A folder no file of the snapshot is in: the family judges it empty.
             let empty = FamilyLibrary {
                 snap,
@@ -351,6 +357,7 @@ pub fn judge_absent(snap: &Snapshot, lib: &Library, dev: &DeviceTarget, targets:
                 component,
                 targets,
                 runtime: Runtime::default(),
+                files: Some(Vec::new()),
             };
             cataloger(*fam).verdict(&empty, dev).map_or(Status::Missing, |v| v.status)
         }

@@ -208,7 +208,8 @@ pub fn loads(code: CodeTarget, dev: &DeviceTarget, targets: &Targets, rt: Runtim
     let processor = processor_of(id);
     // Most code of a group is for other processors: the cheap tests first.
     let native = processor == dev.processor;
-    if !native && !processor.ends_with("-generic") || !features_agree(id, dev) {
+    let generic_code = || targets.by_name(processor).is_some_and(|t| t.is_generic());
+    if !native && !generic_code() || !features_agree(id, dev) {
         return None;
     }
     if native {

@@ -59,6 +59,12 @@ fn rank(status: Option<&String>) -> u8 {
 /// many losses `diff` reports for it: the two must be equal for every GPU.
 fn assert_diff_agrees_with_check(old: &str, new: &str, gpus: &[&str]) -> BTreeMap<String, usize> {
     let (a, b) = (check_statuses(old, gpus), check_statuses(new, gpus));
+    // Only libraries on both sides are compared here: one gone costs what its loader does
+    // without it (`judge_absent`), which `check` cannot say (see the test after these).
+    let libs = |m: &BTreeMap<(String, String), String>| {
+        m.keys().map(|k| k.0.clone()).collect::<std::collections::BTreeSet<_>>()
+    };
+    assert_eq!(libs(&a), libs(&b), "the same libraries on both sides");
     let mut worse: BTreeMap<String, usize> = gpus.iter().map(|g| (g.to_string(), 0)).collect();
     for key in a.keys().chain(b.keys()).collect::<std::collections::BTreeSet<_>>() {
         if rank(b.get(key)) > rank(a.get(key)) {
@@ -441,4 +447,28 @@ fn a_library_gone_costs_what_its_loader_does_without_it() {
     assert_eq!(miopen.len(), 1, "{d:#}");
     assert_eq!(miopen[0]["targets"], serde_json::json!(["gfx1030"]), "{d:#}");
     assert_eq!(miopen[0]["how"], "gone");
+}
+
+/// Libraries pair across the sides by their place, not only by name: a new install added beside
+/// an unchanged one (its `libx.so` without gfx1201) is new, and the unchanged one loses nothing
+/// (`check` judges it OK on both sides); an upgrade that moves the one library pairs it anyway.
+#[test]
+fn a_new_install_beside_an_unchanged_one_is_no_loss() {
+    const GFX1201: u32 = 0x04e;
+    let with = host_with(&[hip_bundle(&[("gfx1201", &co(GFX1201, 0, 1)), ("gfx1100", &co(GFX1100, 0, 1))])]);
+    let without = host_with(&[hip_bundle(&[("gfx1100", &co(GFX1100, 0, 1))])]);
+    let t = Tree::new();
+    t.file("old/opt/rocm-6.3.0/lib/libx.so", &with);
+    t.file("new/opt/rocm-6.3.0/lib/libx.so", &with);
+    t.file("new/opt/rocm-7.0.0/lib/libx.so", &without);
+    t.file("moved/opt/rocm-7.0.0/lib/libx.so", &without);
+    let (old, new, moved) = (t.path("old"), t.path("new"), t.path("moved"));
+    let (old, new, moved) =
+        (old.to_str().unwrap_or(""), new.to_str().unwrap_or(""), moved.to_str().unwrap_or(""));
+    let run = gfxscan(["diff", "-q", "--json", "--fail-on-loss", old, new]);
+    run.expect_code(0);
+    assert_eq!(run.json()["losses"], serde_json::json!([]));
+    let run = gfxscan(["diff", "-q", "--json", "--fail-on-loss", old, moved]);
+    run.expect_code(1);
+    assert_eq!(run.json()["losses"][0]["targets"], serde_json::json!(["gfx1201"]));
 }
