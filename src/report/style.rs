@@ -78,12 +78,27 @@ pub fn paint(text: &str, color: Color, on: bool) -> String {
 /// Wraps `text` to `width` (no limit: one line), continuing lines under `indent`.
 pub fn wrap(text: &str, first: &str, indent: &str, width: Option<usize>) -> String {
     let Some(width) = width else { return format!("{first}{text}") };
+    // A path longer than a line loses its start (its end names what it is), as table cells do.
+    let room = width.max(40).saturating_sub(first.chars().count().max(indent.chars().count()));
+    let fitted: Vec<String> = text.split(' ').map(|w| cut_path_start(w, room)).collect();
+    let text = fitted.join(" ");
     let opts = textwrap::Options::new(width.max(40))
         .initial_indent(first)
         .subsequent_indent(indent)
         .break_words(false)
         .word_splitter(textwrap::WordSplitter::NoHyphenation);
-    textwrap::fill(text, opts)
+    textwrap::fill(&text, opts)
+}
+
+/// `word` in at most `room` characters when it is a path: its start cut for "…"; any other word
+/// as it is.
+pub fn cut_path_start(word: &str, room: usize) -> String {
+    let n = word.chars().count();
+    if n <= room || !word.contains('/') || room < 2 {
+        return word.to_string();
+    }
+    let tail: String = word.chars().skip(n - (room - 1)).collect();
+    format!("…{tail}")
 }
 
 #[cfg(test)]

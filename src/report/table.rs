@@ -167,8 +167,7 @@ fn shorten(text: &str, room: usize) -> String {
     let (pad, body) = text.split_at(indent);
     let keep = room.saturating_sub(indent + 1);
     if body.contains('/') {
-        let tail: String = body.chars().rev().take(keep).collect::<Vec<_>>().into_iter().rev().collect();
-        format!("{pad}…{tail}")
+        format!("{pad}{}", super::style::cut_path_start(body, keep + 1))
     } else {
         format!("{pad}{}…", body.chars().take(keep).collect::<String>())
     }

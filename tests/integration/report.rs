@@ -253,3 +253,26 @@ fn the_html_report_renders_its_charts_in_a_browser() {
         _ => eprintln!("chromium not installed: the page was checked as text only"),
     }
 }
+
+/// Wherever the clone lives: the sample under a folder path of 100+ characters gives lines that
+/// fit 80 columns in every view (a path longer than a line loses its start, as table cells
+/// do), where an absolute path in a header used to run past the width.
+#[test]
+fn lines_fit_the_width_wherever_the_clone_lives() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let deep =
+        tmp.path().join("a-clone-in-a-rather-deep-folder/of/someone/who/keeps/projects/far/down/gfxscan");
+    copy_tree(Path::new(&sample()), &deep.join("sample"), &|_| true);
+    let root = deep.join("sample").display().to_string();
+    assert!(root.len() > 100, "{root}");
+    for args in [
+        vec!["check", "-q", "--gpu", "gfx1031,gfx1151", &root],
+        vec!["scan", "-q", &root],
+        vec!["scan", "-q", "--by", "library", &root],
+        vec!["scan", "-q", "--by", "layer", &root],
+    ] {
+        let r = gfxscan_env(&args, &[("COLUMNS", "80")]);
+        let long: Vec<&str> = r.stdout.lines().filter(|l| l.chars().count() > 80).collect();
+        assert!(long.is_empty(), "{args:?}: {long:#?}");
+    }
+}
