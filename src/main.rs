@@ -16,6 +16,10 @@ fn main() -> ExitCode {
     unsafe {
         libc::mallopt(libc::M_ARENA_MAX, ARENAS);
     }
+    // An interrupted run removes its staged output and ends with 128 + the signal.
+    if let Err(e) = gfxscan::report::output::end_cleanly_on_signals() {
+        eprintln!("gfxscan: warning: signals not handled ({e}): an interrupted run may leave a .part file");
+    }
     let cli = gfxscan::cli::Cli::parse();
     match gfxscan::run(cli) {
         Ok(status) => status.into(),

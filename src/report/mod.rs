@@ -72,7 +72,10 @@ pub fn write_targets(targets: &Targets, json: bool, out: &mut dyn Write) -> anyh
 /// A completion script for `shell`, generated from the command line's own definition.
 pub fn write_completions(shell: clap_complete::Shell, out: &mut dyn Write) -> anyhow::Result<()> {
     let mut cmd = <crate::cli::Cli as clap::CommandFactory>::command();
-    clap_complete::generate(shell, &mut cmd, "gfxscan", out);
+    // Made whole first: clap_complete panics when its writer fails (a closed pipe, a full disk).
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "gfxscan", &mut script);
+    out.write_all(&script)?;
     Ok(())
 }
 

@@ -5,15 +5,41 @@
 //! never leaves a half-written file. An existing output that is not a regular file (`/dev/full`,
 //! a FIFO, `/dev/stdout`) is written in place, since renaming over it would replace the device.
 //! Every error names the path. A reader that closes the pipe early is not an error: the run's
-//! exit code stays the one its result deserves.
+//! exit code stays the one its result deserves. SIGINT, SIGTERM and SIGHUP remove a staged file
+//! before the process ends (exit 130, 143, 129: 128 + the signal), so an interrupted run leaves
+//! no `.gfxscan-*.part` behind ([`end_cleanly_on_signals`]).
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use anyhow::Context;
 
 use crate::exit::ExitStatus;
+
+/// Staged outputs not yet in place: what a signal removes.
+static STAGED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+fn staged() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    STAGED.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// From now on, SIGINT, SIGTERM and SIGHUP remove every staged output and end the process with
+/// 128 + the signal (130, 143, 129), as a shell reports a process those signals ended.
+pub fn end_cleanly_on_signals() -> io::Result<()> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
+    std::thread::Builder::new().name("signals".into()).spawn(move || {
+        if let Some(sig) = signals.forever().next() {
+            for path in staged().drain(..) {
+                let _ = std::fs::remove_file(path);
+            }
+            std::process::exit(128 + sig);
+        }
+    })?;
+    Ok(())
+}
 
 /// An output opened and checked before the work that fills it.
 pub enum Output {
@@ -50,6 +76,7 @@ impl Output {
             .suffix(".part")
             .tempfile_in(&dir)
             .with_context(|| format!("cannot write {}", path.display()))?;
+        staged().push(temp.path().to_path_buf());
         Ok(Output::Staged { path, temp })
     }
 
@@ -78,6 +105,9 @@ impl Output {
                 Ok(status)
             }
             Output::Staged { path, temp } => {
+                let part = temp.path().to_path_buf();
+                // In place or removed (a failure drops the temporary file): nothing for a signal.
+                let forget = || staged().retain(|p| p != &part);
                 let mut out = BufWriter::new(temp);
                 write(&mut out)
                     .and_then(|()| out.flush().map_err(anyhow::Error::from))
@@ -86,7 +116,9 @@ impl Output {
                 temp.as_file().sync_all().with_context(|| format!("cannot write {}", path.display()))?;
                 // The temporary file is made 0600; give the result the mode a new file would get.
                 set_default_mode(temp.as_file());
-                temp.persist(&path).with_context(|| format!("cannot write {}", path.display()))?;
+                let kept = temp.persist(&path).with_context(|| format!("cannot write {}", path.display()));
+                forget();
+                kept?;
                 Ok(status)
             }
         }

@@ -23,6 +23,7 @@ mod readme;
 mod real_files;
 mod report;
 mod scan_cli;
+mod signals;
 mod util;
 mod verdicts;
 mod views;
