@@ -855,8 +855,15 @@ pub struct Summary {
     pub code_objects: u64,
     /// Symbolic links met and not followed.
     pub symlinks: u64,
+    /// FIFOs, sockets and device nodes inside the roots: not regular files, never opened.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub special_files: u64,
     /// Files per kind, by magic.
     pub kinds: BTreeMap<Kind, u64>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The whole result of a scan: the JSON contract.

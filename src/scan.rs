@@ -265,6 +265,7 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
     });
     // The windows kept for reuse are not needed past the reading.
     crate::vocab::codec::WINDOWS.drain_idle();
+    tally.summary.special_files += walked.special;
     for l in &walked.links {
         tally.summary.symlinks += 1;
         tally.links.push(LinkSeen {

@@ -146,6 +146,8 @@ pub struct Walked {
     pub candidates: Vec<Candidate>,
     pub links: Vec<Link>,
     pub symlinks: u64,
+    /// FIFOs, sockets and device nodes met inside the roots (skipped, counted).
+    pub special: u64,
     pub problems: Vec<Problem>,
 }
 
@@ -200,10 +202,16 @@ pub fn walk(roots: &[Root], follow_links: bool, tick: &dyn Fn()) -> Walked {
                 let (ino, followed) = (entry.ino(), entry.path_is_symlink());
                 out.candidates.push(Candidate { root: i, rel: rel.into_boxed_path(), ino, followed });
             } else if let Some(kind) = special_kind(&ft) {
-                out.problems.push(Problem {
-                    path: RelPath::new(i, rel.as_os_str()),
-                    message: format!("not a regular file ({kind}): not opened"),
-                });
+                // Inside a tree a FIFO, socket or device is no file anyone installs: counted and
+                // skipped. Named as a root itself, it is a problem: what was asked for is unread.
+                if rel.as_os_str().is_empty() {
+                    out.problems.push(Problem {
+                        path: RelPath::new(i, rel.as_os_str()),
+                        message: format!("not a regular file ({kind}): not opened"),
+                    });
+                } else {
+                    out.special += 1;
+                }
             }
         }
     }
