@@ -113,6 +113,43 @@ pub enum OutputFormat {
     Html,
 }
 
+/// The format a result is written in: `--json`, else `--format`, else what the extension of
+/// `-o FILE` says (`.json`, `.html`/`.htm`, `.md`/`.markdown`, `.csv`), else a table.
+pub fn resolve_format(
+    json: bool,
+    format: Option<OutputFormat>,
+    output: Option<&std::path::Path>,
+) -> OutputFormat {
+    if json {
+        return OutputFormat::Json;
+    }
+    let by_extension = || {
+        let ext = output?.extension()?.to_str()?.to_ascii_lowercase();
+        match ext.as_str() {
+            "json" => Some(OutputFormat::Json),
+            "html" | "htm" => Some(OutputFormat::Html),
+            "md" | "markdown" => Some(OutputFormat::Markdown),
+            "csv" => Some(OutputFormat::Csv),
+            _ => None,
+        }
+    };
+    format.or_else(by_extension).unwrap_or(OutputFormat::Table)
+}
+
+/// [`resolve_format`] for `check` and `diff`, which have no CSV: `-o FILE.csv` is refused.
+pub fn resolve_report_format(
+    json: bool,
+    format: Option<ReportFormat>,
+    output: Option<&std::path::Path>,
+) -> Result<OutputFormat, String> {
+    match resolve_format(json, format.map(OutputFormat::from), output) {
+        OutputFormat::Csv => {
+            Err("no CSV for this command's result: use --format table, json, markdown or html".into())
+        }
+        f => Ok(f),
+    }
+}
+
 /// Which table `scan` shows (`--by`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
 pub enum View {
@@ -212,9 +249,10 @@ pub struct ScanOpts {
 pub struct ScanArgs {
     #[command(flatten)]
     pub opts: ScanOpts,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
-    pub format: OutputFormat,
+    /// Output format (default: what -o FILE's extension says — .json, .html, .md, .csv — else
+    /// a table).
+    #[arg(long, value_enum)]
+    pub format: Option<OutputFormat>,
     /// Short for --format json.
     #[arg(long, conflicts_with = "format")]
     pub json: bool,
@@ -256,9 +294,10 @@ pub struct CheckArgs {
     /// Read the KFD topology under DIR instead of / (for containers and tests).
     #[arg(long, value_name = "DIR")]
     pub sysfs_root: Option<PathBuf>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
-    pub format: ReportFormat,
+    /// Output format (default: what -o FILE's extension says — .json, .html, .md — else a
+    /// table).
+    #[arg(long, value_enum)]
+    pub format: Option<ReportFormat>,
     /// Short for --format json.
     #[arg(long, conflicts_with = "format")]
     pub json: bool,
@@ -283,9 +322,10 @@ pub struct DiffArgs {
     /// (without it, lists stop after a few with "and N more").
     #[arg(short, long)]
     pub verbose: bool,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
-    pub format: ReportFormat,
+    /// Output format (default: what -o FILE's extension says — .json, .html, .md — else a
+    /// table).
+    #[arg(long, value_enum)]
+    pub format: Option<ReportFormat>,
     /// Short for --format json.
     #[arg(long, conflicts_with = "format")]
     pub json: bool,
@@ -321,13 +361,14 @@ pub struct MergeArgs {
     /// Only these targets (comma-separated).
     #[arg(long, value_delimiter = ',', value_name = "TARGETS")]
     pub only: Vec<String>,
-    /// The layer the table's cells count (the per-target table's column names: `code objects`,
+    /// The layer the table's cells count (the per-target table's column names: `library code`,
     /// `rocblas`, `hipblaslt`, `perf-db`, `firmware`, …).
     #[arg(long, default_value = "library code")]
     pub layer: String,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
-    pub format: OutputFormat,
+    /// Output format (default: what -o FILE's extension says — .json, .html, .md, .csv — else
+    /// a table).
+    #[arg(long, value_enum)]
+    pub format: Option<OutputFormat>,
     /// Short for --format json.
     #[arg(long, conflicts_with = "format")]
     pub json: bool,

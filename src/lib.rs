@@ -112,13 +112,13 @@ fn run_scan(args: ScanArgs, color: cli::ColorChoice) -> anyhow::Result<ExitStatu
     known_targets("--only", &args.only, &targets)?;
     known_targets("--compare", args.compare.as_deref().unwrap_or_default(), &targets)?;
     known_targets("--keep", &args.keep, &targets)?;
-    if !args.keep.is_empty() && args.format == OutputFormat::Html && !args.json {
+    let format = cli::resolve_format(args.json, args.format, args.opts.output.as_deref());
+    if !args.keep.is_empty() && format == OutputFormat::Html {
         bail!("--keep: no HTML page for the prune report (table, markdown, csv or json)");
     }
     let out = Output::open(args.opts.output.as_deref())?;
     let style = style_for(color, args.opts.output.as_deref());
     let snap = scan_for(&args.opts, &targets)?;
-    let format = if args.json { OutputFormat::Json } else { args.format };
     // Files not read come first: findings from a partial read are not trusted to gate on.
     let status = match (snap.problems.is_empty(), snap.findings.is_empty()) {
         (false, _) => ExitStatus::Problems,
@@ -153,6 +153,8 @@ fn run_check(args: CheckArgs, color: cli::ColorChoice) -> anyhow::Result<ExitSta
     } else {
         check::devices::from_args(&args.gpus, &env, &targets).map_err(anyhow::Error::msg)?
     };
+    let format = cli::resolve_report_format(args.json, args.format, args.opts.output.as_deref())
+        .map_err(anyhow::Error::msg)?;
     let out = Output::open(args.opts.output.as_deref())?;
     let (roots, not_checked) = if args.opts.roots.is_empty() {
         let (checked, not) = source::walk::check_roots_under(std::path::Path::new("/"));
@@ -175,7 +177,6 @@ fn run_check(args: CheckArgs, color: cli::ColorChoice) -> anyhow::Result<ExitSta
     let snap = scan_roots(roots.clone(), &args.opts, &targets)?;
     let libpaths = pending.into_iter().map(|p| p.place_in(&roots)).collect();
     let result = check::check(&snap, &found, &targets, check::CheckOptions { not_checked, libpaths });
-    let format = if args.json { OutputFormat::Json } else { args.format.into() };
     let style = style_for(color, args.opts.output.as_deref());
     out.deliver(result.exit_status(), |w| report::write_check(&result, &targets, format, style, w))
 }
@@ -234,6 +235,8 @@ fn with_libpaths(
 fn run_diff(args: DiffArgs, color: cli::ColorChoice) -> anyhow::Result<ExitStatus> {
     let targets = load_targets(&args.table)?;
     known_targets("--only", &args.only, &targets)?;
+    let format = cli::resolve_report_format(args.json, args.format, args.output.as_deref())
+        .map_err(anyhow::Error::msg)?;
     let out = Output::open(args.output.as_deref())?;
     let opts = |p: &std::path::Path| ScanOpts {
         roots: vec![p.to_path_buf()],
@@ -275,7 +278,6 @@ fn run_diff(args: DiffArgs, color: cli::ColorChoice) -> anyhow::Result<ExitStatu
     let (new, sn) = side(&args.new, new_snap)?;
     let mut d = diff::diff(&old, &new, (so, sn), &targets);
     d.restrict(&distinct(&args.only), &targets);
-    let format = if args.json { OutputFormat::Json } else { args.format.into() };
     let style = style_for(color, args.output.as_deref());
     out.deliver(d.exit_status(args.fail_on_loss), |w| {
         report::write_diff(&d, &targets, format, args.verbose, style, w)
@@ -312,7 +314,7 @@ fn run_merge(args: MergeArgs, color: cli::ColorChoice) -> anyhow::Result<ExitSta
         };
         merge::merge(&paths, &read, g, &distinct(&args.only), &targets)
     });
-    let format = if args.json { OutputFormat::Json } else { args.format };
+    let format = cli::resolve_format(args.json, args.format, args.output.as_deref());
     // No OK for a source that could not be read, or judged: a missing piece first (it is
     // certain), then anything unread or with nothing to check.
     let verdict = |o| fleet.sources.iter().any(|s| s.verdict == Some(o));

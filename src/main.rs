@@ -18,7 +18,7 @@ fn main() -> ExitCode {
     }
     // An interrupted run removes its staged output and ends with 128 + the signal.
     if let Err(e) = gfxscan::report::output::end_cleanly_on_signals() {
-        eprintln!("gfxscan: warning: signals not handled ({e}): an interrupted run may leave a .part file");
+        eprintln!("warning: signals not handled ({e}): an interrupted run may leave a .part file");
     }
     let cli = gfxscan::cli::Cli::parse();
     match gfxscan::run(cli) {
@@ -32,7 +32,7 @@ fn main() -> ExitCode {
             if broken_pipe {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("gfxscan: error: {err:#}");
+            eprintln!("error: {err:#}");
             ExitStatus::Fatal.into()
         }
     }

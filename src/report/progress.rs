@@ -58,7 +58,7 @@ impl Progress for Bar {
 
     fn problem(&self, roots: &[String], p: &Problem) {
         if self.warn {
-            self.bar.println(format!("gfxscan: warning: {}: {}", p.path.display(roots), p.message));
+            self.bar.println(format!("warning: {}: {}", p.path.display(roots), p.message));
         }
     }
 }

@@ -761,7 +761,7 @@ fn missing_sysfs_root_is_an_error() {
     let run = check(&a, &[]);
     run.expect_code(2);
     assert_eq!(run.stdout, "");
-    assert!(run.stderr.contains("gfxscan: error:"), "{}", run.stderr);
+    assert!(run.stderr.starts_with("error: "), "{}", run.stderr);
     assert!(run.stderr.contains(&gone.display().to_string()), "{}", run.stderr);
 
     // A sysfs root without the KFD folder is the same error.

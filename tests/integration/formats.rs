@@ -299,7 +299,7 @@ fn only_unknown_target_is_fatal() {
     let run = s.tree.scan(&["--only", "gfx900,gfx9999"]);
     run.expect_code(2);
     assert_eq!(run.stdout, "");
-    assert!(run.stderr.contains("gfxscan: error:"), "{}", run.stderr);
+    assert!(run.stderr.starts_with("error: "), "{}", run.stderr);
     assert!(run.stderr.contains(r#"--only: unknown target "gfx9999""#), "{}", run.stderr);
 }
 
@@ -370,4 +370,45 @@ fn closed_pipe_is_not_an_error() {
         }
     }
     assert!(failed.is_empty(), "closed pipe treated as an error: {failed:?}");
+}
+
+/// The format follows `-o FILE`'s extension unless `--format` says otherwise (issue 23: `-o
+/// report.html` and `-o snap.json` wrote the text table); check and diff refuse `.csv`.
+#[test]
+fn the_format_follows_the_output_extension() {
+    let s = small();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let at = |name: &str| dir.path().join(name).display().to_string();
+    let root = s.tree.root_str();
+    s.tree.scan(&["-o", &at("snap.json")]).expect_code(0);
+    let json = std::fs::read_to_string(at("snap.json")).expect("written");
+    assert!(json.starts_with('{') && json.contains("\"schema_version\""), "{json}");
+    s.tree.scan(&["-o", &at("report.HTML")]).expect_code(0);
+    assert!(std::fs::read_to_string(at("report.HTML")).expect("written").starts_with("<!DOCTYPE html>"));
+    s.tree.scan(&["-o", &at("table.md")]).expect_code(0);
+    assert!(std::fs::read_to_string(at("table.md")).expect("written").contains("| target"));
+    s.tree.scan(&["-o", &at("rows.csv")]).expect_code(0);
+    assert!(std::fs::read_to_string(at("rows.csv")).expect("written").starts_with("target,product,"));
+    // --format wins over the extension.
+    s.tree.scan(&["--format", "table", "-o", &at("plain.json")]).expect_code(0);
+    assert!(std::fs::read_to_string(at("plain.json")).expect("written").starts_with("gfxscan "));
+    let check = crate::util::gfxscan(["check", "-q", &root, "--gpu", "gfx900", "-o", &at("verdicts.json")]);
+    check.expect_code(0);
+    assert!(std::fs::read_to_string(at("verdicts.json")).expect("written").contains("\"outcome\""));
+    let csv = crate::util::gfxscan(["check", "-q", &root, "--gpu", "gfx900", "-o", &at("verdicts.csv")]);
+    csv.expect_code(2);
+    assert!(csv.stderr.contains("no CSV"), "{}", csv.stderr);
+    assert!(!std::path::Path::new(&at("verdicts.csv")).exists());
+}
+
+/// One error prefix: gfxscan's own errors read as clap's do (`error: …`).
+#[test]
+fn errors_have_one_prefix() {
+    let clap = crate::util::gfxscan(["scan", "--no-such-option"]);
+    let ours =
+        crate::util::gfxscan(["scan", "-q", "/nonexistent/gfxscan/root", "-o", "/nonexistent-dir/x.json"]);
+    for run in [clap, ours] {
+        assert_eq!(run.code, 2, "{}", run.stderr);
+        assert!(run.stderr.starts_with("error: "), "{}", run.stderr);
+    }
 }
