@@ -79,12 +79,21 @@ pub fn check_roots_under(base: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
 
 /// Resolves roots to real paths, keeping the first of any that lead to the same tree.
 ///
-/// A root that does not exist is an error for the caller to report, and so is a root inside
-/// another (`scan sample sample/opt`): its files would be counted twice.
+/// A root that does not exist, or that cannot be read (a folder that cannot be listed, a file
+/// that cannot be opened), is an error for the caller to report — not an empty install — and
+/// so is a root inside another (`scan sample sample/opt`): its files would be counted twice.
 pub fn resolve_roots(given: &[PathBuf]) -> Result<Vec<Root>, String> {
     let mut roots: Vec<Root> = Vec::new();
     for g in given {
         let real = fs::canonicalize(g).map_err(|e| format!("{}: {e}", g.display()))?;
+        let readable = match fs::metadata(&real) {
+            Ok(m) if m.is_dir() => fs::read_dir(&real).map(|_| ()),
+            // Opened as the scan opens files: never blocking on a FIFO.
+            Ok(m) if m.is_file() => crate::source::file::open_file(&real, false).map(|_| ()),
+            Ok(_) => Ok(()),
+            Err(e) => Err(e),
+        };
+        readable.map_err(|e| format!("cannot read {}: {e}", g.display()))?;
         if roots.iter().any(|r| r.real == real) {
             continue;
         }

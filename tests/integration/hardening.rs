@@ -1263,3 +1263,24 @@ fn hostile_tree_json_is_identical_across_thread_counts() {
         assert!(file_paths(&snap).iter().any(|f| f.ends_with("/deep.co")));
     }
 }
+
+/// An unreadable ROOT is an error (exit 2) that names it, never an empty install (issue 23:
+/// `scan` listed it as one problem and exited 1, as if the install held nothing).
+#[test]
+fn an_unreadable_root_is_an_error() {
+    use std::os::unix::process::CommandExt;
+    let tree = Tree::new();
+    tree.file("locked/k.co", &co(GFX900, 0, 1));
+    open_up(tree.root());
+    chmod(&tree.path("locked"), 0o000);
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_gfxscan"));
+    cmd.args(["scan", "-q"]).arg(tree.path("locked"));
+    if can_switch_user() {
+        cmd.uid(NOBODY);
+    }
+    let out = cmd.output().expect("runs");
+    chmod(&tree.path("locked"), 0o755);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.starts_with("error: cannot read ") && err.contains("locked"), "{err}");
+}
