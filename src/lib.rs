@@ -92,13 +92,22 @@ fn distinct(names: &[String]) -> Vec<String> {
     out
 }
 
-fn known_targets(flag: &str, names: &[String], targets: &Targets) -> anyhow::Result<()> {
-    for name in names {
-        if targets.by_name(name).is_none() && !name.starts_with("unknown-") {
-            bail!("{flag}: unknown target {name:?} (see `gfxscan targets`)");
-        }
-    }
-    Ok(())
+/// The targets a list option names, as processors: names, products, versions and target IDs
+/// as people type them (`vocab::target_id::resolve_processor`; `gfx90a:xnack+` is gfx90a,
+/// whose tables count every mode), `unknown-0x…` kept as written.
+fn known_targets(flag: &str, names: &[String], targets: &Targets) -> anyhow::Result<Vec<String>> {
+    names
+        .iter()
+        .map(|name| {
+            if name.starts_with("unknown-") {
+                return Ok(name.clone());
+            }
+            let processor = name.split(':').next().unwrap_or(name);
+            vocab::target_id::resolve_processor(processor, targets)
+                .map(|t| t.name.clone())
+                .map_err(|e| anyhow::anyhow!("{flag}: {e}"))
+        })
+        .collect()
 }
 
 /// How the report meets its reader: colour and width for standard output, plain for a file.
@@ -107,11 +116,13 @@ fn style_for(color: cli::ColorChoice, output: Option<&std::path::Path>) -> repor
     report::Style::detect(color, to_stdout, |k| std::env::var(k).ok())
 }
 
-fn run_scan(args: ScanArgs, color: cli::ColorChoice) -> anyhow::Result<ExitStatus> {
+fn run_scan(mut args: ScanArgs, color: cli::ColorChoice) -> anyhow::Result<ExitStatus> {
     let targets = load_targets(&args.opts.table)?;
-    known_targets("--only", &args.only, &targets)?;
-    known_targets("--compare", args.compare.as_deref().unwrap_or_default(), &targets)?;
-    known_targets("--keep", &args.keep, &targets)?;
+    args.only = known_targets("--only", &args.only, &targets)?;
+    if let Some(c) = &args.compare {
+        args.compare = Some(known_targets("--compare", c, &targets)?);
+    }
+    args.keep = known_targets("--keep", &args.keep, &targets)?;
     let format = cli::resolve_format(args.json, args.format, args.opts.output.as_deref());
     if !args.keep.is_empty() && format == OutputFormat::Html {
         bail!("--keep: no HTML page for the prune report (table, markdown, csv or json)");
@@ -232,9 +243,9 @@ fn with_libpaths(
     Ok((roots, pending))
 }
 
-fn run_diff(args: DiffArgs, color: cli::ColorChoice) -> anyhow::Result<ExitStatus> {
+fn run_diff(mut args: DiffArgs, color: cli::ColorChoice) -> anyhow::Result<ExitStatus> {
     let targets = load_targets(&args.table)?;
-    known_targets("--only", &args.only, &targets)?;
+    args.only = known_targets("--only", &args.only, &targets)?;
     let format = cli::resolve_report_format(args.json, args.format, args.output.as_deref())
         .map_err(anyhow::Error::msg)?;
     let out = Output::open(args.output.as_deref())?;
@@ -284,9 +295,9 @@ fn run_diff(args: DiffArgs, color: cli::ColorChoice) -> anyhow::Result<ExitStatu
     })
 }
 
-fn run_merge(args: MergeArgs, color: cli::ColorChoice) -> anyhow::Result<ExitStatus> {
+fn run_merge(mut args: MergeArgs, color: cli::ColorChoice) -> anyhow::Result<ExitStatus> {
     let targets = load_targets(&args.table)?;
-    known_targets("--only", &args.only, &targets)?;
+    args.only = known_targets("--only", &args.only, &targets)?;
     if !aggregate::layers().iter().any(|l| l.header == args.layer) {
         let names: Vec<&str> = aggregate::layers().iter().map(|l| l.header).collect();
         bail!("--layer: unknown layer {:?} (one of: {})", args.layer, names.join(", "));

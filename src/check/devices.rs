@@ -357,7 +357,12 @@ pub fn rocr_visible(list: Option<&str>, uuids: &[u64]) -> Option<Vec<usize>> {
 fn read_nodes(sysfs_root: &Path) -> Result<Vec<(u32, KfdNode)>, String> {
     let nodes_dir = sysfs_root.join("sys/class/kfd/kfd/topology/nodes");
     let entries = fs::read_dir(&nodes_dir)
-        .map_err(|e| format!("{}: {e} (is the amdgpu driver loaded?)", nodes_dir.display()))?;
+        .map_err(|e| {
+            format!(
+                "no GPU found: {}: {e} (is the amdgpu driver loaded?); name the GPU to check with --gpu, e.g. --gpu gfx1100 or --gpu \"RX 7900 XTX\" (`gfxscan targets` lists them)",
+                nodes_dir.display()
+            )
+        })?;
     let mut nodes: Vec<(u32, KfdNode)> = Vec::new();
     for e in entries.flatten() {
         let Some(n) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };

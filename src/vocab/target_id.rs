@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::vocab::targets::Targets;
+use crate::vocab::targets::{Target, Targets};
 
 /// The processor of a target ID (`gfx90a:xnack-` → `gfx90a`).
 pub fn processor_of(target_id: &str) -> &str {
@@ -56,15 +56,87 @@ impl DeviceTarget {
     }
 }
 
-/// Parses a target ID as users write it (`gfx1151`, `GFX90a:xnack+`, `gfx906:sramecc-:xnack+`),
-/// case folded. A generic target is refused: it is a kind of code object, not a GPU.
+/// Letters and digits only, lower case: how product names are compared (`RX 6700 XT`,
+/// `rx6700xt` and `Radeon RX 6700 XT` all read `…rx6700xt`).
+fn folded(s: &str) -> String {
+    s.chars().filter(char::is_ascii_alphanumeric).map(|c| c.to_ascii_lowercase()).collect()
+}
+
+/// The edit distance of two short names (for suggestions).
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+/// A processor as people name it: its name (`gfx1031`, case folded), a product (`rx6700xt`,
+/// `"RX 6700 XT"`, `Radeon VII`: `targets.toml` `products`, letters and digits compared), or
+/// a KFD version in the `HSA_OVERRIDE_GFX_VERSION` spelling (`10.3.0`) or `gfx_target_version`
+/// (`100300`). An unknown name is refused with the closest targets and their products.
+pub fn resolve_processor<'t>(name: &str, targets: &'t Targets) -> Result<&'t Target, String> {
+    let lower = name.trim().to_ascii_lowercase();
+    if let Some(t) = targets.by_name(&lower) {
+        return Ok(t);
+    }
+    let version = match lower.split('.').map(|p| p.parse::<u32>().ok()).collect::<Option<Vec<u32>>>() {
+        Some(v) if v.len() == 3 && v[1] < 100 && v[2] < 100 => Some(v[0] * 10000 + v[1] * 100 + v[2]),
+        Some(v) if v.len() == 1 && v[0] >= 10000 => Some(v[0]),
+        _ => None,
+    };
+    if let Some(t) = version.and_then(|v| targets.iter().find(|t| t.gfx_target_version == Some(v))) {
+        return Ok(t);
+    }
+    let key = folded(name);
+    let by_product: Vec<&Target> = targets
+        .iter()
+        .filter(|t| {
+            key.len() >= 4 && t.products.iter().any(|p| folded(p) == key || folded(p).ends_with(&key))
+        })
+        .collect();
+    match by_product.as_slice() {
+        [one] => return Ok(one),
+        [] => {}
+        many => {
+            let list: Vec<String> = many.iter().map(|t| described(t)).collect();
+            return Err(format!("{name:?} names products of several targets: {}", list.join(", ")));
+        }
+    }
+    let mut near: Vec<(usize, &Target)> =
+        targets.iter().filter(|t| !t.is_generic()).map(|t| (distance(&lower, &t.name), t)).collect();
+    near.sort_by_key(|(d, t)| (*d, targets.rank(&t.name)));
+    let list: Vec<String> = near.iter().take(3).map(|(_, t)| described(t)).collect();
+    Err(format!(
+        "unknown GPU target {name:?}; closest: {} (a name, a product such as \"RX 6700 XT\", or a version such as 10.3.0; `gfxscan targets` lists them)",
+        list.join(", ")
+    ))
+}
+
+/// A target with its first product, for messages (`gfx1031 (Radeon RX 6700 XT)`).
+fn described(t: &Target) -> String {
+    match t.products.first() {
+        Some(p) => format!("{} ({p})", t.name),
+        None => t.name.clone(),
+    }
+}
+
+/// Parses a target ID as users write it (`gfx1151`, `GFX90a:xnack+`, `gfx906:sramecc-:xnack+`,
+/// or a product or version in place of the processor: `rx6700xt`, `10.3.0:xnack-`), case
+/// folded. A generic target is refused: it is a kind of code object, not a GPU.
 pub fn parse_target_id(s: &str, targets: &Targets) -> Result<DeviceTarget, String> {
     let lower = s.trim().to_ascii_lowercase();
     let mut parts = lower.split(':');
-    let processor = parts.next().unwrap_or("");
-    let t = targets
-        .by_name(processor)
-        .ok_or_else(|| format!("unknown GPU target {processor:?} (see `gfxscan targets`)"))?;
+    let given = parts.next().unwrap_or("");
+    let t = resolve_processor(s.trim().split(':').next().unwrap_or(given), targets)?;
+    let processor = t.name.as_str();
     if t.is_generic() {
         let members: Vec<&str> = targets
             .iter()

@@ -742,7 +742,7 @@ fn compare_unknown_target_is_fatal() {
     let run = tree.scan(&["--compare", "gfx9999"]);
     run.expect_code(2);
     assert_eq!(run.stdout, "");
-    assert!(run.stderr.contains("--compare: unknown target \"gfx9999\""), "{}", run.stderr);
+    assert!(run.stderr.contains("--compare: unknown GPU target \"gfx9999\""), "{}", run.stderr);
 }
 
 #[test]

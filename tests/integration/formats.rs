@@ -300,7 +300,7 @@ fn only_unknown_target_is_fatal() {
     run.expect_code(2);
     assert_eq!(run.stdout, "");
     assert!(run.stderr.starts_with("error: "), "{}", run.stderr);
-    assert!(run.stderr.contains(r#"--only: unknown target "gfx9999""#), "{}", run.stderr);
+    assert!(run.stderr.contains(r#"--only: unknown GPU target "gfx9999""#), "{}", run.stderr);
 }
 
 #[test]

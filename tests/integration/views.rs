@@ -472,3 +472,28 @@ fn a_new_install_beside_an_unchanged_one_is_no_loss() {
     run.expect_code(1);
     assert_eq!(run.json()["losses"][0]["targets"], serde_json::json!(["gfx1201"]));
 }
+
+/// Names as people type them (issue 23): products (case and spaces folded), the override and
+/// KFD version spellings, target IDs with features in `--only`; an unknown name gets the
+/// closest targets with their products, and no GPU found says how to name one.
+#[test]
+fn gpus_and_targets_named_as_people_type_them() {
+    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/sample");
+    for name in ["gfx1031", "GFX1031", "rx6700xt", "RX 6700 XT", "Radeon RX 6700 XT", "10.3.1", "100301"] {
+        let r = gfxscan(["check", "-q", "--json", sample, "--gpu", name]).json();
+        assert_eq!(r["devices"][0]["effective"]["target_id"], "gfx1031", "{name}");
+    }
+    let unknown = gfxscan(["check", "-q", sample, "--gpu", "gfx1035x"]);
+    unknown.expect_code(2);
+    assert!(unknown.stderr.contains("closest: gfx1035 (Radeon 680M)"), "{}", unknown.stderr);
+    let only = gfxscan(["scan", "-q", "--json", sample, "--only", "gfx90a:xnack+,rx7900xtx"]).json();
+    let keys: std::collections::BTreeSet<&String> =
+        only["targets"].as_object().expect("targets").keys().collect();
+    assert_eq!(
+        keys,
+        ["gfx1100", "gfx90a"].iter().map(|s| s.to_string()).collect::<Vec<_>>().iter().collect()
+    );
+    let none = gfxscan(["check", "-q", sample, "--sysfs-root", sample]);
+    none.expect_code(2);
+    assert!(none.stderr.contains("name the GPU to check with --gpu"), "{}", none.stderr);
+}
