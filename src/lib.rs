@@ -275,6 +275,7 @@ fn run_diff(mut args: DiffArgs, color: cli::ColorChoice) -> anyhow::Result<ExitS
             // version makes them: a snapshot from an older gfxscan lacks newer rows (the
             // runtime's own code objects), which would read as changes that never happened.
             Some(mut s) => {
+                s.check_sense(&targets).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
                 if s.filtered_to.is_none() {
                     s.families = aggregate::families_table(&s.files, &targets);
                 }
@@ -321,7 +322,10 @@ fn run_merge(mut args: MergeArgs, color: cli::ColorChoice) -> anyhow::Result<Exi
         let g = gpus.as_ref().map(|g| (g, args.gpus.clone()));
         let read = |p: &std::path::Path| match unlisted.get(p) {
             Some(why) => Err(anyhow::anyhow!("{why}")),
-            None => snapshot::read_snapshot(p),
+            None => snapshot::read_snapshot(p).and_then(|s| {
+                s.check_sense(&targets).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
+                Ok(s)
+            }),
         };
         merge::merge(&paths, &read, g, &distinct(&args.only), &targets)
     });

@@ -155,9 +155,16 @@ pub fn parse_snapshot(text: &[u8]) -> Result<model::Snapshot, String> {
             )
         }
     };
-    // A check, diff or merge document has its own schema_version: say what it is first.
+    // A check, diff, merge or prune document has its own schema_version: say what it is first.
     if head.files.is_none() || head.summary.is_none() {
-        return Err("a gfxscan document, but not a scan snapshot (a check or diff result?)".into());
+        let what = match (&head.installs, &head.losses, &head.sources, &head.keep) {
+            (Some(_), ..) => "a `check` result",
+            (_, Some(_), ..) => "a `diff` result",
+            (_, _, Some(_), _) => "a `merge` result",
+            (.., Some(_)) => "a `scan --keep` (prune) report",
+            _ => "a gfxscan document, but not a scan snapshot",
+        };
+        return Err(format!("{what}: diff and merge take scan snapshots (`gfxscan scan --json -o FILE`)"));
     }
     if !model::READS.iter().any(|r| u64::from(*r) == version) {
         let reads: Vec<String> = model::READS.iter().map(u32::to_string).collect();
@@ -177,6 +184,10 @@ struct Head {
     schema_version: Option<u64>,
     files: Option<serde::de::IgnoredAny>,
     summary: Option<serde::de::IgnoredAny>,
+    installs: Option<serde::de::IgnoredAny>,
+    losses: Option<serde::de::IgnoredAny>,
+    sources: Option<serde::de::IgnoredAny>,
+    keep: Option<serde::de::IgnoredAny>,
 }
 
 #[derive(serde::Deserialize)]

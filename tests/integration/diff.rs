@@ -118,7 +118,7 @@ fn foreign_snapshots_are_refused() {
     let dir = t.path("").display().to_string();
     for (file, says) in [
         ("future.json", "schema_version 99"),
-        ("check.json", "not a scan snapshot (a check or diff result?)"),
+        ("check.json", "not a scan snapshot: diff and merge take scan snapshots"),
         ("other.json", "not a gfxscan snapshot"),
         ("broken.json", "not a JSON snapshot"),
     ] {
@@ -145,4 +145,45 @@ fn firmware_ucode_changes_are_listed() {
     assert_eq!(changed.len(), 1);
     assert_eq!(changed[0]["ucode"], serde_json::json!([160, 167]));
     assert_eq!(changed[0]["identity"], "firmware:amdgpu");
+}
+
+/// Snapshots are checked for sense (issue 23): a hand-edited one with a root index out of
+/// range, no root, or a processor no scan writes is refused (exit 2) by `diff` and `merge`, and a
+/// `check` result is named for what it is.
+#[test]
+fn snapshots_that_make_no_sense_are_refused() {
+    let t = Tree::new();
+    t.file("lib/libx.so", &lib_with(&[(0x41, "gfx1100")]));
+    let root = t.root_str();
+    let good = t.path("good.json");
+    let (code, _, err) = gfxscan(&["scan", "-q", "--json", &root, "-o", good.to_str().unwrap_or("")]);
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(&good).expect("snapshot");
+    let v: Value = serde_json::from_str(&text).expect("JSON");
+    let edited = |name: &str, edit: &dyn Fn(&mut Value)| {
+        let mut v = v.clone();
+        edit(&mut v);
+        let p = t.path(name);
+        std::fs::write(&p, serde_json::to_vec(&v).expect("JSON")).expect("write");
+        p.display().to_string()
+    };
+    let bad_root = edited("bad-root.json", &|v| v["files"][0]["root"] = 7.into());
+    let no_roots = edited("no-roots.json", &|v| v["roots"] = serde_json::json!([]));
+    let gfx9999 =
+        edited("gfx9999.json", &|v| v["files"][0]["code_objects"][0]["processor"] = "gfx9999".into());
+    for (file, says) in
+        [(&bad_root, "names root 7 of 1"), (&no_roots, "names no root"), (&gfx9999, "\"gfx9999\"")]
+    {
+        let (code, _, err) = gfxscan(&["diff", "-q", file, good.to_str().unwrap_or("")]);
+        assert_eq!(code, 2, "{file}: {err}");
+        assert!(err.contains(says), "{file}: {err}");
+        let (code, _, err) = gfxscan(&["merge", file]);
+        assert_eq!(code, 3, "{file}: {err}");
+    }
+    let check = t.path("check.json");
+    let (_, out, _) = gfxscan(&["check", "-q", "--json", &root, "--gpu", "gfx1100"]);
+    std::fs::write(&check, out).expect("write");
+    let (code, _, err) = gfxscan(&["diff", "-q", check.to_str().unwrap_or(""), good.to_str().unwrap_or("")]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("a `check` result: diff and merge take scan snapshots"), "{err}");
 }
