@@ -123,6 +123,11 @@ fn read_file(c: &Candidate, disk: &Path, targets: &Targets) -> (Read, Option<Ope
         Err(e) => return (failed(path, src.len, e.to_string()), None),
     };
     let kind = classify(&head);
+    // A name that promises an archive its bytes do not keep: a page saved by a failed download.
+    let name = disk.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+    if let Some((what, _)) = archive::promised_by_name(&name).filter(|(_, kinds)| !kinds.contains(&kind)) {
+        return (failed(path, src.len, archive::broken_promise(what, &head)), None);
+    }
     if kind == Kind::HostElf {
         src.read_scattered();
     }

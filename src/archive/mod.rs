@@ -118,6 +118,40 @@ pub fn detect(kind: Kind, head: &[u8], origin: &Arc<Origin>, budget: &Arc<Budget
     }
 }
 
+/// The archive a file's name promises (`torch-2.5.whl`, `librocblas4_6.4.deb`,
+/// `rocm.tar.zst`), as the format people call it and the kinds whose magic would keep that
+/// promise; `None` for other names.
+pub fn promised_by_name(name: &str) -> Option<(&'static str, &'static [Kind])> {
+    let lower = name.to_ascii_lowercase();
+    const RULES: &[(&str, &str, &[Kind])] = &[
+        (".whl", "a wheel (zip)", &[Kind::Zip]),
+        (".zip", "a zip archive", &[Kind::Zip]),
+        (".deb", "a Debian package (ar)", &[Kind::Ar]),
+        (".tar.gz", "a gzip tarball", &[Kind::Gzip]),
+        (".tgz", "a gzip tarball", &[Kind::Gzip]),
+        (".tar.zst", "a zstd tarball", &[Kind::Zstd]),
+        (".tar.xz", "an xz tarball", &[Kind::Xz]),
+        (".tar", "a tar archive", &[Kind::Tar]),
+    ];
+    RULES.iter().find(|(ext, _, _)| lower.ends_with(ext)).map(|(_, what, kinds)| (*what, *kinds))
+}
+
+/// Why a file whose name promises an archive is not one, from its first bytes: empty, a text
+/// page (what a failed download saves: `starts with "<!DOCTYPE html"`), or other bytes.
+pub fn broken_promise(what: &str, head: &[u8]) -> String {
+    let start = if head.is_empty() {
+        "it is empty".to_string()
+    } else if crate::parse::magic::looks_like_text(head) {
+        let text: String =
+            String::from_utf8_lossy(&head[..head.len().min(40)]).lines().next().unwrap_or("").into();
+        format!("it starts with {text:?}")
+    } else {
+        let bytes: Vec<String> = head.iter().take(8).map(|b| format!("{b:02x}")).collect();
+        format!("it starts with bytes {}", bytes.join(" "))
+    };
+    format!("named as {what}, but not one: {start} (a download that failed or did not finish?)")
+}
+
 /// What one archive walk needs: the target table, the budget, how deep it is nested, and the
 /// path of the archive itself (root and relative path) under which members are reported.
 #[derive(Clone)]

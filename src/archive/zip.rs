@@ -17,7 +17,18 @@ use crate::vocab::codec::Codec;
 pub(super) fn expand_zip(origin: &Arc<Origin>, ctx: &Ctx, record: ArchiveRecord) -> Result<Found, String> {
     let len = origin.known_len().unwrap_or(0);
     let src = origin.random().ok_or("zip archive without random access")?;
-    let mut zip = ::zip::ZipArchive::new(SourceReader::new(src, len)).map_err(|e| format!("zip: {e}"))?;
+    // A zip's directory is at its end: without it the file was cut short.
+    let mut zip = ::zip::ZipArchive::new(SourceReader::new(src, len)).map_err(|e| {
+        let cut = e.to_string().contains("EOCD");
+        format!(
+            "zip: {e}{}",
+            if cut {
+                ": no central directory at its end: truncated, the download looks incomplete"
+            } else {
+                ""
+            }
+        )
+    })?;
     let gather = Gather::default();
     let mut members = Vec::new();
     for i in 0..zip.len() {

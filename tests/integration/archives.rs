@@ -1501,3 +1501,27 @@ fn followed_links_to_files_and_archives_are_read() {
     let paths = file_paths(&snap);
     assert!(paths.iter().all(|p| !p.starts_with("lib/")), "{paths:?}");
 }
+
+/// Broken downloads do not pass (issue 23): a page saved as `.whl`, an empty `.deb`, garbage
+/// named `.tar.gz` are problems that say what they hold, and a cut-short wheel says it looks
+/// incomplete; the scan exits 1, never "nothing found" with 0.
+#[test]
+fn broken_downloads_are_problems_that_say_so() {
+    let t = Tree::new();
+    t.file("torch-2.5.whl", b"<!DOCTYPE html>\n<html><body>404 Not Found</body></html>\n");
+    t.file("librocblas4.deb", b"");
+    t.file("rocm.tar.gz", b"garbage");
+    let whl = zip_of(&[file("pkg/libk.so", vec![0u8; 4096])], false);
+    t.file("cut.whl", &whl[..whl.len() / 2]);
+    for (name, says) in [
+        ("torch-2.5.whl", "named as a wheel (zip), but not one: it starts with \"<!DOCTYPE html>\""),
+        ("librocblas4.deb", "named as a Debian package (ar), but not one: it is empty"),
+        ("rocm.tar.gz", "named as a gzip tarball, but not one: it starts with \"garbage\""),
+        ("cut.whl", "the download looks incomplete"),
+    ] {
+        let (run, snap) = scan_json(&t.path(name), &[]);
+        assert_eq!(run.code, 1, "{name}: {}", run.stderr);
+        let p = problems(&snap);
+        assert!(p.iter().any(|(_, m)| m.contains(says)), "{name}: {p:?}");
+    }
+}
