@@ -234,9 +234,13 @@ pub struct ScanOpts {
     pub output: Option<PathBuf>,
     #[command(flatten)]
     pub resources: Resources,
-    /// Follow symbolic links (loops are detected and reported).
+    /// Follow symbolic links (loops are detected and reported), staying on the file system of
+    /// each root, as `find -xdev` does: a link to /proc or another mount is not walked.
     #[arg(long)]
     pub follow_links: bool,
+    /// With --follow-links: also walk into other file systems the links lead to.
+    #[arg(long, requires = "follow_links")]
+    pub cross_file_systems: bool,
     /// No progress bar and no live warnings on standard error.
     #[arg(short, long)]
     pub quiet: bool,

@@ -54,6 +54,7 @@ fn scan_roots(
         roots,
         threads: opts.resources.threads,
         follow_links: opts.follow_links,
+        cross_file_systems: opts.cross_file_systems,
         max_memory: opts.resources.max_memory,
     };
     let bar = report::progress::Bar::new(opts.quiet);
@@ -254,6 +255,7 @@ fn run_diff(mut args: DiffArgs, color: cli::ColorChoice) -> anyhow::Result<ExitS
         output: None,
         resources: args.resources,
         follow_links: false,
+        cross_file_systems: false,
         quiet: args.quiet,
         table: TableArgs { targets: args.table.targets.clone() },
     };

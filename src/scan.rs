@@ -35,6 +35,8 @@ pub struct ScanConfig {
     pub threads: Option<usize>,
     /// Follow symbolic links (loops are detected).
     pub follow_links: bool,
+    /// With `follow_links`: walk into other file systems too (else stay on each root's).
+    pub cross_file_systems: bool,
     /// Memory to aim under; `None` = [`crate::vocab::codec::MEMORY_TARGET`].
     pub max_memory: Option<u64>,
 }
@@ -241,7 +243,7 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
     }
     // Roots that lead to the same tree were merged: indexes refer to the ones kept.
     let given: Vec<String> = roots.iter().map(|r| r.given.display().to_string()).collect();
-    let mut walked = walk(&roots, config.follow_links, &|| progress.walked());
+    let mut walked = walk(&roots, config.follow_links, config.cross_file_systems, &|| progress.walked());
     // An OCI image layout given as a root is read as the image, not as a folder of blobs.
     let layouts: Vec<usize> = (0..roots.len()).filter(|&i| archive::is_layout_dir(&roots[i].real)).collect();
     walked.candidates.retain(|c| !layouts.contains(&c.root));

@@ -84,8 +84,13 @@ fn ours(snap: &Snapshot) -> BTreeMap<String, BTreeMap<Key, u32>> {
 /// Compares the code objects found under `root` with a truth table whose paths are `prefix`
 /// followed by paths relative to `root`.
 fn compare(root: &Path, prefix: &str, table: &Path) -> usize {
-    let config =
-        ScanConfig { roots: vec![root.to_path_buf()], threads: None, follow_links: false, max_memory: None };
+    let config = ScanConfig {
+        roots: vec![root.to_path_buf()],
+        threads: None,
+        follow_links: false,
+        cross_file_systems: false,
+        max_memory: None,
+    };
     let snap = scan(&config, &Targets::builtin(), &Silent).expect("scan runs");
     assert!(snap.problems.is_empty(), "problems on real files: {:#?}", snap.problems);
     let got = ours(&snap).into_iter().map(|(k, v)| (format!("{prefix}{k}"), v)).collect::<BTreeMap<_, _>>();
@@ -206,7 +211,13 @@ fn negatives_hold_no_device_code() {
         eprintln!("skipped: corpus not present");
         return;
     }
-    let config = ScanConfig { roots: vec![root], threads: Some(1), follow_links: false, max_memory: None };
+    let config = ScanConfig {
+        roots: vec![root],
+        threads: Some(1),
+        follow_links: false,
+        cross_file_systems: false,
+        max_memory: None,
+    };
     let snap = scan(&config, &Targets::builtin(), &Silent).expect("scan runs");
     for neg in ["libbitsandbytes_cuda130.so", "libbitsandbytes_xpu2025.so"] {
         assert!(!snap.files.iter().any(|f| f.path.path == neg), "{neg} reported as device code");
@@ -228,8 +239,13 @@ fn check_kernels(root: &Path, prefix: &str, table: &Path) -> usize {
             Some((f[0].to_string(), k.parse().ok()?))
         })
         .collect();
-    let config =
-        ScanConfig { roots: vec![root.to_path_buf()], threads: None, follow_links: false, max_memory: None };
+    let config = ScanConfig {
+        roots: vec![root.to_path_buf()],
+        threads: None,
+        follow_links: false,
+        cross_file_systems: false,
+        max_memory: None,
+    };
     let snap = scan(&config, &Targets::builtin(), &Silent).expect("scan runs");
     let mut checked = 0;
     for f in &snap.files {
@@ -260,8 +276,13 @@ fn kernel_counts_match_truth() {
 }
 
 fn scan_dir(root: &Path) -> Snapshot {
-    let config =
-        ScanConfig { roots: vec![root.to_path_buf()], threads: None, follow_links: false, max_memory: None };
+    let config = ScanConfig {
+        roots: vec![root.to_path_buf()],
+        threads: None,
+        follow_links: false,
+        cross_file_systems: false,
+        max_memory: None,
+    };
     scan(&config, &Targets::builtin(), &Silent).expect("scan runs")
 }
 

@@ -175,13 +175,16 @@ fn special_kind(ft: &fs::FileType) -> Option<&'static str> {
 }
 
 /// Walks every root; `tick` is called once per entry (for a progress counter).
-pub fn walk(roots: &[Root], follow_links: bool, tick: &dyn Fn()) -> Walked {
+/// With `follow_links`, the walk stays on each root's file system unless `cross_file_systems`
+/// (a link into /proc or another mount is not walked, as `find -xdev`).
+pub fn walk(roots: &[Root], follow_links: bool, cross_file_systems: bool, tick: &dyn Fn()) -> Walked {
     let mut out = Walked::default();
     for (i, root) in roots.iter().enumerate() {
         // Relative to the root; empty for the root itself (also when the root is a file).
         let rel_of =
             |p: &Path| -> PathBuf { p.strip_prefix(&root.real).map(Path::to_path_buf).unwrap_or_default() };
-        for entry in walkdir::WalkDir::new(&root.real).follow_links(follow_links) {
+        let stay = follow_links && !cross_file_systems;
+        for entry in walkdir::WalkDir::new(&root.real).follow_links(follow_links).same_file_system(stay) {
             tick();
             let entry = match entry {
                 Ok(e) => e,

@@ -59,6 +59,7 @@ fn library_snapshots_are_equal_across_thread_counts() {
             roots: vec![m.tree.root().to_path_buf()],
             threads: Some(threads),
             follow_links: false,
+            cross_file_systems: false,
             max_memory: None,
         };
         scan(&cfg, &Targets::builtin(), &Silent).expect("scan runs")

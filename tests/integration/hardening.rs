@@ -1284,3 +1284,25 @@ fn an_unreadable_root_is_an_error() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.starts_with("error: cannot read ") && err.contains("locked"), "{err}");
 }
+
+/// `--follow-links` stays on the root's file system, as `find -xdev` (issue 23: a link to /proc
+/// walked the machine: 34,371 files, 5,765 problems); `--cross-file-systems` asks otherwise.
+#[test]
+fn followed_links_stay_on_the_roots_file_system() {
+    if !Path::new("/proc/self").exists() {
+        eprintln!("skipped: no /proc");
+        return;
+    }
+    let tree = Tree::new();
+    tree.file("lib/k.co", &co(GFX900, 0, 1));
+    tree.symlink("/proc", "lib/proc");
+    let (m, snap) = scan_measured("a link to /proc, --follow-links", tree.root(), &["--follow-links"], None)
+        .expect("runs as self");
+    assert_eq!(m.code, 0, "{}", m.stderr);
+    assert!(m.elapsed < Duration::from_secs(10), "took {:?}", m.elapsed);
+    assert_eq!(snap["summary"]["files"], 1, "{}", snap["summary"]);
+    assert_eq!(problem_list(&snap), Vec::<(String, String)>::new());
+    let bad =
+        crate::util::gfxscan(["scan", "-q", "--cross-file-systems", tree.root().to_str().unwrap_or("")]);
+    assert_eq!(bad.code, 2, "--cross-file-systems needs --follow-links: {}", bad.stderr);
+}

@@ -231,6 +231,7 @@ fn non_utf8_file_name() {
         roots: vec![tree.root().to_path_buf()],
         threads: Some(1),
         follow_links: false,
+        cross_file_systems: false,
         max_memory: None,
     };
     let lib = scan(&cfg, &Targets::builtin(), &Silent).expect("scan runs");
@@ -266,6 +267,7 @@ fn every_truncation_is_a_problem() {
         roots: vec![tree.root().to_path_buf()],
         threads: Some(4),
         follow_links: false,
+        cross_file_systems: false,
         max_memory: None,
     };
     let snap = scan(&cfg, &Targets::builtin(), &Silent).expect("scan runs");
@@ -292,6 +294,7 @@ fn every_truncated_code_object_is_a_problem() {
         roots: vec![tree.root().to_path_buf()],
         threads: Some(4),
         follow_links: false,
+        cross_file_systems: false,
         max_memory: None,
     };
     let snap = scan(&cfg, &Targets::builtin(), &Silent).expect("scan runs");
@@ -338,6 +341,7 @@ fn byte_flips_never_panic() {
         roots: vec![tree.root().to_path_buf()],
         threads: Some(4),
         follow_links: false,
+        cross_file_systems: false,
         max_memory: None,
     };
     let snap = scan(&cfg, &Targets::builtin(), &Silent).expect("scan runs");

@@ -18,7 +18,13 @@ fn real() -> PathBuf {
 
 #[test]
 fn real_files_give_their_known_facts() {
-    let config = ScanConfig { roots: vec![real()], threads: Some(2), follow_links: false, max_memory: None };
+    let config = ScanConfig {
+        roots: vec![real()],
+        threads: Some(2),
+        follow_links: false,
+        cross_file_systems: false,
+        max_memory: None,
+    };
     let snap = scan(&config, &Targets::builtin(), &Silent).expect("scan runs");
     assert!(snap.problems.is_empty(), "{:?}", snap.problems);
     let by_path: BTreeMap<&str, _> = snap.files.iter().map(|f| (f.path.path.as_str(), f)).collect();

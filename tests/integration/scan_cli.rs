@@ -345,6 +345,7 @@ fn library_scan_matches_binary() {
         roots: vec![m.tree.root().to_path_buf()],
         threads: Some(2),
         follow_links: false,
+        cross_file_systems: false,
         max_memory: None,
     };
     let snap =
