@@ -70,6 +70,14 @@ fn write_gpu(
         gpu_line(gpu, targets),
         paint(&inst.status_shown(status), status_color(status), style.color)
     )?;
+    // The answer first: what would change it, and the dangers, before the table behind them.
+    let (first, rest) = if md { ("- ", "  ") } else { ("  ", "    ") };
+    for h in &gpu.hints {
+        writeln!(out, "{}", wrap(&format!("hint: {h}"), first, rest, style.width))?;
+    }
+    for w in &gpu.warnings {
+        writeln!(out, "{}", wrap(&format!("warning: {w}"), first, rest, style.width))?;
+    }
     writeln!(out)?;
     let mut t = super::table::styled(md, style);
     if let (false, Some(w)) = (md, style.width) {
@@ -89,13 +97,6 @@ fn write_gpu(
     let text = t.to_string();
     for line in text.lines() {
         writeln!(out, "{}", line.trim_end())?;
-    }
-    let (first, rest) = if md { ("- ", "  ") } else { ("  ", "    ") };
-    for h in &gpu.hints {
-        writeln!(out, "{}", wrap(&format!("hint: {h}"), first, rest, style.width))?;
-    }
-    for w in &gpu.warnings {
-        writeln!(out, "{}", wrap(&format!("warning: {w}"), first, rest, style.width))?;
     }
     writeln!(out)
 }
@@ -120,7 +121,10 @@ pub fn outcome_line(report: &CheckReport) -> String {
                         .map(move |g| format!("{} in {}", g.device.effective.target_id, i.install.path))
                 })
                 .collect();
-            format!("{counted} · MISSING: code for {}", missing.join("; "))
+            // The last line repeats what would change the answer, when something would.
+            let hinted = report.installs.iter().flat_map(|i| &i.gpus).any(|g| !g.hints.is_empty());
+            let hint = if hinted { " · an override would help (hint under the GPU above)" } else { "" };
+            format!("{counted} · MISSING: code for {}{hint}", missing.join("; "))
         }
         Outcome::Incomplete => format!(
             "{counted} · INCOMPLETE: {}; no OK is given for what could not be read",

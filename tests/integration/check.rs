@@ -228,6 +228,10 @@ fn gfx1031_without_rocblas_code_is_missing_with_override_hint() {
     assert!(row.contains("MISSING"), "{}", run.stdout);
     assert!(run.stdout.contains("hint: HSA_OVERRIDE_GFX_VERSION=10.3.0"), "{}", run.stdout);
     assert!(run.stdout.contains("MISSING: code for gfx1031 in "), "{}", run.stdout);
+    // The answer first (issue 23): the hint comes before the table, and the last line says so.
+    let at = |s: &str| run.stdout.find(s).unwrap_or(usize::MAX);
+    assert!(at("hint: HSA_OVERRIDE") < at("LIBRARY"), "{}", run.stdout);
+    assert!(at("an override would help") > at("LIBRARY"), "{}", run.stdout);
 
     // The same install checked as the gfx1030 it holds is fine, and needs no hint.
     let report = check_json(&tree, &gpus_args(&["gfx1030"]), &[], 0);
