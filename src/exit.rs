@@ -26,6 +26,17 @@ pub enum ExitStatus {
 }
 
 impl ExitStatus {
+    /// Every status with what it means, for the manual pages' EXIT STATUS.
+    pub const MEANINGS: [(ExitStatus, &'static str); 7] = [
+        (ExitStatus::Clean, "finished, every file read; check: every required piece present; diff: no loss asked about"),
+        (ExitStatus::Problems, "scan: finished, but some files could not be fully read (listed as problems)"),
+        (ExitStatus::Missing, "check: some GPU lacks a required piece; diff --fail-on-loss: some GPU's verdict got worse; merge --gpu: a source lacks a piece"),
+        (ExitStatus::Fatal, "could not run: bad arguments, an unreadable or missing root, a bad targets file, an output that cannot be written, a snapshot that is none"),
+        (ExitStatus::Incomplete, "check, diff, merge: some files could not be read, so no OK (and no loss) is claimed"),
+        (ExitStatus::NothingToCheck, "check: no library with device code under the roots"),
+        (ExitStatus::Findings, "scan --fail-on-findings: every file read, and the install is broken as shipped"),
+    ];
+
     /// The process exit code.
     pub fn code(self) -> u8 {
         match self {

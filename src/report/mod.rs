@@ -96,5 +96,65 @@ pub fn write_man(subcommand: Option<&str>, out: &mut dyn Write) -> anyhow::Resul
         }
     };
     man.render(out)?;
+    // Sections clap's page has not: the exit statuses (from `exit::ExitStatus`, one place) and
+    // examples on the real sample.
+    writeln!(out, ".SH \"EXIT STATUS\"")?;
+    for (status, meaning) in crate::exit::ExitStatus::MEANINGS {
+        writeln!(out, ".TP\n\\fB{}\\fR\n{}", status.code(), roff_text(meaning))?;
+    }
+    writeln!(out, ".SH EXAMPLES")?;
+    for (command, what) in man_examples(subcommand) {
+        writeln!(out, ".TP\n\\fB{}\\fR\n{}", roff_text(command), roff_text(what))?;
+    }
     Ok(())
+}
+
+/// Text for roff: backslashes and leading dots or quotes made harmless.
+fn roff_text(s: &str) -> String {
+    let s = s.replace('\\', "\\\\").replace('-', "\\-");
+    if s.starts_with('.') || s.starts_with('\'') {
+        format!("\\&{s}")
+    } else {
+        s
+    }
+}
+
+/// Examples for a page: the subcommand's own, or one of each for gfxscan(1).
+fn man_examples(subcommand: Option<&str>) -> Vec<(&'static str, &'static str)> {
+    const ALL: &[(&str, &str, &str)] = &[
+        (
+            "scan",
+            "gfxscan scan sample --only gfx900,gfx1030,gfx1100",
+            "what the sample install holds for three targets, layer by layer",
+        ),
+        ("scan", "gfxscan scan /opt/rocm --by library --only gfx1031", "which library lacks gfx1031"),
+        ("scan", "gfxscan scan /opt/rocm --keep gfx1100", "what an install for a gfx1100 could drop"),
+        (
+            "check",
+            "gfxscan check /opt/rocm --gpu \"RX 6700 XT\"",
+            "will a Radeon RX 6700 XT find its code, library by library",
+        ),
+        (
+            "check",
+            "gfxscan check --json -o verdicts.json",
+            "the GPUs of this machine, every install, as JSON",
+        ),
+        (
+            "diff",
+            "gfxscan diff --fail-on-loss /opt/rocm-6.4.0 /opt/rocm-7.2.0",
+            "an upgrade that loses no GPU exits 0",
+        ),
+        (
+            "merge",
+            "gfxscan merge snapshots/ --gpu gfx1100,gfx1031",
+            "a fleet of snapshots, a verdict per node per GPU",
+        ),
+        ("targets", "gfxscan targets", "every GPU target gfxscan knows, with its products"),
+        ("completions", "gfxscan completions bash > /etc/bash_completion.d/gfxscan", "shell completions"),
+    ];
+    ALL.iter()
+        .filter(|(sub, _, _)| subcommand.is_none_or(|s| s == *sub))
+        .filter(|(sub, _, _)| subcommand.is_some() || !matches!(*sub, "completions"))
+        .map(|(_, c, w)| (*c, *w))
+        .collect()
 }

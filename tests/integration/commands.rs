@@ -217,3 +217,23 @@ fn completions_and_man_page_are_generated() {
     assert!(none.stderr.contains("no subcommand \"nope\""), "{}", none.stderr);
     crate::util::gfxscan(["completions", "tcsh"]).expect_code(2);
 }
+
+/// Manual pages say what each exit status means and show examples (issue 23), for gfxscan(1)
+/// and every subcommand's page.
+#[test]
+fn man_pages_have_exit_status_and_examples() {
+    for sub in [None, Some("scan"), Some("check"), Some("diff"), Some("merge"), Some("targets")] {
+        let mut args = vec!["man"];
+        args.extend(sub);
+        let run = crate::util::gfxscan(&args);
+        assert_eq!(run.code, 0, "{args:?}: {}", run.stderr);
+        for section in [".SH \"EXIT STATUS\"", ".SH EXAMPLES"] {
+            assert!(run.stdout.contains(section), "{args:?} lacks {section}");
+        }
+        for code in 0..=5 {
+            assert!(run.stdout.contains(&format!(".TP\n\\fB{code}\\fR\n")), "{args:?}: exit {code}");
+        }
+        let examples = run.stdout.split(".SH EXAMPLES").nth(1).unwrap_or_default();
+        assert!(examples.contains("\\fBgfxscan "), "{args:?}: no example");
+    }
+}
