@@ -58,7 +58,7 @@ fn is_rocm_dir(name: &str) -> bool {
 fn root_kind(root: &str) -> InstallKind {
     let mut names = root.trim_end_matches('/').rsplit('/');
     let (name, parent) = (names.next().unwrap_or(""), names.next().unwrap_or(""));
-    if matches!(parent, "site-packages" | "dist-packages") {
+    if matches!(parent, "site-packages" | "dist-packages") || is_wheel(name) {
         InstallKind::Python
     } else if name == "ollama" {
         InstallKind::Ollama
@@ -69,6 +69,12 @@ fn root_kind(root: &str) -> InstallKind {
     } else {
         InstallKind::Root
     }
+}
+
+/// True for a Python wheel read as a tree (`torch-2.5.0+rocm6.2-cp311-…whl`): one
+/// distribution, one install, whatever its members' paths.
+fn is_wheel(name: &str) -> bool {
+    name.to_ascii_lowercase().ends_with(".whl")
 }
 
 /// The install holding `path`, a library's displayed path; `root` is the displayed root it
@@ -99,6 +105,10 @@ pub fn install_of(root: &str, path: &str) -> Install {
         if p == "ollama" {
             return Some((i, InstallKind::Ollama));
         }
+        // A wheel is one distribution, however many unrelated wheels share a folder.
+        if is_wheel(p) {
+            return Some((i, InstallKind::Python));
+        }
         None
     });
     // A root that is itself a Python package or an Ollama folder holds its `rocm` folder.
@@ -128,6 +138,18 @@ pub fn install_of(root: &str, path: &str) -> Install {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A folder of wheels is an install per wheel (issue 23: 18 unrelated wheels were judged as
+    /// one install), and a wheel named as the root is one Python install.
+    #[test]
+    fn every_wheel_is_its_own_install() {
+        let a = install_of("/dl", "/dl/cupy_rocm_5_0-13.3.0.whl/cupy/cuda/cub.so");
+        let b = install_of("/dl", "/dl/cupy_rocm_4_0-10.6.0.whl/cupy/cuda/cub.so");
+        assert_eq!((a.path.as_str(), a.kind), ("/dl/cupy_rocm_5_0-13.3.0.whl", InstallKind::Python));
+        assert_ne!(a, b);
+        let whole = install_of("/dl/x-1.0.whl", "/dl/x-1.0.whl/x/lib.so");
+        assert_eq!((whole.path.as_str(), whole.kind), ("/dl/x-1.0.whl", InstallKind::Python));
+    }
 
     /// AMD's HIP SDK for Windows: `C:\\Program Files\\AMD\\ROCm\\6.2\\bin\\rocblas.dll`, as scanned from
     /// an unpacked copy, is one ROCm install per version.
