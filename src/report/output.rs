@@ -71,11 +71,13 @@ impl Output {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        let temp = tempfile::Builder::new()
-            .prefix(".gfxscan-")
-            .suffix(".part")
-            .tempfile_in(&dir)
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        // The staging file is ours: an error names the output asked for, not the `.part`.
+        let temp =
+            tempfile::Builder::new().prefix(".gfxscan-").suffix(".part").tempfile_in(&dir).map_err(|e| {
+                let cause =
+                    e.raw_os_error().map_or_else(|| io::Error::from(e.kind()), io::Error::from_raw_os_error);
+                anyhow::anyhow!("cannot write {}: {cause}", path.display())
+            })?;
         staged().push(temp.path().to_path_buf());
         Ok(Output::Staged { path, temp })
     }

@@ -1306,3 +1306,25 @@ fn followed_links_stay_on_the_roots_file_system() {
         crate::util::gfxscan(["scan", "-q", "--cross-file-systems", tree.root().to_str().unwrap_or("")]);
     assert_eq!(bad.code, 2, "--cross-file-systems needs --follow-links: {}", bad.stderr);
 }
+
+/// An output that cannot be written is named as asked for, never by the staging file gfxscan
+/// would have made beside it (issue 23: errors showed `.gfxscan-XXXX.part`).
+#[test]
+fn output_errors_name_the_output_not_the_staging_file() {
+    use std::os::unix::process::CommandExt;
+    let tree = Tree::new();
+    tree.file("k.co", &co(GFX900, 0, 1));
+    std::fs::create_dir_all(tree.path("ro")).expect("mkdir");
+    open_up(tree.root());
+    chmod(&tree.path("ro"), 0o555);
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_gfxscan"));
+    cmd.args(["scan", "-q"]).arg(tree.path("k.co")).arg("-o").arg(tree.path("ro/out.json"));
+    if can_switch_user() {
+        cmd.uid(NOBODY);
+    }
+    let out = cmd.output().expect("runs");
+    chmod(&tree.path("ro"), 0o755);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("ro/out.json") && !err.contains(".part"), "{err}");
+}
