@@ -20,6 +20,17 @@ use gfxscan::vocab::targets::Targets;
 
 type Key = (String, u32, u8, u64);
 
+/// How the corpus tests scan a tree: every default, links not followed.
+fn whole_tree(root: &Path) -> ScanConfig {
+    ScanConfig {
+        roots: vec![root.to_path_buf()],
+        threads: None,
+        follow_links: false,
+        cross_file_systems: false,
+        max_memory: None,
+    }
+}
+
 fn shared() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus")
 }
@@ -84,13 +95,7 @@ fn ours(snap: &Snapshot) -> BTreeMap<String, BTreeMap<Key, u32>> {
 /// Compares the code objects found under `root` with a truth table whose paths are `prefix`
 /// followed by paths relative to `root`.
 fn compare(root: &Path, prefix: &str, table: &Path) -> usize {
-    let config = ScanConfig {
-        roots: vec![root.to_path_buf()],
-        threads: None,
-        follow_links: false,
-        cross_file_systems: false,
-        max_memory: None,
-    };
+    let config = whole_tree(root);
     let snap = scan(&config, &Targets::builtin(), &Silent).expect("scan runs");
     assert!(snap.problems.is_empty(), "problems on real files: {:#?}", snap.problems);
     let got = ours(&snap).into_iter().map(|(k, v)| (format!("{prefix}{k}"), v)).collect::<BTreeMap<_, _>>();
@@ -239,13 +244,7 @@ fn check_kernels(root: &Path, prefix: &str, table: &Path) -> usize {
             Some((f[0].to_string(), k.parse().ok()?))
         })
         .collect();
-    let config = ScanConfig {
-        roots: vec![root.to_path_buf()],
-        threads: None,
-        follow_links: false,
-        cross_file_systems: false,
-        max_memory: None,
-    };
+    let config = whole_tree(root);
     let snap = scan(&config, &Targets::builtin(), &Silent).expect("scan runs");
     let mut checked = 0;
     for f in &snap.files {
@@ -276,13 +275,7 @@ fn kernel_counts_match_truth() {
 }
 
 fn scan_dir(root: &Path) -> Snapshot {
-    let config = ScanConfig {
-        roots: vec![root.to_path_buf()],
-        threads: None,
-        follow_links: false,
-        cross_file_systems: false,
-        max_memory: None,
-    };
+    let config = whole_tree(root);
     scan(&config, &Targets::builtin(), &Silent).expect("scan runs")
 }
 
