@@ -51,6 +51,13 @@ pub struct PruneRow {
     pub generic: Bytes,
     /// Host code, runtime-internal code, and files tied to no target: they stay.
     pub stays: u64,
+    /// Of `drop`: whole files that could be deleted (every byte of them serves only other
+    /// targets). The rest is code inside files that also hold kept code or host code — fat
+    /// binaries — which only a rebuild (or a kpack split) could drop.
+    pub drop_whole: Bytes,
+    /// Those files.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub files_to_drop: Vec<RelPath>,
 }
 
 /// The version of the prune document (`scan --keep --json`).
@@ -131,6 +138,7 @@ pub fn prune(snap: &Snapshot, keep: &[String], targets: &Targets) -> PruneReport
         let lib = row_of(f, lib_of[i].map(|l| &libs[l]));
         let rt = lib_of[i].map_or_else(Runtime::default, |l| runtime_of(snap, &libs[l].install).0);
         let row = rows.entry(lib.clone()).or_insert_with(|| PruneRow { library: lib, ..PruneRow::default() });
+        let before = (row.drop, row.keep.stored, row.stays);
         let mut device_stored = 0u64;
         let mut any_kept = false;
         // Compressed bundles (offset, stored size, entries' shares): counted once per bundle;
@@ -183,6 +191,15 @@ pub fn prune(snap: &Snapshot, keep: &[String], targets: &Targets) -> PruneReport
             // Host code (and a file's headers) stays with the library.
             _ => row.stays += f.size.saturating_sub(device_stored),
         }
+        // A file all of whose bytes could go can be deleted as it is.
+        let dropped = Bytes {
+            stored: row.drop.stored - before.0.stored,
+            inflated: row.drop.inflated - before.0.inflated,
+        };
+        if dropped.stored > 0 && row.keep.stored == before.1 && row.stays == before.2 {
+            row.drop_whole.add(dropped.stored, dropped.inflated);
+            row.files_to_drop.push(f.path.clone());
+        }
     }
     let mut libraries: Vec<PruneRow> = rows.into_values().collect();
     libraries.sort_by(|a, b| b.drop.stored.cmp(&a.drop.stored).then_with(|| a.library.cmp(&b.library)));
@@ -192,6 +209,8 @@ pub fn prune(snap: &Snapshot, keep: &[String], targets: &Targets) -> PruneReport
         keep: t.keep.plus(r.keep),
         generic: t.generic.plus(r.generic),
         stays: t.stays + r.stays,
+        drop_whole: t.drop_whole.plus(r.drop_whole),
+        files_to_drop: Vec::new(),
     });
     let recorded = snap.files.iter().fold((0u64, 0u64), |(n, b), f| (n + 1, b + f.size));
     let untied = Untied {

@@ -45,6 +45,7 @@ pub fn write_prune(
                 "library",
                 "drop_stored",
                 "drop_inflated",
+                "drop_whole_files_stored",
                 "keep_stored",
                 "keep_inflated",
                 "generic_stored",
@@ -57,6 +58,7 @@ pub fn write_prune(
                     name,
                     r.drop.stored.to_string(),
                     r.drop.inflated.to_string(),
+                    r.drop_whole.stored.to_string(),
                     r.keep.stored.to_string(),
                     r.keep.inflated.to_string(),
                     r.generic.stored.to_string(),
@@ -80,6 +82,14 @@ pub fn write_prune(
         human_bytes(t.stays)
     );
     writeln!(out, "{}", wrap(&head, "", "", style.width))?;
+    let files: usize = rows.iter().map(|r| r.files_to_drop.len()).sum();
+    let split = format!(
+        "Of what could go, {} is whole files ({}: deleting them is enough; `--json` lists them); {} is code inside libraries that also hold code for the kept targets, which only a rebuild or a kpack split could drop.",
+        human_bytes(t.drop_whole.stored),
+        crate::vocab::units::count(files as u64, "file"),
+        human_bytes(t.drop.stored.saturating_sub(t.drop_whole.stored)),
+    );
+    writeln!(out, "{}", wrap(&split, "", "", style.width))?;
     writeln!(out)?;
     let all: Vec<&PruneRow> = rows.iter().copied().chain(std::iter::once(t)).collect();
     // One root: paths inside it, the root said once above the table.
@@ -94,14 +104,23 @@ pub fn write_prune(
     let cols = vec![
         Column::left("library", all.iter().map(|r| name(r)).collect(), None),
         Column::right("could go", all.iter().map(|r| bytes(r.drop.stored)).collect(), None),
+        Column::right("whole files", all.iter().map(|r| bytes(r.drop_whole.stored)).collect(), Some(5)),
         Column::right("inflated", all.iter().map(|r| bytes(r.drop.inflated)).collect(), Some(2)),
         Column::right("stays for them", all.iter().map(|r| bytes(r.keep.stored)).collect(), Some(3)),
         Column::right("of it generic", all.iter().map(|r| bytes(r.generic.stored)).collect(), Some(1)),
         Column::right("host and other", all.iter().map(|r| bytes(r.stays)).collect(), Some(4)),
     ];
-    let (text, _) = fit(cols, md, style);
+    let (text, dropped) = fit(cols, md, style);
     writeln!(out, "{text}")?;
     writeln!(out)?;
+    // A column left out for the width is said, never silently gone.
+    if !dropped.is_empty() {
+        let note = format!(
+            "Left out for the width: {}; a wider terminal or `--format csv` shows them.",
+            dropped.join(", ")
+        );
+        writeln!(out, "{}", wrap(&note, "", "", style.width))?;
+    }
     let untied = &report.untied;
     let note = format!(
         "{} ({}) {} no device code or GPU data (or could not be read) and {}; in no row. An entry of a compressed bundle counts its share of the bundle on disk (its size × the bundle's stored ÷ inflated size) and its own size inflated. A hard link is counted once. Nothing was written or deleted.",

@@ -104,3 +104,42 @@ fn a_hard_linked_library_is_counted_once() {
     // The library without device code is in no row, and is said to stay.
     assert_eq!(report["untied"], serde_json::json!({"files": 1, "bytes": 43}), "{report:#}");
 }
+
+/// `--keep` you can act on (issue 23): what could go is split into whole files, listed, which
+/// deleting removes, and code inside libraries that also keep code (fat binaries), which only a
+/// rebuild could drop; a column left out for the width is said.
+#[test]
+fn keep_lists_whole_files_apart_from_code_inside_libraries() {
+    let tree = Tree::new();
+    let (a, b) = (co(GFX900, 0, 3), co(GFX1100, 0, 2));
+    tree.file("opt/rocm/lib/libmixed.so", &host_lib(&[("gfx900", &a), ("gfx1100", &b)]));
+    let index = tensile_index(&["gfx900"], 2);
+    tree.file("opt/rocm/lib/rocblas/library/TensileLibrary_lazy_gfx900.dat", &index);
+    tree.file("opt/rocm/lib/rocblas/library/TensileLibrary_gfx900.co", &a);
+    let report = tree.scan(&["--keep", "gfx1100", "--json"]).json();
+    let tensile = row(&report, "opt/rocm/lib/rocblas/library/");
+    let whole: Vec<&str> = tensile["files_to_drop"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .filter_map(|f| f["path"].as_str())
+        .collect();
+    assert_eq!(
+        whole,
+        [
+            "opt/rocm/lib/rocblas/library/TensileLibrary_gfx900.co",
+            "opt/rocm/lib/rocblas/library/TensileLibrary_lazy_gfx900.dat"
+        ]
+    );
+    assert_eq!(tensile["drop_whole"]["stored"], tensile["drop"]["stored"]);
+    let mixed = row(&report, "opt/rocm/lib/libmixed.so");
+    assert_eq!(mixed["drop"]["stored"], a.len() as u64);
+    assert_eq!(mixed["drop_whole"]["stored"], 0);
+    assert!(mixed.get("files_to_drop").is_none(), "{mixed:#}");
+    let narrow = tree.scan(&["--keep", "gfx1100"]);
+    assert!(narrow.stdout.contains("is whole files (2 files"), "{}", narrow.stdout);
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_gfxscan"));
+    cmd.args(["scan", "-q", "--keep", "gfx1100", &tree.root_str()]).env("COLUMNS", "40");
+    let tiny = crate::util::run(cmd);
+    assert!(tiny.stdout.contains("Left out for the width:"), "{}", tiny.stdout);
+}
