@@ -243,7 +243,8 @@ fn list(out: &mut String, title: &str, items: &[String]) {
     out.push_str("</ul>\n");
 }
 
-/// The scan report: charts, the per-target table, the matrix, names that lie, problems.
+/// The scan report: findings, names that lie and problems first, then the charts, the
+/// per-target table and the matrix.
 pub fn write_scan_html(
     snap: &Snapshot,
     targets: &Targets,
@@ -259,9 +260,7 @@ pub fn write_scan_html(
         esc(&snap.roots.join(", ")),
         esc(&headline(snap))
     );
-    charts(&mut out, snap, targets, only);
-    target_table(&mut out, snap, targets, only);
-    matrix_table(&mut out, snap, matrix, targets, only);
+    // What is wrong first: findings, names that lie and unread files before the charts.
     let lies: Vec<String> = snap
         .mismatches
         .iter()
@@ -297,6 +296,10 @@ pub fn write_scan_html(
     let problems: Vec<String> =
         snap.problems.iter().map(|p| format!("{}: {}", p.path.display(&snap.roots), p.message)).collect();
     list(&mut out, "Could not be read", &problems);
+    charts(&mut out, snap, targets, only);
+    target_table(&mut out, snap, targets, only);
+    matrix_table(&mut out, snap, matrix, targets, only);
+
     page_end(&mut out);
     w.write_all(out.as_bytes())?;
     Ok(())

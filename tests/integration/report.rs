@@ -276,3 +276,15 @@ fn lines_fit_the_width_wherever_the_clone_lives() {
         assert!(long.is_empty(), "{args:?}: {long:#?}");
     }
 }
+
+/// HTML for people (issue 23): what is wrong — findings — comes before the charts.
+#[test]
+fn html_shows_findings_before_the_charts() {
+    let r = gfxscan(["scan", "-q", &sample(), "--format", "html"]);
+    r.expect_code(0);
+    let at = |s: &str| r.stdout.find(s).unwrap_or(usize::MAX);
+    assert!(
+        at("Findings: broken as shipped") < at("Per target, layer by layer"),
+        "findings after the charts"
+    );
+}
