@@ -101,7 +101,7 @@ fn served(unit: &Unit, targets: &Targets) -> BTreeMap<String, Option<String>> {
             continue;
         };
         let devices: Vec<&crate::vocab::targets::Target> = if t.is_generic() {
-            targets.iter().filter(|d| d.generic.as_deref() == Some(processor)).collect()
+            targets.members_of(processor).into_iter().filter_map(|m| targets.by_name(m)).collect()
         } else {
             vec![t]
         };
@@ -120,16 +120,15 @@ fn served(unit: &Unit, targets: &Targets) -> BTreeMap<String, Option<String>> {
     out
 }
 
-/// Collapses variants to processors where all of a processor's variants are present.
-fn summarize(vars: &BTreeSet<String>, all_old: &BTreeSet<String>, all_new: &BTreeSet<String>) -> Vec<String> {
+/// Collapses variants to processors where all of a processor's variants in `all` are present.
+fn summarize(vars: &BTreeSet<String>, all: &BTreeSet<String>) -> Vec<String> {
     let mut by_proc: BTreeMap<&str, Vec<&String>> = BTreeMap::new();
     for v in vars {
         by_proc.entry(processor_of(v)).or_default().push(v);
     }
     let mut out = Vec::new();
     for (p, vs) in by_proc {
-        let total =
-            all_old.iter().chain(all_new).filter(|v| processor_of(v) == p).collect::<BTreeSet<_>>().len();
+        let total = all.iter().filter(|v| processor_of(v) == p).count();
         if vs.len() == total {
             out.push(p.to_string());
         } else {
@@ -558,9 +557,8 @@ fn coverage_of(
         return None;
     }
     let vars: BTreeSet<String> = changed.keys().cloned().collect();
-    let listed = summarize(&vars, all, all);
-    let via: BTreeMap<String, Option<String>> = changed.clone();
-    let via_generic = via_of(&listed, &via);
+    let listed = summarize(&vars, all);
+    let via_generic = via_of(&listed, changed);
     Some(Coverage { library: id.to_string(), how, targets: listed, via_generic })
 }
 

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::library::{libraries, library_of_files, runtime_of, Library, Place};
+use crate::library::{libraries, library_of_files, Library, Place};
 use crate::model::{CodeObjectRecord, FileRecord, RelPath, Snapshot};
 use crate::vocab::runtime::{loads, Runtime, Via};
 use crate::vocab::target_id::{DeviceTarget, Setting};
@@ -136,7 +136,7 @@ pub fn prune(snap: &Snapshot, keep: &[String], targets: &Targets) -> PruneReport
     // A hard link's bytes are on disk once, under the name it links to.
     for (i, f) in snap.files.iter().enumerate().filter(|(_, f)| f.hard_link_of.is_none()) {
         let lib = row_of(f, lib_of[i].map(|l| &libs[l]));
-        let rt = lib_of[i].map_or_else(Runtime::default, |l| runtime_of(snap, &libs[l].install).0);
+        let rt = lib_of[i].map_or_else(Runtime::default, |l| libs[l].runtime);
         let row = rows.entry(lib.clone()).or_insert_with(|| PruneRow { library: lib, ..PruneRow::default() });
         let before = (row.drop, row.keep.stored, row.stays);
         let mut device_stored = 0u64;

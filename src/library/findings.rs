@@ -16,19 +16,20 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::install::{install_of, Install};
-use super::{is_host_binary, registrable, serves_processor};
-use crate::families::cataloger;
-use crate::model::{Component, Family, FileRecord, Finding, FindingKind, RelPath, Role, Snapshot};
+use super::{registrable, serves_processor, Library, Place};
+use crate::model::{Artifact, Component, Family, FileRecord, Finding, FindingKind, RelPath, Role, Snapshot};
+use crate::vocab::runtime::Runtime;
 use crate::vocab::target_id::{DeviceTarget, Setting};
 use crate::vocab::targets::Targets;
+use crate::vocab::verdict::LibraryKind;
 use crate::vocab::verdict::Status;
 
 /// Every finding of a snapshot, sorted by kind, then library.
 pub fn findings(snap: &Snapshot, targets: &Targets) -> Vec<Finding> {
+    let libs = super::libraries(snap);
     let mut out = Vec::new();
-    out.extend(host_tensile(snap, targets));
-    out.extend(siblings(snap, targets));
+    out.extend(host_tensile(snap, &libs, targets));
+    out.extend(siblings(snap, &libs, targets));
     out.extend(super::placeholders::placeholder_findings(snap));
     out.extend(snap.mismatches.iter().map(|m| Finding {
         kind: FindingKind::NameLies,
@@ -45,8 +46,15 @@ pub fn findings(snap: &Snapshot, targets: &Targets) -> Vec<Finding> {
     out
 }
 
-fn root_of(snap: &Snapshot, root: usize) -> &str {
-    snap.roots.get(root).map_or("", String::as_str)
+/// The model's host libraries with their files (ELF or PE, with device code of their own).
+fn host_libraries<'s>(
+    snap: &'s Snapshot,
+    libs: &'s [Library],
+) -> impl Iterator<Item = (&'s Library, &'s FileRecord)> {
+    libs.iter().filter(|l| l.kind == LibraryKind::HostLibrary).filter_map(|l| match l.place {
+        Place::Code(i) => snap.files.get(i).map(|f| (l, f)),
+        _ => None,
+    })
 }
 
 /// The library a host ELF is, by its name: rocBLAS or hipBLASLt (`librocblas.so.4`,
@@ -75,49 +83,43 @@ fn sorted(set: impl IntoIterator<Item = String>, targets: &Targets) -> Vec<Strin
     v
 }
 
-/// A Tensile folder: where it is, whose it is, and the archs its per-arch indexes are named for.
-struct TensileFolder {
+/// A Tensile folder of the model: whose it is, and the archs its per-arch indexes are named for.
+struct TensileFolder<'s> {
+    lib: &'s Library,
     root: usize,
-    dir: String,
-    install: Install,
+    dir: &'s str,
     component: Component,
     indexed: BTreeSet<String>,
 }
 
-fn tensile_folders(snap: &Snapshot) -> Vec<TensileFolder> {
-    let mut by_dir: BTreeMap<(usize, String), TensileFolder> = BTreeMap::new();
-    for f in &snap.files {
-        let Some(a) = f.artifact.as_ref().filter(|a| a.family == Some(Family::Tensile)) else { continue };
-        let Some(dir) = cataloger(Family::Tensile).library_dir(&f.path.path) else { continue };
-        let shown = RelPath::folder(f.path.root, &dir).display(&snap.roots);
-        let slot = by_dir.entry((f.path.root, dir.clone())).or_insert_with(|| TensileFolder {
-            root: f.path.root,
-            dir,
-            install: install_of(root_of(snap, f.path.root), &shown),
-            component: a.component().unwrap_or(Component::Rocblas),
-            indexed: BTreeSet::new(),
-        });
-        if matches!(a.role, Role::LazyIndex | Role::Index) {
-            slot.indexed.extend(a.name_target.clone());
-        }
-    }
-    by_dir.into_values().collect()
+fn tensile_folders<'s>(snap: &'s Snapshot, libs: &'s [Library]) -> Vec<TensileFolder<'s>> {
+    libs.iter()
+        .filter_map(|lib| {
+            let Place::Folder(root, dir, Family::Tensile) = &lib.place else { return None };
+            let arts: Vec<&Artifact> =
+                lib.files.iter().filter_map(|&i| snap.files.get(i)?.artifact.as_ref()).collect();
+            let component = arts.iter().find_map(|a| a.component()).unwrap_or(Component::Rocblas);
+            let indexed = arts
+                .iter()
+                .filter(|a| matches!(a.role, Role::LazyIndex | Role::Index))
+                .filter_map(|a| a.name_target.clone())
+                .collect();
+            Some(TensileFolder { lib, root: *root, dir, component, indexed })
+        })
+        .collect()
 }
 
 /// Host libraries whose code objects and Tensile library disagree on targets: a target the
 /// library is built for that no index serves (judged as `check` judges it, so a merged index
 /// with fallback rows for any GPU serves it), or a per-arch index for a target the library
 /// has no code for.
-fn host_tensile(snap: &Snapshot, targets: &Targets) -> Vec<Finding> {
-    let folders = tensile_folders(snap);
+fn host_tensile(snap: &Snapshot, libs: &[Library], targets: &Targets) -> Vec<Finding> {
+    let folders = tensile_folders(snap, libs);
     let mut out = Vec::new();
-    for f in snap.files.iter().filter(|f| is_host_binary(f)) {
+    for (host_lib, f) in host_libraries(snap, libs) {
         let Some(component) = host_component(f) else { continue };
-        let shown = f.path.display(&snap.roots);
-        let install = install_of(root_of(snap, f.path.root), &shown);
         let host = host_targets(f, targets);
-        let rt = super::runtime_of(snap, &install).0;
-        let has_code = |t: &str| serves_processor(f, t, targets, rt);
+        let has_code = |t: &str| serves_processor(f, t, targets, host_lib.runtime);
         // rocBLAS looks for its Tensile library from its own folder (tensile_host.cpp
         // `determine_tensile_base_path`: `library/`, `rocblas/library/`, Debian's
         // `rocblas/<version>/library/`): a library elsewhere in the install (an ASAN build in
@@ -127,13 +129,15 @@ fn host_tensile(snap: &Snapshot, targets: &Targets) -> Vec<Finding> {
             d => format!("{d}/"),
         };
         let loads = |d: &&TensileFolder| d.root == f.path.root && format!("{}/", d.dir).starts_with(&own_dir);
-        for folder in
-            folders.iter().filter(|d| d.install == install && d.component == component).filter(loads)
+        for folder in folders
+            .iter()
+            .filter(|d| d.lib.install == host_lib.install && d.component == component)
+            .filter(loads)
         {
             if host.is_empty() {
                 continue;
             }
-            let lib = super::family_library(snap, folder.root, &folder.dir, targets);
+            let lib = super::library_of(snap, folder.lib, (folder.root, folder.dir), targets);
             let no_index: Vec<String> = host
                 .iter()
                 .filter(|t| {
@@ -144,7 +148,7 @@ fn host_tensile(snap: &Snapshot, targets: &Targets) -> Vec<Finding> {
                 .collect();
             let no_index = sorted(no_index, targets);
             let no_code = sorted(folder.indexed.iter().filter(|t| !has_code(t)).cloned(), targets);
-            let paths = vec![f.path.clone(), RelPath::folder(folder.root, &folder.dir)];
+            let paths = vec![f.path.clone(), RelPath::folder(folder.root, folder.dir)];
             if !no_index.is_empty() {
                 out.push(Finding {
                     kind: FindingKind::HostTensileMismatch,
@@ -200,10 +204,10 @@ fn build_family(name: &str) -> String {
 /// Libraries built for every target of their release lacking targets that at least half of the
 /// other such libraries shipped beside them (same folder) have; code for a target's generic
 /// target counts as having it.
-fn siblings(snap: &Snapshot, targets: &Targets) -> Vec<Finding> {
-    type Lib<'s> = (RelPath, String, BTreeSet<String>, &'s FileRecord);
+fn siblings(snap: &Snapshot, libs: &[Library], targets: &Targets) -> Vec<Finding> {
+    type Lib<'s> = (RelPath, String, BTreeSet<String>, &'s FileRecord, Runtime);
     let mut by_folder: BTreeMap<(usize, String), Vec<Lib>> = BTreeMap::new();
-    for f in snap.files.iter().filter(|f| is_host_binary(f) && f.artifact.is_none()) {
+    for (lib, f) in host_libraries(snap, libs) {
         let name = f.path.file_name();
         // Only libraries built for every target are held to their siblings' targets (the HSA
         // runtime's code objects are its own, and hipBLASLt & co. are restricted by design).
@@ -215,19 +219,23 @@ fn siblings(snap: &Snapshot, targets: &Targets) -> Vec<Finding> {
             continue;
         }
         let dir = f.path.dir().to_string();
-        by_folder.entry((f.path.root, dir)).or_default().push((f.path.clone(), build_family(name), own, f));
+        by_folder.entry((f.path.root, dir)).or_default().push((
+            f.path.clone(),
+            build_family(name),
+            own,
+            f,
+            lib.runtime,
+        ));
     }
     let mut out = Vec::new();
     for libs in by_folder.values() {
-        for (shown, family, _, f) in libs {
+        for (shown, family, _, f, rt) in libs {
             let others: Vec<&BTreeSet<String>> =
                 libs.iter().filter(|l| &l.1 != family).map(|l| &l.2).collect();
             if others.is_empty() {
                 continue;
             }
-            let root = snap.roots.get(f.path.root).map_or("", String::as_str);
-            let rt = super::runtime_of(snap, &install_of(root, &f.path.display(&snap.roots))).0;
-            let serves = |t: &str| serves_processor(f, t, targets, rt);
+            let serves = |t: &str| serves_processor(f, t, targets, *rt);
             let candidates: BTreeSet<&String> = others.iter().flat_map(|s| s.iter()).collect();
             let lacking: Vec<String> = candidates
                 .into_iter()

@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::families::{cataloger, Library as FamilyLibrary};
 use crate::model::{CodeObjectRecord, Container, Family, FileRecord, HipRuntime, RelPath, Snapshot};
-use crate::vocab::runtime::{near_miss, pick, CodeTarget, Runtime, Via};
+use crate::vocab::runtime::{near_miss, pick, Runtime, Via};
 use crate::vocab::target_id::DeviceTarget;
 use crate::vocab::targets::Targets;
 use crate::vocab::verdict::{GapRule, LibraryKind, Status, Verdict};
@@ -65,6 +65,8 @@ pub struct Library {
     pub rel: String,
     /// Its files, by index into the snapshot's.
     pub files: Vec<usize>,
+    /// The HIP runtime rules its install's runtime matches by (`runtime_of`, found once).
+    pub runtime: Runtime,
 }
 
 impl Library {
@@ -90,14 +92,9 @@ pub fn library_of_files(snap: &Snapshot, libs: &[Library]) -> Vec<Option<usize>>
     out
 }
 
-/// True for a file a program loads as a host library: an ELF, or a PE image (`.dll`, `.pyd`).
-pub fn is_host_binary(f: &FileRecord) -> bool {
-    f.kind.is_host_binary()
-}
-
 /// The kind of library a file with device code is.
 fn code_kind(f: &FileRecord) -> LibraryKind {
-    if is_host_binary(f) {
+    if f.kind.is_host_binary() {
         LibraryKind::HostLibrary
     } else {
         LibraryKind::Bundle
@@ -111,7 +108,8 @@ pub fn registrable(c: &CodeObjectRecord) -> bool {
 
 /// True when a file is a library of device code in its own right.
 fn holds_code(f: &FileRecord) -> bool {
-    f.kpack_ref.is_some() || (f.code_objects.iter().any(registrable) && (is_host_binary(f) || f.bundles > 0))
+    f.kpack_ref.is_some()
+        || (f.code_objects.iter().any(registrable) && (f.kind.is_host_binary() || f.bundles > 0))
 }
 
 /// The libraries of a snapshot, each with its install, in a stable order.
@@ -154,7 +152,9 @@ pub fn libraries(snap: &Snapshot) -> Vec<Library> {
                     (*r, d.clone(), folder_shown(snap, *r, d), LibraryKind::HostLibrary)
                 }
             };
-            Library { install: install_of(root_of(root), &shown), place, shown, kind, identity, rel, files }
+            let install = install_of(root_of(root), &shown);
+            let runtime = runtime_of(snap, &install).0;
+            Library { install, place, shown, kind, identity, rel, files, runtime }
         })
         .collect()
 }
@@ -177,15 +177,16 @@ pub fn family_library<'s>(
     FamilyLibrary { snap, root, dir, component: None, targets, runtime, files: None }
 }
 
-/// A family folder of the model, for its cataloger to judge: its files already known.
-fn library_of<'s>(snap: &'s Snapshot, lib: &'s Library, targets: &'s Targets) -> FamilyLibrary<'s> {
-    let (root, dir) = match &lib.place {
-        Place::Folder(root, dir, _) | Place::Plugins(root, dir, _) => (*root, dir.as_str()),
-        Place::Code(_) => (usize::MAX, ""),
-    };
+/// A family folder of the model (`root`, `dir`), for its cataloger to judge: its files and
+/// runtime already known.
+fn library_of<'s>(
+    snap: &'s Snapshot,
+    lib: &'s Library,
+    (root, dir): (usize, &'s str),
+    targets: &'s Targets,
+) -> FamilyLibrary<'s> {
     let files = lib.files.iter().filter_map(|&i| snap.files.get(i)).collect();
-    let runtime = runtime_of(snap, &lib.install).0;
-    FamilyLibrary { snap, root, dir, component: None, targets, runtime, files: Some(files) }
+    FamilyLibrary { snap, root, dir, component: None, targets, runtime: lib.runtime, files: Some(files) }
 }
 
 /// The HIP runtime an install ships (the one whose name says most of its version, then the
@@ -200,12 +201,6 @@ pub fn runtime_of<'s>(snap: &'s Snapshot, install: &Install) -> (Runtime, Option
         .rev()
         .max_by_key(|r| r.version.split('.').count());
     (own.map_or_else(Runtime::default, |r| Runtime::of_version(&r.version)), own)
-}
-
-/// What a code object is for, as the runtime matches it: comgr matches bundle entries by
-/// their IDs, other code by its ELF.
-pub fn code_target(c: &CodeObjectRecord) -> CodeTarget<'_> {
-    c.code_target()
 }
 
 /// The code groups of a file, in file order: one per offload bundle (a fat binary the runtime
@@ -225,7 +220,7 @@ pub fn pick_in<'s>(
     targets: &Targets,
     rt: Runtime,
 ) -> Option<(&'s CodeObjectRecord, Via)> {
-    pick(group, |c| code_target(c), dev, targets, rt).map(|(c, via)| (*c, via))
+    pick(group, |c| c.code_target(), dev, targets, rt).map(|(c, via)| (*c, via))
 }
 
 fn processors<'a>(cos: impl Iterator<Item = &'a CodeObjectRecord>) -> Vec<String> {
@@ -261,7 +256,7 @@ pub fn code_verdict(
     }
     let why = || {
         let all: Vec<&CodeObjectRecord> = groups.values().flatten().copied().collect();
-        near_miss(&all, |c| code_target(c), dev, targets, rt)
+        near_miss(&all, |c| c.code_target(), dev, targets, rt)
             .map(|m| format!(": {}", m.explain(dev)))
             .unwrap_or_default()
     };
@@ -315,7 +310,7 @@ pub fn serves_processor(f: &FileRecord, processor: &str, targets: &Targets, rt: 
 /// a library with nothing to say for it (a plugin folder without the device's plugin kind, a
 /// family whose files no program loads).
 pub fn judge(snap: &Snapshot, lib: &Library, dev: &DeviceTarget, targets: &Targets) -> Option<Verdict> {
-    let rt = runtime_of(snap, &lib.install).0;
+    let rt = lib.runtime;
     match &lib.place {
         Place::Code(i) => {
             let f = &snap.files[*i];
@@ -324,15 +319,17 @@ pub fn judge(snap: &Snapshot, lib: &Library, dev: &DeviceTarget, targets: &Targe
                 None => code_verdict(f, lib.shown.clone(), dev, targets, rt),
             })
         }
-        Place::Folder(root, _, Family::Tensile) => {
-            let l = library_of(snap, lib, targets);
+        Place::Folder(root, dir, Family::Tensile) => {
+            let l = library_of(snap, lib, (*root, dir), targets);
             Some(placeholders::held_to_index(
                 crate::families::tensile::verdict(&l, dev),
                 *root,
                 &snap.findings,
             ))
         }
-        Place::Folder(_, _, fam) => cataloger(*fam).verdict(&library_of(snap, lib, targets), dev),
+        Place::Folder(root, dir, fam) => {
+            cataloger(*fam).verdict(&library_of(snap, lib, (*root, dir), targets), dev)
+        }
         Place::Plugins(root, dir, kind) => {
             let judge = |f: &FileRecord| code_verdict(f, f.path.display(&snap.roots), dev, targets, rt);
             plugins::verdict(snap, *root, dir, *kind, dev, &judge)
@@ -346,9 +343,10 @@ pub fn judge(snap: &Snapshot, lib: &Library, dev: &DeviceTarget, targets: &Targe
 /// plugin's gap, and MISSING for host code (the program does not start, or its calls fail).
 pub fn judge_absent(snap: &Snapshot, lib: &Library, dev: &DeviceTarget, targets: &Targets) -> Status {
     match &lib.place {
-        Place::Folder(_, dir, fam) => {
-            let component = (*fam == Family::Tensile)
-                .then(|| crate::families::tensile::component_of(&library_of(snap, lib, targets)));
+        Place::Folder(root, dir, fam) => {
+            let component = (*fam == Family::Tensile).then(|| {
+                crate::families::tensile::component_of(&library_of(snap, lib, (*root, dir), targets))
+            });
             // A folder no file of the snapshot is in: the family judges it empty.
             let empty = FamilyLibrary {
                 snap,
