@@ -1264,21 +1264,26 @@ fn hostile_tree_json_is_identical_across_thread_counts() {
     }
 }
 
+/// gfxscan with `args`, as nobody when this test runs as root (permissions bind only others).
+fn as_nobody(args: &[&OsStr]) -> std::process::Output {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_gfxscan"));
+    cmd.args(args);
+    if can_switch_user() {
+        cmd.uid(NOBODY);
+    }
+    cmd.output().expect("runs")
+}
+
 /// An unreadable ROOT is an error (exit 2) that names it, never an empty install (issue 23:
 /// `scan` listed it as one problem and exited 1, as if the install held nothing).
 #[test]
 fn an_unreadable_root_is_an_error() {
-    use std::os::unix::process::CommandExt;
     let tree = Tree::new();
     tree.file("locked/k.co", &co(GFX900, 0, 1));
     open_up(tree.root());
     chmod(&tree.path("locked"), 0o000);
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_gfxscan"));
-    cmd.args(["scan", "-q"]).arg(tree.path("locked"));
-    if can_switch_user() {
-        cmd.uid(NOBODY);
-    }
-    let out = cmd.output().expect("runs");
+    let out = as_nobody(&["scan".as_ref(), "-q".as_ref(), tree.path("locked").as_os_str()]);
     chmod(&tree.path("locked"), 0o755);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
@@ -1311,18 +1316,14 @@ fn followed_links_stay_on_the_roots_file_system() {
 /// would have made beside it (issue 23: errors showed `.gfxscan-XXXX.part`).
 #[test]
 fn output_errors_name_the_output_not_the_staging_file() {
-    use std::os::unix::process::CommandExt;
     let tree = Tree::new();
     tree.file("k.co", &co(GFX900, 0, 1));
     std::fs::create_dir_all(tree.path("ro")).expect("mkdir");
     open_up(tree.root());
     chmod(&tree.path("ro"), 0o555);
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_gfxscan"));
-    cmd.args(["scan", "-q"]).arg(tree.path("k.co")).arg("-o").arg(tree.path("ro/out.json"));
-    if can_switch_user() {
-        cmd.uid(NOBODY);
-    }
-    let out = cmd.output().expect("runs");
+    let (k, out_json) = (tree.path("k.co"), tree.path("ro/out.json"));
+    let out =
+        as_nobody(&["scan".as_ref(), "-q".as_ref(), k.as_os_str(), "-o".as_ref(), out_json.as_os_str()]);
     chmod(&tree.path("ro"), 0o755);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");

@@ -105,15 +105,22 @@ fn diff_loses_what_check_misses_when_one_bundle_drops_a_target() {
     assert_eq!(worse.get("gfx900"), Some(&0));
 }
 
+/// A copy of the real sample in `t`, to take files out of.
+fn sample_copy(t: &Tree) -> std::path::PathBuf {
+    let copy = t.path("sample");
+    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/sample");
+    let status = std::process::Command::new("cp").arg("-a").arg(sample).arg(&copy).status().expect("cp");
+    assert!(status.success());
+    copy
+}
+
 /// The same equality on the real sample, against a copy that lost gfx1030's MIOpen database
 /// and device-library bitcode and rocBLAS's gfx900 lazy index (both ways round).
 #[test]
 fn diff_agrees_with_check_on_the_sample() {
     let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/sample");
     let t = Tree::new();
-    let copy = t.path("sample");
-    let status = std::process::Command::new("cp").arg("-a").arg(sample).arg(&copy).status().expect("cp");
-    assert!(status.success());
+    let copy = sample_copy(&t);
     for gone in [
         "opt/rocm/lib/rocblas/library/TensileLibrary_lazy_gfx900.dat",
         "opt/rocm/share/miopen/db/gfx1030_36.db",
@@ -435,9 +442,7 @@ fn an_installs_own_hip_runtime_decides_how_it_matches() {
 fn a_library_gone_costs_what_its_loader_does_without_it() {
     let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/sample");
     let t = Tree::new();
-    let copy = t.path("sample");
-    let status = std::process::Command::new("cp").arg("-a").arg(sample).arg(&copy).status().expect("cp");
-    assert!(status.success());
+    let copy = sample_copy(&t);
     std::fs::remove_dir_all(copy.join("opt/rocm/share/miopen")).expect("remove MIOpen's folder");
     let copy = copy.display().to_string();
     let run = gfxscan(["diff", "-q", "--json", sample, &copy, "--only", "gfx900,gfx1030,gfx1100"]);
