@@ -125,6 +125,11 @@ impl RelPath {
 }
 
 impl Snapshot {
+    /// Root `root` as given (empty for an index past the roots).
+    pub fn root_given(&self, root: usize) -> &str {
+        self.roots.get(root).map_or("", String::as_str)
+    }
+
     /// What a snapshot read back must hold to be judged (a hand-edited one may not): at least
     /// one root, every path's root index among them, every code object's processor one the
     /// target table knows or the explicit `unknown-…` a scan writes for one it does not.
@@ -891,7 +896,8 @@ pub struct Summary {
     pub kinds: BTreeMap<Kind, u64>,
 }
 
-fn is_zero(n: &u64) -> bool {
+/// For `skip_serializing_if`: a count of zero is left out.
+pub fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 

@@ -63,7 +63,7 @@ pub struct InstallReport {
     /// The worst status of its GPUs.
     pub status: Status,
     /// Files of the install that could not be read in full: its OK holds only for what was read.
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(skip_serializing_if = "crate::model::is_zero")]
     pub unread: u64,
     /// The HIP runtime the install ships, whose rules its verdicts follow (absent: none shipped,
     /// the report's `runtime` applies).
@@ -81,10 +81,6 @@ pub struct InstallRuntime {
     pub version: String,
     /// How it matches code objects to a GPU.
     pub rules: &'static str,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
 }
 
 impl InstallReport {
@@ -370,11 +366,9 @@ pub fn check(snap: &Snapshot, gpus: &Gpus, targets: &Targets, opts: CheckOptions
             installs.entry(install).or_default().push(report);
         }
     }
-    let root_of = |root: usize| snap.roots.get(root).map_or("", String::as_str);
     let unread_in = |install: &Install| {
-        let shown = |p: &Problem| p.path.display(&snap.roots);
-        snap.problems.iter().filter(|p| &install_of(root_of(p.path.root), &shown(p)) == install).count()
-            as u64
+        let of = |p: &Problem| install_of(snap.root_given(p.path.root), &p.path.display(&snap.roots));
+        snap.problems.iter().filter(|p| &of(p) == install).count() as u64
     };
     let installs: Vec<InstallReport> = installs
         .into_iter()

@@ -101,13 +101,11 @@ fn holdings(snap: &Snapshot, lib: &Library) -> (String, Vec<String>) {
             }
             ("code".to_string(), held.into_iter().collect())
         }
-        Place::Folder(root, dir, fam) => {
-            let held = snap
+        Place::Folder(_, _, fam) => {
+            let held = lib
                 .files
                 .iter()
-                .filter(|f| f.path.root == *root)
-                .filter(|f| f.artifact.as_ref().and_then(|a| a.family) == Some(*fam))
-                .filter(|f| cataloger(*fam).library_dir(&f.path.path).as_deref() == Some(dir.as_str()))
+                .filter_map(|&i| snap.files.get(i))
                 .flat_map(|f| {
                     // What a file adds to its library is its cataloger's say (an OpenCL find-DB
                     // adds nothing), the same as in `diff`.

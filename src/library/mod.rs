@@ -136,7 +136,6 @@ pub fn libraries(snap: &Snapshot) -> Vec<Library> {
         };
         places.entry(place).or_insert_with(|| (identity, Vec::new())).1.push(i);
     }
-    let root_of = |root: usize| snap.roots.get(root).map_or("", String::as_str);
     places
         .into_iter()
         .map(|(place, (identity, files))| {
@@ -152,7 +151,7 @@ pub fn libraries(snap: &Snapshot) -> Vec<Library> {
                     (*r, d.clone(), folder_shown(snap, *r, d), LibraryKind::HostLibrary)
                 }
             };
-            let install = install_of(root_of(root), &shown);
+            let install = install_of(snap.root_given(root), &shown);
             let runtime = runtime_of(snap, &install).0;
             Library { install, place, shown, kind, identity, rel, files, runtime }
         })
@@ -172,7 +171,7 @@ pub fn family_library<'s>(
     dir: &'s str,
     targets: &'s Targets,
 ) -> FamilyLibrary<'s> {
-    let install = install_of(snap.roots.get(root).map_or("", String::as_str), &folder_shown(snap, root, dir));
+    let install = install_of(snap.root_given(root), &folder_shown(snap, root, dir));
     let runtime = runtime_of(snap, &install).0;
     FamilyLibrary { snap, root, dir, component: None, targets, runtime, files: None }
 }
@@ -193,11 +192,10 @@ fn library_of<'s>(
 /// first in path order: `libamdhip64.so.6.4.43484` over a copy named `libamdhip64.so.6`), and
 /// the rules it matches by; ROCm 7.x's where it ships none (`vocab::runtime::ASSUMED_RUNTIME`).
 pub fn runtime_of<'s>(snap: &'s Snapshot, install: &Install) -> (Runtime, Option<&'s HipRuntime>) {
-    let root_of = |root: usize| snap.roots.get(root).map_or("", String::as_str);
     let own = snap
         .hip_runtimes
         .iter()
-        .filter(|r| &install_of(root_of(r.path.root), &r.path.display(&snap.roots)) == install)
+        .filter(|r| &install_of(snap.root_given(r.path.root), &r.path.display(&snap.roots)) == install)
         .rev()
         .max_by_key(|r| r.version.split('.').count());
     (own.map_or_else(Runtime::default, |r| Runtime::of_version(&r.version)), own)

@@ -184,19 +184,16 @@ fn features_agree(code_id: &str, dev: &DeviceTarget) -> bool {
 /// The generic target whose code a device of `processor` loads when it has no code of its
 /// own: the one the runtime maps it to, unless the processor has a feature the generic lacks.
 pub fn generic_of<'t>(processor: &str, targets: &'t Targets) -> Option<&'t str> {
-    runtime_generic(processor, targets)?.ok()
+    runtime_generic(processor, targets).and_then(|(g, refused)| refused.is_none().then_some(g))
 }
 
-/// The generic target the runtime asks for besides the device's own, when the query is valid:
-/// `Err` with the feature comgr refuses when the processor has one the generic target lacks.
-fn runtime_generic<'t>(processor: &str, targets: &'t Targets) -> Option<Result<&'t str, String>> {
+/// The generic target the runtime asks for besides the device's own, with the feature comgr
+/// refuses in that query when the processor has one the generic target lacks.
+fn runtime_generic<'t>(processor: &str, targets: &'t Targets) -> Option<(&'t str, Option<&'t String>)> {
     let t = targets.by_name(processor).filter(|t| t.hip_generic)?;
     let g = t.generic.as_deref()?;
     let gt = targets.by_name(g)?;
-    Some(match t.features.iter().find(|f| !gt.supports(f)) {
-        Some(f) => Err(f.clone()),
-        None => Ok(g),
-    })
+    Some((g, t.features.iter().find(|f| !gt.supports(f))))
 }
 
 /// How the runtime would load `code` on `dev`, if it would.
@@ -242,20 +239,18 @@ pub fn near_miss<T>(
     rt: Runtime,
 ) -> Option<NearMiss> {
     let generic = runtime_generic(&dev.processor, targets);
-    let mapped = targets.by_name(&dev.processor).filter(|t| t.hip_generic).and_then(|t| t.generic.as_deref());
     group.iter().map(&code).find_map(|c| {
         let p = processor_of(c.target_id);
-        match c.entry_id {
-            Some(e) if rt.matches_entry_ids() && comgr_target(e).is_none() && p == dev.processor => {
-                Some(NearMiss::OldEntryId(e.to_string()))
-            }
-            _ if !rt.has_generic() && mapped == Some(p) => Some(NearMiss::NoGenericInRuntime(p.to_string())),
-            _ => match &generic {
-                Some(Err(feature)) if targets.by_name(&dev.processor)?.generic.as_deref() == Some(p) => {
-                    Some(NearMiss::GenericLacksFeature { generic: p.to_string(), feature: feature.clone() })
-                }
-                _ => None,
-            },
+        let unparsed = |e: &&str| rt.matches_entry_ids() && comgr_target(e).is_none() && p == dev.processor;
+        if let Some(e) = c.entry_id.filter(unparsed) {
+            return Some(NearMiss::OldEntryId(e.to_string()));
+        }
+        // Code for the generic target the runtime maps the device to, which it does not load.
+        let (g, refused) = generic.filter(|(g, _)| *g == p)?;
+        match refused {
+            _ if !rt.has_generic() => Some(NearMiss::NoGenericInRuntime(g.to_string())),
+            Some(f) => Some(NearMiss::GenericLacksFeature { generic: g.to_string(), feature: f.clone() }),
+            None => None,
         }
     })
 }
