@@ -111,12 +111,18 @@ fn row(
     src.counts.shrink_to_fit();
     if let Some(g) = gpus {
         let opts = || CheckOptions { not_checked: Vec::new(), libpaths: Vec::new() };
-        src.verdict = Some(check::check(&snap, g, targets, opts()).outcome);
         for d in &g.devices {
             let one = Gpus { devices: vec![d.clone()], unknown: g.unknown.clone() };
             src.gpu_verdicts
                 .insert(d.effective.target_id.clone(), check::check(&snap, &one, targets, opts()).outcome);
         }
+        // The check of all the GPUs at once: MISSING when one GPU's is; otherwise what is left
+        // (unread files, unknown GPUs, nothing to check) does not depend on the GPU.
+        let mut each = src.gpu_verdicts.values().copied();
+        src.verdict = Some(match each.clone().find(|o| *o == Outcome::Missing).or_else(|| each.next()) {
+            Some(o) => o,
+            None => check::check(&snap, g, targets, opts()).outcome,
+        });
     }
     src
 }

@@ -134,6 +134,10 @@ fn merge_gives_a_verdict_per_source_per_gpu() {
     let m = run.json();
     assert_eq!(m["sources"][0]["gpu_verdicts"], json!({"gfx1030": "missing", "gfx1100": "ok"}), "{m:#}");
     assert_eq!(m["sources"][1]["gpu_verdicts"], json!({"gfx1030": "ok", "gfx1100": "missing"}), "{m:#}");
+    // The source's one verdict is the check of both GPUs at once.
+    for s in m["sources"].as_array().into_iter().flatten().take(2) {
+        assert_eq!(s["verdict"], "missing", "{s:#}");
+    }
     let table = gfxscan(["merge", "--gpu", "gfx1030,gfx1100", a, b]);
     assert!(table.stdout.contains("node-b gfx1030 OK · gfx1100 MISSING"), "{}", table.stdout);
     assert!(table.stdout.contains("gfx1100: 1 of 2 sources lack a required piece"), "{}", table.stdout);
