@@ -25,6 +25,8 @@ pub struct Tally {
     pub links: Vec<LinkSeen>,
     pub archives: Vec<ArchiveRecord>,
     pub hip_runtimes: Vec<HipRuntime>,
+    /// Links followed out of their root (`--follow-links`), with the real path each leads to.
+    pub links_out_of_root: Vec<LinkRecord>,
 }
 
 impl Tally {
@@ -70,8 +72,16 @@ impl Tally {
 
 /// The snapshot of a finished scan of `roots`: everything sorted by root and path bytes.
 pub fn snapshot(tally: Tally, roots: Vec<String>, targets: &Targets) -> Snapshot {
-    let Tally { mut summary, mut files, mut problems, links: all_links, mut archives, mut hip_runtimes } =
-        tally;
+    let Tally {
+        mut summary,
+        mut files,
+        mut problems,
+        links: all_links,
+        mut archives,
+        mut hip_runtimes,
+        mut links_out_of_root,
+    } = tally;
+    links_out_of_root.sort_by_cached_key(|l| l.path.sort_key());
     hip_runtimes.sort_by_cached_key(|r| r.path.sort_key());
     files.sort_by_cached_key(|f| f.path.sort_key());
     problems.sort_by_cached_key(|p| (p.path.sort_key(), p.message.clone()));
@@ -102,6 +112,7 @@ pub fn snapshot(tally: Tally, roots: Vec<String>, targets: &Targets) -> Snapshot
         archives,
         findings: Vec::new(),
         hip_runtimes,
+        links_out_of_root,
     }
 }
 

@@ -942,6 +942,10 @@ pub struct Snapshot {
     /// runtime whose matching rules apply to the libraries of its install. Absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hip_runtimes: Vec<HipRuntime>,
+    /// With `--follow-links`: links followed to a place outside their root, with the real path
+    /// each leads to. What lies there was scanned as part of the root. Absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub links_out_of_root: Vec<LinkRecord>,
 }
 
 /// What kind of inconsistency a finding is.

@@ -18,7 +18,7 @@ use crate::aggregate::{self, Tally};
 use crate::archive;
 use crate::families;
 use crate::inspect::{inspect, FileOutcome, Found, LinkSeen, FAMILY_HEAD};
-use crate::model::{Problem, RelPath, Snapshot};
+use crate::model::{LinkRecord, Problem, RelPath, Snapshot};
 use crate::parse::magic::{classify, Kind, SNIFF_LEN};
 use crate::parse::ByteSource;
 use crate::source::file::{file_id, open_file, FileId};
@@ -273,6 +273,11 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
     // The windows kept for reuse are not needed past the reading.
     crate::vocab::codec::WINDOWS.drain_idle();
     tally.summary.special_files += walked.special;
+    tally.links_out_of_root.extend(walked.left_root.into_iter().map(|(root, rel, real)| LinkRecord {
+        path: RelPath::new(root, rel.as_os_str()),
+        target: real.to_string_lossy().into_owned(),
+        artifact: None,
+    }));
     for l in &walked.links {
         tally.summary.symlinks += 1;
         tally.links.push(LinkSeen {

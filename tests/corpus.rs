@@ -31,17 +31,26 @@ fn whole_tree(root: &Path) -> ScanConfig {
     }
 }
 
+/// Says a test was skipped where the person running the tests sees it: written to the process's
+/// standard error, past the test harness's capture (which hides a passing test's output and
+/// would leave only "ok").
+fn skipped(why: &str) {
+    use std::io::Write;
+    let name = std::thread::current().name().unwrap_or("a test").to_string();
+    let _ = writeln!(std::io::stderr(), "test {name} ... skipped: corpus absent: {why}");
+}
+
 fn shared() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus")
 }
 
 /// The Debian tree named by `GFXSCAN_DEBIAN_CORPUS`, when its truth tables are here too.
 fn debian_tree() -> Option<std::ffi::OsString> {
-    let dir = std::env::var_os("GFXSCAN_DEBIAN_CORPUS");
+    let dir = std::env::var_os("GFXSCAN_DEBIAN_CORPUS").filter(|d| !d.is_empty());
     if dir.is_none() {
-        eprintln!("skipped: set GFXSCAN_DEBIAN_CORPUS to the DIR of fetch-debian.sh");
+        skipped("set GFXSCAN_DEBIAN_CORPUS to the DIR of fetch-debian.sh");
     } else if !shared().join("truth").is_dir() {
-        eprintln!("skipped: {} (the truth tables) not present", shared().join("truth").display());
+        skipped(&format!("{} (the truth tables) not present", shared().join("truth").display()));
         return None;
     }
     dir
@@ -117,7 +126,7 @@ fn compare(root: &Path, prefix: &str, table: &Path) -> usize {
 fn corpus_files_match_truth_codeobjects() {
     let root = shared().join("files");
     if !root.is_dir() {
-        eprintln!("skipped: {} not present", root.display());
+        skipped(&format!("{} not present", root.display()));
         return;
     }
     let n = compare(&root, "", &shared().join("truth/TRUTH_codeobjects.tsv"));
@@ -143,7 +152,7 @@ fn rocm64_tree() -> Option<PathBuf> {
     let dir = debian_tree()?;
     let root = Path::new(&dir).join("deb/sid-root");
     if !root.is_dir() || !shared().join("truth/r64_codeobjects.tsv").is_file() {
-        eprintln!("skipped: {} not present (run fetch-debian-rocm64.sh)", root.display());
+        skipped(&format!("{} not present (run fetch-debian-rocm64.sh)", root.display()));
         return None;
     }
     Some(root)
@@ -213,7 +222,7 @@ fn rocm64_tensile_counts_match_truth() {
 fn negatives_hold_no_device_code() {
     let root = shared().join("files/whl/bitsandbytes-0.50.2/bitsandbytes");
     if !root.is_dir() {
-        eprintln!("skipped: corpus not present");
+        skipped(&format!("{} not present", shared().display()));
         return;
     }
     let config = ScanConfig {
@@ -262,7 +271,7 @@ fn check_kernels(root: &Path, prefix: &str, table: &Path) -> usize {
 fn kernel_counts_match_truth() {
     let root = shared().join("files");
     if !root.is_dir() {
-        eprintln!("skipped: corpus not present");
+        skipped(&format!("{} not present", shared().display()));
         return;
     }
     assert_eq!(check_kernels(&root, "", &shared().join("truth/TRUTH_files.tsv")), 60);
@@ -322,7 +331,7 @@ fn check_tensile(root: &Path, table: &Path, strip: &str) -> usize {
 #[test]
 fn tensile_counts_match_truth() {
     if !shared().join("files").is_dir() {
-        eprintln!("skipped: corpus not present");
+        skipped(&format!("{} not present", shared().display()));
         return;
     }
     assert_eq!(
@@ -345,7 +354,7 @@ fn tensile_counts_match_truth() {
 fn miopen_records_match_truth() {
     let root = shared().join("files/github/miopen");
     if !root.is_dir() {
-        eprintln!("skipped: corpus not present");
+        skipped(&format!("{} not present", shared().display()));
         return;
     }
     let snap = scan_dir(&root);
@@ -430,7 +439,7 @@ fn firmware_prefix_counts_match_truth() {
     const PKG: &str = "deb/trixie/firmware-amd-graphics_20250410-2/usr/lib/firmware";
     let src = shared().join("files").join(PKG);
     if !src.is_dir() {
-        eprintln!("skipped: corpus not present");
+        skipped(&format!("{} not present", shared().display()));
         return;
     }
     // The shared copy stores symlinks as small files naming their target; MANIFEST.tsv says
@@ -485,7 +494,7 @@ fn versions(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
 fn diff_pairs_from_the_corpus() {
     let deb = shared().join("files/deb");
     if !deb.is_dir() {
-        eprintln!("skipped: corpus not present");
+        skipped(&format!("{} not present", shared().display()));
         return;
     }
     // libspfft 1.0.6 -> 1.1.1: 0 -> 5 bundles, +10 targets, +50 code objects.
@@ -627,7 +636,7 @@ fn wheels_scan_like_their_files_in_the_corpus() {
     let Some(dir) = debian_tree() else { return };
     let wheels = Path::new(&dir).join("wheels");
     let Ok(entries) = std::fs::read_dir(&wheels) else {
-        eprintln!("skipped: no {} (scripts/fetch-wheels.sh)", wheels.display());
+        skipped(&format!("no {} (scripts/fetch-wheels.sh)", wheels.display()));
         return;
     };
     let mut checked = 0;
@@ -651,7 +660,7 @@ fn wheels_scan_like_their_files_in_the_corpus() {
         }
     }
     if checked == 0 {
-        eprintln!("skipped: no wheel in {} matches files/whl/", wheels.display());
+        skipped(&format!("no wheel in {} matches files/whl/", wheels.display()));
     }
 }
 
@@ -738,7 +747,7 @@ fn cupy_rocm_4_0_pre_4_1_ids_never_load() {
     let Some(dir) = debian_tree() else { return };
     let wheel = Path::new(&dir).join("wheels/cupy_rocm_4_0-10.6.0-cp39-cp39-manylinux1_x86_64.whl");
     if !wheel.is_file() {
-        eprintln!("skipped: no {} (scripts/fetch-wheels.sh)", wheel.display());
+        skipped(&format!("no {} (scripts/fetch-wheels.sh)", wheel.display()));
         return;
     }
     let got = check_verdicts(&[wheel.to_str().expect("UTF-8 path"), "--gpu", "gfx900"]);
@@ -747,4 +756,23 @@ fn cupy_rocm_4_0_pre_4_1_ids_never_load() {
         assert_eq!(status, "missing", "{got:?}");
         assert!(detail.contains("pre-ROCm-4.1 IDs (hip-amdgcn-amd-amdhsa-gfx900)"), "{detail}");
     }
+}
+
+/// With the corpus absent, a corpus test says "skipped: corpus absent" where it is seen, not a
+/// bare "ok" (issue 23): this runs one of them again, as `cargo test` runs it (output
+/// captured), in a child of this test binary with the corpus unset.
+#[test]
+fn absent_corpus_says_skipped_past_the_capture() {
+    let me = std::env::current_exe().expect("test binary");
+    let out = std::process::Command::new(me)
+        .args(["--exact", "debian_tree_matches_truth_codeobjects", "--test-threads", "1"])
+        .env_remove("GFXSCAN_DEBIAN_CORPUS")
+        .output()
+        .expect("run the test binary");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("test debian_tree_matches_truth_codeobjects ... skipped: corpus absent: set GFXSCAN_DEBIAN_CORPUS"),
+        "{err}"
+    );
 }

@@ -83,8 +83,17 @@ pub fn headline(snap: &Snapshot) -> String {
         0 => String::new(),
         n => format!(" · {}", count(n, "finding")),
     };
+    // Counted, never problems: what the walk skipped or went outside the roots for.
+    let skipped = match s.special_files {
+        0 => String::new(),
+        n => format!(" · {} skipped", count(n, "special file")),
+    };
+    let left = match snap.links_out_of_root.len() as u64 {
+        0 => String::new(),
+        n => format!(" · {} followed out of the root", count(n, "link")),
+    };
     format!(
-        "gfxscan {} · {}{archives} · {} ({}) · {} with device code · {} · {read}{findings}",
+        "gfxscan {} · {}{archives} · {} ({}) · {} with device code · {} · {read}{findings}{skipped}{left}",
         snap.tool.version,
         count(snap.roots.len() as u64, "root"),
         count(s.files, "file"),

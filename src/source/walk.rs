@@ -157,6 +157,9 @@ pub struct Walked {
     pub symlinks: u64,
     /// FIFOs, sockets and device nodes met inside the roots (skipped, counted).
     pub special: u64,
+    /// With `--follow-links`: links followed to a place outside their root (its path in the
+    /// root, and the real path it leads to). What lies there is scanned as part of the root.
+    pub left_root: Vec<(usize, PathBuf, PathBuf)>,
     pub problems: Vec<Problem>,
 }
 
@@ -172,6 +175,18 @@ fn special_kind(ft: &fs::FileType) -> Option<&'static str> {
     } else {
         None
     }
+}
+
+/// Where a followed link leads when that is outside `root` (`None` inside it, or when the
+/// target cannot be resolved: walkdir then reports the entry itself).
+fn leaves(link: &Path, root: &Path) -> Option<PathBuf> {
+    let real = fs::canonicalize(link).ok()?;
+    (!real.starts_with(root)).then_some(real)
+}
+
+fn device(path: &Path) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata(path).ok().map(|m| m.dev())
 }
 
 /// Walks every root; `tick` is called once per entry (for a progress counter).
@@ -204,6 +219,13 @@ pub fn walk(roots: &[Root], follow_links: bool, cross_file_systems: bool, tick: 
             };
             let ft = entry.file_type();
             let rel = rel_of(entry.path());
+            if entry.path_is_symlink() && follow_links {
+                // A folder on another file system is not descended into unless asked.
+                let walked_into = |real: &Path| !(stay && ft.is_dir() && device(real) != device(&root.real));
+                if let Some(real) = leaves(entry.path(), &root.real).filter(|r| walked_into(r)) {
+                    out.left_root.push((i, rel.clone(), real));
+                }
+            }
             if ft.is_symlink() {
                 out.symlinks += 1;
                 let target = fs::read_link(entry.path()).unwrap_or_default();
@@ -263,5 +285,25 @@ mod tests {
             "{err}"
         );
         assert_eq!(resolve_roots(&[b.join("a"), b.join("link")]).expect("same tree").len(), 1);
+    }
+
+    #[test]
+    fn links_followed_out_of_the_root_are_named_and_those_inside_are_not() {
+        let base = tempfile::tempdir().expect("temp dir");
+        let b = base.path();
+        fs::create_dir_all(b.join("root/lib")).expect("mkdir");
+        fs::create_dir_all(b.join("elsewhere/sub")).expect("mkdir");
+        fs::write(b.join("elsewhere/sub/x.so"), b"x").expect("write");
+        fs::write(b.join("root/lib/y.so"), b"y").expect("write");
+        std::os::unix::fs::symlink(b.join("elsewhere"), b.join("root/out")).expect("symlink");
+        std::os::unix::fs::symlink("y.so", b.join("root/lib/in.so")).expect("symlink");
+        let roots = resolve_roots(&[b.join("root")]).expect("root");
+        let walked = walk(&roots, true, false, &|| ());
+        let real = fs::canonicalize(b.join("elsewhere")).expect("real");
+        assert_eq!(walked.left_root, [(0, PathBuf::from("out"), real)]);
+        // The file under the followed folder is read, once, as part of the root.
+        assert_eq!(walked.candidates.len(), 3);
+        // Without following, nothing leaves the root.
+        assert!(walk(&roots, false, false, &|| ()).left_root.is_empty());
     }
 }

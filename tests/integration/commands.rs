@@ -121,7 +121,7 @@ fn no_default_root_is_fatal() {
     let fixed = ["/opt/rocm", "/usr/lib/ollama", "/usr/local/lib/ollama", "/lib/firmware/amdgpu"];
     let present: Vec<&str> = fixed.iter().copied().filter(|p| Path::new(p).exists()).collect();
     if !present.is_empty() || !gfxscan::source::walk::default_roots().is_empty() {
-        eprintln!("skipped: default roots exist on this machine ({present:?})");
+        crate::util::skipped(&format!("default roots exist on this machine ({present:?})"));
         return;
     }
     let run = gfxscan(["scan"]);

@@ -158,7 +158,7 @@ fn kube_validator() -> Option<String> {
         ok.then(|| "kubernetes-validate".to_string())
     });
     if found.is_none() {
-        eprintln!("skipped: no kubernetes-validate (.ci/run installs it)");
+        crate::util::skipped("no kubernetes-validate (.ci/run installs it)");
     }
     found
 }

@@ -589,7 +589,7 @@ fn scan_measured_within(
     let m = match run_measured(&args, uid, limit) {
         Ok(m) => m,
         Err(why) => {
-            eprintln!("SKIPPED [{label}]: {why}");
+            crate::util::skipped(&format!("{label}: {why}"));
             return None;
         }
     };
@@ -677,7 +677,7 @@ fn sockets_and_device_nodes_are_not_opened() {
         match mknod(&tree.path(rel), kind, major, minor) {
             Ok(()) => special += 1,
             Err(e) => {
-                eprintln!("SKIPPED device nodes (mknod {rel}: {e}; no CAP_MKNOD?)");
+                crate::util::skipped(&format!("device nodes (mknod {rel}: {e}; no CAP_MKNOD?)"));
                 break;
             }
         }
@@ -713,7 +713,7 @@ fn sockets_and_device_nodes_are_not_opened() {
 #[test]
 fn unreadable_file_and_folders_as_an_unprivileged_user() {
     if !can_switch_user() {
-        eprintln!("SKIPPED: not root, cannot run gfxscan as uid {NOBODY}");
+        crate::util::skipped(&format!("not root, cannot run gfxscan as uid {NOBODY}"));
         return;
     }
     let tree = Tree::new();
@@ -759,7 +759,7 @@ fn unreadable_file_and_folders_as_an_unprivileged_user() {
 #[test]
 fn file_in_a_listable_but_unsearchable_folder_is_a_problem() {
     if !can_switch_user() {
-        eprintln!("SKIPPED: not root, cannot run gfxscan as uid {NOBODY}");
+        crate::util::skipped(&format!("not root, cannot run gfxscan as uid {NOBODY}"));
         return;
     }
     let tree = Tree::new();
@@ -1295,7 +1295,7 @@ fn an_unreadable_root_is_an_error() {
 #[test]
 fn followed_links_stay_on_the_roots_file_system() {
     if !Path::new("/proc/self").exists() {
-        eprintln!("skipped: no /proc");
+        crate::util::skipped("no /proc");
         return;
     }
     let tree = Tree::new();
@@ -1307,9 +1307,40 @@ fn followed_links_stay_on_the_roots_file_system() {
     assert!(m.elapsed < Duration::from_secs(10), "took {:?}", m.elapsed);
     assert_eq!(snap["summary"]["files"], 1, "{}", snap["summary"]);
     assert_eq!(problem_list(&snap), Vec::<(String, String)>::new());
+    // Not walked, so not reported as followed out of the root.
+    assert!(snap.get("links_out_of_root").is_none(), "{snap}");
     let bad =
         crate::util::gfxscan(["scan", "-q", "--cross-file-systems", tree.root().to_str().unwrap_or("")]);
     assert_eq!(bad.code, 2, "--cross-file-systems needs --follow-links: {}", bad.stderr);
+}
+
+/// A link followed out of its root is reported (issue 23): in the JSON with the real path it
+/// leads to, and in the header, so code counted from outside the install is never silent.
+/// Special files skipped are counted in the header too.
+#[test]
+fn links_followed_out_of_the_root_and_special_files_are_named() {
+    let (tree, outside) = (Tree::new(), Tree::new());
+    tree.file("lib/k.co", &co(GFX900, 0, 1));
+    outside.file("more/k2.co", &co(GFX1030, 0, 1));
+    tree.symlink(outside.path("more").to_str().unwrap_or(""), "lib/more");
+    let _listener = UnixListener::bind(tree.path("lib/gfx.sock")).expect("bind a Unix socket");
+    let (m, snap) = scan_measured("a link out of the root", tree.root(), &["--follow-links"], None)
+        .expect("runs as self");
+    assert_eq!(m.code, 0, "{}", m.stderr);
+    let real = std::fs::canonicalize(outside.path("more")).expect("real path");
+    assert_eq!(
+        snap["links_out_of_root"],
+        json!([{"root": 0, "path": "lib/more", "target": real.to_string_lossy()}])
+    );
+    assert_eq!(snap["summary"]["files"], 2, "{}", snap["summary"]);
+    let text = crate::util::gfxscan(["scan", "--follow-links", tree.root().to_str().unwrap_or("")]);
+    let head = text.stdout.lines().take(2).flat_map(str::split_whitespace).collect::<Vec<_>>().join(" ");
+    assert!(head.contains("1 link followed out of the root"), "{}", text.stdout);
+    assert!(head.contains("1 special file skipped"), "{}", text.stdout);
+    // Not followed, the link leaves nothing to report.
+    let (_, snap) =
+        scan_measured("a link out of the root, not followed", tree.root(), &[], None).expect("runs");
+    assert!(snap.get("links_out_of_root").is_none(), "{snap}");
 }
 
 /// An output that cannot be written is named as asked for, never by the staging file gfxscan

@@ -225,3 +225,12 @@ pub fn garbage(n: usize, seed: u64) -> Vec<u8> {
         })
         .collect()
 }
+
+/// Says a test was skipped where the person running the tests sees it: written to the process's
+/// standard error, past the test harness's capture (which hides a passing test's output and
+/// would leave only "ok").
+pub fn skipped(why: &str) {
+    use std::io::Write;
+    let name = std::thread::current().name().unwrap_or("a test").to_string();
+    let _ = writeln!(std::io::stderr(), "test {name} ... skipped: {why}");
+}

@@ -145,7 +145,7 @@ fn files_that_could_not_be_read_make_the_check_incomplete() {
 fn an_unreadable_folder_is_incomplete_not_ok() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: needs root to run the child as nobody");
+        crate::util::skipped("needs root to run the child as nobody");
         return;
     }
     let tree = Tree::new();
