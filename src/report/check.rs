@@ -4,7 +4,7 @@
 
 use std::io::{self, Write};
 
-use comfy_table::{Cell, ContentArrangement};
+use comfy_table::Cell;
 
 use crate::check::{CheckReport, GpuReport, InstallReport, LibraryKind, Outcome, Status};
 use crate::cli::OutputFormat;
@@ -12,7 +12,7 @@ use crate::model::Family;
 use crate::vocab::targets::Targets;
 use crate::vocab::units::count;
 
-use super::style::{paint, status_color, wrap, Style};
+use super::style::{cut_path_start, fill_cell, paint, status_color, wrap, Style};
 use super::write_json;
 
 /// The GPU's line: index, where it was found, its target (and override), its product.
@@ -46,10 +46,30 @@ fn detail(v: &crate::check::Verdict) -> String {
     }
     if let Some(l) = &v.loads {
         if v.status == Status::Ok {
-            detail.push_str(&format!(" — loads {l}"));
+            // A file in the library's own folder is named by its file name.
+            let shown = match l.rsplit_once('/') {
+                Some((dir, file)) if v.library.trim_end_matches('/').ends_with(dir) => file,
+                _ => l.as_str(),
+            };
+            detail.push_str(&format!(" — loads {shown}"));
         }
     }
     detail
+}
+
+/// The widths of the library and detail cells in `width` columns: a detail keeps at least 40
+/// columns, and a library name takes what it needs of the rest; on a narrow screen the file
+/// names still fit whole (behind "…/") up to half the room.
+fn cell_widths(names: &[&str], width: usize) -> (usize, usize) {
+    // Three columns, one space of padding on each side; STATUS is at most 7 wide (MISSING).
+    let (padding, status) = (6, 7);
+    let room = width.saturating_sub(padding + status);
+    let longest = names.iter().map(|n| n.chars().count()).max().unwrap_or(0).max("LIBRARY".len());
+    let file = |n: &&str| n.trim_end_matches('/').rsplit('/').next().map_or(0, |f| f.chars().count() + 3);
+    let files = names.iter().map(file).max().unwrap_or(0).min(room / 2);
+    // A detail never gets under 20 columns: the name gives way first.
+    let library = longest.min(room.saturating_sub(40)).max(files).max(16).min(room.saturating_sub(20)).max(8);
+    (library, room.saturating_sub(library))
 }
 
 /// Writes one GPU's verdicts in one install.
@@ -63,13 +83,15 @@ fn write_gpu(
 ) -> io::Result<()> {
     let status = gpu.status();
     let install = inst.install.path.as_str();
-    writeln!(
-        out,
-        "{}{} · {}",
-        if md { "#### " } else { "" },
-        gpu_line(gpu, targets),
-        paint(&inst.status_shown(status), status_color(status), style.color)
-    )?;
+    // Wrapped before it is painted: escapes take no columns.
+    let word = inst.status_shown(status);
+    let line = format!("{}{} · {word}", if md { "#### " } else { "" }, gpu_line(gpu, targets));
+    let line = if md { line } else { wrap(&line, "", "  ", style.width) };
+    match line.strip_suffix(word.as_str()) {
+        Some(head) => writeln!(out, "{head}{}", paint(&word, status_color(status), style.color))?,
+        // The status itself was wrapped across lines: printed as it is.
+        None => writeln!(out, "{line}")?,
+    }
     // The answer first: what would change it, and the dangers, before the table behind them.
     let (first, rest) = if md { ("- ", "  ") } else { ("  ", "    ") };
     for h in &gpu.hints {
@@ -80,19 +102,21 @@ fn write_gpu(
     }
     writeln!(out)?;
     let mut t = super::table::styled(md, style);
-    if let (false, Some(w)) = (md, style.width) {
-        // Details wrap inside their cell; no line passes the width.
-        t.set_content_arrangement(ContentArrangement::Dynamic);
-        t.set_width(u16::try_from(w).unwrap_or(u16::MAX));
-    }
     t.set_header(if md { ["library", "status", "detail"] } else { ["LIBRARY", "STATUS", "DETAIL"] });
-    for v in &gpu.verdicts {
+    // Libraries are named inside their install, whose path heads the section.
+    let prefix = format!("{}/", install.trim_end_matches('/'));
+    let names: Vec<&str> =
+        gpu.verdicts.iter().map(|v| v.library.strip_prefix(&prefix).unwrap_or(&v.library)).collect();
+    let widths = (!md).then_some(style.width).flatten().map(|w| cell_widths(&names, w));
+    for (v, name) in gpu.verdicts.iter().zip(&names) {
         let word = Cell::new(v.status.word());
         let word = if style.color { word.fg(status_color(v.status)) } else { word };
-        // Libraries are named inside their install, whose path heads the section.
-        let prefix = format!("{}/", install.trim_end_matches('/'));
-        let library = v.library.strip_prefix(&prefix).unwrap_or(&v.library);
-        t.add_row(vec![Cell::new(library), word, Cell::new(detail(v))]);
+        let (library, detail) = match widths {
+            // No line passes the width: a path loses leading folders, a detail wraps between words.
+            Some((lib, det)) => (cut_path_start(name, lib), fill_cell(&detail(v), det)),
+            None => (name.to_string(), detail(v)),
+        };
+        t.add_row(vec![Cell::new(library), word, Cell::new(detail)]);
     }
     let text = t.to_string();
     for line in text.lines() {

@@ -90,15 +90,34 @@ pub fn wrap(text: &str, first: &str, indent: &str, width: Option<usize>) -> Stri
     textwrap::fill(&text, opts)
 }
 
-/// `word` in at most `room` characters when it is a path: its start cut for "…"; any other word
-/// as it is.
+/// `word` in at most `room` characters when it is a path: its start cut for "…", at a `/` so
+/// whole trailing components stay (`…/x86_64-linux-gnu/librocblas.so.4.4`, never `…c.so.4.4`
+/// when a component fits); any other word as it is.
 pub fn cut_path_start(word: &str, room: usize) -> String {
     let n = word.chars().count();
     if n <= room || !word.contains('/') || room < 2 {
         return word.to_string();
     }
+    // The longest tail that starts at a `/` (the path's own last `/` of a folder excepted) and
+    // fits behind "…".
+    let body = word.trim_end_matches('/');
+    let at_slash = body.match_indices('/').map(|(i, _)| i).find(|&i| word[i..].chars().count() < room);
+    if let Some(i) = at_slash {
+        return format!("…{}", &word[i..]);
+    }
+    // Not even the last component fits: its end, which names the target, stays.
     let tail: String = word.chars().skip(n - (room - 1)).collect();
     format!("…{tail}")
+}
+
+/// Fills a table cell to `width` columns: paths cut at their start to fit, lines broken between
+/// words, and only a word longer than the cell broken inside.
+pub fn fill_cell(text: &str, width: usize) -> String {
+    let fitted: Vec<String> = text.split(' ').map(|w| cut_path_start(w, width)).collect();
+    let opts = textwrap::Options::new(width.max(1))
+        .break_words(true)
+        .word_splitter(textwrap::WordSplitter::NoHyphenation);
+    textwrap::fill(&fitted.join(" "), opts)
 }
 
 #[cfg(test)]
@@ -130,6 +149,30 @@ mod tests {
             Style::detect(ColorChoice::Auto, true, env(&[("COLUMNS", "8")])).width,
             Some(DEFAULT_WIDTH)
         );
+    }
+
+    #[test]
+    fn paths_lose_whole_leading_components_first() {
+        let p = "deb/sid-root/usr/lib/x86_64-linux-gnu/libhsa-runtime64.so.1.15.0";
+        assert_eq!(cut_path_start(p, 40), "…/libhsa-runtime64.so.1.15.0");
+        assert_eq!(cut_path_start(p, 48), "…/x86_64-linux-gnu/libhsa-runtime64.so.1.15.0");
+        // A folder keeps its trailing `/`.
+        assert_eq!(cut_path_start("usr/lib/x86_64-linux-gnu/hipblaslt/library/", 24), "…/hipblaslt/library/");
+        // A last component too long for the room keeps its end.
+        assert_eq!(cut_path_start("a/TensileLibrary_lazy_gfx1151.dat", 12), "…gfx1151.dat");
+        assert_eq!(cut_path_start("short/path", 40), "short/path");
+    }
+
+    #[test]
+    fn cells_break_between_words_and_cut_paths() {
+        let cell = fill_cell(
+            "loads usr/lib/x86_64-linux-gnu/hipblaslt/library/TensileLibrary_lazy_gfx1151.dat now",
+            40,
+        );
+        assert_eq!(cell, "loads …/TensileLibrary_lazy_gfx1151.dat\nnow");
+        assert!(fill_cell("hipv4-amdgcn-amd-amdhsa--gfx11-generic", 20)
+            .lines()
+            .all(|l| l.chars().count() <= 20));
     }
 
     #[test]
