@@ -36,6 +36,17 @@ pub struct Install {
     pub kind: InstallKind,
 }
 
+impl Install {
+    /// `library` (a displayed path) named inside this install: without the install's path and
+    /// the `/` or `!/` (an archive's members) after it; as it is when it lies elsewhere.
+    pub fn inner<'a>(&self, library: &'a str) -> &'a str {
+        let base = self.path.trim_end_matches('/');
+        let rest =
+            library.strip_prefix(base).and_then(|r| r.strip_prefix("!/").or_else(|| r.strip_prefix('/')));
+        rest.filter(|r| !r.is_empty()).unwrap_or(library)
+    }
+}
+
 /// True for the packages TheRock's `rocm`, `rocm-sdk-core`, `rocm-sdk-devel` and
 /// `rocm-sdk-libraries-<family>` wheels install (`_rocm_sdk_core`, `_rocm_sdk_devel`,
 /// `_rocm_sdk_libraries_gfx1151`, `rocm_sdk`).
@@ -74,7 +85,7 @@ fn root_kind(root: &str) -> InstallKind {
 /// True for a Python wheel read as a tree (`torch-2.5.0+rocm6.2-cp311-…whl`): one
 /// distribution, one install, whatever its members' paths.
 fn is_wheel(name: &str) -> bool {
-    name.to_ascii_lowercase().ends_with(".whl")
+    name.trim_end_matches('!').to_ascii_lowercase().ends_with(".whl")
 }
 
 /// The install holding `path`, a library's displayed path; `root` is the displayed root it
@@ -83,7 +94,9 @@ pub fn install_of(root: &str, path: &str) -> Install {
     let inner = path.strip_prefix(root).unwrap_or(path);
     let parts: Vec<&str> = inner.split('/').filter(|p| !p.is_empty()).collect();
     let at = |i: usize, kind| {
-        let joined = parts[..=i].join("/");
+        // An archive read as a tree ends its part in `!` (`a.whl!/pkg/lib.so`): the install is
+        // the archive.
+        let joined = parts[..=i].join("/").trim_end_matches('!').to_string();
         let path = match root {
             "" => joined,
             r if r.ends_with('/') => format!("{r}{joined}"),
@@ -147,6 +160,12 @@ mod tests {
         let b = install_of("/dl", "/dl/cupy_rocm_4_0-10.6.0.whl/cupy/cuda/cub.so");
         assert_eq!((a.path.as_str(), a.kind), ("/dl/cupy_rocm_5_0-13.3.0.whl", InstallKind::Python));
         assert_ne!(a, b);
+        // As scanned: the members of a wheel in a folder are `<wheel>!/<member>`.
+        let c = install_of("wheels", "wheels/cupy_rocm_4_0-10.6.0.whl!/cupy/cuda/cub.so");
+        assert_eq!((c.path.as_str(), c.kind), ("wheels/cupy_rocm_4_0-10.6.0.whl", InstallKind::Python));
+        assert_eq!(c.inner("wheels/cupy_rocm_4_0-10.6.0.whl!/cupy/cuda/cub.so"), "cupy/cuda/cub.so");
+        assert_eq!(a.inner("/dl/cupy_rocm_5_0-13.3.0.whl/cupy/cuda/cub.so"), "cupy/cuda/cub.so");
+        assert_eq!(a.inner("/elsewhere/lib.so"), "/elsewhere/lib.so");
         let whole = install_of("/dl/x-1.0.whl", "/dl/x-1.0.whl/x/lib.so");
         assert_eq!((whole.path.as_str(), whole.kind), ("/dl/x-1.0.whl", InstallKind::Python));
     }

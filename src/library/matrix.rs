@@ -64,8 +64,7 @@ pub fn library_matrix(snap: &Snapshot, table: &Targets) -> Vec<LibraryRow> {
     });
     let mut rows: Vec<LibraryRow> = places
         .map(|(install, shown, layer, mut held)| {
-            let prefix = format!("{}/", install.path.trim_end_matches('/'));
-            let library = shown.strip_prefix(&prefix).map(str::to_string).unwrap_or(shown);
+            let library = install.inner(&shown).to_string();
             held.sort_by(|a, b| table.cmp(a, b));
             held.dedup();
             LibraryRow { install, library, layer, targets: held }

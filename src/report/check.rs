@@ -82,7 +82,6 @@ fn write_gpu(
     out: &mut dyn Write,
 ) -> io::Result<()> {
     let status = gpu.status();
-    let install = inst.install.path.as_str();
     // Wrapped before it is painted: escapes take no columns.
     let word = inst.status_shown(status);
     let line = format!("{}{} · {word}", if md { "#### " } else { "" }, gpu_line(gpu, targets));
@@ -104,9 +103,7 @@ fn write_gpu(
     let mut t = super::table::styled(md, style);
     t.set_header(if md { ["library", "status", "detail"] } else { ["LIBRARY", "STATUS", "DETAIL"] });
     // Libraries are named inside their install, whose path heads the section.
-    let prefix = format!("{}/", install.trim_end_matches('/'));
-    let names: Vec<&str> =
-        gpu.verdicts.iter().map(|v| v.library.strip_prefix(&prefix).unwrap_or(&v.library)).collect();
+    let names: Vec<&str> = gpu.verdicts.iter().map(|v| inst.install.inner(&v.library)).collect();
     let widths = (!md).then_some(style.width).flatten().map(|w| cell_widths(&names, w));
     for (v, name) in gpu.verdicts.iter().zip(&names) {
         let word = Cell::new(v.status.word());
@@ -199,8 +196,7 @@ pub fn write_check(
         };
         writeln!(out, "{head}")?;
         if let Some(r) = &inst.runtime {
-            let prefix = format!("{}/", inst.install.path.trim_end_matches('/'));
-            let lib = r.library.strip_prefix(&prefix).unwrap_or(&r.library);
+            let lib = inst.install.inner(&r.library);
             let line = format!("HIP runtime {lib} ({}): verdicts follow its rules — {}", r.version, r.rules);
             writeln!(out, "{}", wrap(&line, li, "    ", style.width))?;
         }

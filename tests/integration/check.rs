@@ -12,8 +12,8 @@ use serde_json::{json, Value};
 use gfxscan::testing::{bundle, code_object, tensile_index, CodeObjectSpec};
 
 use crate::fixtures::{
-    co, hip, host_lib, GENERIC_V1, GFX1030, GFX1100, GFX11_GENERIC, GFX90A, HOST, SRAMECC_ON, XNACK_OFF,
-    XNACK_ON,
+    co, hip, hip_bundle, host_lib, GENERIC_V1, GFX1030, GFX1100, GFX11_GENERIC, GFX90A, HOST, SRAMECC_ON,
+    XNACK_OFF, XNACK_ON,
 };
 use crate::util::{run, Run, Tree};
 
@@ -821,4 +821,65 @@ fn unknown_gpu_is_an_error() {
     let run = check(&args(&tree, &["--json", "--gpu", "gfx1100:xnack+"]), &[]);
     run.expect_code(2);
     assert!(run.stderr.contains("gfx1100 has no \"xnack\" feature"), "{}", run.stderr);
+}
+
+/// Wheels downloaded into one folder are an install each, as pip would install them apart
+/// (issue 23: a folder of 18 unrelated wheels was judged as one install), and libraries of the
+/// same name in two wheels are told apart by the wheel they are shown under.
+#[test]
+fn each_wheel_in_a_folder_is_its_own_install() {
+    use crate::archives::{zip_of, Entry};
+    let tree = Tree::new();
+    let member =
+        |t: &str, mach| Entry::File("pkg/cuda/cub.hsaco".into(), hip_bundle(&[(t, &co(mach, 0, 1))]));
+    tree.file("dl/a_rocm-1.0-py3-none-linux_x86_64.whl", &zip_of(&[member("gfx1030", GFX1030)], true));
+    tree.file("dl/b_rocm-2.0-py3-none-linux_x86_64.whl", &zip_of(&[member("gfx1100", GFX1100)], true));
+    let dl = tree.path("dl");
+    let r = crate::util::gfxscan(["check", "-q", dl.to_str().unwrap_or(""), "--gpu", "gfx1030"]);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    let installs: Vec<&str> = r.stdout.lines().filter(|l| l.starts_with("Install ")).collect();
+    assert_eq!(installs.len(), 2, "{}", r.stdout);
+    assert!(installs[0].ends_with("a_rocm-1.0-py3-none-linux_x86_64.whl (python) · OK"), "{}", r.stdout);
+    assert!(installs[1].ends_with("b_rocm-2.0-py3-none-linux_x86_64.whl (python) · MISSING"), "{}", r.stdout);
+    // Inside its install a library is named from the wheel's top: never `…!/pkg`.
+    assert_eq!(r.stdout.matches("\n pkg/cuda/cub.hsaco ").count(), 2, "{}", r.stdout);
+    let s = crate::util::gfxscan(["scan", "-q", dl.to_str().unwrap_or(""), "--by", "library"]);
+    let rows: Vec<&str> =
+        s.stdout.lines().filter(|l| l.trim_start().starts_with("pkg/cuda/cub.hsaco")).collect();
+    assert_eq!(rows.len(), 2, "{}", s.stdout);
+    assert!(s.stdout.contains("a_rocm-1.0-py3-none-linux_x86_64.whl\n"), "{}", s.stdout);
+}
+
+/// The check table fits the width without cutting a word in two (issue 23: `libhsa-runtim` /
+/// `e64…`): a long library path loses leading folders (`…/`), and a detail wraps between words.
+#[test]
+fn check_table_cuts_paths_at_folders_and_wraps_between_words() {
+    let tree = Tree::new();
+    let deep =
+        "usr/lib/x86_64-linux-gnu/a-rather-long-vendor-folder/another-level/libhsa-runtime64.so.1.15.0";
+    tree.file(deep, &host_lib(&[("gfx1030", &co(GFX1030, 0, 1))]));
+    for columns in ["80", "100", "60"] {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_gfxscan"));
+        c.args(["check", "-q", "--gpu", "gfx1030,gfx1100"]).arg(tree.root()).env("COLUMNS", columns);
+        let r = run(c);
+        assert_eq!(r.code, 1, "{}", r.stderr);
+        let width: usize = columns.parse().unwrap_or_default();
+        for line in r.stdout.lines() {
+            assert!(line.chars().count() <= width, "{columns} columns: {line:?}\n{}", r.stdout);
+        }
+        if width < 80 {
+            // Narrower, something must give; no line passes the width still.
+            continue;
+        }
+        // The file name is whole on its row; nothing of it spills onto the next line.
+        let rows: Vec<&str> = r.stdout.lines().filter(|l| l.contains("libhsa-runtime64")).collect();
+        assert_eq!(rows.len(), 2, "{}", r.stdout);
+        assert!(
+            rows.iter().all(|l| l.starts_with(" …/") && l.contains("/libhsa-runtime64.so.1.15.0 ")),
+            "{}",
+            r.stdout
+        );
+        // Every detail word is whole: the entry ID that loads is on one line.
+        assert!(r.stdout.contains("hipv4-amdgcn-amd-amdhsa--gfx1030"), "{}", r.stdout);
+    }
 }
