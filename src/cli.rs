@@ -276,6 +276,9 @@ pub struct ScanArgs {
     /// must stay. Writes nothing, deletes nothing.
     #[arg(long, value_delimiter = ',', value_name = "TARGETS", conflicts_with_all = ["by", "compare", "only"])]
     pub keep: Vec<String>,
+    /// With --keep: list, per library, each whole file that could go (JSON always lists them).
+    #[arg(short, long, requires = "keep")]
+    pub verbose: bool,
     /// Exit 5 when the install is broken as shipped (findings), every file having been read.
     #[arg(long)]
     pub fail_on_findings: bool,

@@ -143,7 +143,9 @@ fn run_scan(mut args: ScanArgs, color: cli::ColorChoice) -> anyhow::Result<ExitS
     };
     if !args.keep.is_empty() {
         let report = check::prune::prune(&snap, &distinct(&args.keep), &targets);
-        return out.deliver(status, |w| report::prune::write_prune(&report, &snap.roots, format, style, w));
+        return out.deliver(status, |w| {
+            report::prune::write_prune(&report, &snap.roots, format, args.verbose, style, w)
+        });
     }
     let matrix = library::matrix::library_matrix(&snap, &targets);
     out.deliver(status, |w| report::write_scan(&snap, &targets, &matrix, &view, format, style, w))

@@ -28,11 +28,35 @@ fn bytes(n: u64) -> String {
     }
 }
 
+/// `--verbose`: per library, the whole files that could go, in path order, each whole and
+/// under its root as given (a list to act on is never cut to fit).
+fn write_files_to_drop(
+    rows: &[&PruneRow],
+    roots: &[String],
+    md: bool,
+    style: Style,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let files: usize = rows.iter().map(|r| r.files_to_drop.len()).sum();
+    writeln!(out)?;
+    writeln!(out, "Whole files that could go ({files}):")?;
+    let (lib, file) = if md { ("- ", "  - ") } else { ("  ", "    ") };
+    for r in rows.iter().filter(|r| !r.files_to_drop.is_empty()) {
+        let name = if roots.len() == 1 { r.library.path.clone() } else { r.library.display(roots) };
+        writeln!(out, "{}", wrap(&format!("{name} ({}):", r.files_to_drop.len()), lib, lib, style.width))?;
+        for f in &r.files_to_drop {
+            writeln!(out, "{file}{}", f.display(roots))?;
+        }
+    }
+    Ok(())
+}
+
 /// Writes the prune report.
 pub fn write_prune(
     report: &PruneReport,
     roots: &[String],
     format: OutputFormat,
+    verbose: bool,
     style: Style,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
@@ -84,7 +108,7 @@ pub fn write_prune(
     writeln!(out, "{}", wrap(&head, "", "", style.width))?;
     let files: usize = rows.iter().map(|r| r.files_to_drop.len()).sum();
     let split = format!(
-        "Of what could go, {} is whole files ({}: deleting them is enough; `--json` lists them); {} is code inside libraries that also hold code for the kept targets, which only a rebuild or a kpack split could drop.",
+        "Of what could go, {} is whole files ({}: deleting them is enough; `--verbose` or `--json` lists them); {} is code inside libraries that also hold code for the kept targets, which only a rebuild or a kpack split could drop.",
         human_bytes(t.drop_whole.stored),
         crate::vocab::units::count(files as u64, "file"),
         human_bytes(t.drop.stored.saturating_sub(t.drop_whole.stored)),
@@ -130,5 +154,8 @@ pub fn write_prune(
         if untied.files == 1 { "stays" } else { "stay" },
     );
     writeln!(out, "{}", wrap(&note, "", "", style.width))?;
+    if verbose {
+        write_files_to_drop(&rows, roots, md, style, out)?;
+    }
     Ok(())
 }

@@ -142,4 +142,19 @@ fn keep_lists_whole_files_apart_from_code_inside_libraries() {
     cmd.args(["scan", "-q", "--keep", "gfx1100", &tree.root_str()]).env("COLUMNS", "40");
     let tiny = crate::util::run(cmd);
     assert!(tiny.stdout.contains("Left out for the width:"), "{}", tiny.stdout);
+    // With --verbose the text lists the same files as the JSON, whole and under the root as
+    // given, at any width; the library whose code sits inside a fat binary lists none.
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_gfxscan"));
+    cmd.args(["scan", "-q", "--keep", "gfx1100", "--verbose", &tree.root_str()]).env("COLUMNS", "40");
+    let listed = crate::util::run(cmd);
+    let lines: Vec<&str> =
+        listed.stdout.lines().skip_while(|l| !l.starts_with("Whole files that could go")).collect();
+    let root = tree.root_str();
+    let want = [
+        "Whole files that could go (2):".to_string(),
+        "  opt/rocm/lib/rocblas/library/ (2):".to_string(),
+        format!("    {root}/{}", whole[0]),
+        format!("    {root}/{}", whole[1]),
+    ];
+    assert_eq!(lines, want, "{}", listed.stdout);
 }
