@@ -58,7 +58,7 @@ pub fn write_diff(
 ) -> anyhow::Result<()> {
     match format {
         OutputFormat::Json => return write_json(out, d),
-        OutputFormat::Html => return super::html::write_diff_html(d, &summary_lines(d, targets), out),
+        OutputFormat::Html => return super::html::write_diff_html(d, targets, out),
         _ => {}
     }
     let md = format == OutputFormat::Markdown;
@@ -95,8 +95,8 @@ pub fn write_diff(
     Ok(())
 }
 
-/// The diff's first lines: both sides, filters, the targets compared, each side's problems.
-fn write_sides(d: &SnapshotDiff, l: Layout, out: &mut dyn Write) -> io::Result<()> {
+/// Both sides: roots, whether scanned or read from a snapshot, files and code objects.
+pub fn sides(d: &SnapshotDiff) -> String {
     let side = |s: &crate::diff::Side| {
         format!(
             "{} ({}, {}, {})",
@@ -109,8 +109,12 @@ fn write_sides(d: &SnapshotDiff, l: Layout, out: &mut dyn Write) -> io::Result<(
             count(s.code_objects, "code object")
         )
     };
-    let head = format!("gfxscan diff · {} → {}", side(&d.old), side(&d.new));
-    writeln!(out, "{}", wrap(&head, "", "  ", l.style.width))?;
+    format!("{} → {}", side(&d.old), side(&d.new))
+}
+
+/// The diff's first lines: both sides, filters, the targets compared, each side's problems.
+fn write_sides(d: &SnapshotDiff, l: Layout, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "{}", wrap(&format!("gfxscan diff · {}", sides(d)), "", "  ", l.style.width))?;
     for (name, s) in [("old", &d.old), ("new", &d.new)] {
         if let Some(f) = &s.filtered_to {
             writeln!(
@@ -168,40 +172,39 @@ fn per_target(d: &SnapshotDiff, targets: &Targets) -> Vec<(String, Vec<String>, 
         .collect()
 }
 
-/// The summary as plain lines (for the HTML page).
-pub fn summary_lines(d: &SnapshotDiff, targets: &Targets) -> Vec<String> {
-    per_target(d, targets)
-        .into_iter()
-        .map(|(t, lost, gained)| {
-            let mut parts = Vec::new();
-            if !lost.is_empty() {
-                parts.push(format!("lost in {}: {}", count(lost.len() as u64, "library"), lost.join(", ")));
-            }
-            if !gained.is_empty() {
-                parts.push(format!(
-                    "gained in {}: {}",
-                    count(gained.len() as u64, "library"),
-                    gained.join(", ")
-                ));
-            }
-            format!("{t}: {}", parts.join("; "))
+/// Targets with the same losses and gains, together: (targets, libraries lost, libraries
+/// gained), in the natural order of each group's first target. The text and the HTML page both
+/// show these groups.
+pub fn target_groups(d: &SnapshotDiff, targets: &Targets) -> Vec<(Vec<String>, Vec<String>, Vec<String>)> {
+    let mut groups: Vec<(Vec<String>, Vec<String>, Vec<String>)> = Vec::new();
+    for (t, lost, gained) in per_target(d, targets) {
+        match groups.iter_mut().find(|(_, l2, g2)| *l2 == lost && *g2 == gained) {
+            Some((ts, _, _)) => ts.push(t),
+            None => groups.push((vec![t], lost, gained)),
+        }
+    }
+    groups
+}
+
+/// A coverage change's targets as listed: each with the generic target that served it before
+/// (a loss) or serves it now (a gain).
+pub fn listed_targets(c: &Coverage, lost: bool) -> Vec<String> {
+    c.targets
+        .iter()
+        .map(|t| match c.via_generic.get(t) {
+            Some(g) if lost => format!("{t} (was served by {g})"),
+            Some(g) => format!("{t} (served by {g})"),
+            None => t.clone(),
         })
         .collect()
 }
 
 /// The summary per target: one line each, losses first and in red.
 fn write_by_target(d: &SnapshotDiff, targets: &Targets, l: Layout, out: &mut dyn Write) -> io::Result<()> {
-    let rows = per_target(d, targets);
-    if rows.is_empty() {
-        return Ok(());
-    }
     // Targets with the same losses and gains share a line.
-    let mut groups: Vec<(Vec<String>, Vec<String>, Vec<String>)> = Vec::new();
-    for (t, lost, gained) in rows {
-        match groups.iter_mut().find(|(_, l2, g2)| *l2 == lost && *g2 == gained) {
-            Some((ts, _, _)) => ts.push(t),
-            None => groups.push((vec![t], lost, gained)),
-        }
+    let groups = target_groups(d, targets);
+    if groups.is_empty() {
+        return Ok(());
     }
     writeln!(out)?;
     writeln!(
@@ -252,15 +255,7 @@ fn write_coverage(
             UnitChange::New => " (nothing of it before)",
             UnitChange::Changed => "",
         };
-        let listed: Vec<String> = c
-            .targets
-            .iter()
-            .map(|t| match c.via_generic.get(t) {
-                Some(g) if verb == "lost" => format!("{t} (was served by {g})"),
-                Some(g) => format!("{t} (served by {g})"),
-                None => t.clone(),
-            })
-            .collect();
+        let listed = listed_targets(c, verb == "lost");
         let line = format!("{}{whole}: {verb} {}", c.library, capped(&listed, l.verbose));
         writeln!(out, "{}", wrap(&line, l.li, "      ", l.style.width))?;
     }
@@ -366,20 +361,23 @@ fn write_libraries(d: &SnapshotDiff, l: Layout, out: &mut dyn Write) -> io::Resu
 }
 
 /// Files removed, added and changed, each with what changed.
+/// How many files were added, removed and changed.
+pub fn files_line(d: &SnapshotDiff) -> String {
+    format!(
+        "Files: {} added, {} removed, {} changed",
+        thousands(d.files_added.len() as u64),
+        thousands(d.files_removed.len() as u64),
+        thousands(d.files_changed.len() as u64)
+    )
+}
+
 fn write_files(d: &SnapshotDiff, l: Layout, out: &mut dyn Write) -> io::Result<()> {
     let (added, removed, changed) = (&d.files_added, &d.files_removed, &d.files_changed);
     if added.len() + removed.len() + changed.len() == 0 {
         return Ok(());
     }
     writeln!(out)?;
-    writeln!(
-        out,
-        "{}Files: {} added, {} removed, {} changed",
-        l.h,
-        thousands(added.len() as u64),
-        thousands(removed.len() as u64),
-        thousands(changed.len() as u64)
-    )?;
+    writeln!(out, "{}{}", l.h, files_line(d))?;
     let only = |mark: &str, f: &crate::diff::FileOnly| {
         let targets =
             if f.targets.is_empty() { String::new() } else { format!(", {}", f.targets.join(", ")) };

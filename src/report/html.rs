@@ -10,11 +10,11 @@ use std::fmt::Write as _;
 use std::io::Write;
 
 use crate::check::{CheckReport, Status};
-use crate::diff::SnapshotDiff;
+use crate::diff::{Coverage, DiffOutcome, SnapshotDiff, UnitChange};
 use crate::library::matrix::{LibraryRow, Mark};
 use crate::model::Snapshot;
 use crate::vocab::targets::Targets;
-use crate::vocab::units::{human_bytes, thousands};
+use crate::vocab::units::{count, human_bytes, thousands};
 
 use super::views::{headline, library_targets, product, shown_targets};
 use crate::aggregate::{layer_count, layers, Layer};
@@ -43,17 +43,20 @@ h1{font-size:1.35em;margin:0 0 .2em}h2{font-size:1.1em;margin:1.6em 0 .5em;borde
 figure{margin:0;border:1px solid #d0d7de;border-radius:6px;padding:.6em .8em;background:#f6f8fa}
 figcaption{font-weight:600;margin-bottom:.3em}
 svg text{font:12px system-ui,sans-serif;fill:#1d2125}svg .val{fill:#57606a}
-svg rect.bar{fill:#d1242f}svg rect.bar.l1{fill:#0969da}svg rect.bar.l2{fill:#8250df}svg rect.bar.l3{fill:#1a7f37}svg rect.bar.l4{fill:#bc4c00}svg rect.bar.l5{fill:#6e7781}
+svg rect.bar.l0{fill:#0969da}svg rect.bar.l1{fill:#8250df}svg rect.bar.l2{fill:#1b7c83}svg rect.bar.l3{fill:#4d5bce}svg rect.bar.l4{fill:#bf3989}svg rect.bar.l5{fill:#6e7781}
+svg rect.bar.old{fill:#afb8c1}svg rect.bar.same{fill:#6e7781}svg rect.bar.up{fill:#1a7f37}svg rect.bar.down{fill:#d1242f}
 table{border-collapse:collapse;margin:.3em 0}th,td{padding:.2em .6em;border-bottom:1px solid #eaeef2;text-align:right;white-space:nowrap}
-th{background:#f6f8fa;position:sticky;top:0}td.l,th.l{text-align:left}td.m{text-align:center}
+th{background:#f6f8fa;position:sticky;top:0;white-space:normal;vertical-align:bottom}td.l,th.l{text-align:left}td.m{text-align:center}
+td.l{white-space:normal;overflow-wrap:anywhere;max-width:26em}tr.install td{font-weight:600;background:#f6f8fa}
 td.own{color:#1a7f37;font-weight:700}td.generic{color:#9a6700}td.none{color:#afb8c1}
 .ok{color:#1a7f37;font-weight:700}.warn{color:#9a6700;font-weight:700}.missing{color:#d1242f;font-weight:700}
+td.lost,.lost{color:#d1242f}td.gained,.gained{color:#1a7f37}.verdict{font-weight:600}
 td.detail{white-space:normal;text-align:left;max-width:60em}
 .matrix{overflow-x:auto}ul{margin:.3em 0}
 ";
 
-/// Checks, in the browser, that every bar was drawn with a width and its label fits, and
-/// records the result for tests (`data-rendered`).
+/// Checks, in the browser, that every bar was drawn with a width, its label fits and no table
+/// runs past the page, and records the result for tests (`data-rendered`).
 const SELF_CHECK: &str = "<script>
 (function(){
   var bars=document.querySelectorAll('rect.bar'),drawn=0,clipped=0;
@@ -62,7 +65,9 @@ const SELF_CHECK: &str = "<script>
     var w=s.viewBox.baseVal.width;
     s.querySelectorAll('text').forEach(function(t){ if(t.getBBox().x+t.getBBox().width>w+1) clipped++; });
   });
-  document.body.setAttribute('data-rendered','bars='+drawn+'/'+bars.length+' clipped='+clipped);
+  var overflow=0;
+  document.querySelectorAll('table').forEach(function(t){ if(t.getBoundingClientRect().right>document.body.getBoundingClientRect().right+1) overflow++; });
+  document.body.setAttribute('data-rendered','bars='+drawn+'/'+bars.length+' clipped='+clipped+' overflow='+overflow);
 })();
 </script>";
 
@@ -88,41 +93,65 @@ pub fn target_label(targets: &Targets, t: &str) -> String {
     }
 }
 
-/// One horizontal bar chart: a bar per (label, value), scaled to the largest value.
+/// One bar of a chart: its label, its value, and its CSS class (its colour).
+pub struct Bar {
+    pub label: String,
+    pub value: u64,
+    pub class: &'static str,
+}
+
+impl Bar {
+    pub fn new(label: String, value: u64, class: &'static str) -> Bar {
+        Bar { label, value, class }
+    }
+}
+
+/// The colours of layers' charts: none of them a status colour (OK green, WARN amber,
+/// MISSING red), so a bar never reads as a verdict.
+const LAYER_CLASSES: [&str; 6] = ["l0", "l1", "l2", "l3", "l4", "l5"];
+
+/// One horizontal bar chart of a layer: a bar per (label, value) in the layer's colour.
 pub fn bar_chart(out: &mut String, title: &str, bars: &[(String, u64)], class: usize) {
+    let class = LAYER_CLASSES[class % LAYER_CLASSES.len()];
+    let bars: Vec<Bar> = bars.iter().map(|(l, v)| Bar::new(l.clone(), *v, class)).collect();
+    bars_chart(out, title, &bars);
+}
+
+/// One horizontal bar chart, each bar scaled to the largest value and coloured by its class.
+pub fn bars_chart(out: &mut String, title: &str, bars: &[Bar]) {
     const LABEL: f64 = 190.0;
     const BAR: f64 = 260.0;
     const VALUE: f64 = 70.0;
     const ROW: f64 = 20.0;
     let width = LABEL + BAR + VALUE;
     let height = ROW * bars.len() as f64 + 6.0;
-    let max = bars.iter().map(|(_, v)| *v).max().unwrap_or(1).max(1) as f64;
+    let max = bars.iter().map(|b| b.value).max().unwrap_or(1).max(1) as f64;
     let _ = write!(
         out,
         "<figure><figcaption>{}</figcaption><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" role=\"img\" aria-label=\"{}\">",
         esc(title),
         esc(title)
     );
-    for (i, (label, v)) in bars.iter().enumerate() {
+    for (i, b) in bars.iter().enumerate() {
         let y = 3.0 + ROW * i as f64;
         let _ = write!(
             out,
             "<text x=\"{:.0}\" y=\"{:.0}\" text-anchor=\"end\">{}</text>",
             LABEL - 6.0,
             y + 13.0,
-            esc(label)
+            esc(&b.label)
         );
         // Nothing is no bar (a sliver would read as "a little"); any count is at least 1 px.
-        let w = if *v == 0 { 0.0 } else { (BAR * *v as f64 / max).max(1.0) };
-        if *v > 0 {
+        let w = if b.value == 0 { 0.0 } else { (BAR * b.value as f64 / max).max(1.0) };
+        if b.value > 0 {
             let _ = write!(
                 out,
-                "<rect class=\"bar l{}\" x=\"{LABEL}\" y=\"{:.0}\" width=\"{w:.1}\" height=\"{:.0}\"><title>{}: {}</title></rect>",
-                class % 6,
+                "<rect class=\"bar {}\" x=\"{LABEL}\" y=\"{:.0}\" width=\"{w:.1}\" height=\"{:.0}\"><title>{}: {}</title></rect>",
+                b.class,
                 y + 2.0,
                 ROW - 5.0,
-                esc(label),
-                thousands(*v),
+                esc(&b.label),
+                thousands(b.value),
             );
         }
         let _ = write!(
@@ -130,7 +159,7 @@ pub fn bar_chart(out: &mut String, title: &str, bars: &[(String, u64)], class: u
             "<text class=\"val\" x=\"{:.1}\" y=\"{:.0}\">{}</text>",
             LABEL + w + 4.0,
             y + 13.0,
-            thousands(*v)
+            thousands(b.value)
         );
     }
     out.push_str("</svg></figure>\n");
@@ -195,6 +224,9 @@ fn target_table(out: &mut String, snap: &Snapshot, targets: &Targets, only: &[St
     out.push_str("</tbody></table></div>\n");
 }
 
+/// Target columns per block of the matrix: with the library columns, a block fits the page.
+const MATRIX_TARGETS: usize = 10;
+
 /// The library × target matrix.
 fn matrix_table(
     out: &mut String,
@@ -209,27 +241,38 @@ fn matrix_table(
     // The same columns as the text view: no generic targets, no runtime-only targets.
     let (cols, _) = library_targets(snap, targets, matrix, only);
     out.push_str("<h2>Libraries × targets</h2><p class=\"sub\">● code or data built for the target · ○ only its generic target's code · · nothing for it</p><div class=\"matrix\">");
-    let mut heads: Vec<(&str, bool)> = vec![("install", true), ("library", true)];
-    heads.extend(cols.iter().map(|c| (c.as_str(), false)));
-    table_head(out, &heads);
-    for r in matrix {
-        let _ = write!(
-            out,
-            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td>",
-            esc(&r.install.path),
-            esc(&r.library)
-        );
-        for t in &cols {
-            let (class, mark) = match r.mark(t, targets) {
-                Mark::Own => ("own", "●"),
-                Mark::Generic => ("generic", "○"),
-                Mark::None => ("none", "·"),
-            };
-            let _ = write!(out, "<td class=\"m {class}\" title=\"{}\">{mark}</td>", esc(t));
+    // Readable at any target count: blocks of at most MATRIX_TARGETS target columns, the
+    // library columns repeated in each, as the text view splits its blocks.
+    for block in cols.chunks(MATRIX_TARGETS) {
+        let mut heads: Vec<(&str, bool)> = vec![("library", true)];
+        heads.extend(block.iter().map(|c| (c.as_str(), false)));
+        table_head(out, &heads);
+        // Libraries under their install, as in the text view: a row names the install once.
+        let mut install = None;
+        for r in matrix {
+            if install != Some(&r.install) {
+                install = Some(&r.install);
+                let span = block.len() + 1;
+                let _ = write!(
+                    out,
+                    "<tr class=\"install\"><td class=\"l\" colspan=\"{span}\">{}</td></tr>",
+                    esc(&r.install.path)
+                );
+            }
+            let _ = write!(out, "<tr><td class=\"l\">{}</td>", esc(&r.library));
+            for t in block {
+                let (class, mark) = match r.mark(t, targets) {
+                    Mark::Own => ("own", "●"),
+                    Mark::Generic => ("generic", "○"),
+                    Mark::None => ("none", "·"),
+                };
+                let _ = write!(out, "<td class=\"m {class}\" title=\"{}\">{mark}</td>", esc(t));
+            }
+            out.push_str("</tr>\n");
         }
-        out.push_str("</tr>\n");
+        out.push_str("</tbody></table>\n");
     }
-    out.push_str("</tbody></table></div>\n");
+    out.push_str("</div>\n");
 }
 
 fn list(out: &mut String, title: &str, items: &[String]) {
@@ -375,44 +418,143 @@ pub fn write_check_html(report: &CheckReport, outcome: &str, w: &mut dyn Write) 
     Ok(())
 }
 
-/// The diff report: the summary per target and per library, and the target × layer pivot
-/// drawn as paired bars (old, new) per layer.
-pub fn write_diff_html(d: &SnapshotDiff, summary: &[String], w: &mut dyn Write) -> anyhow::Result<()> {
+/// The diff report, in the text's order and with its counts: both sides; per library, the
+/// targets lost (red) and gained (green); the same per target, grouped as the text groups
+/// them; the target × layer pivot as paired bars (old grey, new coloured by the change).
+pub fn write_diff_html(d: &SnapshotDiff, targets: &Targets, w: &mut dyn Write) -> anyhow::Result<()> {
+    use super::diff::{files_line, sides, target_groups};
     let mut out = String::new();
     page_start(&mut out, &format!("gfxscan diff · {} → {}", d.old.roots.join(", "), d.new.roots.join(", ")));
-    let _ = writeln!(
-        out,
-        "<h1>What changed</h1><p class=\"sub\">{} → {}</p>",
-        esc(&d.old.roots.join(", ")),
-        esc(&d.new.roots.join(", "))
-    );
-    list(&mut out, "Summary", summary);
-    // The same layers and numbers as the text pivot (`layer_changes`).
-    let cells = super::views::layer_changes(d);
-    let used: std::collections::BTreeSet<usize> = cells.keys().map(|(_, i)| *i).collect();
-    if cells.values().any(|(a, b)| a != b) {
-        let all = layers();
-        out.push_str("<h2>Per target and layer (old → new)</h2><div class=\"charts\">\n");
-        for (k, i) in used.iter().enumerate() {
-            // Targets in the order of the counts (the natural order).
-            let mut order: Vec<&String> = Vec::new();
-            for c in &d.counts {
-                if !order.contains(&&c.target) {
-                    order.push(&c.target);
-                }
-            }
-            let bars: Vec<(String, u64)> = order
-                .into_iter()
-                .filter_map(|t| cells.get(&(t.clone(), *i)).map(|c| (t, c)))
-                .flat_map(|(t, (a, b))| [(format!("{t} old"), *a), (format!("{t} new"), *b)])
-                .collect();
-            bar_chart(&mut out, all[*i].header, &bars, k);
+    let _ = writeln!(out, "<h1>What changed</h1><p class=\"sub\">{}</p>", esc(&sides(d)));
+    if d.outcome == DiffOutcome::Incomplete {
+        out.push_str("<p class=\"warn\">INCOMPLETE: a side could not be read in full; a target listed as lost may only be unread.</p>\n");
+    }
+    let mut verdict = Vec::new();
+    if !d.losses.is_empty() {
+        verdict.push(format!(
+            "<span class=\"lost\">{} lost targets</span>",
+            count(d.losses.len() as u64, "library")
+        ));
+    }
+    if !d.gains.is_empty() {
+        verdict.push(format!(
+            "<span class=\"gained\">{} gained targets</span>",
+            count(d.gains.len() as u64, "library")
+        ));
+    }
+    let verdict = match (d.is_empty(), verdict.is_empty()) {
+        (true, _) => "No differences.".to_string(),
+        (false, true) => "No library lost or gained a target.".to_string(),
+        (false, false) => verdict.join(" · "),
+    };
+    let _ = writeln!(out, "<p class=\"verdict\">{verdict}</p>");
+    diff_libraries(&mut out, d);
+    let groups = target_groups(d, targets);
+    if !groups.is_empty() {
+        let _ = write!(
+            out,
+            "<h2>Per target ({} in {})</h2>",
+            groups.iter().map(|g| g.0.len()).sum::<usize>(),
+            count(groups.len() as u64, "group")
+        );
+        table_head(&mut out, &[("targets", true), ("lost in", true), ("gained in", true)]);
+        for (ts, lost, gained) in &groups {
+            let _ = writeln!(
+                out,
+                "<tr><td class=\"l\">{}</td><td class=\"l detail lost\">{}</td><td class=\"l detail gained\">{}</td></tr>",
+                esc(&ts.join(", ")),
+                esc(&lost.join(", ")),
+                esc(&gained.join(", "))
+            );
         }
-        out.push_str("</div>\n");
+        out.push_str("</tbody></table>\n");
+    }
+    diff_pivot(&mut out, d);
+    if !(d.files_added.is_empty() && d.files_removed.is_empty() && d.files_changed.is_empty()) {
+        let _ = writeln!(
+            out,
+            "<p class=\"sub\">{} (the text report with --verbose lists them).</p>",
+            esc(&files_line(d))
+        );
     }
     page_end(&mut out);
     w.write_all(out.as_bytes())?;
     Ok(())
+}
+
+/// One row per library that lost or gained targets: losses first, in the text's order.
+fn diff_libraries(out: &mut String, d: &SnapshotDiff) {
+    use super::diff::listed_targets;
+    let mut rows: Vec<(&str, Option<&Coverage>, Option<&Coverage>)> = Vec::new();
+    for c in &d.losses {
+        rows.push((&c.library, Some(c), None));
+    }
+    for c in &d.gains {
+        match rows.iter_mut().find(|(l, _, _)| *l == c.library) {
+            Some(row) => row.2 = Some(c),
+            None => rows.push((&c.library, None, Some(c))),
+        }
+    }
+    if rows.is_empty() {
+        return;
+    }
+    let _ = write!(out, "<h2>Per library ({})</h2>", rows.len());
+    table_head(out, &[("library", true), ("lost", true), ("gained", true)]);
+    for (library, lost, gained) in rows {
+        let how = match lost.or(gained).map(|c| c.how) {
+            Some(UnitChange::Gone) => " (nothing of it left)",
+            Some(UnitChange::New) => " (nothing of it before)",
+            _ => "",
+        };
+        let cell = |c: Option<&Coverage>, lost: bool| {
+            c.map(|c| listed_targets(c, lost).join(", ")).unwrap_or_default()
+        };
+        let _ = writeln!(
+            out,
+            "<tr><td class=\"l\">{}{how}</td><td class=\"l detail lost\">{}</td><td class=\"l detail gained\">{}</td></tr>",
+            esc(library),
+            esc(&cell(lost, true)),
+            esc(&cell(gained, false))
+        );
+    }
+    out.push_str("</tbody></table>\n");
+}
+
+/// The target × layer pivot of the text (`layer_changes`), a chart per layer: per target an
+/// old bar (grey) and a new one, green when it grew and red when it shrank.
+fn diff_pivot(out: &mut String, d: &SnapshotDiff) {
+    let cells = super::views::layer_changes(d);
+    if !cells.values().any(|(a, b)| a != b) {
+        return;
+    }
+    let used: std::collections::BTreeSet<usize> = cells.keys().map(|(_, i)| *i).collect();
+    // Targets in the order of the counts (the natural order).
+    let mut order: Vec<&String> = Vec::new();
+    for c in &d.counts {
+        if !order.contains(&&c.target) {
+            order.push(&c.target);
+        }
+    }
+    let all = layers();
+    out.push_str("<h2>Per target and layer (old → new)</h2><div class=\"charts\">\n");
+    for i in used {
+        let bars: Vec<Bar> = order
+            .iter()
+            .filter_map(|t| cells.get(&((*t).clone(), i)).map(|c| (t, c)))
+            // A target with nothing in this layer on either side draws no pair.
+            .filter(|(_, (a, b))| *a > 0 || *b > 0)
+            .flat_map(|(t, (a, b))| {
+                let change = match b.cmp(a) {
+                    std::cmp::Ordering::Greater => "up",
+                    std::cmp::Ordering::Less => "down",
+                    std::cmp::Ordering::Equal => "same",
+                };
+                [Bar::new(format!("{t} old"), *a, "old"), Bar::new(format!("{t} new"), *b, change)]
+            })
+            .collect();
+        bars_chart(out, all[i].header, &bars);
+    }
+    out.push_str("</div>\n");
 }
 
 #[cfg(test)]
@@ -434,6 +576,48 @@ mod tests {
     }
 
     /// A diff's "before" of nothing is no bar, not a 1-pixel sliver; its value is still shown.
+    #[test]
+    fn layer_colours_are_no_status_colours() {
+        // OK green, WARN amber, MISSING red: a layer's bar must not read as a verdict.
+        let status = ["#1a7f37", "#9a6700", "#d1242f"];
+        for class in LAYER_CLASSES {
+            let rule = format!("svg rect.bar.{class}{{fill:");
+            let at = STYLE.find(&rule).unwrap_or_else(|| panic!("no colour for {class}")) + rule.len();
+            let colour = &STYLE[at..at + 7];
+            assert!(!status.contains(&colour), "{class} is {colour}");
+        }
+    }
+
+    #[test]
+    fn the_matrix_is_cut_into_blocks_that_fit() {
+        use crate::library::install::{Install, InstallKind};
+        let targets = Targets::builtin();
+        let names: Vec<String> = targets
+            .iter()
+            .filter(|t| t.name.starts_with("gfx") && !t.is_generic())
+            .take(27)
+            .map(|t| t.name.clone())
+            .collect();
+        let row = LibraryRow {
+            install: Install { path: "/opt/rocm".into(), kind: InstallKind::Rocm },
+            library: "lib/libx.so".into(),
+            layer: "code".into(),
+            targets: names.clone(),
+        };
+        let snap = crate::aggregate::snapshot(crate::aggregate::Tally::default(), vec!["/".into()], &targets);
+        let mut out = String::new();
+        matrix_table(&mut out, &snap, &[row], &targets, &names);
+        let tables: Vec<&str> = out.split("<table>").skip(1).collect();
+        assert_eq!(tables.len(), 27usize.div_ceil(MATRIX_TARGETS), "{out}");
+        for t in &tables {
+            assert!(t.matches("</th>").count() <= MATRIX_TARGETS + 1, "{t}");
+            // The install is named once per block, the library on its own row.
+            assert_eq!(t.matches("/opt/rocm").count(), 1, "{t}");
+        }
+        // Every target is a column of exactly one block.
+        assert_eq!(out.matches("<th>gfx").count(), 27);
+    }
+
     #[test]
     fn a_zero_is_no_bar() {
         let mut out = String::new();

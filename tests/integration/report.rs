@@ -196,7 +196,9 @@ fn chromium() -> Option<PathBuf> {
 fn rendered(page: &Path) -> Option<String> {
     let browser = chromium()?;
     let out = Command::new(browser)
-        .args(["--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000", "--dump-dom"])
+        // A laptop's window: the page is at most 1,100 px wide inside it.
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--window-size=1280,900"])
+        .args(["--virtual-time-budget=5000", "--dump-dom"])
         .arg(format!("file://{}", page.display()))
         .output()
         .expect("chromium runs");
@@ -241,16 +243,28 @@ fn the_html_report_renders_its_charts_in_a_browser() {
     assert!(html.contains("Libraries × targets"));
     let (check_page, check) = html_of(&["check", "-q", "--gpu", "gfx1151", &s], tmp.path(), "check.html");
     assert!(check.contains("class=\"l missing\">MISSING"), "verdicts in colour");
-    match (rendered(&page), rendered(&check_page)) {
-        (Some(scan), Some(check)) => {
+    // The whole sample, every target: the matrix in blocks no wider than the page.
+    let (full_page, full) = html_of(&["scan", "-q", &s], tmp.path(), "full.html");
+    let full_bars = full.matches("<rect class=\"bar").count();
+    let before = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/examples/sample-before.json");
+    let (diff_page, diff) = html_of(&["diff", "-q", before, &s], tmp.path(), "diff.html");
+    let diff_bars = diff.matches("<rect class=\"bar").count();
+    match (rendered(&page), rendered(&check_page), rendered(&full_page), rendered(&diff_page)) {
+        (Some(scan), Some(check), Some(full), Some(diff)) => {
             assert_eq!(
                 scan,
-                format!("bars={bars}/{bars} clipped=0"),
+                format!("bars={bars}/{bars} clipped=0 overflow=0"),
                 "the browser drew every bar, no label cut"
             );
-            assert_eq!(check, "bars=0/0 clipped=0");
+            assert_eq!(check, "bars=0/0 clipped=0 overflow=0");
+            assert_eq!(
+                full,
+                format!("bars={full_bars}/{full_bars} clipped=0 overflow=0"),
+                "no table past the page"
+            );
+            assert_eq!(diff, format!("bars={diff_bars}/{diff_bars} clipped=0 overflow=0"));
         }
-        _ => eprintln!("chromium not installed: the page was checked as text only"),
+        _ => crate::util::skipped("chromium not installed: the pages were checked as text only"),
     }
 }
 
@@ -287,4 +301,44 @@ fn html_shows_findings_before_the_charts() {
         at("Findings: broken as shipped") < at("Per target, layer by layer"),
         "findings after the charts"
     );
+}
+
+/// The HTML diff page is grouped by library and coloured by loss and gain, with the counts the
+/// JSON and the terminal give (issue 23: 48 ungrouped, uncoloured bullets): one row per library
+/// that lost or gained, its lost targets in a `lost` cell and its gained ones in a `gained` cell.
+#[test]
+fn the_html_diff_groups_by_library_and_colours_losses_and_gains() {
+    let before = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/examples/sample-before.json");
+    let s = sample();
+    let json: serde_json::Value =
+        serde_json::from_str(&gfxscan(["diff", "-q", before, &s, "--json"]).stdout).expect("JSON");
+    let html = gfxscan(["diff", "-q", before, &s, "--format", "html"]).stdout;
+    let rows = |list: &str| -> Vec<(String, String)> {
+        json[list]
+            .as_array()
+            .expect("a list")
+            .iter()
+            .map(|c| {
+                let t: Vec<&str> =
+                    c["targets"].as_array().expect("targets").iter().filter_map(|t| t.as_str()).collect();
+                (c["library"].as_str().unwrap_or_default().to_string(), t.join(", "))
+            })
+            .collect()
+    };
+    let (losses, gains) = (rows("losses"), rows("gains"));
+    assert!(!losses.is_empty() && !gains.is_empty(), "the sample diff loses and gains");
+    let section = html.split("<h2>Per library").nth(1).expect("a per-library section");
+    let section = section.split("</table>").next().unwrap_or_default();
+    assert_eq!(section.matches("<tr><td").count(), losses.len() + gains.len(), "{section}");
+    for (library, targets) in &losses {
+        let row = format!("<tr><td class=\"l\">{library}</td><td class=\"l detail lost\">{targets}</td>");
+        assert!(section.contains(&row), "{row}\n{section}");
+    }
+    for (library, targets) in &gains {
+        let row =
+            format!("<td class=\"l detail lost\"></td><td class=\"l detail gained\">{targets}</td></tr>");
+        assert!(section.contains(&format!("{library}</td>")) && section.contains(&row), "{row}\n{section}");
+    }
+    let verdict = format!("{} libraries lost targets", losses.len());
+    assert!(html.contains(&verdict), "{verdict}");
 }
