@@ -11,7 +11,9 @@
 //! Every bundle is bounded by its own header (entry table, CCOB total size; for V1, the end of
 //! its compressed stream), never by searching for the next magic: compressed data can contain
 //! `CCOB`. Compressed payloads are inflated as a stream, keeping one window in memory, and only
-//! as far as the last entry's headers and notes.
+//! as far as the last entry's headers and notes: V2 and V3 say where they end, so nothing past
+//! that last fact is inflated (their inflated size is held against the zstd frame's own
+//! declaration instead); a V1 is inflated to its end, which is how its end is found.
 #![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::panic)]
 
 use super::elf::{parse_code_object, CodeObject};
@@ -357,6 +359,20 @@ fn read_entries(view: &dyn ByteSource) -> Result<(Vec<Entry>, u64)> {
     Ok((out, end))
 }
 
+/// The error of a CCOB whose zstd frame declares another inflated size than the CCOB header
+/// (a frame without the declaration, and a zlib payload, are taken at their word).
+fn content_size_disagrees(src: &dyn ByteSource, h: &CcobHeader) -> Option<ParseError> {
+    if h.compression != Codec::Zstd {
+        return None;
+    }
+    let frame = src.read_up_to(h.header_len, 18).ok()?;
+    let declared = zstd::zstd_safe::get_frame_content_size(&frame).ok().flatten()?;
+    (declared != h.uncompressed_size).then_some(ParseError::Malformed {
+        what: "CCOB inflates to a size other than its header declares",
+        offset: declared,
+    })
+}
+
 /// Reads the bundle (plain or CCOB) at the start of `src`; `src` may extend past its end.
 ///
 /// The bundle's `stored_size` is 0 when its end cannot be known (a broken table).
@@ -397,9 +413,14 @@ pub fn parse_bundle(src: &dyn ByteSource) -> Result<Bundle> {
         Ok((entries, _)) => b.entries = entries,
         Err(e) => b.error = Some(e),
     }
-    if b.error.is_none() {
-        // Inflate the rest: V1 stores no size, so its end is where the compressed stream ends;
-        // every version must inflate to exactly the size its header declares.
+    if b.error.is_none() && h.total_size.is_some() {
+        // V2 and V3 say where their payload ends: nothing past the last entry's facts is
+        // inflated. The size the payload inflates to is held against the frame's own
+        // declaration instead, which costs no inflating.
+        b.error = content_size_disagrees(src, &h);
+    } else if b.error.is_none() {
+        // V1 stores no size: its end is where the compressed stream ends, found by inflating
+        // the rest, which must come to exactly the size its header declares.
         match stream.drain() {
             Ok((consumed, produced)) => {
                 if h.total_size.is_none() {
@@ -735,6 +756,52 @@ mod tests {
         let got = parse_bundles(&region);
         assert_eq!(got.bundles.len(), 1);
         assert!(got.stopped.is_some());
+    }
+
+    /// Bytes that remember how far into them anything was read.
+    struct Furthest(Vec<u8>, std::cell::Cell<u64>);
+
+    impl ByteSource for Furthest {
+        fn len(&self) -> u64 {
+            self.0.len() as u64
+        }
+
+        fn read_at(&self, offset: u64, len: usize) -> Result<std::borrow::Cow<'_, [u8]>> {
+            let got = self.0.read_at(offset, len)?;
+            self.1.set(self.1.get().max(offset + got.len() as u64));
+            Ok(got)
+        }
+    }
+
+    /// A CCOB v2/v3 is inflated only as far as its last fact (the last entry's ELF header,
+    /// program headers and notes): its kernel code after that is never read, never inflated.
+    /// A v1 stores no size, so its end is found by inflating it all.
+    #[test]
+    fn ccob_inflation_stops_at_the_last_fact() {
+        let mut entry = code_object(&CodeObjectSpec::v4(0x2c, 0, &["k"]));
+        // 4 MiB of kernel code that does not compress.
+        let mut x = 0x2545_f491_4f6c_dd1d_u64;
+        entry.extend((0..4 << 20).map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        }));
+        let plain = bundle(&[("hipv4-amdgcn-amd-amdhsa--gfx900", &entry)], 4096);
+        for (version, whole) in [(3, false), (2, false), (1, true)] {
+            let src = Furthest(ccob(version, Codec::Zstd, &plain), std::cell::Cell::new(0));
+            let b = parse_bundle(&src).expect("a bundle");
+            assert_eq!(b.error, None, "v{version}");
+            assert_eq!(b.entries.len(), 1);
+            let co = b.entries[0].code_object.as_ref().expect("an ELF").as_ref().expect("parsed");
+            assert_eq!((co.header.e_flags & 0xff, co.kernels()), (0x2c, Some(1)), "v{version}");
+            let read = src.1.get();
+            if whole {
+                assert_eq!(read, src.len(), "v1 is inflated to its end");
+            } else {
+                assert!(read < src.len() / 8, "v{version}: read {read} of {} bytes", src.len());
+            }
+        }
     }
 
     /// The same bytes without `shared`: what a forward-only source gets (the walk in order).
