@@ -45,10 +45,12 @@ fn load_targets(args: &TableArgs) -> anyhow::Result<Targets> {
 }
 
 /// Scans `roots` with the options of `opts`, with a progress bar.
+/// Scans `roots` as `opts` say, reading compressed bundles to `depth`.
 fn scan_roots(
     roots: Vec<std::path::PathBuf>,
     opts: &ScanOpts,
     targets: &Targets,
+    depth: parse::Depth,
 ) -> anyhow::Result<model::Snapshot> {
     let config = scan::ScanConfig {
         roots,
@@ -56,12 +58,13 @@ fn scan_roots(
         follow_links: opts.follow_links,
         cross_file_systems: opts.cross_file_systems,
         max_memory: opts.resources.max_memory,
+        depth,
     };
     let bar = report::progress::Bar::new(opts.quiet);
     let snap = scan::scan(&config, targets, &bar);
     bar.finish();
     let mut snap = snap?;
-    snap.findings = library::findings::findings(&snap, targets);
+    snap.findings = library::findings::findings_to(&snap, targets, depth);
     Ok(snap)
 }
 
@@ -79,7 +82,7 @@ fn scan_for(opts: &ScanOpts, targets: &Targets) -> anyhow::Result<model::Snapsho
     } else {
         opts.roots.clone()
     };
-    scan_roots(roots, opts, targets)
+    scan_roots(roots, opts, targets, parse::Depth::Facts)
 }
 
 /// A target list as given, without repeats (the first place kept).
@@ -188,7 +191,9 @@ fn run_check(args: CheckArgs, color: cli::ColorChoice) -> anyhow::Result<ExitSta
         (args.opts.roots.clone(), Vec::new())
     };
     let (roots, pending) = with_libpaths(roots, &env)?;
-    let snap = scan_roots(roots.clone(), &args.opts, &targets)?;
+    // Verdicts need a compressed bundle's table, not its code objects: the runtime picks by
+    // entry ID (clr hip_fatbin.cpp, comgr lookUpCodeObject).
+    let snap = scan_roots(roots.clone(), &args.opts, &targets, parse::Depth::Tables)?;
     let libpaths = pending.into_iter().map(|p| p.place_in(&roots)).collect();
     let result = check::check(&snap, &found, &targets, check::CheckOptions { not_checked, libpaths });
     let style = style_for(color, args.opts.output.as_deref());

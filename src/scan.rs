@@ -20,7 +20,7 @@ use crate::families;
 use crate::inspect::{inspect, FileOutcome, Found, LinkSeen, FAMILY_HEAD};
 use crate::model::{LinkRecord, Problem, RelPath, Snapshot};
 use crate::parse::magic::{classify, Kind, SNIFF_LEN};
-use crate::parse::ByteSource;
+use crate::parse::{ByteSource, Depth};
 use crate::source::file::{file_id, open_file, FileId};
 use crate::source::origin::{budget_for, Budget, Origin};
 use crate::source::walk::{resolve_roots, walk, Candidate, Root};
@@ -39,6 +39,8 @@ pub struct ScanConfig {
     pub cross_file_systems: bool,
     /// Memory to aim under; `None` = [`crate::vocab::codec::MEMORY_TARGET`].
     pub max_memory: Option<u64>,
+    /// How far into compressed bundles to read: every fact (`scan`), or their tables (`check`).
+    pub depth: Depth,
 }
 
 /// Progress events, for a progress bar the caller draws.
@@ -74,7 +76,7 @@ struct PendingArchive {
 }
 
 impl PendingArchive {
-    fn expand(&self, targets: &Targets) -> Found {
+    fn expand(&self, targets: &Targets, reading: Depth) -> Found {
         let src = match open_file(&self.disk, self.followed) {
             Ok(s) => Arc::new(s),
             Err(e) => {
@@ -84,7 +86,8 @@ impl PendingArchive {
             }
         };
         let budget = Budget::new(budget_for(src.len));
-        let ctx = archive::Ctx { targets, budget: budget.clone(), depth: 0, base: self.path.clone() };
+        let ctx =
+            archive::Ctx { targets, reading, budget: budget.clone(), depth: 0, base: self.path.clone() };
         archive::settle(&budget, archive::expand(Arc::new(Origin::file(src)), self.format, &ctx), &self.path)
     }
 }
@@ -105,7 +108,7 @@ impl Opened {
 
 /// Reads one candidate, found on disk at `disk`; also says which file it opened, for its hard
 /// links.
-fn read_file(c: &Candidate, disk: &Path, targets: &Targets) -> (Read, Option<Opened>) {
+fn read_file(c: &Candidate, disk: &Path, targets: &Targets, depth: Depth) -> (Read, Option<Opened>) {
     let path = RelPath::new(c.root, c.rel.as_os_str());
     let failed = |path: RelPath, size: u64, message: String| {
         Read::Done(Found::one(FileOutcome {
@@ -148,10 +151,10 @@ fn read_file(c: &Candidate, disk: &Path, targets: &Targets) -> (Read, Option<Ope
                 None,
             );
         }
-        let found = Found::one(inspect(&*src, &head, disk, Some(disk), path, targets));
+        let found = Found::one(inspect(&*src, &head, disk, Some(disk), path, targets, depth));
         return (Read::Done(found), Some(Opened::new(src.id, head)));
     }
-    let found = Found::one(inspect(&src, &head, disk, Some(disk), path, targets));
+    let found = Found::one(inspect(&src, &head, disk, Some(disk), path, targets, depth));
     (Read::Done(found), Some(Opened::new(src.id, head)))
 }
 
@@ -196,6 +199,7 @@ fn read_link(
     (lead, leader): (&Candidate, &Path),
     kept: Option<&(FileOutcome, Opened)>,
     targets: &Targets,
+    depth: Depth,
 ) -> Read {
     let same = kept.filter(|(outcome, opened)| {
         let family =
@@ -213,7 +217,7 @@ fn read_link(
             }
             Read::Done(Found::one(outcome))
         }
-        None => read_file(c, disk, targets).0,
+        None => read_file(c, disk, targets, depth).0,
     }
 }
 
@@ -260,7 +264,7 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
     // Decoders share one memory budget, sized for the threads that may hold them.
     let target = config.max_memory.unwrap_or(crate::vocab::codec::MEMORY_TARGET);
     crate::vocab::codec::WINDOWS.size_for(pool.current_num_threads(), target);
-    let reader = Reader { targets, progress, given: &given, roots: &roots };
+    let reader = Reader { targets, depth: config.depth, progress, given: &given, roots: &roots };
     let mut tally = pool.install(|| {
         let Part { mut tally, mut pending, .. } = reader.read_files(&walked.candidates);
         pending.sort_by_key(|(i, _)| *i);
@@ -293,6 +297,7 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
 /// What every worker of one scan shares: the target table and the progress reporter.
 struct Reader<'a> {
     targets: &'a Targets,
+    depth: Depth,
     progress: &'a dyn Progress,
     given: &'a [String],
     roots: &'a [Root],
@@ -337,7 +342,7 @@ impl Reader<'_> {
             .filter(|&i| leaders.get(i).is_some_and(Option::is_none))
             .fold(Part::default, |mut part, i| {
                 let Some(c) = cands.get(i) else { return part };
-                let (read, opened) = read_file(c, &c.path(self.roots), self.targets);
+                let (read, opened) = read_file(c, &c.path(self.roots), self.targets, self.depth);
                 if let (Read::Done(f), Some(opened)) = (&read, opened) {
                     if followed.contains(&i) {
                         if let ([one], true) = (f.files.as_slice(), f.archives.is_empty()) {
@@ -356,8 +361,13 @@ impl Reader<'_> {
             .fold(Part::default, |part, (i, l)| {
                 let (Some(c), Some(leader)) = (cands.get(i), cands.get(l)) else { return part };
                 let disk = c.path(self.roots);
-                let read =
-                    read_link((c, &disk), (leader, &leader.path(self.roots)), kept.get(&l), self.targets);
+                let read = read_link(
+                    (c, &disk),
+                    (leader, &leader.path(self.roots)),
+                    kept.get(&l),
+                    self.targets,
+                    self.depth,
+                );
                 self.take(part, i, read)
             })
             .reduce(Part::default, Part::merge);
@@ -376,7 +386,7 @@ impl Reader<'_> {
                 scope.spawn(|_| loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some((_, a)) = pending.get(i) else { break };
-                    let f = a.expand(self.targets);
+                    let f = a.expand(self.targets, self.depth);
                     self.report(&f);
                     if let Ok(mut e) = expanded.lock() {
                         e.add(f);
@@ -392,8 +402,13 @@ impl Reader<'_> {
         let mut tally = Tally::default();
         let Some(r) = roots.get(i) else { return tally };
         let budget = Budget::new(budget_for(archive::layout_size(&r.real)));
-        let ctx =
-            archive::Ctx { targets: self.targets, budget, depth: 0, base: RelPath::new(i, OsStr::new("")) };
+        let ctx = archive::Ctx {
+            targets: self.targets,
+            reading: self.depth,
+            budget,
+            depth: 0,
+            base: RelPath::new(i, OsStr::new("")),
+        };
         if let Some(f) = archive::expand_layout_dir(&r.real, &ctx) {
             tally.add(f);
         }
@@ -428,10 +443,12 @@ mod tests {
             followed: false,
         };
         let (ca, cb) = (cand(&a), cand(&b));
-        let (Read::Done(f), Some(opened)) = read_file(&ca, &a, &targets) else { panic!("read") };
+        let (Read::Done(f), Some(opened)) = read_file(&ca, &a, &targets, Depth::Facts) else {
+            panic!("read")
+        };
         let kept = (f.files[0].clone(), opened);
         // Unchanged, the follower takes the leader's result under its own path.
-        let Read::Done(shared) = read_link((&cb, &b), (&ca, &a), Some(&kept), &targets) else {
+        let Read::Done(shared) = read_link((&cb, &b), (&ca, &a), Some(&kept), &targets, Depth::Facts) else {
             panic!("read")
         };
         assert_eq!(shared.files[0].path, RelPath::new(0, cb.rel.as_os_str()));
@@ -443,6 +460,9 @@ mod tests {
             Read::Done(f) => f.files[0].record.as_ref().map(|r| r.code_objects[0].kernels),
             Read::Archive(_) => panic!("not an archive"),
         };
-        assert_eq!(kernels(read_link((&cb, &b), (&ca, &a), Some(&kept), &targets)), Some(Some(1)));
+        assert_eq!(
+            kernels(read_link((&cb, &b), (&ca, &a), Some(&kept), &targets, Depth::Facts)),
+            Some(Some(1))
+        );
     }
 }

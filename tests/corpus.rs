@@ -28,6 +28,7 @@ fn whole_tree(root: &Path) -> ScanConfig {
         follow_links: false,
         cross_file_systems: false,
         max_memory: None,
+        depth: Default::default(),
     }
 }
 
@@ -231,6 +232,7 @@ fn negatives_hold_no_device_code() {
         follow_links: false,
         cross_file_systems: false,
         max_memory: None,
+        depth: Default::default(),
     };
     let snap = scan(&config, &Targets::builtin(), &Silent).expect("scan runs");
     for neg in ["libbitsandbytes_cuda130.so", "libbitsandbytes_xpu2025.so"] {
@@ -775,4 +777,43 @@ fn absent_corpus_says_skipped_past_the_capture() {
         err.contains("test debian_tree_matches_truth_codeobjects ... skipped: corpus absent: set GFXSCAN_DEBIAN_CORPUS"),
         "{err}"
     );
+}
+
+/// `check` reads compressed bundles to their tables and plain code objects to their ELF
+/// headers; on every real tree here its verdicts equal a full scan's, for the GPUs people ask
+/// about, feature-stating ones included.
+#[test]
+fn check_reading_tables_gives_a_full_scans_verdicts_on_real_trees() {
+    use gfxscan::parse::Depth;
+    use gfxscan::testing::verdicts_at;
+    let mut trees = vec![shared().join("files"), Path::new(env!("CARGO_MANIFEST_DIR")).join("sample")];
+    if let Some(dir) = std::env::var_os("GFXSCAN_DEBIAN_CORPUS").filter(|d| !d.is_empty()) {
+        let dir = Path::new(&dir);
+        trees.extend(["deb/sid-root", "deb/trixie-root", "deb/bookworm-root", "wheels"].map(|t| dir.join(t)));
+    }
+    let gpus = [
+        "gfx803",
+        "gfx900",
+        "gfx906:sramecc+:xnack-",
+        "gfx908",
+        "gfx90a:xnack-",
+        "gfx942",
+        "gfx1010",
+        "gfx1030",
+        "gfx1031",
+        "gfx1100",
+        "gfx1101",
+        "gfx1151",
+        "gfx1200",
+        "gfx1201",
+    ];
+    let mut compared = 0;
+    for tree in trees.iter().filter(|t| t.exists()) {
+        let full = verdicts_at(tree, Depth::Facts, &gpus);
+        assert!(full == verdicts_at(tree, Depth::Tables, &gpus), "{}: verdicts differ", tree.display());
+        compared += 1;
+    }
+    if compared < trees.len() {
+        skipped(&format!("{} of {} trees not present", trees.len() - compared, trees.len()));
+    }
 }

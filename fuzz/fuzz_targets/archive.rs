@@ -35,7 +35,8 @@ fuzz_target!(|data: &[u8]| {
     let budget = Budget::new(64 << 20);
     let head: Vec<u8> = data.iter().take(512).copied().collect();
     if let Some(format) = detect(classify(&head), &head, &origin, &budget) {
-        let ctx = Ctx { targets: &targets, budget, depth: 0, base: RelPath::new(0, "".as_ref()) };
+        let reading = Default::default();
+        let ctx = Ctx { targets: &targets, reading, budget, depth: 0, base: RelPath::new(0, "".as_ref()) };
         if expand_if_image(&origin, &ctx).is_none() {
             std::hint::black_box(expand(origin, format, &ctx));
         }

@@ -9,6 +9,7 @@ use std::ffi::OsStr;
 use std::path::Path;
 
 use gfxscan::inspect::inspect;
+use gfxscan::parse::Depth;
 use gfxscan::model::RelPath;
 use gfxscan::parse::magic::SNIFF_LEN;
 use libfuzzer_sys::fuzz_target;
@@ -29,6 +30,8 @@ fuzz_target!(|data: &[u8]| {
     let Some((&pick, bytes)) = data.split_first() else { return };
     let name = Path::new(NAMES[usize::from(pick) % NAMES.len()]);
     let head = &bytes[..bytes.len().min(SNIFF_LEN)];
-    let out = inspect(&bytes, head, name, None, RelPath::new(0, OsStr::new("x")), common::targets());
+    // The top bit of the first byte picks how deep compressed bundles are read.
+    let depth = if pick & 0x80 == 0 { Depth::Facts } else { Depth::Tables };
+    let out = inspect(&bytes, head, name, None, RelPath::new(0, OsStr::new("x")), common::targets(), depth);
     std::hint::black_box(format!("{out:?}"));
 });

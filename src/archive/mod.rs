@@ -157,6 +157,8 @@ pub fn broken_promise(what: &str, head: &[u8]) -> String {
 #[derive(Clone)]
 pub struct Ctx<'t> {
     pub targets: &'t Targets,
+    /// How far into compressed bundles members are read.
+    pub reading: crate::parse::Depth,
     pub budget: Arc<Budget>,
     pub depth: u32,
     pub base: RelPath,
@@ -406,14 +408,19 @@ fn visit(origin: &Arc<Origin>, bytes: Bytes, path: &Path, ctx: &Ctx) -> Found {
                 return f;
             }
             drop(src);
-            let inner =
-                Ctx { targets: ctx.targets, budget: ctx.budget.clone(), depth: ctx.depth + 1, base: at };
+            let inner = Ctx {
+                targets: ctx.targets,
+                reading: ctx.reading,
+                budget: ctx.budget.clone(),
+                depth: ctx.depth + 1,
+                base: at,
+            };
             return expand(origin.clone(), format, &inner);
         }
     }
     let mut found = Found::default();
     let name = crate::families::member_name(&ctx.base.path, path);
-    found.files.push(inspect(&*src, &head, &name, None, at, ctx.targets));
+    found.files.push(inspect(&*src, &head, &name, None, at, ctx.targets, ctx.reading));
     found
 }
 

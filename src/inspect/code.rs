@@ -5,15 +5,15 @@
 //! resolved to its target through `targets.toml`; what cannot be read is a problem.
 
 use crate::model::{CodeObjectRecord, KpackRef, Location};
-use crate::parse::bundle::{inflater, parse_bundles, Bundle, Bundles};
-use crate::parse::elf::{parse_code_object, CodeObject};
-use crate::parse::host::{kpack_marks, parse_host_elf, HostFacts};
+use crate::parse::bundle::{inflater, parse_bundles_to, Bundle, Bundles, Entry};
+use crate::parse::elf::{parse_code_object, parse_code_object_header, CodeObject};
+use crate::parse::host::{kpack_marks, parse_host_elf_to, HostFacts};
 use crate::parse::kpack::{parse_kpack, KpackCompression, KpackKernel};
 use crate::parse::offload::{
     parse_offload_binaries, ImageKind, OffloadBinaries, OffloadBinary, OffloadEntry,
 };
 use crate::parse::pe::parse_pe;
-use crate::parse::{ByteSource, ParseError, Slice, StreamSource};
+use crate::parse::{ByteSource, Depth, ParseError, Slice, StreamSource};
 use crate::source::origin::budget_for;
 use crate::vocab::codec::Codec;
 use crate::vocab::targets::Targets;
@@ -35,6 +35,8 @@ pub struct Collector<'t> {
     work: u64,
     /// OffloadBinary regions already read (file offset, length).
     regions: Vec<(u64, u64)>,
+    /// How far into bundles' code objects to read.
+    depth: Depth,
 }
 
 /// Where a code object sits, beyond its container: its bundle (with the bundle's file offset
@@ -52,7 +54,7 @@ fn entry_location(b: &Bundle, at: u64, entry_id: &str) -> Location {
 }
 
 impl<'t> Collector<'t> {
-    pub fn new(targets: &'t Targets, size: u64) -> Self {
+    pub fn new(targets: &'t Targets, size: u64, depth: Depth) -> Self {
         Collector {
             targets,
             code_objects: Vec::new(),
@@ -62,6 +64,7 @@ impl<'t> Collector<'t> {
             // As much as an archive of its size may inflate.
             work: budget_for(size),
             regions: Vec::new(),
+            depth,
         }
     }
 
@@ -120,9 +123,36 @@ impl<'t> Collector<'t> {
         });
     }
 
+    /// An entry read to [`Depth::Tables`]: its target as the entry ID names it (what comgr
+    /// matches), its size from the table; nothing its code object alone says (version,
+    /// kernels, flags) is known.
+    fn record_from_table(&mut self, e: &Entry, offset: u64, location: Location) {
+        let Some(target_id) = crate::vocab::runtime::comgr_target(&e.table.id) else { return };
+        let processor = target_id.split(':').next().unwrap_or(target_id);
+        self.code_objects.push(CodeObjectRecord {
+            processor: self
+                .targets
+                .by_name(processor)
+                .map_or_else(|| processor.to_string(), |t| t.name.clone()),
+            target_id: target_id.to_string(),
+            code_object_version: None,
+            size: e.table.size,
+            kernels: None,
+            location,
+            offset,
+            e_flags: 0,
+            generic_version: None,
+            isa_version: None,
+        });
+    }
+
     /// A file that is one code object.
     pub fn standalone(&mut self, src: &dyn ByteSource) {
-        match parse_code_object(src, Some(src.len())) {
+        let parsed = match self.depth {
+            Depth::Tables => parse_code_object_header(src, src.len()),
+            Depth::Facts => parse_code_object(src, Some(src.len())),
+        };
+        match parsed {
             Ok(co) => self.record(&co, 0, Location::File),
             Err(e) => self.problems.push(e.to_string()),
         }
@@ -134,8 +164,12 @@ impl<'t> Collector<'t> {
             self.bundles += 1;
             let at = base + b.offset;
             for e in &b.entries {
-                let Some(result) = &e.code_object else { continue };
                 let offset = if b.compression.is_some() { e.table.offset } else { at + e.table.offset };
+                if e.from_table {
+                    self.record_from_table(e, offset, entry_location(b, at, &e.table.id));
+                    continue;
+                }
+                let Some(result) = &e.code_object else { continue };
                 match result {
                     Ok(co) => self.record(co, offset, entry_location(b, at, &e.table.id)),
                     Err(err) => {
@@ -155,7 +189,7 @@ impl<'t> Collector<'t> {
     /// A host ELF: its `.hip_fatbin`, bundle sections, embedded objects, `.llvm.offloading`
     /// sections, and the kpack reference of a split library.
     pub fn host_elf(&mut self, src: &dyn ByteSource) {
-        match parse_host_elf(src) {
+        match parse_host_elf_to(src, self.depth) {
             Ok(facts) => self.host_facts(src, facts),
             Err(e) => self.problems.push(e.to_string()),
         }
@@ -321,9 +355,11 @@ impl<'t> Collector<'t> {
         let split = self.kpack_ref.is_some();
         if let Some(s) = pe.hip_fatbin().filter(|s| s.size > 0 && !split) {
             match inside(s.offset, s.size) {
-                true => {
-                    self.bundles(s.offset, &parse_bundles(&Slice::new(src, s.offset, s.size)), ".hip_fat: ")
-                }
+                true => self.bundles(
+                    s.offset,
+                    &parse_bundles_to(&Slice::new(src, s.offset, s.size), self.depth),
+                    ".hip_fat: ",
+                ),
                 false => self.problems.push(format!("{} runs past the end of the file", s.name)),
             }
         }

@@ -9,10 +9,11 @@ use std::path::{Path, PathBuf};
 
 use crate::families;
 use crate::model::{ArchiveRecord, FileRecord, Problem, RelPath};
-use crate::parse::bundle::parse_bundles;
+use crate::parse::bundle::parse_bundles_to;
 use crate::parse::magic::{classify, Kind};
 use crate::parse::offload::parse_offload_binaries;
 use crate::parse::ByteSource;
+use crate::parse::Depth;
 use crate::vocab::targets::Targets;
 use code::Collector;
 
@@ -89,6 +90,7 @@ pub fn inspect(
     disk: Option<&Path>,
     path: RelPath,
     targets: &Targets,
+    depth: Depth,
 ) -> FileOutcome {
     let size = src.len();
     let kind = classify(head);
@@ -98,10 +100,12 @@ pub fn inspect(
         return out;
     }
     let head = head.get(..FAMILY_HEAD).unwrap_or(head);
-    let mut col = Collector::new(targets, size);
+    let mut col = Collector::new(targets, size, depth);
     match kind {
         Kind::AmdgpuElf => col.standalone(src),
-        Kind::OffloadBundle | Kind::CompressedOffloadBundle => col.bundles(0, &parse_bundles(src), ""),
+        Kind::OffloadBundle | Kind::CompressedOffloadBundle => {
+            col.bundles(0, &parse_bundles_to(src, depth), "")
+        }
         Kind::HostElf => col.host_elf(src),
         Kind::OffloadBinary => col.offloading(src, 0, &parse_offload_binaries(src), ""),
         Kind::Kpack => col.kpack(src),

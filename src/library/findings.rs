@@ -18,6 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::{registrable, serves_processor, Library, Place};
 use crate::model::{Artifact, Component, Family, FileRecord, Finding, FindingKind, RelPath, Role, Snapshot};
+use crate::parse::Depth;
 use crate::vocab::runtime::Runtime;
 use crate::vocab::target_id::{DeviceTarget, Setting};
 use crate::vocab::targets::Targets;
@@ -25,6 +26,21 @@ use crate::vocab::verdict::LibraryKind;
 use crate::vocab::verdict::Status;
 
 /// Every finding of a snapshot, sorted by kind, then library.
+/// The findings of a snapshot read to `depth`: every one for a scan's facts; for `check`'s
+/// tables, those a verdict reads (lazy indexes that name absent files,
+/// [`super::placeholders::held_to_index`]) and no others.
+pub fn findings_to(snap: &Snapshot, targets: &Targets, depth: Depth) -> Vec<Finding> {
+    match depth {
+        Depth::Facts => findings(snap, targets),
+        Depth::Tables => {
+            let mut out = super::placeholders::placeholder_findings(snap);
+            out.retain(|f| f.kind == FindingKind::IndexNamesMissing);
+            out.sort();
+            out
+        }
+    }
+}
+
 pub fn findings(snap: &Snapshot, targets: &Targets) -> Vec<Finding> {
     let libs = super::libraries(snap);
     let mut out = Vec::new();

@@ -16,8 +16,10 @@
 //! declaration instead); a V1 is inflated to its end, which is how its end is found.
 #![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::panic)]
 
-use super::elf::{parse_code_object, CodeObject};
-use super::{align_up, le16, le32, le64, ByteSource, Inflate, ParseError, Result, Slice, Step, StreamSource};
+use super::elf::{parse_code_object, parse_code_object_header, CodeObject};
+use super::{
+    align_up, le16, le32, le64, ByteSource, Depth, Inflate, ParseError, Result, Slice, Step, StreamSource,
+};
 use crate::vocab::codec::{Codec, WINDOWS};
 
 /// Magic of an uncompressed offload bundle.
@@ -211,10 +213,24 @@ impl ZstdInflate {
 
 impl Drop for ZstdInflate {
     fn drop(&mut self) {
-        if let (Some(permit), Some(decoder)) = (self.1.take(), self.0.take()) {
-            WINDOWS.keep(Box::new(decoder), permit);
+        match (self.1.take(), self.0.take()) {
+            (Some(permit), Some(decoder)) if permit.bytes() >= SPARE_LIMIT => {
+                WINDOWS.keep(Box::new(decoder), permit)
+            }
+            // A small decoder stays with its thread for the next frame: making one costs more
+            // than reading a bundle's table.
+            (_, Some(decoder)) => SPARE.with(|s| *s.borrow_mut() = Some(decoder)),
+            _ => {}
         }
     }
+}
+
+/// Charges below which a finished decoder is kept by its thread (its window is small).
+const SPARE_LIMIT: u64 = DECODER_OVERHEAD + (32 << 20);
+
+thread_local! {
+    /// One finished small decoder per thread, reset before its next frame.
+    static SPARE: std::cell::RefCell<Option<ZstdDecoder>> = const { std::cell::RefCell::new(None) };
 }
 
 /// Bytes a decoder is charged beside its window: the stream's own buffers and the part of the
@@ -260,8 +276,14 @@ impl Inflate for ZlibInflate {
 pub(crate) fn inflater(c: Codec) -> Result<Box<dyn Inflate>> {
     Ok(match c {
         Codec::Zstd => {
-            let mut d = zstd::stream::raw::Decoder::new()
-                .map_err(|e| ParseError::Decompress { what: "zstd", detail: e.to_string() })?;
+            use zstd::stream::raw::Operation;
+            let spare =
+                SPARE.with(|s| s.borrow_mut().take()).and_then(|mut d| d.reinit().is_ok().then_some(d));
+            let mut d = match spare {
+                Some(d) => d,
+                None => zstd::stream::raw::Decoder::new()
+                    .map_err(|e| ParseError::Decompress { what: "zstd", detail: e.to_string() })?,
+            };
             // Refuse frames whose window would need more than 128 MiB.
             d.set_parameter(zstd::stream::raw::DParameter::WindowLogMax(27))
                 .map_err(|e| ParseError::Decompress { what: "zstd", detail: e.to_string() })?;
@@ -297,8 +319,12 @@ pub fn ccob_stream<'a>(src: &'a dyn ByteSource, h: &CcobHeader) -> Result<Stream
 pub struct Entry {
     /// The table entry.
     pub table: TableEntry,
-    /// The parsed AMDGPU code object; `None` for entries that are not AMDGPU ELF (SPIR-V, ...).
+    /// The parsed AMDGPU code object; `None` for entries that are not AMDGPU ELF (SPIR-V, ...)
+    /// and for those taken from the table alone.
     pub code_object: Option<std::result::Result<CodeObject, ParseError>>,
+    /// Read to [`Depth::Tables`] in a CCOB: the entry ID names the target, the code object is
+    /// unread.
+    pub from_table: bool,
 }
 
 /// One bundle found in a region.
@@ -329,8 +355,21 @@ pub struct Bundles {
     pub stopped: Option<ParseError>,
 }
 
-/// Parses the table and every device entry of the bundle at the start of `view`.
-fn read_entries(view: &dyn ByteSource) -> Result<(Vec<Entry>, u64)> {
+/// True when the entry's ID alone says what a runtime picking code needs: comgr reads a
+/// target ID from it, and that target is a processor's (a generic target's code is loaded only
+/// from a generic version its ELF header states).
+fn table_suffices(id: &str) -> bool {
+    crate::vocab::runtime::comgr_target(id).is_some_and(|t| {
+        let processor = t.split(':').next().unwrap_or(t);
+        processor.starts_with("gfx") && !processor.ends_with("-generic")
+    })
+}
+
+/// Parses the table and every device entry of the bundle at the start of `view`, each code
+/// object read to `depth`. At [`Depth::Tables`], an entry of a compressed bundle whose ID says
+/// its target is taken from the table; a plain bundle's entries are read to their ELF headers,
+/// which hold the target HIP 5.x's unbundler picks by (reading them costs no inflating).
+fn read_entries(view: &dyn ByteSource, depth: Depth, compressed: bool) -> Result<(Vec<Entry>, u64)> {
     let (table, end) = parse_bundle_table(view)?;
     let mut device: Vec<TableEntry> =
         table.into_iter().filter(|e| !parse_entry_id(&e.id).is_host() && e.size > 0).collect();
@@ -347,14 +386,21 @@ fn read_entries(view: &dyn ByteSource) -> Result<(Vec<Entry>, u64)> {
     }
     let mut out = Vec::with_capacity(device.len());
     for t in device {
+        if depth == Depth::Tables && compressed && table_suffices(&t.id) {
+            out.push(Entry { table: t, code_object: None, from_table: true });
+            continue;
+        }
         view.release_before(t.offset);
         let id = parse_entry_id(&t.id);
         let head = view.read_up_to(t.offset, 4)?;
         let code_object = (id.is_amdgcn() || head.as_ref() == b"\x7fELF").then(|| {
             let entry = Slice::new(view, t.offset, t.size);
-            parse_code_object(&entry, Some(t.size))
+            match depth {
+                Depth::Tables => parse_code_object_header(&entry, t.size),
+                Depth::Facts => parse_code_object(&entry, Some(t.size)),
+            }
         });
-        out.push(Entry { table: t, code_object });
+        out.push(Entry { table: t, code_object, from_table: false });
     }
     Ok((out, end))
 }
@@ -373,10 +419,16 @@ fn content_size_disagrees(src: &dyn ByteSource, h: &CcobHeader) -> Option<ParseE
     })
 }
 
-/// Reads the bundle (plain or CCOB) at the start of `src`; `src` may extend past its end.
+/// Reads the bundle (plain or CCOB) at the start of `src`, every fact; `src` may extend past
+/// its end.
 ///
 /// The bundle's `stored_size` is 0 when its end cannot be known (a broken table).
 pub fn parse_bundle(src: &dyn ByteSource) -> Result<Bundle> {
+    parse_bundle_to(src, Depth::Facts)
+}
+
+/// [`parse_bundle`], its code objects read to `depth`.
+pub fn parse_bundle_to(src: &dyn ByteSource, depth: Depth) -> Result<Bundle> {
     let head = src.read_up_to(0, 32)?;
     if head.starts_with(BUNDLE_MAGIC) {
         let mut b = Bundle {
@@ -388,7 +440,7 @@ pub fn parse_bundle(src: &dyn ByteSource) -> Result<Bundle> {
             entries: Vec::new(),
             error: None,
         };
-        match read_entries(src) {
+        match read_entries(src, depth, false) {
             Ok((entries, end)) => {
                 b.entries = entries;
                 b.stored_size = end;
@@ -409,7 +461,7 @@ pub fn parse_bundle(src: &dyn ByteSource) -> Result<Bundle> {
         error: None,
     };
     let stream = ccob_stream(src, &h)?;
-    match read_entries(&stream) {
+    match read_entries(&stream, depth, true) {
         Ok((entries, _)) => b.entries = entries,
         Err(e) => b.error = Some(e),
     }
@@ -483,9 +535,9 @@ fn charge(window: u64) -> u64 {
 }
 
 /// A bundle parsed at `pos` of `src`, placed in the region.
-fn parse_at(src: &dyn ByteSource, pos: u64) -> Result<Bundle> {
+fn parse_at(src: &dyn ByteSource, pos: u64, depth: Depth) -> Result<Bundle> {
     let view = Slice::new(src, pos, src.len() - pos);
-    let mut bundle = parse_bundle(&view).map_err(|e| e.rebased(pos))?;
+    let mut bundle = parse_bundle_to(&view, depth).map_err(|e| e.rebased(pos))?;
     bundle.offset = pos;
     bundle.error = bundle.error.map(|e| e.rebased(pos));
     Ok(bundle)
@@ -509,6 +561,11 @@ enum Slot {
 /// (their entries inflated and their code objects read), results kept in region order: one
 /// large library does not serialize the scan. The result is the same either way.
 pub fn parse_bundles(src: &dyn ByteSource) -> Bundles {
+    parse_bundles_to(src, Depth::Facts)
+}
+
+/// [`parse_bundles`], their code objects read to `depth`.
+pub fn parse_bundles_to(src: &dyn ByteSource, depth: Depth) -> Bundles {
     let shared = src.shared();
     let mut slots: Vec<Slot> = Vec::new();
     let mut stopped = None;
@@ -540,7 +597,7 @@ pub fn parse_bundles(src: &dyn ByteSource) -> Bundles {
             pos = align_up(pos.saturating_add(size), FATBIN_ALIGN);
             continue;
         }
-        let parsed = parse_at(src, pos);
+        let parsed = parse_at(src, pos, depth);
         let size = parsed.as_ref().map_or(0, |b| b.stored_size);
         let failed = parsed.is_err();
         slots.push(Slot::Parsed(parsed));
@@ -558,7 +615,7 @@ pub fn parse_bundles(src: &dyn ByteSource) -> Bundles {
             })
             .collect();
         let charges: Vec<u64> = located.iter().map(|l| l.2).collect();
-        let parsed = WINDOWS.run_within(&charges, |k| located.get(k).map(|l| parse_at(&sh, l.1)));
+        let parsed = WINDOWS.run_within(&charges, |k| located.get(k).map(|l| parse_at(&sh, l.1, depth)));
         for ((i, _, _), p) in located.iter().zip(parsed) {
             if let (Some(slot), Some(Some(p))) = (slots.get_mut(*i), p) {
                 *slot = Slot::Parsed(p);
@@ -569,7 +626,7 @@ pub fn parse_bundles(src: &dyn ByteSource) -> Bundles {
     for slot in slots {
         let parsed = match slot {
             Slot::Parsed(p) => p,
-            Slot::Located(at, _) => parse_at(src, at),
+            Slot::Located(at, _) => parse_at(src, at, depth),
         };
         match parsed {
             Ok(b) => out.bundles.push(b),

@@ -449,6 +449,24 @@ fn count_kernel_symbols(src: &dyn ByteSource, h: &Header) -> Result<Option<u64>>
 /// `size` is what the container says it occupies (a file's length, a bundle entry's size);
 /// `None` measures it from its own tables. Notes that cannot be read leave the kernel count
 /// unknown rather than failing the object: its target is still a fact.
+/// The code object of `size` bytes at the start of `src` read only as far as a runtime's choice
+/// of it needs: its ELF header, where the target, its features and the generic version are
+/// (code object V3 and later); a V2 object names its target in a note, so it is read whole.
+pub fn parse_code_object_header(src: &dyn ByteSource, size: u64) -> Result<CodeObject> {
+    let head = src.read_up_to(0, 64)?;
+    let header = parse_header(&head, false)?;
+    if header.class64 && header.code_object_version().is_some_and(|v| v >= 3) {
+        return Ok(CodeObject {
+            header,
+            size,
+            notes: NoteFacts::default(),
+            kernel_symbols: None,
+            defect: None,
+        });
+    }
+    parse_code_object(src, Some(size))
+}
+
 pub fn parse_code_object(src: &dyn ByteSource, size: Option<u64>) -> Result<CodeObject> {
     let pre = Prefetched::new(src, size.unwrap_or(PREFETCH as u64).min(PREFETCH as u64) as usize)?;
     let src: &dyn ByteSource = &pre;

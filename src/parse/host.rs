@@ -15,7 +15,7 @@ use object::pod;
 use object::read::elf::{FileHeader, SectionHeader};
 use object::Endianness;
 
-use super::bundle::{parse_bundles, parse_entry_id, Bundles};
+use super::bundle::{parse_bundles_to, parse_entry_id, Bundles};
 use super::elf::{is_amdgpu_elf, parse_code_object, parse_header, CodeObject};
 use super::kpack::{parse_fatbin_wrappers, parse_kpack_ref, KpackRef, WrapperMagic};
 use super::offload::{parse_offload_binaries, OffloadBinaries};
@@ -252,6 +252,11 @@ fn find_embedded(
 
 /// Finds all device code in a host ELF: `.hip_fatbin` bundles, bundle sections, embedded objects.
 pub fn parse_host_elf(src: &dyn ByteSource) -> Result<HostFacts> {
+    parse_host_elf_to(src, super::Depth::Facts)
+}
+
+/// [`parse_host_elf`], the code objects of its bundles read to `depth`.
+pub fn parse_host_elf_to(src: &dyn ByteSource, depth: super::Depth) -> Result<HostFacts> {
     let sections = parse_sections(src)?;
     let mut facts = HostFacts::default();
     let mut budget = MAX_EMBED_SCAN;
@@ -267,7 +272,7 @@ pub fn parse_host_elf(src: &dyn ByteSource) -> Result<HostFacts> {
         }
         if s.name == ".hip_fatbin" {
             let region = Slice::new(src, s.offset, s.size);
-            facts.fatbin = Some((s.offset, parse_bundles(&region)));
+            facts.fatbin = Some((s.offset, parse_bundles_to(&region, depth)));
         } else if s.sh_type == SHT_LLVM_OFFLOADING || s.name.starts_with(OFFLOADING_SECTION) {
             facts.offloading.push((s.offset, parse_offload_binaries(&Slice::new(src, s.offset, s.size))));
         } else if let Some(id) = s.name.strip_prefix(BUNDLE_SECTION_PREFIX) {

@@ -70,6 +70,20 @@ impl ParseError {
     }
 }
 
+/// How far a parser reads into the code it meets.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Depth {
+    /// Every fact: each code object's headers and notes (`scan`).
+    #[default]
+    Facts,
+    /// What the runtime's choice of code needs (`check`): an entry of a compressed bundle whose
+    /// ID comgr reads as a processor's target ID is taken from the bundle table alone, its code
+    /// object neither inflated nor read (clr and comgr pick a bundle's code by entry ID, and
+    /// only those runtimes read compressed bundles); a plain bundle's code objects are read to
+    /// their ELF headers (HIP 5.x's unbundler picks by the ELF's target).
+    Tables,
+}
+
 /// Shorthand used by every parser.
 pub type Result<T> = std::result::Result<T, ParseError>;
 
@@ -348,6 +362,9 @@ pub(crate) trait Inflate {
 pub const MAX_STREAM_WINDOW: u64 = 64 << 20;
 
 const IN_CHUNK: usize = 256 << 10;
+/// The first compressed read of a stream; each next read is as large as all before it, up to
+/// [`IN_CHUNK`].
+const FIRST_IN_CHUNK: usize = 16 << 10;
 const OUT_CHUNK: usize = 256 << 10;
 
 /// A forward-only view of a decompressed stream, addressed like the uncompressed bytes.
@@ -363,6 +380,7 @@ pub struct StreamSource<'a> {
 
 struct StreamState<'a> {
     input: &'a dyn ByteSource,
+    in_start: u64,
     in_pos: u64,
     in_end: u64,
     inbuf: Vec<u8>,
@@ -389,6 +407,7 @@ impl<'a> StreamSource<'a> {
         StreamSource {
             state: RefCell::new(StreamState {
                 input,
+                in_start,
                 in_pos: in_start,
                 in_end: in_end.min(input.len()),
                 inbuf: Vec::new(),
@@ -442,7 +461,11 @@ impl StreamState<'_> {
                 self.window_base += drop as u64;
             }
             if self.inbuf_pos == self.inbuf.len() && self.in_pos < self.in_end {
-                let n = (self.in_end - self.in_pos).min(IN_CHUNK as u64) as usize;
+                // Reads grow from FIRST_IN_CHUNK to IN_CHUNK: a reader that wants only a
+                // bundle's table (its first inflated kilobytes) reads no more than that needs.
+                let consumed = self.consumed().saturating_sub(self.in_start);
+                let chunk = consumed.clamp(FIRST_IN_CHUNK as u64, IN_CHUNK as u64);
+                let n = (self.in_end - self.in_pos).min(chunk) as usize;
                 let chunk = self.input.read_at(self.in_pos, n)?.into_owned();
                 self.in_pos += n as u64;
                 self.inbuf = chunk;

@@ -883,3 +883,50 @@ fn check_table_cuts_paths_at_folders_and_wraps_between_words() {
         assert!(r.stdout.contains("hipv4-amdgcn-amd-amdhsa--gfx1030"), "{}", r.stdout);
     }
 }
+
+/// `check` reads compressed bundles to their tables and plain code objects to their ELF
+/// headers (runtimes pick by entry ID, HIP 5.x by the ELF's target): its verdicts equal those
+/// of a full scan on every container of the mixed fixture and on compressed bundles with
+/// generic, feature-stating, pre-4.1 and non-AMD entries, for every GPU here.
+#[test]
+fn check_reading_tables_gives_a_full_scans_verdicts() {
+    use gfxscan::parse::Depth;
+    use gfxscan::testing::{ccob, verdicts_at, Codec};
+    let m = crate::fixtures::mixed();
+    let generic = code_object(&CodeObjectSpec::new(4, GFX11_GENERIC | GENERIC_V1, &["k0", "k1"]));
+    let gfx1010 = co(crate::fixtures::GFX1010, XNACK_ON, 3);
+    let gfx90a = co(GFX90A, XNACK_OFF, 1);
+    let entries = [
+        (HOST.to_string(), Vec::new()),
+        (hip("gfx11-generic"), generic),
+        (hip("gfx1010:xnack+"), gfx1010),
+        (hip("gfx90a:xnack-"), gfx90a.clone()),
+        ("hip-amdgcn-amd-amdhsa-gfx906".to_string(), co(crate::fixtures::GFX906, 0, 1)),
+        ("hipv4-spirv64-amd-amdhsa--amdgcnspirv".to_string(), b"\x03\x02\x23\x07spirv".to_vec()),
+    ];
+    let refs: Vec<(&str, &[u8])> = entries.iter().map(|(i, d)| (i.as_str(), d.as_slice())).collect();
+    for (version, codec) in [(1, Codec::Zstd), (2, Codec::Zlib), (3, Codec::Zstd)] {
+        m.tree.file(format!("opt/rocm/lib/libmany{version}.co"), &ccob(version, codec, &bundle(&refs, 4096)));
+    }
+    let gpus = [
+        "gfx900",
+        "gfx906:sramecc+:xnack-",
+        "gfx908",
+        "gfx90a:xnack-",
+        "gfx90a:xnack+",
+        "gfx942",
+        "gfx1030",
+        "gfx1010:xnack+",
+        "gfx1010:xnack-",
+        "gfx1100",
+        "gfx1101",
+        "gfx1151",
+        "gfx1201",
+    ];
+    let full = verdicts_at(m.tree.root(), Depth::Facts, &gpus);
+    assert!(full.contains("\"status\": \"ok\"") && full.contains("\"status\": \"missing\""), "{full}");
+    // The generic entry serves gfx1151 from its ELF header's generic version: read, not taken
+    // from the table.
+    assert!(full.contains("\"loads\": \"hipv4-amdgcn-amd-amdhsa--gfx11-generic\""), "{full}");
+    assert_eq!(verdicts_at(m.tree.root(), Depth::Tables, &gpus), full);
+}

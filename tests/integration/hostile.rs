@@ -233,6 +233,7 @@ fn non_utf8_file_name() {
         follow_links: false,
         cross_file_systems: false,
         max_memory: None,
+        depth: Default::default(),
     };
     let lib = scan(&cfg, &Targets::builtin(), &Silent).expect("scan runs");
     assert_eq!(lib.files[0].path.bytes(), name);
@@ -269,6 +270,7 @@ fn every_truncation_is_a_problem() {
         follow_links: false,
         cross_file_systems: false,
         max_memory: None,
+        depth: Default::default(),
     };
     let snap = scan(&cfg, &Targets::builtin(), &Silent).expect("scan runs");
     assert_eq!(snap.summary.files, expected.len() as u64);
@@ -296,6 +298,7 @@ fn every_truncated_code_object_is_a_problem() {
         follow_links: false,
         cross_file_systems: false,
         max_memory: None,
+        depth: Default::default(),
     };
     let snap = scan(&cfg, &Targets::builtin(), &Silent).expect("scan runs");
     assert_eq!(snap.summary.files, expected.len() as u64);
@@ -343,6 +346,7 @@ fn byte_flips_never_panic() {
         follow_links: false,
         cross_file_systems: false,
         max_memory: None,
+        depth: Default::default(),
     };
     let snap = scan(&cfg, &Targets::builtin(), &Silent).expect("scan runs");
     assert_eq!(snap.summary.files, n);
