@@ -152,6 +152,41 @@ else
   echo "floor: no zstd-compressed bundles in the tree"
 fi
 
+# 4. The floors of ../shared/floors/README.md, when those tools are here: inflating every CCOB
+#    payload in full (zfloor), inflating each only to its last fact (ZFLOOR_STOP=1), and the
+#    scan of the rest of the tree (a hard-linked copy without the files that hold the payloads).
+#    gfxscan is held against facts floor + rest of the tree at -j 1 and -j 2; `check` against
+#    the rest of the tree alone.
+floors=$here/../shared/floors
+if [ -f "$floors/zfloor.c" ] && command -v python3 >/dev/null 2>&1; then
+  [ -f /usr/include/zstd.h ] || { apt-get update -qq && apt-get install -y -qq libzstd-dev >/dev/null; }
+  mkdir -p "$here/target/floors"
+  zf=$here/target/floors/zfloor
+  [ -x "$zf" ] || cc -O2 -o "$zf" "$floors/zfloor.c" -lzstd -lpthread
+  work=$(mktemp -d -p "$(dirname "$dir")" .gfxscan-floors.XXXX 2>/dev/null || mktemp -d)
+  trap 'rm -rf "$payloads" "$work"' EXIT
+  python3 "$floors/ccob_ranges.py" "$dir" > "$work/payloads.tsv"
+  python3 "$floors/facts_stop.py" < "$work/payloads.tsv" > "$work/stops.tsv"
+  n=$(wc -l < "$work/stops.tsv")
+  if [ "$n" -gt 0 ] && cp -al "$dir" "$work/rest" 2>/dev/null; then
+    cut -f1 "$work/payloads.tsv" | sort -u | while IFS= read -r f; do rm -f "$work/rest/${f#"$dir"/}"; done
+    for j in 1 2; do
+      full=$(measure full "$zf" "$work/stops.tsv" "$j" | cut -f2)
+      facts=$(measure facts env ZFLOOR_STOP=1 "$zf" "$work/stops.tsv" "$j" | cut -f2)
+      rest=$(measure rest "$bin" scan -q -j "$j" --json -o /dev/null "$work/rest" | cut -f2)
+      scan=$(measure scan "$bin" scan -q -j "$j" --json -o /dev/null "$dir" | cut -f2)
+      check=$(measure check "$bin" check -q -j "$j" --gpu gfx1100 "$dir" | cut -f2)
+      awk -v j="$j" -v n="$n" -v full="$full" -v facts="$facts" -v rest="$rest" -v scan="$scan" -v check="$check" 'BEGIN {
+        printf "-j %d: %d CCOB payloads; full inflate %.3f s, facts floor %.3f s, rest of the tree %.3f s\n", j, n, full, facts, rest
+        printf "-j %d: gfxscan scan %.3f s = %.2fx (facts floor + rest); check --gpu gfx1100 %.3f s = %.2fx rest\n", j, scan, scan / (facts + rest), check, check / rest }'
+    done
+  else
+    echo "floors: no CCOB v2/v3 payloads in the tree, or no hard-linked copy possible"
+  fi
+else
+  echo "floors: ../shared/floors not here"
+fi
+
 # cold CMD...: "seconds KiB-read" with the page cache dropped first.
 cold() {
   sync
@@ -167,9 +202,12 @@ cold() {
 if [ "$(id -u)" = 0 ] && (echo 3 > /proc/sys/vm/drop_caches) 2>/dev/null; then
   read -r fs fr <<< "$(cold find "$dir" -type f)"
   read -r gs gr <<< "$(cold "$bin" scan -q --json -o /dev/null "$dir")"
+  read -r cs cr <<< "$(cold "$bin" check -q --gpu gfx1100 "$dir")"
   echo "cold cache: find ${fs}s (read $((fr / 1024)) MiB), gfxscan ${gs}s (read $((gr / 1024)) MiB," \
     "$(awk -v r="$gr" -v t="$bytes" 'BEGIN {printf "%.1f", 100 * r * 1024 / t}')% of the tree's bytes):" \
     "$(awk -v a="$gs" -v b="$fs" 'BEGIN {printf "%.1f", a / b}')x find"
+  echo "cold cache: check --gpu gfx1100 ${cs}s (read $((cr / 1024)) MiB," \
+    "$(awk -v c="$cr" -v g="$gr" 'BEGIN {printf "%.1f", (g > 0 ? 100 * c / g : 0)}')% of what scan reads)"
 else
   echo "cold cache: skipped (needs root and a writable /proc/sys/vm/drop_caches)"
 fi

@@ -214,10 +214,11 @@ pub struct Resources {
     /// gain, and each thread costs a stack and read buffers.
     #[arg(short = 'j', long, value_name = "N", value_parser = threads)]
     pub threads: Option<usize>,
-    /// Memory the scan aims to stay under (default 200M; at least 100M): compressed bundles
-    /// inflate side by side only as far as their windows (up to 128 MiB each) fit in it, so on
-    /// many cores a larger figure is faster. An aim: decoders always get one 64 MiB window,
-    /// and each thread its buffers. Units: K, M, G (powers of 1024), or bytes.
+    /// Memory the scan aims to stay under (at least 100M; default: a quarter of what this
+    /// process may use — its cgroup's memory.max/memory.high, else MemAvailable — within 100M
+    /// to 2G, 200M when unknown; --verbose says which): compressed bundles inflate side by side
+    /// only as far as their windows (up to 128 MiB each) fit in it. An aim: decoders always get
+    /// one 64 MiB window, and each thread its buffers. Units: K, M, G (powers of 1024), or bytes.
     #[arg(long, value_name = "SIZE", value_parser = memory_size)]
     pub max_memory: Option<u64>,
 }
@@ -276,8 +277,9 @@ pub struct ScanArgs {
     /// must stay. Writes nothing, deletes nothing.
     #[arg(long, value_delimiter = ',', value_name = "TARGETS", conflicts_with_all = ["by", "compare", "only"])]
     pub keep: Vec<String>,
-    /// With --keep: list, per library, each whole file that could go (JSON always lists them).
-    #[arg(short, long, requires = "keep")]
+    /// Say on standard error how much memory the scan aims under and why; with --keep, also
+    /// list per library each whole file that could go (JSON always lists them).
+    #[arg(short, long)]
     pub verbose: bool,
     /// Exit 5 when the install is broken as shipped (findings), every file having been read.
     #[arg(long)]

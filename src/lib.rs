@@ -45,6 +45,19 @@ fn load_targets(args: &TableArgs) -> anyhow::Result<Targets> {
 }
 
 /// Scans `roots` with the options of `opts`, with a progress bar.
+/// The memory a scan aims under when `--max-memory` does not say, and the room it was taken
+/// from (the process's cgroup limits or `MemAvailable`; `None` when neither could be read).
+fn memory_target() -> (u64, Option<source::memory::Room>) {
+    let room = source::memory::room();
+    (vocab::codec::default_target(room.map(|r| r.bytes)), room)
+}
+
+/// `--verbose`: the memory a scan will aim under, and why.
+fn tell_memory(resources: &cli::Resources) {
+    let (aim, room) = memory_target();
+    report::progress::say_memory(resources.max_memory.unwrap_or(aim), resources.max_memory.is_some(), room);
+}
+
 /// Scans `roots` as `opts` say, reading compressed bundles to `depth`.
 fn scan_roots(
     roots: Vec<std::path::PathBuf>,
@@ -57,7 +70,7 @@ fn scan_roots(
         threads: opts.resources.threads,
         follow_links: opts.follow_links,
         cross_file_systems: opts.cross_file_systems,
-        max_memory: opts.resources.max_memory,
+        max_memory: Some(opts.resources.max_memory.unwrap_or_else(|| memory_target().0)),
         depth,
     };
     let bar = report::progress::Bar::new(opts.quiet);
@@ -133,6 +146,9 @@ fn run_scan(mut args: ScanArgs, color: cli::ColorChoice) -> anyhow::Result<ExitS
     }
     let out = Output::open(args.opts.output.as_deref())?;
     let style = style_for(color, args.opts.output.as_deref());
+    if args.verbose {
+        tell_memory(&args.opts.resources);
+    }
     let snap = scan_for(&args.opts, &targets)?;
     // Files not read come first: findings from a partial read are not trusted to gate on.
     let status = match (snap.problems.is_empty(), snap.findings.is_empty()) {
@@ -274,6 +290,9 @@ fn run_diff(mut args: DiffArgs, color: cli::ColorChoice) -> anyhow::Result<ExitS
             snapshot::SideKind::Neither(why) => bail!("{}: {why}", p.display()),
         }
     };
+    if args.verbose {
+        tell_memory(&args.resources);
+    }
     let old_snap = read(&args.old)?;
     let new_snap = read(&args.new)?;
     let side = |p: &std::path::Path,

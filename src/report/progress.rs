@@ -1,5 +1,6 @@
 //! Progress on stderr: a spinner while walking, a bar while reading, live warnings above it.
-//! Drawn only when stderr is a terminal and not `--quiet`; otherwise everything here is silent.
+//! Drawn only when stderr is a terminal and not `--quiet`; otherwise everything here is silent,
+//! but for what `--verbose` asks to be told (the memory the scan aims under).
 
 use std::io::IsTerminal;
 
@@ -61,4 +62,19 @@ impl Progress for Bar {
             self.bar.println(format!("warning: {}: {}", p.path.display(roots), p.message));
         }
     }
+}
+
+/// `--verbose`: the memory the scan aims under, and where that figure came from, on stderr.
+pub fn say_memory(aim: u64, given: bool, room: Option<crate::source::memory::Room>) {
+    use crate::vocab::units::human_bytes;
+    let why = match (given, room) {
+        (true, _) => "as --max-memory says".to_string(),
+        (false, Some(r)) => format!(
+            "a quarter of the {} {} leaves this process, within 100 MiB to 2 GiB; --max-memory sets it",
+            human_bytes(r.bytes),
+            r.from.name()
+        ),
+        (false, None) => "the machine's memory could not be read; --max-memory sets it".to_string(),
+    };
+    eprintln!("memory: the scan aims under {} ({why})", human_bytes(aim));
 }

@@ -1,9 +1,10 @@
 //! Where bytes come from: the walk of the roots, positioned reads of the files it finds, byte
-//! origins that can be reopened (file ranges, memory, decoded streams), SQLite row counts, and
-//! saved snapshots. With KFD's sysfs (`check::devices`), the only code that reads the file
+//! origins that can be reopened (file ranges, memory, decoded streams), SQLite row counts,
+//! saved snapshots, and how much memory the process may use. With KFD's sysfs (`check::devices`), the only code that reads the file
 //! system.
 
 pub mod file;
+pub mod memory;
 pub mod origin;
 pub mod snapshot;
 pub mod sqlite;

@@ -94,8 +94,20 @@ pub fn zstd_window(head: &[u8]) -> Option<u64> {
     }
 }
 
-/// The peak memory a scan aims to stay under, whatever the thread count.
+/// The peak memory a scan aims to stay under when the machine says nothing of its memory.
 pub const MEMORY_TARGET: u64 = 200 << 20;
+
+/// The least and the most a scan aims under by default, whatever the machine.
+const DEFAULT_TARGET_RANGE: (u64, u64) = (100 << 20, 2 << 30);
+
+/// The memory a scan aims under when `--max-memory` does not say: a quarter of the room the
+/// process has (its cgroup's limits, else `MemAvailable`), at least 100 MiB and at most 2 GiB,
+/// so a machine with memory to spare inflates two or more 128 MiB windows side by side and a
+/// small container stays small; [`MEMORY_TARGET`] when the room is unknown.
+pub fn default_target(room: Option<u64>) -> u64 {
+    let (least, most) = DEFAULT_TARGET_RANGE;
+    room.map_or(MEMORY_TARGET, |r| (r / 4).clamp(least, most))
+}
 
 /// What a scan holds besides decoders: the binary, the target table, records, the walk.
 const BASE_MEMORY: u64 = 24 << 20;
@@ -389,6 +401,19 @@ mod window_tests {
                 idle: std::sync::Mutex::new(Vec::new()),
             }
         };
+    }
+
+    #[test]
+    fn the_default_target_is_a_quarter_of_the_room_within_bounds() {
+        assert_eq!(default_target(None), MEMORY_TARGET);
+        assert_eq!(default_target(Some(24 << 30)), 2 << 30);
+        assert_eq!(default_target(Some(2 << 30)), 512 << 20);
+        assert_eq!(default_target(Some(256 << 20)), 100 << 20);
+        // Two 128 MiB windows and their overhead fit beside a scan of two threads on a machine
+        // with 4 GiB to spare.
+        static B: WindowBudget = budget!(0);
+        let cap = B.size_for(2, default_target(Some(4 << 30)));
+        assert!(cap >= 2 * (128 << 20) + 2 * (8 << 20), "{cap}");
     }
 
     #[test]

@@ -426,3 +426,25 @@ fn code_object_versions() {
     assert_eq!(snap["targets"]["gfx906"]["code_objects"], 2);
     assert_eq!(snap["targets"]["gfx906"]["files"], 2);
 }
+
+/// `--verbose` says on standard error how much memory the scan aims under and why: a quarter
+/// of what the process may use (its cgroup's limits, else MemAvailable) by default, or what
+/// `--max-memory` says; without it nothing is said. The JSON is the same either way.
+#[test]
+fn verbose_says_the_memory_the_scan_aims_under() {
+    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/sample");
+    let quiet = crate::util::gfxscan(["scan", "-q", "--json", sample]);
+    assert!(!quiet.stderr.contains("memory:"), "{}", quiet.stderr);
+    let said = crate::util::gfxscan(["scan", "-q", "-v", "--json", sample]);
+    let line =
+        said.stderr.lines().find(|l| l.starts_with("memory: the scan aims under ")).unwrap_or_default();
+    let known = ["MemAvailable", "memory.max", "memory.high", "memory.limit_in_bytes", "could not be read"];
+    assert!(known.iter().any(|k| line.contains(k)), "{}", said.stderr);
+    assert_eq!(said.stdout, quiet.stdout);
+    let given = crate::util::gfxscan(["scan", "-q", "-v", "--max-memory", "300M", "--json", sample]);
+    assert!(
+        given.stderr.contains("memory: the scan aims under 300.0 MiB (as --max-memory says)"),
+        "{}",
+        given.stderr
+    );
+}
