@@ -123,6 +123,11 @@ fn read_file(c: &Candidate, disk: &Path, targets: &Targets, depth: Depth) -> (Re
         Ok(s) => s,
         Err(e) => return (failed(path, 0, e.to_string()), None),
     };
+    // At Depth::Tables every file's facts are a few scattered reads (a bundle's table, a code
+    // object's header, an index): no readahead, from the first read on.
+    if depth == Depth::Tables {
+        src.read_scattered();
+    }
     let head = match src.read_up_to(0, SNIFF_LEN) {
         Ok(h) => h.into_owned(),
         Err(e) => return (failed(path, src.len, e.to_string()), None),
