@@ -213,24 +213,10 @@ impl ZstdInflate {
 
 impl Drop for ZstdInflate {
     fn drop(&mut self) {
-        match (self.1.take(), self.0.take()) {
-            (Some(permit), Some(decoder)) if permit.bytes() >= SPARE_LIMIT => {
-                WINDOWS.keep(Box::new(decoder), permit)
-            }
-            // A small decoder stays with its thread for the next frame: making one costs more
-            // than reading a bundle's table.
-            (_, Some(decoder)) => SPARE.with(|s| *s.borrow_mut() = Some(decoder)),
-            _ => {}
+        if let (Some(permit), Some(decoder)) = (self.1.take(), self.0.take()) {
+            WINDOWS.keep(Box::new(decoder), permit);
         }
     }
-}
-
-/// Charges below which a finished decoder is kept by its thread (its window is small).
-const SPARE_LIMIT: u64 = DECODER_OVERHEAD + (32 << 20);
-
-thread_local! {
-    /// One finished small decoder per thread, reset before its next frame.
-    static SPARE: std::cell::RefCell<Option<ZstdDecoder>> = const { std::cell::RefCell::new(None) };
 }
 
 /// Bytes a decoder is charged beside its window: the stream's own buffers and the part of the
@@ -276,14 +262,8 @@ impl Inflate for ZlibInflate {
 pub(crate) fn inflater(c: Codec) -> Result<Box<dyn Inflate>> {
     Ok(match c {
         Codec::Zstd => {
-            use zstd::stream::raw::Operation;
-            let spare =
-                SPARE.with(|s| s.borrow_mut().take()).and_then(|mut d| d.reinit().is_ok().then_some(d));
-            let mut d = match spare {
-                Some(d) => d,
-                None => zstd::stream::raw::Decoder::new()
-                    .map_err(|e| ParseError::Decompress { what: "zstd", detail: e.to_string() })?,
-            };
+            let mut d = zstd::stream::raw::Decoder::new()
+                .map_err(|e| ParseError::Decompress { what: "zstd", detail: e.to_string() })?;
             // Refuse frames whose window would need more than 128 MiB.
             d.set_parameter(zstd::stream::raw::DParameter::WindowLogMax(27))
                 .map_err(|e| ParseError::Decompress { what: "zstd", detail: e.to_string() })?;

@@ -144,13 +144,6 @@ pub struct WindowPermit {
     bytes: u64,
 }
 
-impl WindowPermit {
-    /// The bytes this share holds.
-    pub fn bytes(&self) -> u64 {
-        self.bytes
-    }
-}
-
 impl WindowBudget {
     /// Sizes the budget for `threads` workers: what `target` (by default [`MEMORY_TARGET`])
     /// leaves once the scan and each thread have their share, and never less than one 64 MiB
