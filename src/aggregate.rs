@@ -66,6 +66,7 @@ impl Tally {
         self.links.extend(other.links);
         self.archives.extend(other.archives);
         self.hip_runtimes.extend(other.hip_runtimes);
+        self.links_out_of_root.extend(other.links_out_of_root);
         self
     }
 }

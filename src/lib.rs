@@ -44,7 +44,6 @@ fn load_targets(args: &TableArgs) -> anyhow::Result<Targets> {
     }
 }
 
-/// Scans `roots` with the options of `opts`, with a progress bar.
 /// The memory a scan aims under when `--max-memory` does not say, and the room it was taken
 /// from (the process's cgroup limits or `MemAvailable`; `None` when neither could be read).
 fn memory_target() -> (u64, Option<source::memory::Room>) {
@@ -52,27 +51,36 @@ fn memory_target() -> (u64, Option<source::memory::Room>) {
     (vocab::codec::default_target(room.map(|r| r.bytes)), room)
 }
 
-/// `--verbose`: the memory a scan will aim under, and why.
-fn tell_memory(resources: &cli::Resources) {
-    let (aim, room) = memory_target();
-    report::progress::say_memory(resources.max_memory.unwrap_or(aim), resources.max_memory.is_some(), room);
+/// The memory a scan aims under: `--max-memory`, else what the machine leaves (read once);
+/// with `tell`, said on stderr with where it came from.
+fn memory_aim(resources: &cli::Resources, tell: bool) -> u64 {
+    let (aim, room) = match resources.max_memory {
+        Some(given) => (given, None),
+        None => memory_target(),
+    };
+    if tell {
+        report::progress::say_memory(aim, resources.max_memory.is_some(), room);
+    }
+    aim
 }
 
-/// Scans `roots` as `opts` say, reading compressed bundles to `depth`.
+/// Scans `roots` as `opts` say, with a progress bar; for `check`, `check_for` names the GPUs' processors and the
+/// scan reads only what their verdicts need.
 fn scan_roots(
     roots: Vec<std::path::PathBuf>,
     opts: &ScanOpts,
     targets: &Targets,
-    depth: parse::Depth,
+    check_for: Option<Vec<String>>,
 ) -> anyhow::Result<model::Snapshot> {
     let config = scan::ScanConfig {
         roots,
         threads: opts.resources.threads,
         follow_links: opts.follow_links,
         cross_file_systems: opts.cross_file_systems,
-        max_memory: Some(opts.resources.max_memory.unwrap_or_else(|| memory_target().0)),
-        depth,
+        max_memory: opts.resources.max_memory,
+        check_for,
     };
+    let depth = config.check_for.as_deref().map_or(parse::Depth::Facts, parse::Depth::Tables);
     let bar = report::progress::Bar::new(opts.quiet);
     let snap = scan::scan(&config, targets, &bar);
     bar.finish();
@@ -95,7 +103,7 @@ fn scan_for(opts: &ScanOpts, targets: &Targets) -> anyhow::Result<model::Snapsho
     } else {
         opts.roots.clone()
     };
-    scan_roots(roots, opts, targets, parse::Depth::Facts)
+    scan_roots(roots, opts, targets, None)
 }
 
 /// A target list as given, without repeats (the first place kept).
@@ -146,9 +154,7 @@ fn run_scan(mut args: ScanArgs, color: cli::ColorChoice) -> anyhow::Result<ExitS
     }
     let out = Output::open(args.opts.output.as_deref())?;
     let style = style_for(color, args.opts.output.as_deref());
-    if args.verbose {
-        tell_memory(&args.opts.resources);
-    }
+    args.opts.resources.max_memory = Some(memory_aim(&args.opts.resources, args.verbose));
     let snap = scan_for(&args.opts, &targets)?;
     // Files not read come first: findings from a partial read are not trusted to gate on.
     let status = match (snap.problems.is_empty(), snap.findings.is_empty()) {
@@ -170,7 +176,7 @@ fn run_scan(mut args: ScanArgs, color: cli::ColorChoice) -> anyhow::Result<ExitS
     out.deliver(status, |w| report::write_scan(&snap, &targets, &matrix, &view, format, style, w))
 }
 
-fn run_check(args: CheckArgs, color: cli::ColorChoice) -> anyhow::Result<ExitStatus> {
+fn run_check(mut args: CheckArgs, color: cli::ColorChoice) -> anyhow::Result<ExitStatus> {
     let targets = load_targets(&args.opts.table)?;
     let env = check::devices::Env::from_process();
     let found = if args.gpus.is_empty() {
@@ -208,8 +214,12 @@ fn run_check(args: CheckArgs, color: cli::ColorChoice) -> anyhow::Result<ExitSta
     };
     let (roots, pending) = with_libpaths(roots, &env)?;
     // Verdicts need a compressed bundle's table, not its code objects: the runtime picks by
-    // entry ID (clr hip_fatbin.cpp, comgr lookUpCodeObject).
-    let snap = scan_roots(roots.clone(), &args.opts, &targets, parse::Depth::Tables)?;
+    // entry ID (clr hip_fatbin.cpp, comgr lookUpCodeObject); the entries the checked GPUs
+    // would load are read all the same.
+    let mut processors: Vec<String> = found.devices.iter().map(|d| d.effective.processor.clone()).collect();
+    processors.dedup();
+    args.opts.resources.max_memory = Some(memory_aim(&args.opts.resources, false));
+    let snap = scan_roots(roots.clone(), &args.opts, &targets, Some(processors))?;
     let libpaths = pending.into_iter().map(|p| p.place_in(&roots)).collect();
     let result = check::check(&snap, &found, &targets, check::CheckOptions { not_checked, libpaths });
     let style = style_for(color, args.opts.output.as_deref());
@@ -273,6 +283,20 @@ fn run_diff(mut args: DiffArgs, color: cli::ColorChoice) -> anyhow::Result<ExitS
     let format = cli::resolve_report_format(args.json, args.format, args.output.as_deref())
         .map_err(anyhow::Error::msg)?;
     let out = Output::open(args.output.as_deref())?;
+    // Both sides are checked before either is scanned: a bad snapshot fails at once.
+    let read = |p: &std::path::Path| -> anyhow::Result<Option<model::Snapshot>> {
+        match snapshot::side_kind(p) {
+            snapshot::SideKind::Snapshot => snapshot::read_snapshot(p).map(Some),
+            snapshot::SideKind::Scan => Ok(None),
+            snapshot::SideKind::Neither(why) => bail!("{}: {why}", p.display()),
+        }
+    };
+    let old_snap = read(&args.old)?;
+    let new_snap = read(&args.new)?;
+    if old_snap.is_none() || new_snap.is_none() {
+        // A side is scanned: its memory aim, said once with --verbose.
+        args.resources.max_memory = Some(memory_aim(&args.resources, args.verbose));
+    }
     let opts = |p: &std::path::Path| ScanOpts {
         roots: vec![p.to_path_buf()],
         output: None,
@@ -282,19 +306,6 @@ fn run_diff(mut args: DiffArgs, color: cli::ColorChoice) -> anyhow::Result<ExitS
         quiet: args.quiet,
         table: TableArgs { targets: args.table.targets.clone() },
     };
-    // Both sides are checked before either is scanned: a bad snapshot fails at once.
-    let read = |p: &std::path::Path| -> anyhow::Result<Option<model::Snapshot>> {
-        match snapshot::side_kind(p) {
-            snapshot::SideKind::Snapshot => snapshot::read_snapshot(p).map(Some),
-            snapshot::SideKind::Scan => Ok(None),
-            snapshot::SideKind::Neither(why) => bail!("{}: {why}", p.display()),
-        }
-    };
-    if args.verbose {
-        tell_memory(&args.resources);
-    }
-    let old_snap = read(&args.old)?;
-    let new_snap = read(&args.new)?;
     let side = |p: &std::path::Path,
                 read: Option<model::Snapshot>|
      -> anyhow::Result<(model::Snapshot, diff::SideSource)> {

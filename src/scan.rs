@@ -39,8 +39,9 @@ pub struct ScanConfig {
     pub cross_file_systems: bool,
     /// Memory to aim under; `None` = [`crate::vocab::codec::MEMORY_TARGET`].
     pub max_memory: Option<u64>,
-    /// How far into compressed bundles to read: every fact (`scan`), or their tables (`check`).
-    pub depth: Depth,
+    /// `check`: the processors of the GPUs checked. The scan then reads only what verdicts
+    /// need ([`Depth::Tables`]); `None` reads every fact (`scan`).
+    pub check_for: Option<Vec<String>>,
 }
 
 /// Progress events, for a progress bar the caller draws.
@@ -76,7 +77,7 @@ struct PendingArchive {
 }
 
 impl PendingArchive {
-    fn expand(&self, targets: &Targets, reading: Depth) -> Found {
+    fn expand(&self, targets: &Targets, reading: Depth<'_>) -> Found {
         let src = match open_file(&self.disk, self.followed) {
             Ok(s) => Arc::new(s),
             Err(e) => {
@@ -108,7 +109,7 @@ impl Opened {
 
 /// Reads one candidate, found on disk at `disk`; also says which file it opened, for its hard
 /// links.
-fn read_file(c: &Candidate, disk: &Path, targets: &Targets, depth: Depth) -> (Read, Option<Opened>) {
+fn read_file(c: &Candidate, disk: &Path, targets: &Targets, depth: Depth<'_>) -> (Read, Option<Opened>) {
     let path = RelPath::new(c.root, c.rel.as_os_str());
     let failed = |path: RelPath, size: u64, message: String| {
         Read::Done(Found::one(FileOutcome {
@@ -125,7 +126,7 @@ fn read_file(c: &Candidate, disk: &Path, targets: &Targets, depth: Depth) -> (Re
     };
     // At Depth::Tables every file's facts are a few scattered reads (a bundle's table, a code
     // object's header, an index): no readahead, from the first read on.
-    if depth == Depth::Tables {
+    if matches!(depth, Depth::Tables(_)) {
         src.read_scattered();
     }
     let head = match src.read_up_to(0, SNIFF_LEN) {
@@ -204,7 +205,7 @@ fn read_link(
     (lead, leader): (&Candidate, &Path),
     kept: Option<&(FileOutcome, Opened)>,
     targets: &Targets,
-    depth: Depth,
+    depth: Depth<'_>,
 ) -> Read {
     let same = kept.filter(|(outcome, opened)| {
         let family =
@@ -269,7 +270,8 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
     // Decoders share one memory budget, sized for the threads that may hold them.
     let target = config.max_memory.unwrap_or(crate::vocab::codec::MEMORY_TARGET);
     crate::vocab::codec::WINDOWS.size_for(pool.current_num_threads(), target);
-    let reader = Reader { targets, depth: config.depth, progress, given: &given, roots: &roots };
+    let depth = config.check_for.as_deref().map_or(Depth::Facts, Depth::Tables);
+    let reader = Reader { targets, depth, progress, given: &given, roots: &roots };
     let mut tally = pool.install(|| {
         let Part { mut tally, mut pending, .. } = reader.read_files(&walked.candidates);
         pending.sort_by_key(|(i, _)| *i);
@@ -302,7 +304,7 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
 /// What every worker of one scan shares: the target table and the progress reporter.
 struct Reader<'a> {
     targets: &'a Targets,
-    depth: Depth,
+    depth: Depth<'a>,
     progress: &'a dyn Progress,
     given: &'a [String],
     roots: &'a [Root],

@@ -555,24 +555,27 @@ pub fn firmware_blob(ucode_version: u32, ip: (u16, u16), size: usize) -> Vec<u8>
     b
 }
 
-/// The JSON of `check` for `gpus` on `root`, its tree read to `depth` (with the findings that
-/// depth computes): what `check` would print, for tests that hold the table-only reading to
-/// a full scan's verdicts.
-pub fn verdicts_at(root: &std::path::Path, depth: crate::parse::Depth, gpus: &[&str]) -> String {
+/// The JSON of `check` for `gpus` on `root`, its tree read as `check` reads it (`tables`:
+/// only what the GPUs' verdicts need) or as `scan` does, with the findings that reading
+/// computes: for tests that hold `check`'s reading to a full scan's verdicts.
+pub fn verdicts_at(root: &std::path::Path, tables: bool, gpus: &[&str]) -> String {
+    use crate::parse::Depth;
     let targets = crate::vocab::targets::Targets::builtin();
+    let gpus: Vec<String> = gpus.iter().map(|g| g.to_string()).collect();
+    let env = crate::check::devices::Env::default();
+    let found = crate::check::devices::from_args(&gpus, &env, &targets).expect("GPUs");
+    let processors: Vec<String> = found.devices.iter().map(|d| d.effective.processor.clone()).collect();
     let config = crate::scan::ScanConfig {
         roots: vec![root.to_path_buf()],
         threads: None,
         follow_links: false,
         cross_file_systems: false,
         max_memory: None,
-        depth,
+        check_for: tables.then(|| processors.clone()),
     };
     let mut snap = crate::scan::scan(&config, &targets, &crate::scan::Silent).expect("scan");
+    let depth = if tables { Depth::Tables(&processors) } else { Depth::Facts };
     snap.findings = crate::library::findings::findings_to(&snap, &targets, depth);
-    let gpus: Vec<String> = gpus.iter().map(|g| g.to_string()).collect();
-    let env = crate::check::devices::Env::default();
-    let found = crate::check::devices::from_args(&gpus, &env, &targets).expect("GPUs");
     let report = crate::check::check(&snap, &found, &targets, crate::check::CheckOptions::default());
     serde_json::to_string_pretty(&report).expect("JSON")
 }

@@ -28,7 +28,7 @@ fn whole_tree(root: &Path) -> ScanConfig {
         follow_links: false,
         cross_file_systems: false,
         max_memory: None,
-        depth: Default::default(),
+        check_for: None,
     }
 }
 
@@ -232,7 +232,7 @@ fn negatives_hold_no_device_code() {
         follow_links: false,
         cross_file_systems: false,
         max_memory: None,
-        depth: Default::default(),
+        check_for: None,
     };
     let snap = scan(&config, &Targets::builtin(), &Silent).expect("scan runs");
     for neg in ["libbitsandbytes_cuda130.so", "libbitsandbytes_xpu2025.so"] {
@@ -784,7 +784,6 @@ fn absent_corpus_says_skipped_past_the_capture() {
 /// about, feature-stating ones included.
 #[test]
 fn check_reading_tables_gives_a_full_scans_verdicts_on_real_trees() {
-    use gfxscan::parse::Depth;
     use gfxscan::testing::verdicts_at;
     let mut trees = vec![shared().join("files"), Path::new(env!("CARGO_MANIFEST_DIR")).join("sample")];
     if let Some(dir) = std::env::var_os("GFXSCAN_DEBIAN_CORPUS").filter(|d| !d.is_empty()) {
@@ -809,8 +808,8 @@ fn check_reading_tables_gives_a_full_scans_verdicts_on_real_trees() {
     ];
     let mut compared = 0;
     for tree in trees.iter().filter(|t| t.exists()) {
-        let full = verdicts_at(tree, Depth::Facts, &gpus);
-        assert!(full == verdicts_at(tree, Depth::Tables, &gpus), "{}: verdicts differ", tree.display());
+        let full = verdicts_at(tree, false, &gpus);
+        assert!(full == verdicts_at(tree, true, &gpus), "{}: verdicts differ", tree.display());
         compared += 1;
     }
     if compared < trees.len() {

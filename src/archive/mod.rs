@@ -158,7 +158,7 @@ pub fn broken_promise(what: &str, head: &[u8]) -> String {
 pub struct Ctx<'t> {
     pub targets: &'t Targets,
     /// How far into compressed bundles members are read.
-    pub reading: crate::parse::Depth,
+    pub reading: crate::parse::Depth<'t>,
     pub budget: Arc<Budget>,
     pub depth: u32,
     pub base: RelPath,

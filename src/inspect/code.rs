@@ -36,7 +36,7 @@ pub struct Collector<'t> {
     /// OffloadBinary regions already read (file offset, length).
     regions: Vec<(u64, u64)>,
     /// How far into bundles' code objects to read.
-    depth: Depth,
+    depth: Depth<'t>,
 }
 
 /// Where a code object sits, beyond its container: its bundle (with the bundle's file offset
@@ -54,7 +54,7 @@ fn entry_location(b: &Bundle, at: u64, entry_id: &str) -> Location {
 }
 
 impl<'t> Collector<'t> {
-    pub fn new(targets: &'t Targets, size: u64, depth: Depth) -> Self {
+    pub fn new(targets: &'t Targets, size: u64, depth: Depth<'t>) -> Self {
         Collector {
             targets,
             code_objects: Vec::new(),
@@ -149,7 +149,7 @@ impl<'t> Collector<'t> {
     /// A file that is one code object.
     pub fn standalone(&mut self, src: &dyn ByteSource) {
         let parsed = match self.depth {
-            Depth::Tables => parse_code_object_header(src, src.len()),
+            Depth::Tables(_) => parse_code_object_header(src, src.len()),
             Depth::Facts => parse_code_object(src, Some(src.len())),
         };
         match parsed {

@@ -83,14 +83,14 @@ pub const FAMILY_HEAD: usize = 64;
 
 /// Inspects one regular file or archive member: its kind, code objects and family facts.
 /// `name` is the path its family is judged by; `disk` its path on disk, when it has one.
-pub fn inspect(
+pub fn inspect<'t>(
     src: &dyn ByteSource,
     head: &[u8],
     name: &Path,
     disk: Option<&Path>,
     path: RelPath,
-    targets: &Targets,
-    depth: Depth,
+    targets: &'t Targets,
+    depth: Depth<'t>,
 ) -> FileOutcome {
     let size = src.len();
     let kind = classify(head);

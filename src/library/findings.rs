@@ -25,14 +25,13 @@ use crate::vocab::targets::Targets;
 use crate::vocab::verdict::LibraryKind;
 use crate::vocab::verdict::Status;
 
-/// Every finding of a snapshot, sorted by kind, then library.
 /// The findings of a snapshot read to `depth`: every one for a scan's facts; for `check`'s
 /// tables, those a verdict reads (lazy indexes that name absent files,
 /// [`super::placeholders::held_to_index`]) and no others.
-pub fn findings_to(snap: &Snapshot, targets: &Targets, depth: Depth) -> Vec<Finding> {
+pub fn findings_to(snap: &Snapshot, targets: &Targets, depth: Depth<'_>) -> Vec<Finding> {
     match depth {
         Depth::Facts => findings(snap, targets),
-        Depth::Tables => {
+        Depth::Tables(_) => {
             let mut out = super::placeholders::placeholder_findings(snap);
             out.retain(|f| f.kind == FindingKind::IndexNamesMissing);
             out.sort();
@@ -41,6 +40,7 @@ pub fn findings_to(snap: &Snapshot, targets: &Targets, depth: Depth) -> Vec<Find
     }
 }
 
+/// Every finding of a snapshot, sorted by kind, then library.
 pub fn findings(snap: &Snapshot, targets: &Targets) -> Vec<Finding> {
     let libs = super::libraries(snap);
     let mut out = Vec::new();

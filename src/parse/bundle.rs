@@ -337,11 +337,14 @@ pub struct Bundles {
 
 /// True when the entry's ID alone says what a runtime picking code needs: comgr reads a
 /// target ID from it, and that target is a processor's (a generic target's code is loaded only
-/// from a generic version its ELF header states).
-fn table_suffices(id: &str) -> bool {
+/// from a generic version its ELF header states), and none of the `wanted` processors (those
+/// being checked, whose verdicts rest on the entry: it is read, so a broken one is seen).
+fn table_suffices(id: &str, wanted: &[String]) -> bool {
     crate::vocab::runtime::comgr_target(id).is_some_and(|t| {
         let processor = t.split(':').next().unwrap_or(t);
-        processor.starts_with("gfx") && !processor.ends_with("-generic")
+        processor.starts_with("gfx")
+            && !processor.ends_with("-generic")
+            && !wanted.iter().any(|w| w == processor)
     })
 }
 
@@ -349,7 +352,7 @@ fn table_suffices(id: &str) -> bool {
 /// object read to `depth`. At [`Depth::Tables`], an entry of a compressed bundle whose ID says
 /// its target is taken from the table; a plain bundle's entries are read to their ELF headers,
 /// which hold the target HIP 5.x's unbundler picks by (reading them costs no inflating).
-fn read_entries(view: &dyn ByteSource, depth: Depth, compressed: bool) -> Result<(Vec<Entry>, u64)> {
+fn read_entries(view: &dyn ByteSource, depth: Depth<'_>, compressed: bool) -> Result<(Vec<Entry>, u64)> {
     let (table, end) = parse_bundle_table(view)?;
     let mut device: Vec<TableEntry> =
         table.into_iter().filter(|e| !parse_entry_id(&e.id).is_host() && e.size > 0).collect();
@@ -366,9 +369,11 @@ fn read_entries(view: &dyn ByteSource, depth: Depth, compressed: bool) -> Result
     }
     let mut out = Vec::with_capacity(device.len());
     for t in device {
-        if depth == Depth::Tables && compressed && table_suffices(&t.id) {
-            out.push(Entry { table: t, code_object: None, from_table: true });
-            continue;
+        if let (Depth::Tables(wanted), true) = (depth, compressed) {
+            if table_suffices(&t.id, wanted) {
+                out.push(Entry { table: t, code_object: None, from_table: true });
+                continue;
+            }
         }
         view.release_before(t.offset);
         let id = parse_entry_id(&t.id);
@@ -376,7 +381,7 @@ fn read_entries(view: &dyn ByteSource, depth: Depth, compressed: bool) -> Result
         let code_object = (id.is_amdgcn() || head.as_ref() == b"\x7fELF").then(|| {
             let entry = Slice::new(view, t.offset, t.size);
             match depth {
-                Depth::Tables => parse_code_object_header(&entry, t.size),
+                Depth::Tables(_) => parse_code_object_header(&entry, t.size),
                 Depth::Facts => parse_code_object(&entry, Some(t.size)),
             }
         });
@@ -385,18 +390,79 @@ fn read_entries(view: &dyn ByteSource, depth: Depth, compressed: bool) -> Result
     Ok((out, end))
 }
 
-/// The error of a CCOB whose zstd frame declares another inflated size than the CCOB header
-/// (a frame without the declaration, and a zlib payload, are taken at their word).
-fn content_size_disagrees(src: &dyn ByteSource, h: &CcobHeader) -> Option<ParseError> {
+/// Checks a CCOB v2/v3's zstd payload without inflating it (zstd, RFC 8878 §3.1): the frame
+/// must declare the size the CCOB header states, and its blocks, walked by their 3-byte
+/// headers, must end exactly where the CCOB's stored size says (`walk`). `None` when it cannot
+/// be checked so (a zlib payload, a frame that declares no size): it is then inflated to its
+/// end.
+fn check_zstd_frame(src: &dyn ByteSource, h: &CcobHeader, walk: bool) -> Option<Result<()>> {
+    let end = h.total_size?;
     if h.compression != Codec::Zstd {
         return None;
     }
-    let frame = src.read_up_to(h.header_len, 18).ok()?;
-    let declared = zstd::zstd_safe::get_frame_content_size(&frame).ok().flatten()?;
-    (declared != h.uncompressed_size).then_some(ParseError::Malformed {
-        what: "CCOB inflates to a size other than its header declares",
-        offset: declared,
-    })
+    let start = h.header_len;
+    let head = src.read_up_to(start, 18).ok()?;
+    let declared = zstd::zstd_safe::get_frame_content_size(&head).ok().flatten()?;
+    if declared != h.uncompressed_size {
+        return Some(Err(ParseError::Malformed {
+            what: "CCOB inflates to a size other than its header declares",
+            offset: start,
+        }));
+    }
+    Some(if walk { walk_zstd_blocks(src, start, end, &head) } else { Ok(()) })
+}
+
+/// Walks the blocks of the zstd frame at `start` (its first bytes `head`) and requires the
+/// frame to end exactly at `end`.
+fn walk_zstd_blocks(src: &dyn ByteSource, start: u64, end: u64, head: &[u8]) -> Result<()> {
+    let fhd = head.get(4).copied().unwrap_or(0);
+    let single = fhd & 0x20 != 0;
+    let dict = match fhd & 3 {
+        0 => 0,
+        1 => 1,
+        2 => 2,
+        _ => 4,
+    };
+    let fcs = match fhd >> 6 {
+        0 => u64::from(single),
+        1 => 2,
+        2 => 4,
+        _ => 8,
+    };
+    let mut pos = start + 5 + u64::from(!single) + dict + fcs;
+    let cut = |at: u64| ParseError::Truncated {
+        what: "CCOB zstd payload (its blocks run past its stored size)",
+        offset: at,
+    };
+    loop {
+        if pos.saturating_add(3) > end {
+            return Err(cut(pos));
+        }
+        let b = src.read_at(pos, 3)?;
+        let v = u32::from(b.first().copied().unwrap_or(0))
+            | u32::from(b.get(1).copied().unwrap_or(0)) << 8
+            | u32::from(b.get(2).copied().unwrap_or(0)) << 16;
+        let data = match (v >> 1) & 3 {
+            0 | 2 => u64::from(v >> 3),
+            1 => 1,
+            _ => return Err(ParseError::Malformed { what: "zstd block of the reserved type", offset: pos }),
+        };
+        pos = pos.saturating_add(3 + data);
+        if pos > end {
+            return Err(cut(pos));
+        }
+        if v & 1 == 1 {
+            break;
+        }
+    }
+    // The frame's content checksum, when it has one.
+    pos += if fhd & 0x04 != 0 { 4 } else { 0 };
+    match pos == end {
+        true => Ok(()),
+        false => {
+            Err(ParseError::Malformed { what: "CCOB zstd payload ends before its stored size", offset: pos })
+        }
+    }
 }
 
 /// Reads the bundle (plain or CCOB) at the start of `src`, every fact; `src` may extend past
@@ -408,7 +474,7 @@ pub fn parse_bundle(src: &dyn ByteSource) -> Result<Bundle> {
 }
 
 /// [`parse_bundle`], its code objects read to `depth`.
-pub fn parse_bundle_to(src: &dyn ByteSource, depth: Depth) -> Result<Bundle> {
+pub fn parse_bundle_to(src: &dyn ByteSource, depth: Depth<'_>) -> Result<Bundle> {
     let head = src.read_up_to(0, 32)?;
     if head.starts_with(BUNDLE_MAGIC) {
         let mut b = Bundle {
@@ -445,14 +511,19 @@ pub fn parse_bundle_to(src: &dyn ByteSource, depth: Depth) -> Result<Bundle> {
         Ok((entries, _)) => b.entries = entries,
         Err(e) => b.error = Some(e),
     }
-    if b.error.is_none() && h.total_size.is_some() {
+    if b.error.is_none() {
         // V2 and V3 say where their payload ends: nothing past the last entry's facts is
-        // inflated. The size the payload inflates to is held against the frame's own
-        // declaration instead, which costs no inflating.
-        b.error = content_size_disagrees(src, &h);
-    } else if b.error.is_none() {
-        // V1 stores no size: its end is where the compressed stream ends, found by inflating
-        // the rest, which must come to exactly the size its header declares.
+        // inflated, and a zstd frame is checked by its declared size and its block headers.
+        // Else (V1, which stores no size; zlib; a frame that declares none) the rest is
+        // inflated: its end is where the compressed stream ends, and it must come to exactly
+        // the size the header declares.
+        // At Depth::Tables a frame none of whose entries a checked GPU loads is not walked: its
+        // verdict does not rest on it (a bundle without the GPU's code fails the GPU anyway).
+        let unread = matches!(depth, Depth::Tables(_)) && b.entries.iter().all(|e| e.from_table);
+        if let Some(checked) = check_zstd_frame(src, &h, !unread) {
+            b.error = checked.err();
+            return Ok(b);
+        }
         match stream.drain() {
             Ok((consumed, produced)) => {
                 if h.total_size.is_none() {
@@ -515,7 +586,7 @@ fn charge(window: u64) -> u64 {
 }
 
 /// A bundle parsed at `pos` of `src`, placed in the region.
-fn parse_at(src: &dyn ByteSource, pos: u64, depth: Depth) -> Result<Bundle> {
+fn parse_at(src: &dyn ByteSource, pos: u64, depth: Depth<'_>) -> Result<Bundle> {
     let view = Slice::new(src, pos, src.len() - pos);
     let mut bundle = parse_bundle_to(&view, depth).map_err(|e| e.rebased(pos))?;
     bundle.offset = pos;
@@ -545,7 +616,7 @@ pub fn parse_bundles(src: &dyn ByteSource) -> Bundles {
 }
 
 /// [`parse_bundles`], their code objects read to `depth`.
-pub fn parse_bundles_to(src: &dyn ByteSource, depth: Depth) -> Bundles {
+pub fn parse_bundles_to(src: &dyn ByteSource, depth: Depth<'_>) -> Bundles {
     let shared = src.shared();
     let mut slots: Vec<Slot> = Vec::new();
     let mut stopped = None;
@@ -795,38 +866,46 @@ mod tests {
         assert!(got.stopped.is_some());
     }
 
-    /// Bytes that remember how far into them anything was read.
-    struct Furthest(Vec<u8>, std::cell::Cell<u64>);
+    /// `n` bytes that do not compress (xorshift).
+    fn noise(n: usize) -> Vec<u8> {
+        let mut x = 0x2545_f491_4f6c_dd1d_u64;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    }
 
-    impl ByteSource for Furthest {
+    /// Bytes that count how many of them were read.
+    struct Counted(Vec<u8>, std::cell::Cell<u64>);
+
+    impl ByteSource for Counted {
         fn len(&self) -> u64 {
             self.0.len() as u64
         }
 
         fn read_at(&self, offset: u64, len: usize) -> Result<std::borrow::Cow<'_, [u8]>> {
             let got = self.0.read_at(offset, len)?;
-            self.1.set(self.1.get().max(offset + got.len() as u64));
+            self.1.set(self.1.get() + got.len() as u64);
             Ok(got)
         }
     }
 
     /// A CCOB v2/v3 is inflated only as far as its last fact (the last entry's ELF header,
-    /// program headers and notes): its kernel code after that is never read, never inflated.
+    /// program headers and notes): its kernel code after that is never inflated, and of its
+    /// compressed bytes only the block headers are read.
     /// A v1 stores no size, so its end is found by inflating it all.
     #[test]
     fn ccob_inflation_stops_at_the_last_fact() {
         let mut entry = code_object(&CodeObjectSpec::v4(0x2c, 0, &["k"]));
         // 4 MiB of kernel code that does not compress.
-        let mut x = 0x2545_f491_4f6c_dd1d_u64;
-        entry.extend((0..4 << 20).map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        }));
+        entry.extend(noise(4 << 20));
         let plain = bundle(&[("hipv4-amdgcn-amd-amdhsa--gfx900", &entry)], 4096);
         for (version, whole) in [(3, false), (2, false), (1, true)] {
-            let src = Furthest(ccob(version, Codec::Zstd, &plain), std::cell::Cell::new(0));
+            let src = Counted(ccob(version, Codec::Zstd, &plain), std::cell::Cell::new(0));
             let b = parse_bundle(&src).expect("a bundle");
             assert_eq!(b.error, None, "v{version}");
             assert_eq!(b.entries.len(), 1);
@@ -834,11 +913,34 @@ mod tests {
             assert_eq!((co.header.e_flags & 0xff, co.kernels()), (0x2c, Some(1)), "v{version}");
             let read = src.1.get();
             if whole {
-                assert_eq!(read, src.len(), "v1 is inflated to its end");
+                assert!(read >= src.len(), "v1 is inflated to its end: read {read} of {}", src.len());
             } else {
                 assert!(read < src.len() / 8, "v{version}: read {read} of {} bytes", src.len());
             }
         }
+    }
+
+    /// A zstd frame cut short past the last fact, inside a CCOB whose stored size was made to
+    /// match, is caught by walking its block headers, without inflating it; at Depth::Tables
+    /// only when a checked GPU's entry is in it (else its verdict does not rest on it).
+    #[test]
+    fn a_frame_cut_past_the_last_fact_is_caught_by_its_blocks() {
+        let mut entry = code_object(&CodeObjectSpec::v4(0x2c, 0, &["k"]));
+        entry.extend(noise(1 << 20));
+        let mut cut = ccob(3, Codec::Zstd, &bundle(&[("hipv4-amdgcn-amd-amdhsa--gfx900", &entry)], 4096));
+        cut.truncate(cut.len() - 1000);
+        let len = cut.len() as u64;
+        cut[8..16].copy_from_slice(&len.to_le_bytes());
+        let facts = parse_bundle(&cut).expect("a bundle");
+        assert!(matches!(facts.error, Some(ParseError::Truncated { .. })), "{:?}", facts.error);
+        assert_eq!(facts.entries.len(), 1, "the entry before the cut is still read");
+        let wanted = ["gfx900".to_string()];
+        let checked = parse_bundle_to(&cut, Depth::Tables(&wanted)).expect("a bundle");
+        assert_eq!(checked.error, facts.error);
+        let other = ["gfx1100".to_string()];
+        let unread = parse_bundle_to(&cut, Depth::Tables(&other)).expect("a bundle");
+        assert_eq!(unread.error, None);
+        assert!(unread.entries[0].from_table);
     }
 
     /// The same bytes without `shared`: what a forward-only source gets (the walk in order).

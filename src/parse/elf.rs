@@ -444,29 +444,46 @@ fn count_kernel_symbols(src: &dyn ByteSource, h: &Header) -> Result<Option<u64>>
     Ok(Some(count as u64))
 }
 
+/// The code object of `size` bytes at the start of `src` read only as far as a runtime's choice
+/// of it needs: its ELF header, where the target, its features and the generic version are
+/// (code object V3 and later), and the bounds of its tables held to its size, so a truncated
+/// one is still a defect; a V2 object names its target in a note, so it is read whole.
+pub fn parse_code_object_header(src: &dyn ByteSource, size: u64) -> Result<CodeObject> {
+    let head = src.read_up_to(0, 64)?;
+    let header = parse_header(&head, false)?;
+    if header.class64 && header.code_object_version().is_some_and(|v| v >= 3) {
+        let defect = table_defect(&header, size);
+        return Ok(CodeObject { header, size, notes: NoteFacts::default(), kernel_symbols: None, defect });
+    }
+    parse_code_object(src, Some(size))
+}
+
+/// What the header's own table bounds say is wrong with a code object of `size` bytes: its
+/// tables run past its end (truncated), or the container claims far more than they span.
+fn table_defect(header: &Header, size: u64) -> Option<ParseError> {
+    let table_end = |off: u64, n: u16, entsize: u16| off.checked_add(u64::from(n) * u64::from(entsize));
+    let sections = table_end(header.shoff, header.shnum, header.shentsize);
+    let programs = table_end(header.phoff, header.phnum, header.phentsize);
+    if [sections, programs].iter().any(|end| end.is_none_or(|e| e > size)) {
+        return Some(ParseError::Truncated {
+            what: "code object (its ELF tables run past its end)",
+            offset: size,
+        });
+    }
+    // The section table ends a linked code object: a container that claims far more than
+    // that (a bundle entry "of a terabyte" around a 4 KiB object) is lying.
+    let end = sections.filter(|_| header.shnum > 0)?;
+    (size > end.saturating_add(SIZE_SLACK)).then_some(ParseError::Malformed {
+        what: "container claims more bytes than the code object's own tables span",
+        offset: end,
+    })
+}
+
 /// Parses the code object at the start of `src`.
 ///
 /// `size` is what the container says it occupies (a file's length, a bundle entry's size);
 /// `None` measures it from its own tables. Notes that cannot be read leave the kernel count
 /// unknown rather than failing the object: its target is still a fact.
-/// The code object of `size` bytes at the start of `src` read only as far as a runtime's choice
-/// of it needs: its ELF header, where the target, its features and the generic version are
-/// (code object V3 and later); a V2 object names its target in a note, so it is read whole.
-pub fn parse_code_object_header(src: &dyn ByteSource, size: u64) -> Result<CodeObject> {
-    let head = src.read_up_to(0, 64)?;
-    let header = parse_header(&head, false)?;
-    if header.class64 && header.code_object_version().is_some_and(|v| v >= 3) {
-        return Ok(CodeObject {
-            header,
-            size,
-            notes: NoteFacts::default(),
-            kernel_symbols: None,
-            defect: None,
-        });
-    }
-    parse_code_object(src, Some(size))
-}
-
 pub fn parse_code_object(src: &dyn ByteSource, size: Option<u64>) -> Result<CodeObject> {
     let pre = Prefetched::new(src, size.unwrap_or(PREFETCH as u64).min(PREFETCH as u64) as usize)?;
     let src: &dyn ByteSource = &pre;
@@ -479,28 +496,7 @@ pub fn parse_code_object(src: &dyn ByteSource, size: Option<u64>) -> Result<Code
     if !header.class64 {
         return Ok(co);
     }
-    let table_end = |off: u64, n: u16, entsize: u16| off.checked_add(u64::from(n) * u64::from(entsize));
-    // The section table ends a linked code object: a container that claims far more than
-    // that (a bundle entry "of a terabyte" around a 4 KiB object) is lying.
-    if let Some(end) = table_end(header.shoff, header.shnum, header.shentsize).filter(|_| header.shnum > 0) {
-        if size > end.saturating_add(SIZE_SLACK) {
-            co.defect = Some(ParseError::Malformed {
-                what: "container claims more bytes than the code object's own tables span",
-                offset: end,
-            });
-        }
-    }
-    for end in [
-        table_end(header.shoff, header.shnum, header.shentsize),
-        table_end(header.phoff, header.phnum, header.phentsize),
-    ] {
-        if end.is_none_or(|e| e > size) {
-            co.defect = Some(ParseError::Truncated {
-                what: "code object (its ELF tables run past its end)",
-                offset: size,
-            });
-        }
-    }
+    co.defect = table_defect(&header, size);
     let view = super::Slice::new(src, 0, size);
     match parse_notes(&view, &header) {
         Ok(notes) => co.notes = notes,

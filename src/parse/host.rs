@@ -256,7 +256,7 @@ pub fn parse_host_elf(src: &dyn ByteSource) -> Result<HostFacts> {
 }
 
 /// [`parse_host_elf`], the code objects of its bundles read to `depth`.
-pub fn parse_host_elf_to(src: &dyn ByteSource, depth: super::Depth) -> Result<HostFacts> {
+pub fn parse_host_elf_to(src: &dyn ByteSource, depth: super::Depth<'_>) -> Result<HostFacts> {
     let sections = parse_sections(src)?;
     let mut facts = HostFacts::default();
     let mut budget = MAX_EMBED_SCAN;

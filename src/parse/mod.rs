@@ -72,7 +72,7 @@ impl ParseError {
 
 /// How far a parser reads into the code it meets.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Depth {
+pub enum Depth<'w> {
     /// Every fact: each code object's headers and notes (`scan`).
     #[default]
     Facts,
@@ -80,8 +80,10 @@ pub enum Depth {
     /// ID comgr reads as a processor's target ID is taken from the bundle table alone, its code
     /// object neither inflated nor read (clr and comgr pick a bundle's code by entry ID, and
     /// only those runtimes read compressed bundles); a plain bundle's code objects are read to
-    /// their ELF headers (HIP 5.x's unbundler picks by the ELF's target).
-    Tables,
+    /// their ELF headers (HIP 5.x's unbundler picks by the ELF's target). Entries for the
+    /// processors named here (the GPUs being checked) are read to their ELF headers all the
+    /// same: a verdict rests on them, so a broken one must be seen.
+    Tables(&'w [String]),
 }
 
 /// Shorthand used by every parser.

@@ -48,7 +48,7 @@ fn detail(v: &crate::check::Verdict) -> String {
         if v.status == Status::Ok {
             // A file in the library's own folder is named by its file name.
             let shown = match l.rsplit_once('/') {
-                Some((dir, file)) if v.library.trim_end_matches('/').ends_with(dir) => file,
+                Some((dir, file)) if in_folder(&v.library, dir) => file,
                 _ => l.as_str(),
             };
             detail.push_str(&format!(" — loads {shown}"));
@@ -70,6 +70,23 @@ fn cell_widths(names: &[&str], width: usize) -> (usize, usize) {
     // A detail never gets under 20 columns: the name gives way first.
     let library = longest.min(room.saturating_sub(40)).max(files).max(16).min(room.saturating_sub(20)).max(8);
     (library, room.saturating_sub(library))
+}
+
+/// True when `library` (a displayed folder or file path) is the folder `dir` names (`dir` is
+/// relative to a root, so it may be only its end, but never part of a folder's name).
+fn in_folder(library: &str, dir: &str) -> bool {
+    let folder = library.trim_end_matches('/');
+    folder == dir || folder.ends_with(&format!("/{dir}"))
+}
+
+/// A library's name in `room` columns: leading folders go first, then the middle of a name
+/// too long by itself.
+fn fit_name(name: &str, room: usize) -> String {
+    let cut = cut_path_start(name, room);
+    match cut.chars().count() > room {
+        true => super::table::shorten_middle(&cut, room),
+        false => cut,
+    }
 }
 
 /// Writes one GPU's verdicts in one install.
@@ -110,7 +127,7 @@ fn write_gpu(
         let word = if style.color { word.fg(status_color(v.status)) } else { word };
         let (library, detail) = match widths {
             // No line passes the width: a path loses leading folders, a detail wraps between words.
-            Some((lib, det)) => (cut_path_start(name, lib), fill_cell(&detail(v), det)),
+            Some((lib, det)) => (fit_name(name, lib), fill_cell(&detail(v), det)),
             None => (name.to_string(), detail(v)),
         };
         t.add_row(vec![Cell::new(library), word, Cell::new(detail)]);

@@ -360,7 +360,6 @@ fn write_libraries(d: &SnapshotDiff, l: Layout, out: &mut dyn Write) -> io::Resu
     write_capped_lines(&lines, false, l, out)
 }
 
-/// Files removed, added and changed, each with what changed.
 /// How many files were added, removed and changed.
 pub fn files_line(d: &SnapshotDiff) -> String {
     format!(
@@ -371,6 +370,7 @@ pub fn files_line(d: &SnapshotDiff) -> String {
     )
 }
 
+/// Files removed, added and changed, each with what changed.
 fn write_files(d: &SnapshotDiff, l: Layout, out: &mut dyn Write) -> io::Result<()> {
     let (added, removed, changed) = (&d.files_added, &d.files_removed, &d.files_changed);
     if added.len() + removed.len() + changed.len() == 0 {

@@ -66,10 +66,14 @@ pub fn limit(text: &str) -> Option<u64> {
     text.trim().parse().ok()
 }
 
-/// The folder of this process's v2 cgroup under `base`, from `/proc/self/cgroup` (`0::/path`).
+/// The folder of this process's v2 cgroup under `base`, from `/proc/self/cgroup` (`0::/path`);
+/// `base` itself when that path is not there (a container without a cgroup namespace sees the
+/// host's path, and its own group mounted at `base`).
 fn v2_dir(base: &Path, cgroup: &str) -> Option<PathBuf> {
     let path = cgroup.lines().find_map(|l| l.strip_prefix("0::"))?;
-    Some(base.join(path.trim().trim_start_matches('/')))
+    let path = path.trim().trim_end_matches(" (deleted)").trim_start_matches('/');
+    let dir = base.join(path);
+    Some(if dir.is_dir() { dir } else { base.to_path_buf() })
 }
 
 /// The room each v2 limit leaves, from the process's group up to the root.
@@ -98,7 +102,8 @@ fn cgroup_v1_limit(base: &Path, cgroup: &str) -> Option<Room> {
         let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
         controllers.split(',').any(|c| c == "memory").then_some(path)
     })?;
-    let dir = base.join(path.trim_start_matches('/'));
+    let dir = base.join(path.trim_end_matches(" (deleted)").trim_start_matches('/'));
+    let dir = if dir.is_dir() { dir } else { base.to_path_buf() };
     let l = limit(&fs::read_to_string(dir.join("memory.limit_in_bytes")).ok()?)?;
     let used =
         fs::read_to_string(dir.join("memory.usage_in_bytes")).ok().as_deref().and_then(limit).unwrap_or(0);
@@ -132,5 +137,10 @@ mod tests {
         let tightest = rooms.iter().min_by_key(|r| r.bytes).expect("a limit");
         assert_eq!(*tightest, Room { bytes: 768 << 20, from: RoomFrom::CgroupHigh });
         assert!(cgroup_v2_limits(b, "1:name=systemd:/\n").is_empty(), "no v2 line, no limit");
+        // A container without a cgroup namespace: the host's path is not under its mount,
+        // whose own files are the group's.
+        fs::write(b.join("memory.max"), "536870912\n").expect("write");
+        let rooms = cgroup_v2_limits(b, "0::/kubepods/besteffort/podX/abc\n");
+        assert_eq!(rooms, [Room { bytes: 512 << 20, from: RoomFrom::CgroupMax }]);
     }
 }

@@ -890,7 +890,6 @@ fn check_table_cuts_paths_at_folders_and_wraps_between_words() {
 /// generic, feature-stating, pre-4.1 and non-AMD entries, for every GPU here.
 #[test]
 fn check_reading_tables_gives_a_full_scans_verdicts() {
-    use gfxscan::parse::Depth;
     use gfxscan::testing::{ccob, verdicts_at, Codec};
     let m = crate::fixtures::mixed();
     let generic = code_object(&CodeObjectSpec::new(4, GFX11_GENERIC | GENERIC_V1, &["k0", "k1"]));
@@ -908,6 +907,20 @@ fn check_reading_tables_gives_a_full_scans_verdicts() {
     for (version, codec) in [(1, Codec::Zstd), (2, Codec::Zlib), (3, Codec::Zstd)] {
         m.tree.file(format!("opt/rocm/lib/libmany{version}.co"), &ccob(version, codec, &bundle(&refs, 4096)));
     }
+    // Broken entries a checked GPU would load: garbage in a CCOB, a code object cut after its
+    // ELF header in a plain bundle, a zstd frame cut short inside a CCOB whose stored size
+    // was made to match. Each is a problem for `check` as for `scan`.
+    let garbage = [(HOST.to_string(), Vec::new()), (hip("gfx1100"), vec![0x5a; 4096])];
+    let refs: Vec<(&str, &[u8])> = garbage.iter().map(|(i, d)| (i.as_str(), d.as_slice())).collect();
+    m.tree.file("opt/rocm/lib/libgarbage.co", &ccob(3, Codec::Zstd, &bundle(&refs, 4096)));
+    let whole = co(GFX1100, 0, 2);
+    m.tree.file("opt/rocm/lib/libcut.so", &host_lib(&[("gfx1100", &whole[..64])]));
+    let cut_id = hip("gfx1100");
+    let mut cut = ccob(3, Codec::Zstd, &bundle(&[(HOST, &[][..]), (&cut_id, &co(GFX1100, 0, 40))], 4096));
+    cut.truncate(cut.len() - 16);
+    let len = cut.len() as u64;
+    cut[8..16].copy_from_slice(&len.to_le_bytes());
+    m.tree.file("opt/rocm/lib/libframe.co", &cut);
     let gpus = [
         "gfx900",
         "gfx906:sramecc+:xnack-",
@@ -923,10 +936,14 @@ fn check_reading_tables_gives_a_full_scans_verdicts() {
         "gfx1151",
         "gfx1201",
     ];
-    let full = verdicts_at(m.tree.root(), Depth::Facts, &gpus);
+    let full = verdicts_at(m.tree.root(), false, &gpus);
     assert!(full.contains("\"status\": \"ok\"") && full.contains("\"status\": \"missing\""), "{full}");
     // The generic entry serves gfx1151 from its ELF header's generic version: read, not taken
     // from the table.
     assert!(full.contains("\"loads\": \"hipv4-amdgcn-amd-amdhsa--gfx11-generic\""), "{full}");
-    assert_eq!(verdicts_at(m.tree.root(), Depth::Tables, &gpus), full);
+    for broken in ["libgarbage.co", "libcut.so", "libframe.co"] {
+        let problem = format!("\"path\": \"opt/rocm/lib/{broken}\"");
+        assert!(full.contains(&problem), "{broken} is a problem: {full}");
+    }
+    assert_eq!(verdicts_at(m.tree.root(), true, &gpus), full);
 }

@@ -61,7 +61,7 @@ fn library_snapshots_are_equal_across_thread_counts() {
             follow_links: false,
             cross_file_systems: false,
             max_memory: None,
-            depth: Default::default(),
+            check_for: None,
         };
         scan(&cfg, &Targets::builtin(), &Silent).expect("scan runs")
     };

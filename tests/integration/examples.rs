@@ -71,12 +71,12 @@ fn blocks() -> Vec<Block> {
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let mut lines = text.lines().enumerate();
         while let Some((n, line)) = lines.next() {
-            let Some(info) = line.strip_prefix("```") else { continue };
+            let Some(info) = line.trim_start().strip_prefix("```") else { continue };
             let at = format!("{name}:{}", n + 1);
             let fence = Fence::from_info(info).unwrap_or_else(|| {
                 panic!("{at}: a ```{info} block: say console, console corpus, synopsis or text")
             });
-            let body = lines.by_ref().map(|(_, l)| l).take_while(|l| !l.starts_with("```"));
+            let body = lines.by_ref().map(|(_, l)| l).take_while(|l| !l.trim_start().starts_with("```"));
             let lines = body.map(str::to_string).collect();
             out.push(Block { at, path: path.clone(), first: n + 1, fence, lines });
         }

@@ -233,7 +233,7 @@ fn non_utf8_file_name() {
         follow_links: false,
         cross_file_systems: false,
         max_memory: None,
-        depth: Default::default(),
+        check_for: None,
     };
     let lib = scan(&cfg, &Targets::builtin(), &Silent).expect("scan runs");
     assert_eq!(lib.files[0].path.bytes(), name);
@@ -270,7 +270,7 @@ fn every_truncation_is_a_problem() {
         follow_links: false,
         cross_file_systems: false,
         max_memory: None,
-        depth: Default::default(),
+        check_for: None,
     };
     let snap = scan(&cfg, &Targets::builtin(), &Silent).expect("scan runs");
     assert_eq!(snap.summary.files, expected.len() as u64);
@@ -298,7 +298,7 @@ fn every_truncated_code_object_is_a_problem() {
         follow_links: false,
         cross_file_systems: false,
         max_memory: None,
-        depth: Default::default(),
+        check_for: None,
     };
     let snap = scan(&cfg, &Targets::builtin(), &Silent).expect("scan runs");
     assert_eq!(snap.summary.files, expected.len() as u64);
@@ -346,7 +346,7 @@ fn byte_flips_never_panic() {
         follow_links: false,
         cross_file_systems: false,
         max_memory: None,
-        depth: Default::default(),
+        check_for: None,
     };
     let snap = scan(&cfg, &Targets::builtin(), &Silent).expect("scan runs");
     assert_eq!(snap.summary.files, n);

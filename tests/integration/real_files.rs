@@ -24,7 +24,7 @@ fn real_files_give_their_known_facts() {
         follow_links: false,
         cross_file_systems: false,
         max_memory: None,
-        depth: Default::default(),
+        check_for: None,
     };
     let snap = scan(&config, &Targets::builtin(), &Silent).expect("scan runs");
     assert!(snap.problems.is_empty(), "{:?}", snap.problems);

@@ -347,7 +347,7 @@ fn library_scan_matches_binary() {
         follow_links: false,
         cross_file_systems: false,
         max_memory: None,
-        depth: Default::default(),
+        check_for: None,
     };
     let snap =
         gfxscan::scan::scan(&cfg, &gfxscan::vocab::targets::Targets::builtin(), &gfxscan::scan::Silent)
