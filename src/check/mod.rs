@@ -130,6 +130,10 @@ pub struct CheckReport {
     pub not_checked: Vec<String>,
     /// Files that could not be fully read during the scan.
     pub problems: Vec<Problem>,
+    /// With `--follow-links`: links followed out of their root, whose code was judged as part
+    /// of the install (as the scan records them); absent when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub links_out_of_root: Vec<crate::model::LinkRecord>,
 }
 
 impl CheckReport {
@@ -410,5 +414,6 @@ pub fn check(snap: &Snapshot, gpus: &Gpus, targets: &Targets, opts: CheckOptions
         installs,
         not_checked: opts.not_checked,
         problems: snap.problems.clone(),
+        links_out_of_root: snap.links_out_of_root.clone(),
     }
 }

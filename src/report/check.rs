@@ -231,6 +231,11 @@ pub fn write_check(
     for n in &report.not_checked {
         writeln!(out, "{li}not checked: {n} (another install; name it as ROOT to check it)")?;
     }
+    // Code reached through a link out of a root was judged as part of its install: said.
+    for l in &report.links_out_of_root {
+        let line = format!("followed out of the root: {} → {}", l.path.display(&report.roots), l.target);
+        writeln!(out, "{}", wrap(&line, li, "    ", style.width))?;
+    }
     if !report.problems.is_empty() {
         writeln!(out)?;
         writeln!(out, "{h}Could not be read ({}):", report.problems.len())?;
@@ -238,7 +243,11 @@ pub fn write_check(
             writeln!(out, "{li}{}: {}", p.path.display(&report.roots), p.message)?;
         }
     }
-    if !report.unknown_gpus.is_empty() || !report.not_checked.is_empty() || !report.problems.is_empty() {
+    if !report.unknown_gpus.is_empty()
+        || !report.not_checked.is_empty()
+        || !report.problems.is_empty()
+        || !report.links_out_of_root.is_empty()
+    {
         writeln!(out)?;
     }
     if report.outcome != Outcome::NothingToCheck {

@@ -1337,6 +1337,17 @@ fn links_followed_out_of_the_root_and_special_files_are_named() {
     let head = text.stdout.lines().take(2).flat_map(str::split_whitespace).collect::<Vec<_>>().join(" ");
     assert!(head.contains("1 link followed out of the root"), "{}", text.stdout);
     assert!(head.contains("1 special file skipped"), "{}", text.stdout);
+    // check judges what the link reached as part of the install, and says so.
+    let root = tree.root().to_str().unwrap_or("");
+    let check = crate::util::gfxscan(["check", "-q", "--follow-links", "--gpu", "gfx1030", root]);
+    assert!(
+        check.stdout.contains("followed out of the root: ") && check.stdout.contains("/lib/more → "),
+        "{}",
+        check.stdout
+    );
+    let json = crate::util::gfxscan(["check", "-q", "--follow-links", "--gpu", "gfx1030", "--json", root]);
+    let v: serde_json::Value = serde_json::from_str(&json.stdout).expect("check JSON");
+    assert_eq!(v["links_out_of_root"], snap["links_out_of_root"], "{}", json.stdout);
     // Not followed, the link leaves nothing to report.
     let (_, snap) =
         scan_measured("a link out of the root, not followed", tree.root(), &[], None).expect("runs");
