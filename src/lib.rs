@@ -80,7 +80,10 @@ fn scan_roots(
         max_memory: opts.resources.max_memory,
         check_for,
     };
-    let depth = config.check_for.as_deref().map_or(parse::Depth::Facts, parse::Depth::Tables);
+    let depth = config
+        .check_for
+        .as_deref()
+        .map_or(parse::Depth::Facts, |wanted| parse::Depth::Tables { wanted, targets });
     let bar = report::progress::Bar::new(opts.quiet);
     let snap = scan::scan(&config, targets, &bar);
     bar.finish();

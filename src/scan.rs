@@ -126,7 +126,7 @@ fn read_file(c: &Candidate, disk: &Path, targets: &Targets, depth: Depth<'_>) ->
     };
     // At Depth::Tables every file's facts are a few scattered reads (a bundle's table, a code
     // object's header, an index): no readahead, from the first read on.
-    if matches!(depth, Depth::Tables(_)) {
+    if matches!(depth, Depth::Tables { .. }) {
         src.read_scattered();
     }
     let head = match src.read_up_to(0, SNIFF_LEN) {
@@ -270,7 +270,7 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
     // Decoders share one memory budget, sized for the threads that may hold them.
     let target = config.max_memory.unwrap_or(crate::vocab::codec::MEMORY_TARGET);
     crate::vocab::codec::WINDOWS.size_for(pool.current_num_threads(), target);
-    let depth = config.check_for.as_deref().map_or(Depth::Facts, Depth::Tables);
+    let depth = config.check_for.as_deref().map_or(Depth::Facts, |wanted| Depth::Tables { wanted, targets });
     let reader = Reader { targets, depth, progress, given: &given, roots: &roots };
     let mut tally = pool.install(|| {
         let Part { mut tally, mut pending, .. } = reader.read_files(&walked.candidates);

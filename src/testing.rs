@@ -574,7 +574,7 @@ pub fn verdicts_at(root: &std::path::Path, tables: bool, gpus: &[&str]) -> Strin
         check_for: tables.then(|| processors.clone()),
     };
     let mut snap = crate::scan::scan(&config, &targets, &crate::scan::Silent).expect("scan");
-    let depth = if tables { Depth::Tables(&processors) } else { Depth::Facts };
+    let depth = if tables { Depth::Tables { wanted: &processors, targets: &targets } } else { Depth::Facts };
     snap.findings = crate::library::findings::findings_to(&snap, &targets, depth);
     let report = crate::check::check(&snap, &found, &targets, crate::check::CheckOptions::default());
     serde_json::to_string_pretty(&report).expect("JSON")

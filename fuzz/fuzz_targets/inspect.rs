@@ -32,7 +32,8 @@ fuzz_target!(|data: &[u8]| {
     let head = &bytes[..bytes.len().min(SNIFF_LEN)];
     // The top bit of the first byte picks how deep compressed bundles are read.
     let wanted = ["gfx1100".to_string()];
-    let depth = if pick & 0x80 == 0 { Depth::Facts } else { Depth::Tables(&wanted) };
+    let targets = common::targets();
+    let depth = if pick & 0x80 == 0 { Depth::Facts } else { Depth::Tables { wanted: &wanted, targets } };
     let out = inspect(&bytes, head, name, None, RelPath::new(0, OsStr::new("x")), common::targets(), depth);
     std::hint::black_box(format!("{out:?}"));
 });

@@ -149,7 +149,7 @@ impl<'t> Collector<'t> {
     /// A file that is one code object.
     pub fn standalone(&mut self, src: &dyn ByteSource) {
         let parsed = match self.depth {
-            Depth::Tables(_) => parse_code_object_header(src, src.len()),
+            Depth::Tables { .. } => parse_code_object_header(src, src.len()),
             Depth::Facts => parse_code_object(src, Some(src.len())),
         };
         match parsed {

@@ -31,7 +31,7 @@ use crate::vocab::verdict::Status;
 pub fn findings_to(snap: &Snapshot, targets: &Targets, depth: Depth<'_>) -> Vec<Finding> {
     match depth {
         Depth::Facts => findings(snap, targets),
-        Depth::Tables(_) => {
+        Depth::Tables { .. } => {
             let mut out = super::placeholders::placeholder_findings(snap);
             out.retain(|f| f.kind == FindingKind::IndexNamesMissing);
             out.sort();

@@ -336,15 +336,15 @@ pub struct Bundles {
 }
 
 /// True when the entry's ID alone says what a runtime picking code needs: comgr reads a
-/// target ID from it, and that target is a processor's (a generic target's code is loaded only
-/// from a generic version its ELF header states), and none of the `wanted` processors (those
-/// being checked, whose verdicts rest on the entry: it is read, so a broken one is seen).
-fn table_suffices(id: &str, wanted: &[String]) -> bool {
+/// target ID from it, and that target is a processor the target table knows (a generic
+/// target's code is loaded only from a generic version its ELF header states; an unknown one
+/// is named by its ELF), and none of the `wanted` processors (those being checked, whose
+/// verdicts rest on the entry: it is read, so a broken one is seen).
+fn table_suffices(id: &str, wanted: &[String], targets: &crate::vocab::targets::Targets) -> bool {
     crate::vocab::runtime::comgr_target(id).is_some_and(|t| {
         let processor = t.split(':').next().unwrap_or(t);
-        processor.starts_with("gfx")
-            && !processor.ends_with("-generic")
-            && !wanted.iter().any(|w| w == processor)
+        let known = targets.by_name(processor).is_some_and(|p| !p.is_generic());
+        known && !wanted.iter().any(|w| w == processor)
     })
 }
 
@@ -369,8 +369,8 @@ fn read_entries(view: &dyn ByteSource, depth: Depth<'_>, compressed: bool) -> Re
     }
     let mut out = Vec::with_capacity(device.len());
     for t in device {
-        if let (Depth::Tables(wanted), true) = (depth, compressed) {
-            if table_suffices(&t.id, wanted) {
+        if let (Depth::Tables { wanted, targets }, true) = (depth, compressed) {
+            if table_suffices(&t.id, wanted, targets) {
                 out.push(Entry { table: t, code_object: None, from_table: true });
                 continue;
             }
@@ -381,7 +381,7 @@ fn read_entries(view: &dyn ByteSource, depth: Depth<'_>, compressed: bool) -> Re
         let code_object = (id.is_amdgcn() || head.as_ref() == b"\x7fELF").then(|| {
             let entry = Slice::new(view, t.offset, t.size);
             match depth {
-                Depth::Tables(_) => parse_code_object_header(&entry, t.size),
+                Depth::Tables { .. } => parse_code_object_header(&entry, t.size),
                 Depth::Facts => parse_code_object(&entry, Some(t.size)),
             }
         });
@@ -519,7 +519,7 @@ pub fn parse_bundle_to(src: &dyn ByteSource, depth: Depth<'_>) -> Result<Bundle>
         // the size the header declares.
         // At Depth::Tables a frame none of whose entries a checked GPU loads is not walked: its
         // verdict does not rest on it (a bundle without the GPU's code fails the GPU anyway).
-        let unread = matches!(depth, Depth::Tables(_)) && b.entries.iter().all(|e| e.from_table);
+        let unread = matches!(depth, Depth::Tables { .. }) && b.entries.iter().all(|e| e.from_table);
         if let Some(checked) = check_zstd_frame(src, &h, !unread) {
             b.error = checked.err();
             return Ok(b);
@@ -934,11 +934,14 @@ mod tests {
         let facts = parse_bundle(&cut).expect("a bundle");
         assert!(matches!(facts.error, Some(ParseError::Truncated { .. })), "{:?}", facts.error);
         assert_eq!(facts.entries.len(), 1, "the entry before the cut is still read");
+        let targets = crate::vocab::targets::Targets::builtin();
         let wanted = ["gfx900".to_string()];
-        let checked = parse_bundle_to(&cut, Depth::Tables(&wanted)).expect("a bundle");
+        let checked =
+            parse_bundle_to(&cut, Depth::Tables { wanted: &wanted, targets: &targets }).expect("a bundle");
         assert_eq!(checked.error, facts.error);
         let other = ["gfx1100".to_string()];
-        let unread = parse_bundle_to(&cut, Depth::Tables(&other)).expect("a bundle");
+        let unread =
+            parse_bundle_to(&cut, Depth::Tables { wanted: &other, targets: &targets }).expect("a bundle");
         assert_eq!(unread.error, None);
         assert!(unread.entries[0].from_table);
     }

@@ -71,7 +71,7 @@ impl ParseError {
 }
 
 /// How far a parser reads into the code it meets.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default)]
 pub enum Depth<'w> {
     /// Every fact: each code object's headers and notes (`scan`).
     #[default]
@@ -81,9 +81,10 @@ pub enum Depth<'w> {
     /// object neither inflated nor read (clr and comgr pick a bundle's code by entry ID, and
     /// only those runtimes read compressed bundles); a plain bundle's code objects are read to
     /// their ELF headers (HIP 5.x's unbundler picks by the ELF's target). Entries for the
-    /// processors named here (the GPUs being checked) are read to their ELF headers all the
-    /// same: a verdict rests on them, so a broken one must be seen.
-    Tables(&'w [String]),
+    /// `wanted` processors (the GPUs being checked) are read to their ELF headers all the same:
+    /// a verdict rests on them, so a broken one must be seen; so are entries of processors the
+    /// target table does not know (named by their ELF, as a full read names them).
+    Tables { wanted: &'w [String], targets: &'w crate::vocab::targets::Targets },
 }
 
 /// Shorthand used by every parser.
