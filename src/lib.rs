@@ -44,19 +44,16 @@ fn load_targets(args: &TableArgs) -> anyhow::Result<Targets> {
     }
 }
 
-/// The memory a scan aims under when `--max-memory` does not say, and the room it was taken
-/// from (the process's cgroup limits or `MemAvailable`; `None` when neither could be read).
-fn memory_target() -> (u64, Option<source::memory::Room>) {
-    let room = source::memory::room();
-    (vocab::codec::default_target(room.map(|r| r.bytes)), room)
-}
-
-/// The memory a scan aims under: `--max-memory`, else what the machine leaves (read once);
-/// with `tell`, said on stderr with where it came from.
+/// The memory a scan aims under: `--max-memory`, else a share of the room the process has (its
+/// cgroup limits or `MemAvailable`, read once); with `tell`, said on stderr with where it came
+/// from.
 fn memory_aim(resources: &cli::Resources, tell: bool) -> u64 {
     let (aim, room) = match resources.max_memory {
         Some(given) => (given, None),
-        None => memory_target(),
+        None => {
+            let room = source::memory::room();
+            (vocab::codec::default_target(room.map(|r| r.bytes)), room)
+        }
     };
     if tell {
         report::progress::say_memory(aim, resources.max_memory.is_some(), room);
@@ -80,15 +77,11 @@ fn scan_roots(
         max_memory: opts.resources.max_memory,
         check_for,
     };
-    let depth = config
-        .check_for
-        .as_deref()
-        .map_or(parse::Depth::Facts, |wanted| parse::Depth::Tables { wanted, targets });
     let bar = report::progress::Bar::new(opts.quiet);
     let snap = scan::scan(&config, targets, &bar);
     bar.finish();
     let mut snap = snap?;
-    snap.findings = library::findings::findings_to(&snap, targets, depth);
+    snap.findings = library::findings::findings_to(&snap, targets, config.depth(targets));
     Ok(snap)
 }
 
@@ -220,6 +213,7 @@ fn run_check(mut args: CheckArgs, color: cli::ColorChoice) -> anyhow::Result<Exi
     // entry ID (clr hip_fatbin.cpp, comgr lookUpCodeObject); the entries the checked GPUs
     // would load are read all the same.
     let mut processors: Vec<String> = found.devices.iter().map(|d| d.effective.processor.clone()).collect();
+    processors.sort();
     processors.dedup();
     args.opts.resources.max_memory = Some(memory_aim(&args.opts.resources, false));
     let snap = scan_roots(roots.clone(), &args.opts, &targets, Some(processors))?;

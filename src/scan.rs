@@ -44,6 +44,14 @@ pub struct ScanConfig {
     pub check_for: Option<Vec<String>>,
 }
 
+impl ScanConfig {
+    /// How far this scan reads: every fact, or for `check` only what the verdicts of the GPUs
+    /// it names need.
+    pub fn depth<'a>(&'a self, targets: &'a Targets) -> Depth<'a> {
+        self.check_for.as_deref().map_or(Depth::Facts, |wanted| Depth::Tables { wanted, targets })
+    }
+}
+
 /// Progress events, for a progress bar the caller draws.
 pub trait Progress: Sync {
     /// The walk met one more entry.
@@ -270,8 +278,7 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
     // Decoders share one memory budget, sized for the threads that may hold them.
     let target = config.max_memory.unwrap_or(crate::vocab::codec::MEMORY_TARGET);
     crate::vocab::codec::WINDOWS.size_for(pool.current_num_threads(), target);
-    let depth = config.check_for.as_deref().map_or(Depth::Facts, |wanted| Depth::Tables { wanted, targets });
-    let reader = Reader { targets, depth, progress, given: &given, roots: &roots };
+    let reader = Reader { targets, depth: config.depth(targets), progress, given: &given, roots: &roots };
     let mut tally = pool.install(|| {
         let Part { mut tally, mut pending, .. } = reader.read_files(&walked.candidates);
         pending.sort_by_key(|(i, _)| *i);

@@ -127,13 +127,11 @@ impl<'t> Collector<'t> {
     /// matches), its size from the table; nothing its code object alone says (version,
     /// kernels, flags) is known.
     fn record_from_table(&mut self, e: &Entry, offset: u64, location: Location) {
+        // Only entries whose ID names a processor of the target table are taken from it.
         let Some(target_id) = crate::vocab::runtime::comgr_target(&e.table.id) else { return };
         let processor = target_id.split(':').next().unwrap_or(target_id);
         self.code_objects.push(CodeObjectRecord {
-            processor: self
-                .targets
-                .by_name(processor)
-                .map_or_else(|| processor.to_string(), |t| t.name.clone()),
+            processor: processor.to_string(),
             target_id: target_id.to_string(),
             code_object_version: None,
             size: e.table.size,

@@ -12,15 +12,15 @@
 //! its compressed stream), never by searching for the next magic: compressed data can contain
 //! `CCOB`. Compressed payloads are inflated as a stream, keeping one window in memory, and only
 //! as far as the last entry's headers and notes: V2 and V3 say where they end, so nothing past
-//! that last fact is inflated (their inflated size is held against the zstd frame's own
-//! declaration instead); a V1 is inflated to its end, which is how its end is found.
+//! that last fact is inflated (a zstd frame's declared size and its block headers are checked
+//! instead); a V1, a zlib payload and a frame without a declared size are inflated to their end.
 #![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::panic)]
 
 use super::elf::{parse_code_object, parse_code_object_header, CodeObject};
 use super::{
     align_up, le16, le32, le64, ByteSource, Depth, Inflate, ParseError, Result, Slice, Step, StreamSource,
 };
-use crate::vocab::codec::{Codec, WINDOWS};
+use crate::vocab::codec::{zstd_frame_header, Codec, ZstdFrameHeader, WINDOWS};
 
 /// Magic of an uncompressed offload bundle.
 pub const BUNDLE_MAGIC: &[u8; 24] = b"__CLANG_OFFLOAD_BUNDLE__";
@@ -401,35 +401,20 @@ fn check_zstd_frame(src: &dyn ByteSource, h: &CcobHeader, walk: bool) -> Option<
         return None;
     }
     let start = h.header_len;
-    let head = src.read_up_to(start, 18).ok()?;
-    let declared = zstd::zstd_safe::get_frame_content_size(&head).ok().flatten()?;
-    if declared != h.uncompressed_size {
+    let frame = zstd_frame_header(&src.read_up_to(start, 18).ok()?)?;
+    if frame.content_size? != h.uncompressed_size {
         return Some(Err(ParseError::Malformed {
             what: "CCOB inflates to a size other than its header declares",
             offset: start,
         }));
     }
-    Some(if walk { walk_zstd_blocks(src, start, end, &head) } else { Ok(()) })
+    Some(if walk { walk_zstd_blocks(src, start, end, &frame) } else { Ok(()) })
 }
 
-/// Walks the blocks of the zstd frame at `start` (its first bytes `head`) and requires the
-/// frame to end exactly at `end`.
-fn walk_zstd_blocks(src: &dyn ByteSource, start: u64, end: u64, head: &[u8]) -> Result<()> {
-    let fhd = head.get(4).copied().unwrap_or(0);
-    let single = fhd & 0x20 != 0;
-    let dict = match fhd & 3 {
-        0 => 0,
-        1 => 1,
-        2 => 2,
-        _ => 4,
-    };
-    let fcs = match fhd >> 6 {
-        0 => u64::from(single),
-        1 => 2,
-        2 => 4,
-        _ => 8,
-    };
-    let mut pos = start + 5 + u64::from(!single) + dict + fcs;
+/// Walks the blocks of the zstd frame at `start` (whose header is `frame`) by their 3-byte
+/// headers (RFC 8878 §3.1.1.2) and requires the frame to end exactly at `end`.
+fn walk_zstd_blocks(src: &dyn ByteSource, start: u64, end: u64, frame: &ZstdFrameHeader) -> Result<()> {
+    let mut pos = start + frame.len;
     let cut = |at: u64| ParseError::Truncated {
         what: "CCOB zstd payload (its blocks run past its stored size)",
         offset: at,
@@ -456,7 +441,7 @@ fn walk_zstd_blocks(src: &dyn ByteSource, start: u64, end: u64, head: &[u8]) -> 
         }
     }
     // The frame's content checksum, when it has one.
-    pos += if fhd & 0x04 != 0 { 4 } else { 0 };
+    pos += if frame.checksum { 4 } else { 0 };
     match pos == end {
         true => Ok(()),
         false => {

@@ -72,6 +72,16 @@ fn cell_widths(names: &[&str], width: usize) -> (usize, usize) {
     (library, room.saturating_sub(library))
 }
 
+/// `text · word` wrapped after `first`, the status word at its end in its colour: painted after
+/// wrapping, since escapes take no columns (a word wrapped across lines is left unpainted).
+fn status_line(text: &str, first: &str, word: &str, status: Status, style: Style) -> String {
+    let line = wrap(&format!("{text} · {word}"), first, "  ", style.width);
+    match line.strip_suffix(word) {
+        Some(head) => format!("{head}{}", paint(word, status_color(status), style.color)),
+        None => line,
+    }
+}
+
 /// True when `library` (a displayed folder or file path) is the folder `dir` names (`dir` is
 /// relative to a root, so it may be only its end, but never part of a folder's name).
 fn in_folder(library: &str, dir: &str) -> bool {
@@ -99,15 +109,9 @@ fn write_gpu(
     out: &mut dyn Write,
 ) -> io::Result<()> {
     let status = gpu.status();
-    // Wrapped before it is painted: escapes take no columns.
-    let word = inst.status_shown(status);
-    let line = format!("{}{} · {word}", if md { "#### " } else { "" }, gpu_line(gpu, targets));
-    let line = if md { line } else { wrap(&line, "", "  ", style.width) };
-    match line.strip_suffix(word.as_str()) {
-        Some(head) => writeln!(out, "{head}{}", paint(&word, status_color(status), style.color))?,
-        // The status itself was wrapped across lines: printed as it is.
-        None => writeln!(out, "{line}")?,
-    }
+    let head = if md { "#### " } else { "" };
+    let line = status_line(&gpu_line(gpu, targets), head, &inst.status_shown(status), status, style);
+    writeln!(out, "{line}")?;
     // The answer first: what would change it, and the dangers, before the table behind them.
     let (first, rest) = if md { ("- ", "  ") } else { ("  ", "    ") };
     for h in &gpu.hints {
@@ -202,16 +206,8 @@ pub fn write_check(
     let (h, li) = if md { ("### ", "- ") } else { ("", "  ") };
     for inst in &report.installs {
         let kind = super::json_word(inst.install.kind);
-        let word = inst.status_shown(inst.status);
-        let head = format!("Install {} ({kind}) · {word}", inst.install.path);
-        let head = wrap(&head, h, "  ", style.width);
-        // The status word is the line's end: colour it after wrapping.
-        let word = word.as_str();
-        let head = match head.strip_suffix(word) {
-            Some(rest) => format!("{rest}{}", paint(word, status_color(inst.status), style.color)),
-            None => head,
-        };
-        writeln!(out, "{head}")?;
+        let text = format!("Install {} ({kind})", inst.install.path);
+        writeln!(out, "{}", status_line(&text, h, &inst.status_shown(inst.status), inst.status, style))?;
         if let Some(r) = &inst.runtime {
             let lib = inst.install.inner(&r.library);
             let line = format!("HIP runtime {lib} ({}): verdicts follow its rules — {}", r.version, r.rules);

@@ -186,6 +186,16 @@ pub fn target_groups(d: &SnapshotDiff, targets: &Targets) -> Vec<(Vec<String>, V
     groups
 }
 
+/// What a unit's presence on both sides adds to its name: " (nothing of it left)", " (nothing
+/// of it before)", or nothing.
+pub fn unit_change_words(how: UnitChange) -> &'static str {
+    match how {
+        UnitChange::Gone => " (nothing of it left)",
+        UnitChange::New => " (nothing of it before)",
+        UnitChange::Changed => "",
+    }
+}
+
 /// A coverage change's targets as listed: each with the generic target that served it before
 /// (a loss) or serves it now (a gain).
 pub fn listed_targets(c: &Coverage, lost: bool) -> Vec<String> {
@@ -250,11 +260,7 @@ fn write_coverage(
     writeln!(out)?;
     writeln!(out, "{}{title}, per library ({}):", l.h, list.len())?;
     for c in list {
-        let whole = match c.how {
-            UnitChange::Gone => " (nothing of it left)",
-            UnitChange::New => " (nothing of it before)",
-            UnitChange::Changed => "",
-        };
+        let whole = unit_change_words(c.how);
         let listed = listed_targets(c, verb == "lost");
         let line = format!("{}{whole}: {verb} {}", c.library, capped(&listed, l.verbose));
         writeln!(out, "{}", wrap(&line, l.li, "      ", l.style.width))?;
@@ -269,9 +275,7 @@ fn write_pivot(d: &SnapshotDiff, targets: &Targets, l: Layout, out: &mut dyn Wri
     }
     let all = layers();
     let cells = super::views::layer_changes(d);
-    let mut rows: Vec<String> =
-        cells.keys().map(|(t, _)| t.clone()).collect::<BTreeSet<_>>().into_iter().collect();
-    targets.sort(&mut rows);
+    let rows = super::views::changed_targets(&cells, targets);
     let used: BTreeSet<usize> = cells.keys().map(|(_, i)| *i).collect();
     let cols: Vec<Column> = used
         .iter()

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use std::io::Write;
 
 use crate::check::{CheckReport, Status};
-use crate::diff::{Coverage, DiffOutcome, SnapshotDiff, UnitChange};
+use crate::diff::{Coverage, DiffOutcome, SnapshotDiff};
 use crate::library::matrix::{LibraryRow, Mark};
 use crate::model::Snapshot;
 use crate::vocab::targets::Targets;
@@ -459,17 +459,11 @@ pub fn write_diff_html(d: &SnapshotDiff, targets: &Targets, w: &mut dyn Write) -
         );
         table_head(&mut out, &[("targets", true), ("lost in", true), ("gained in", true)]);
         for (ts, lost, gained) in &groups {
-            let _ = writeln!(
-                out,
-                "<tr><td class=\"l\">{}</td><td class=\"l detail lost\">{}</td><td class=\"l detail gained\">{}</td></tr>",
-                esc(&ts.join(", ")),
-                esc(&lost.join(", ")),
-                esc(&gained.join(", "))
-            );
+            lost_gained_row(&mut out, &ts.join(", "), &lost.join(", "), &gained.join(", "));
         }
         out.push_str("</tbody></table>\n");
     }
-    diff_pivot(&mut out, d);
+    diff_pivot(&mut out, d, targets);
     if !(d.files_added.is_empty() && d.files_removed.is_empty() && d.files_changed.is_empty()) {
         let _ = writeln!(
             out,
@@ -480,6 +474,17 @@ pub fn write_diff_html(d: &SnapshotDiff, targets: &Targets, w: &mut dyn Write) -
     page_end(&mut out);
     w.write_all(out.as_bytes())?;
     Ok(())
+}
+
+/// A row of what `name` lost (in red) and gained (in green).
+fn lost_gained_row(out: &mut String, name: &str, lost: &str, gained: &str) {
+    let _ = writeln!(
+        out,
+        "<tr><td class=\"l\">{}</td><td class=\"l detail lost\">{}</td><td class=\"l detail gained\">{}</td></tr>",
+        esc(name),
+        esc(lost),
+        esc(gained)
+    );
 }
 
 /// One row per library that lost or gained targets: losses first, in the text's order.
@@ -501,46 +506,30 @@ fn diff_libraries(out: &mut String, d: &SnapshotDiff) {
     let _ = write!(out, "<h2>Per library ({})</h2>", rows.len());
     table_head(out, &[("library", true), ("lost", true), ("gained", true)]);
     for (library, lost, gained) in rows {
-        let how = match lost.or(gained).map(|c| c.how) {
-            Some(UnitChange::Gone) => " (nothing of it left)",
-            Some(UnitChange::New) => " (nothing of it before)",
-            _ => "",
-        };
+        let how = lost.or(gained).map_or("", |c| super::diff::unit_change_words(c.how));
         let cell = |c: Option<&Coverage>, lost: bool| {
             c.map(|c| listed_targets(c, lost).join(", ")).unwrap_or_default()
         };
-        let _ = writeln!(
-            out,
-            "<tr><td class=\"l\">{}{how}</td><td class=\"l detail lost\">{}</td><td class=\"l detail gained\">{}</td></tr>",
-            esc(library),
-            esc(&cell(lost, true)),
-            esc(&cell(gained, false))
-        );
+        lost_gained_row(out, &format!("{library}{how}"), &cell(lost, true), &cell(gained, false));
     }
     out.push_str("</tbody></table>\n");
 }
 
 /// The target × layer pivot of the text (`layer_changes`), a chart per layer: per target an
 /// old bar (grey) and a new one, green when it grew and red when it shrank.
-fn diff_pivot(out: &mut String, d: &SnapshotDiff) {
+fn diff_pivot(out: &mut String, d: &SnapshotDiff, targets: &Targets) {
     let cells = super::views::layer_changes(d);
     if !cells.values().any(|(a, b)| a != b) {
         return;
     }
     let used: std::collections::BTreeSet<usize> = cells.keys().map(|(_, i)| *i).collect();
-    // Targets in the order of the counts (the natural order).
-    let mut order: Vec<&String> = Vec::new();
-    for c in &d.counts {
-        if !order.contains(&&c.target) {
-            order.push(&c.target);
-        }
-    }
+    let order = super::views::changed_targets(&cells, targets);
     let all = layers();
     out.push_str("<h2>Per target and layer (old → new)</h2><div class=\"charts\">\n");
     for i in used {
         let bars: Vec<Bar> = order
             .iter()
-            .filter_map(|t| cells.get(&((*t).clone(), i)).map(|c| (t, c)))
+            .filter_map(|t| cells.get(&(t.clone(), i)).map(|c| (t, c)))
             // A target with nothing in this layer on either side draws no pair.
             .filter(|(_, (a, b))| *a > 0 || *b > 0)
             .flat_map(|(t, (a, b))| {

@@ -166,3 +166,12 @@ pub fn layer_changes(d: &crate::diff::SnapshotDiff) -> BTreeMap<(String, usize),
     }
     cells
 }
+
+/// The targets of [`layer_changes`]' cells, in the natural order: the rows of the text pivot
+/// and the pairs of the HTML charts.
+pub fn changed_targets(cells: &BTreeMap<(String, usize), (u64, u64)>, targets: &Targets) -> Vec<String> {
+    let mut rows: Vec<String> =
+        cells.keys().map(|(t, _)| t.clone()).collect::<BTreeSet<_>>().into_iter().collect();
+    targets.sort(&mut rows);
+    rows
+}

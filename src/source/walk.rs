@@ -199,6 +199,7 @@ pub fn walk(roots: &[Root], follow_links: bool, cross_file_systems: bool, tick: 
         let rel_of =
             |p: &Path| -> PathBuf { p.strip_prefix(&root.real).map(Path::to_path_buf).unwrap_or_default() };
         let stay = follow_links && !cross_file_systems;
+        let root_device = device(&root.real);
         for entry in walkdir::WalkDir::new(&root.real).follow_links(follow_links).same_file_system(stay) {
             tick();
             let entry = match entry {
@@ -221,7 +222,7 @@ pub fn walk(roots: &[Root], follow_links: bool, cross_file_systems: bool, tick: 
             let rel = rel_of(entry.path());
             if entry.path_is_symlink() && follow_links {
                 // A folder on another file system is not descended into unless asked.
-                let walked_into = |real: &Path| !(stay && ft.is_dir() && device(real) != device(&root.real));
+                let walked_into = |real: &Path| !(stay && ft.is_dir() && device(real) != root_device);
                 if let Some(real) = leaves(entry.path(), &root.real).filter(|r| walked_into(r)) {
                     out.left_root.push((i, rel.clone(), real));
                 }

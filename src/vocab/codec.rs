@@ -64,10 +64,21 @@ pub fn xz_decoder<'a, R: Read + 'a>(input: R, concatenated: bool) -> io::Result<
     Ok(Box::new(liblzma::read::XzDecoder::new_stream(input, stream)))
 }
 
-/// The memory a zstd frame's decoder holds: its window, bounded by the frame's content size
-/// when the header states it (RFC 8878 §3.1.1.1; zstd sizes its buffer as the lesser). `None`
-/// when `head` is not the start of a zstd frame.
-pub fn zstd_window(head: &[u8]) -> Option<u64> {
+/// What a zstd frame header says (RFC 8878 §3.1.1.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ZstdFrameHeader {
+    /// The window the descriptor states (none for a single-segment frame).
+    pub window: Option<u64>,
+    /// The content size, when the header states it.
+    pub content_size: Option<u64>,
+    /// Bytes of the header: magic, descriptor, window, dictionary ID, content size.
+    pub len: u64,
+    /// A 4-byte content checksum follows the last block.
+    pub checksum: bool,
+}
+
+/// The zstd frame header at the start of `head`; `None` when `head` is not one (or is cut).
+pub fn zstd_frame_header(head: &[u8]) -> Option<ZstdFrameHeader> {
     let rest = head.strip_prefix(&[0x28, 0xb5, 0x2f, 0xfd][..])?;
     let (&fhd, rest) = rest.split_first()?;
     let single = fhd & 0x20 != 0;
@@ -79,15 +90,30 @@ pub fn zstd_window(head: &[u8]) -> Option<u64> {
             (Some(base + (base / 8) * u64::from(wd & 7)), rest)
         }
     };
-    let rest = rest.get([0, 1, 2, 4][usize::from(fhd & 3)]..)?;
-    let fcs = match (fhd >> 6, single) {
-        (0, false) => None,
-        (0, true) => rest.first().map(|&b| u64::from(b)),
-        (1, _) => rest.get(..2).map(|b| u64::from(u16::from_le_bytes([b[0], b[1]])) + 256),
-        (2, _) => rest.get(..4).and_then(|b| b.try_into().ok()).map(|b| u64::from(u32::from_le_bytes(b))),
-        _ => rest.get(..8).and_then(|b| b.try_into().ok()).map(u64::from_le_bytes),
+    let dict = [0, 1, 2, 4][usize::from(fhd & 3)];
+    let rest = rest.get(dict..)?;
+    let (fcs_len, content_size) = match (fhd >> 6, single) {
+        (0, false) => (0, None),
+        (0, true) => (1, rest.first().map(|&b| u64::from(b))),
+        (1, _) => (2, rest.get(..2).map(|b| u64::from(u16::from_le_bytes([b[0], b[1]])) + 256)),
+        (2, _) => {
+            (4, rest.get(..4).and_then(|b| b.try_into().ok()).map(|b| u64::from(u32::from_le_bytes(b))))
+        }
+        _ => (8, rest.get(..8).and_then(|b| b.try_into().ok()).map(u64::from_le_bytes)),
     };
-    match (window, fcs) {
+    if fcs_len > 0 && content_size.is_none() {
+        return None;
+    }
+    let len = 5 + u64::from(!single) + dict as u64 + fcs_len;
+    Some(ZstdFrameHeader { window, content_size, len, checksum: fhd & 0x04 != 0 })
+}
+
+/// The memory a zstd frame's decoder holds: its window, bounded by the frame's content size
+/// when the header states it (RFC 8878 §3.1.1.1; zstd sizes its buffer as the lesser). `None`
+/// when `head` is not the start of a zstd frame.
+pub fn zstd_window(head: &[u8]) -> Option<u64> {
+    let h = zstd_frame_header(head)?;
+    match (h.window, h.content_size) {
         (Some(w), Some(c)) => Some(w.min(c)),
         (Some(w), None) => Some(w),
         (None, c) => c,
