@@ -18,7 +18,8 @@
 
 use super::elf::{parse_code_object, parse_code_object_header, CodeObject};
 use super::{
-    align_up, le16, le32, le64, ByteSource, Depth, Inflate, ParseError, Result, Slice, Step, StreamSource,
+    align_up, le16, le32, le64, ByteSource, Depth, Inflate, ParseError, Prefetched, Result, Slice, Step,
+    StreamSource,
 };
 use crate::vocab::codec::{zstd_frame_header, Codec, ZstdFrameHeader, WINDOWS};
 
@@ -110,6 +111,12 @@ pub fn parse_bundle_table(src: &dyn ByteSource) -> Result<(Vec<TableEntry>, u64)
     if count > src.len().saturating_sub(32) / 24 {
         return Err(ParseError::Malformed { what: "bundle entry count larger than the bundle", offset: 24 });
     }
+    // The table is read at once, as long as its entries' IDs are of the usual length (what
+    // lies past that is read entry by entry): two small reads an entry cost more than the
+    // table's bytes.
+    let guess = count.saturating_mul(TABLE_ENTRY_GUESS).saturating_add(32).min(MAX_TABLE_READ);
+    let table = Prefetched::new(src, guess as usize)?;
+    let src: &dyn ByteSource = &table;
     let mut entries = Vec::with_capacity(count.min(1024) as usize);
     let mut pos = 32u64;
     let mut end = 0u64;
@@ -134,6 +141,12 @@ pub fn parse_bundle_table(src: &dyn ByteSource) -> Result<(Vec<TableEntry>, u64)
     }
     Ok((entries, end.max(pos)))
 }
+
+/// Bytes a table entry takes with an ID of the usual length
+/// (`hipv4-amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-` is 47 bytes, plus 24 of sizes).
+const TABLE_ENTRY_GUESS: u64 = 80;
+/// The most of a bundle table read in one go.
+const MAX_TABLE_READ: u64 = 64 << 10;
 
 /// A CCOB header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -302,8 +315,7 @@ pub struct Entry {
     /// The parsed AMDGPU code object; `None` for entries that are not AMDGPU ELF (SPIR-V, ...)
     /// and for those taken from the table alone.
     pub code_object: Option<std::result::Result<CodeObject, ParseError>>,
-    /// Read to [`Depth::Tables`] in a CCOB: the entry ID names the target, the code object is
-    /// unread.
+    /// Read to [`Depth::Tables`]: the entry ID names the target, the code object is unread.
     pub from_table: bool,
 }
 
@@ -349,10 +361,9 @@ fn table_suffices(id: &str, wanted: &[String], targets: &crate::vocab::targets::
 }
 
 /// Parses the table and every device entry of the bundle at the start of `view`, each code
-/// object read to `depth`. At [`Depth::Tables`], an entry of a compressed bundle whose ID says
-/// its target is taken from the table; a plain bundle's entries are read to their ELF headers,
-/// which hold the target HIP 5.x's unbundler picks by (reading them costs no inflating).
-fn read_entries(view: &dyn ByteSource, depth: Depth<'_>, compressed: bool) -> Result<(Vec<Entry>, u64)> {
+/// object read to `depth`. At [`Depth::Tables`], an entry whose ID says its target (and is not
+/// a checked GPU's) is taken from the table, in a plain bundle as in a compressed one.
+fn read_entries(view: &dyn ByteSource, depth: Depth<'_>) -> Result<(Vec<Entry>, u64)> {
     let (table, end) = parse_bundle_table(view)?;
     let mut device: Vec<TableEntry> =
         table.into_iter().filter(|e| !parse_entry_id(&e.id).is_host() && e.size > 0).collect();
@@ -369,7 +380,7 @@ fn read_entries(view: &dyn ByteSource, depth: Depth<'_>, compressed: bool) -> Re
     }
     let mut out = Vec::with_capacity(device.len());
     for t in device {
-        if let (Depth::Tables { wanted, targets }, true) = (depth, compressed) {
+        if let Depth::Tables { wanted, targets } = depth {
             if table_suffices(&t.id, wanted, targets) {
                 out.push(Entry { table: t, code_object: None, from_table: true });
                 continue;
@@ -471,7 +482,7 @@ pub fn parse_bundle_to(src: &dyn ByteSource, depth: Depth<'_>) -> Result<Bundle>
             entries: Vec::new(),
             error: None,
         };
-        match read_entries(src, depth, false) {
+        match read_entries(src, depth) {
             Ok((entries, end)) => {
                 b.entries = entries;
                 b.stored_size = end;
@@ -492,7 +503,7 @@ pub fn parse_bundle_to(src: &dyn ByteSource, depth: Depth<'_>) -> Result<Bundle>
         error: None,
     };
     let stream = ccob_stream(src, &h)?;
-    match read_entries(&stream, depth, true) {
+    match read_entries(&stream, depth) {
         Ok((entries, _)) => b.entries = entries,
         Err(e) => b.error = Some(e),
     }

@@ -185,6 +185,25 @@ pub fn parse_sections(src: &dyn ByteSource) -> Result<Vec<Section>> {
 /// Prefix of fat-object sections that each hold one bundle entry.
 pub const BUNDLE_SECTION_PREFIX: &str = "__CLANG_OFFLOAD_BUNDLE__";
 
+/// Allocated data sections whose bytes the toolchain writes from its own records, never from a
+/// program's data: unwind tables (binutils `ld/elf-eh-frame.c`, GCC `except.cc`
+/// `output_function_exception_table`, SFrame), the linker's GOT and interpreter path, and the
+/// fat binary wrappers clang emits (`CGCUDANV.cpp`, 24-byte records pointing at `.hip_fatbin`).
+/// A code object a program embeds as data lies in `.rodata`, `.data` or the like, so these are
+/// not searched: in rocSPARSE they are 9 of its 12 MB of data sections.
+const TOOLCHAIN_SECTIONS: &[&str] = &[
+    ".eh_frame",
+    ".eh_frame_hdr",
+    ".gcc_except_table",
+    ".sframe",
+    ".got",
+    ".got.plt",
+    ".interp",
+    FATBIN_WRAPPER_SECTION,
+    ".nvFatBinSegment",
+    ".tm_clone_table",
+];
+
 /// True for sections that may hold raw embedded code objects.
 fn may_embed(s: &Section) -> bool {
     s.sh_type == SHT_PROGBITS
@@ -193,6 +212,7 @@ fn may_embed(s: &Section) -> bool {
         && s.size >= 64
         && s.name != ".hip_fatbin"
         && s.name != ".nv_fatbin"
+        && !TOOLCHAIN_SECTIONS.contains(&s.name.as_str())
         && s.sh_type != SHT_LLVM_OFFLOADING
         && !s.name.starts_with(OFFLOADING_SECTION)
         && !s.name.starts_with(BUNDLE_SECTION_PREFIX)
@@ -343,6 +363,37 @@ mod tests {
         let facts = parse_host_elf(&host).expect("parses");
         assert!(facts.embedded.is_empty());
         assert!(start.elapsed() < std::time::Duration::from_secs(20), "{:?}", start.elapsed());
+    }
+
+    /// A source that remembers every range read from it.
+    struct Logged<'a>(&'a [u8], std::cell::RefCell<Vec<(u64, usize)>>);
+
+    impl ByteSource for Logged<'_> {
+        fn len(&self) -> u64 {
+            self.0.len() as u64
+        }
+
+        fn read_at(&self, offset: u64, len: usize) -> Result<std::borrow::Cow<'_, [u8]>> {
+            self.1.borrow_mut().push((offset, len));
+            self.0.read_at(offset, len)
+        }
+    }
+
+    #[test]
+    fn unwind_tables_and_the_got_are_not_searched_for_embedded_code() {
+        let co = code_object(&CodeObjectSpec::v4(0x41, 0, &["k"]));
+        let sections: Vec<HostSection> = TOOLCHAIN_SECTIONS
+            .iter()
+            .map(|name| HostSection::rodata(name, &co))
+            .chain([HostSection::rodata(".data", &co)])
+            .collect();
+        let host = host_elf(&sections);
+        let logged = Logged(&host, Default::default());
+        let facts = parse_host_elf(&logged).expect("parses");
+        assert_eq!(facts.embedded.len(), 1, "only .data's code object: {:?}", facts.embedded);
+        // One section's bytes searched (and its object's tables read again), not eleven.
+        let total: usize = logged.1.borrow().iter().map(|r| r.1).sum();
+        assert!(total < 3 * co.len(), "read {total} bytes for a {}-byte object", co.len());
     }
 
     #[test]

@@ -76,14 +76,16 @@ pub enum Depth<'w> {
     /// Every fact: each code object's headers and notes (`scan`).
     #[default]
     Facts,
-    /// What the runtime's choice of code needs (`check`): an entry of a compressed bundle whose
-    /// ID comgr reads as a processor's target ID is taken from the bundle table alone, its code
-    /// object neither inflated nor read (clr and comgr pick a bundle's code by entry ID, and
-    /// only those runtimes read compressed bundles); a plain bundle's code objects are read to
-    /// their ELF headers (HIP 5.x's unbundler picks by the ELF's target). Entries for the
-    /// `wanted` processors (the GPUs being checked) are read to their ELF headers all the same:
-    /// a verdict rests on them, so a broken one must be seen; so are entries of processors the
-    /// target table does not know (named by their ELF, as a full read names them).
+    /// What the runtime's choice of code needs (`check`): a bundle entry whose ID comgr reads
+    /// as a known processor's target ID is taken from the bundle table alone, its code object
+    /// neither inflated nor read (clr's `ExtractFatBinaryUsingCOMGR` and comgr's
+    /// `lookUpCodeObject` pick a bundle's code by entry ID). Entries for the `wanted`
+    /// processors (the GPUs being checked) are read to their ELF headers all the same: a
+    /// verdict rests on them, so a broken one must be seen; so are entries of processors the
+    /// target table does not know and of generic targets (named by their ELF, as a full read
+    /// names them). HIP 5.x's unbundler picks by the ELF's target instead; an entry whose ELF
+    /// names another processor than its ID can then differ from a full read only toward
+    /// MISSING: an entry read from its table serves the processor its ID names, never a wanted one.
     Tables { wanted: &'w [String], targets: &'w crate::vocab::targets::Targets },
 }
 
