@@ -11,6 +11,7 @@ pub mod aggregate;
 pub mod archive;
 pub mod check;
 pub mod cli;
+pub mod decode;
 pub mod diff;
 pub mod exit;
 pub mod families;
@@ -52,7 +53,7 @@ fn memory_aim(resources: &cli::Resources, tell: bool) -> u64 {
         Some(given) => (given, None),
         None => {
             let room = source::memory::room();
-            (vocab::codec::default_target(room.map(|r| r.bytes)), room)
+            (decode::budget::default_target(room.map(|r| r.bytes)), room)
         }
     };
     if tell {

@@ -16,13 +16,14 @@ use rayon::prelude::*;
 
 use crate::aggregate::{self, Tally};
 use crate::archive;
+use crate::decode::{budget_for, Budget, Decoding};
 use crate::families;
-use crate::inspect::{inspect, FileOutcome, Found, LinkSeen, FAMILY_HEAD};
+use crate::inspect::{inspect, FileOutcome, Found, LinkSeen, Reading, FAMILY_HEAD};
 use crate::model::{LinkRecord, Problem, RelPath, Snapshot};
 use crate::parse::magic::{classify, Kind, SNIFF_LEN};
 use crate::parse::{ByteSource, Depth};
 use crate::source::file::{file_id, open_file, FileId};
-use crate::source::origin::{budget_for, Budget, Origin};
+use crate::source::origin::Origin;
 use crate::source::walk::{resolve_roots, walk, Candidate, Root};
 use crate::vocab::targets::Targets;
 
@@ -85,7 +86,7 @@ struct PendingArchive {
 }
 
 impl PendingArchive {
-    fn expand(&self, targets: &Targets, reading: Depth<'_>) -> Found {
+    fn expand(&self, reading: Reading<'_>) -> Found {
         let src = match open_file(&self.disk, self.followed) {
             Ok(s) => Arc::new(s),
             Err(e) => {
@@ -95,8 +96,7 @@ impl PendingArchive {
             }
         };
         let budget = Budget::new(budget_for(src.len));
-        let ctx =
-            archive::Ctx { targets, reading, budget: budget.clone(), depth: 0, base: self.path.clone() };
+        let ctx = archive::Ctx { reading, budget: budget.clone(), depth: 0, base: self.path.clone() };
         archive::settle(&budget, archive::expand(Arc::new(Origin::file(src)), self.format, &ctx), &self.path)
     }
 }
@@ -117,7 +117,7 @@ impl Opened {
 
 /// Reads one candidate, found on disk at `disk`; also says which file it opened, for its hard
 /// links.
-fn read_file(c: &Candidate, disk: &Path, targets: &Targets, depth: Depth<'_>) -> (Read, Option<Opened>) {
+fn read_file(c: &Candidate, disk: &Path, reading: Reading<'_>) -> (Read, Option<Opened>) {
     let path = RelPath::new(c.root, c.rel.as_os_str());
     let failed = |path: RelPath, size: u64, message: String| {
         Read::Done(Found::one(FileOutcome {
@@ -134,7 +134,7 @@ fn read_file(c: &Candidate, disk: &Path, targets: &Targets, depth: Depth<'_>) ->
     };
     // At Depth::Tables every file's facts are a few scattered reads (a bundle's table, a code
     // object's header, an index): no readahead, from the first read on.
-    if matches!(depth, Depth::Tables { .. }) {
+    if matches!(reading.depth, Depth::Tables { .. }) {
         src.read_scattered();
     }
     let head = match src.read_up_to(0, SNIFF_LEN) {
@@ -165,10 +165,10 @@ fn read_file(c: &Candidate, disk: &Path, targets: &Targets, depth: Depth<'_>) ->
                 None,
             );
         }
-        let found = Found::one(inspect(&*src, &head, disk, Some(disk), path, targets, depth));
+        let found = Found::one(inspect(&*src, &head, disk, Some(disk), path, reading));
         return (Read::Done(found), Some(Opened::new(src.id, head)));
     }
-    let found = Found::one(inspect(&src, &head, disk, Some(disk), path, targets, depth));
+    let found = Found::one(inspect(&src, &head, disk, Some(disk), path, reading));
     (Read::Done(found), Some(Opened::new(src.id, head)))
 }
 
@@ -212,9 +212,9 @@ fn read_link(
     (c, disk): (&Candidate, &Path),
     (lead, leader): (&Candidate, &Path),
     kept: Option<&(FileOutcome, Opened)>,
-    targets: &Targets,
-    depth: Depth<'_>,
+    reading: Reading<'_>,
 ) -> Read {
+    let targets = reading.targets;
     let same = kept.filter(|(outcome, opened)| {
         let family =
             |p: &Path| families::detect(p, families::Content::File(outcome.kind, &opened.head), targets);
@@ -231,7 +231,7 @@ fn read_link(
             }
             Read::Done(Found::one(outcome))
         }
-        None => read_file(c, disk, targets, depth).0,
+        None => read_file(c, disk, reading).0,
     }
 }
 
@@ -275,10 +275,11 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
         .num_threads(config.threads.unwrap_or(0))
         .build()
         .context("failed to start worker threads")?;
-    // Decoders share one memory budget, sized for the threads that may hold them.
-    let target = config.max_memory.unwrap_or(crate::vocab::codec::MEMORY_TARGET);
-    crate::vocab::codec::WINDOWS.size_for(pool.current_num_threads(), target);
-    let reader = Reader { targets, depth: config.depth(targets), progress, given: &given, roots: &roots };
+    // Decoders share this scan's memory budget, sized for the threads that may hold them.
+    let target = config.max_memory.unwrap_or(crate::decode::MEMORY_TARGET);
+    let decoding = Decoding::new(pool.current_num_threads(), target);
+    let reading = Reading { targets, depth: config.depth(targets), decoding: &decoding };
+    let reader = Reader { reading, progress, given: &given, roots: &roots };
     let mut tally = pool.install(|| {
         let Part { mut tally, mut pending, .. } = reader.read_files(&walked.candidates);
         pending.sort_by_key(|(i, _)| *i);
@@ -288,8 +289,8 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
         }
         tally
     });
-    // The windows kept for reuse are not needed past the reading.
-    crate::vocab::codec::WINDOWS.drain_idle();
+    // The decoders kept for reuse are not needed past the reading.
+    decoding.drain_idle();
     tally.summary.special_files += walked.special;
     tally.links_out_of_root.extend(walked.left_root.into_iter().map(|(root, rel, real)| LinkRecord {
         path: RelPath::new(root, rel.as_os_str()),
@@ -310,8 +311,7 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
 
 /// What every worker of one scan shares: the target table and the progress reporter.
 struct Reader<'a> {
-    targets: &'a Targets,
-    depth: Depth<'a>,
+    reading: Reading<'a>,
     progress: &'a dyn Progress,
     given: &'a [String],
     roots: &'a [Root],
@@ -356,7 +356,7 @@ impl Reader<'_> {
             .filter(|&i| leaders.get(i).is_some_and(Option::is_none))
             .fold(Part::default, |mut part, i| {
                 let Some(c) = cands.get(i) else { return part };
-                let (read, opened) = read_file(c, &c.path(self.roots), self.targets, self.depth);
+                let (read, opened) = read_file(c, &c.path(self.roots), self.reading);
                 if let (Read::Done(f), Some(opened)) = (&read, opened) {
                     if followed.contains(&i) {
                         if let ([one], true) = (f.files.as_slice(), f.archives.is_empty()) {
@@ -375,13 +375,8 @@ impl Reader<'_> {
             .fold(Part::default, |part, (i, l)| {
                 let (Some(c), Some(leader)) = (cands.get(i), cands.get(l)) else { return part };
                 let disk = c.path(self.roots);
-                let read = read_link(
-                    (c, &disk),
-                    (leader, &leader.path(self.roots)),
-                    kept.get(&l),
-                    self.targets,
-                    self.depth,
-                );
+                let read =
+                    read_link((c, &disk), (leader, &leader.path(self.roots)), kept.get(&l), self.reading);
                 self.take(part, i, read)
             })
             .reduce(Part::default, Part::merge);
@@ -400,7 +395,7 @@ impl Reader<'_> {
                 scope.spawn(|_| loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some((_, a)) = pending.get(i) else { break };
-                    let f = a.expand(self.targets, self.depth);
+                    let f = a.expand(self.reading);
                     self.report(&f);
                     if let Ok(mut e) = expanded.lock() {
                         e.add(f);
@@ -416,13 +411,8 @@ impl Reader<'_> {
         let mut tally = Tally::default();
         let Some(r) = roots.get(i) else { return tally };
         let budget = Budget::new(budget_for(archive::layout_size(&r.real)));
-        let ctx = archive::Ctx {
-            targets: self.targets,
-            reading: self.depth,
-            budget,
-            depth: 0,
-            base: RelPath::new(i, OsStr::new("")),
-        };
+        let ctx =
+            archive::Ctx { reading: self.reading, budget, depth: 0, base: RelPath::new(i, OsStr::new("")) };
         if let Some(f) = archive::expand_layout_dir(&r.real, &ctx) {
             tally.add(f);
         }
@@ -442,7 +432,8 @@ mod tests {
     /// freed inode number (ext4 reuses them at once): it must be read, not given the old result.
     #[test]
     fn a_new_file_on_a_reused_inode_is_read_not_given_the_old_result() {
-        let targets = Targets::builtin();
+        let (targets, decoding) = (Targets::builtin(), Decoding::default());
+        let reading = Reading { targets: &targets, depth: Depth::Facts, decoding: &decoding };
         let dir = tempfile::tempdir().unwrap();
         let (a, b) = (dir.path().join("a/lib/k.co"), dir.path().join("b/lib/k.co"));
         for p in [&a, &b] {
@@ -457,12 +448,10 @@ mod tests {
             followed: false,
         };
         let (ca, cb) = (cand(&a), cand(&b));
-        let (Read::Done(f), Some(opened)) = read_file(&ca, &a, &targets, Depth::Facts) else {
-            panic!("read")
-        };
+        let (Read::Done(f), Some(opened)) = read_file(&ca, &a, reading) else { panic!("read") };
         let kept = (f.files[0].clone(), opened);
         // Unchanged, the follower takes the leader's result under its own path.
-        let Read::Done(shared) = read_link((&cb, &b), (&ca, &a), Some(&kept), &targets, Depth::Facts) else {
+        let Read::Done(shared) = read_link((&cb, &b), (&ca, &a), Some(&kept), reading) else {
             panic!("read")
         };
         assert_eq!(shared.files[0].path, RelPath::new(0, cb.rel.as_os_str()));
@@ -474,9 +463,6 @@ mod tests {
             Read::Done(f) => f.files[0].record.as_ref().map(|r| r.code_objects[0].kernels),
             Read::Archive(_) => panic!("not an archive"),
         };
-        assert_eq!(
-            kernels(read_link((&cb, &b), (&ca, &a), Some(&kept), &targets, Depth::Facts)),
-            Some(Some(1))
-        );
+        assert_eq!(kernels(read_link((&cb, &b), (&ca, &a), Some(&kept), reading)), Some(Some(1)));
     }
 }

@@ -7,7 +7,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use gfxscan::archive::{detect, expand, expand_if_image, Ctx};
-use gfxscan::source::origin::{Budget, Origin};
+use gfxscan::decode::{Budget, Decoding};
+use gfxscan::inspect::Reading;
+use gfxscan::source::origin::Origin;
 use gfxscan::parse::magic::classify;
 use gfxscan::model::RelPath;
 use gfxscan::parse::archive::{
@@ -35,8 +37,9 @@ fuzz_target!(|data: &[u8]| {
     let budget = Budget::new(64 << 20);
     let head: Vec<u8> = data.iter().take(512).copied().collect();
     if let Some(format) = detect(classify(&head), &head, &origin, &budget) {
-        let reading = Default::default();
-        let ctx = Ctx { targets: &targets, reading, budget, depth: 0, base: RelPath::new(0, "".as_ref()) };
+        let decoding = Decoding::default();
+        let reading = Reading { targets: &targets, depth: Default::default(), decoding: &decoding };
+        let ctx = Ctx { reading, budget, depth: 0, base: RelPath::new(0, "".as_ref()) };
         if expand_if_image(&origin, &ctx).is_none() {
             std::hint::black_box(expand(origin, format, &ctx));
         }

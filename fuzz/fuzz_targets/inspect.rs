@@ -8,7 +8,8 @@
 use std::ffi::OsStr;
 use std::path::Path;
 
-use gfxscan::inspect::inspect;
+use gfxscan::decode::Decoding;
+use gfxscan::inspect::{inspect, Reading};
 use gfxscan::parse::Depth;
 use gfxscan::model::RelPath;
 use gfxscan::parse::magic::SNIFF_LEN;
@@ -34,6 +35,8 @@ fuzz_target!(|data: &[u8]| {
     let wanted = ["gfx1100".to_string()];
     let targets = common::targets();
     let depth = if pick & 0x80 == 0 { Depth::Facts } else { Depth::Tables { wanted: &wanted, targets } };
-    let out = inspect(&bytes, head, name, None, RelPath::new(0, OsStr::new("x")), common::targets(), depth);
+    let decoding = Decoding::default();
+    let reading = Reading { targets: common::targets(), depth, decoding: &decoding };
+    let out = inspect(&bytes, head, name, None, RelPath::new(0, OsStr::new("x")), reading);
     std::hint::black_box(format!("{out:?}"));
 });

@@ -11,10 +11,11 @@ use super::tar::{
     extracted_kind, layer_codec, list_tar, next_entry, tar_stream, walk_tar, MemberReader, TarStream,
 };
 use super::{settle, Ctx, Gather, MAX_IMAGE_JSON};
+use crate::decode::Budget;
 use crate::inspect::Found;
 use crate::model::ArchiveRecord;
 use crate::parse::archive::{member_path, TarType, TAR_BLOCK};
-use crate::source::origin::{Budget, Metered, Origin};
+use crate::source::origin::{Metered, Origin};
 
 /// A container image's layers, bottom first, as origins with their media kinds.
 pub(super) struct Layers {
@@ -224,7 +225,7 @@ pub(super) fn live_layer<'a>(
     let chained: Box<dyn Read + 'a> = Box::new(io::Cursor::new(head).chain(live));
     Ok(Some(match codec {
         Some(c) => {
-            let inner = c.decoder(chained).map_err(|e| e.to_string())?;
+            let inner = crate::decode::reader(c, chained).map_err(|e| e.to_string())?;
             let meter = Metered::new(inner, budget.clone(), None);
             (Arc::new(Origin::decoded(member, c, None, budget)), Box::new(meter))
         }

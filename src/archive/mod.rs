@@ -32,18 +32,18 @@ use std::ffi::OsStr;
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+
 use std::sync::{Arc, Mutex};
 
+use crate::decode::Budget;
 use crate::families;
-use crate::inspect::{inspect, Found, LinkSeen};
+use crate::inspect::{inspect, Found, LinkSeen, Reading};
 use crate::model::{ArchiveRecord, RelPath};
 use crate::parse::archive::{parse_ar, parse_tar_header, TarBlock, TAR_BLOCK};
 use crate::parse::magic::{classify, Kind};
 use crate::parse::ByteSource;
-use crate::source::origin::{Budget, Origin};
+use crate::source::origin::Origin;
 use crate::vocab::codec::Codec;
-use crate::vocab::targets::Targets;
 pub use image::{expand_if_image, expand_layout_dir, is_layout_dir, layout_size};
 use image::{expand_streamed_image, starts_like_image};
 use tar::{expand_tar, tar_stream};
@@ -51,12 +51,6 @@ use zip::expand_zip;
 
 /// Members of a stream up to this size are read into memory and inspected in parallel.
 pub const IN_MEMORY: u64 = 32 << 20;
-/// Most member bytes held in memory at once, waiting for inspection, across every archive a
-/// scan reads at once.
-const IN_FLIGHT: u64 = 128 << 20;
-
-/// Member bytes in memory now, read from streams and not yet inspected.
-static IN_FLIGHT_BYTES: AtomicU64 = AtomicU64::new(0);
 /// Most archives nested in one another (a wheel in a tarball in an image is 3).
 pub const MAX_DEPTH: u32 = 4;
 /// Largest GNU long name or PAX header read.
@@ -156,9 +150,8 @@ pub fn broken_promise(what: &str, head: &[u8]) -> String {
 /// path of the archive itself (root and relative path) under which members are reported.
 #[derive(Clone)]
 pub struct Ctx<'t> {
-    pub targets: &'t Targets,
-    /// How far into compressed bundles members are read.
-    pub reading: crate::parse::Depth<'t>,
+    /// The target table, how far members are read, and the scan's decoding context.
+    pub reading: Reading<'t>,
     pub budget: Arc<Budget>,
     pub depth: u32,
     pub base: RelPath,
@@ -265,8 +258,8 @@ impl Gather {
             if !last(seq, &path) {
                 continue;
             }
-            let same_name_facts =
-                families::detect_link(&path, ctx.targets) == families::detect_link(&target, ctx.targets);
+            let same_name_facts = families::detect_link(&path, ctx.reading.targets)
+                == families::detect_link(&target, ctx.reading.targets);
             let earlier = members.iter().rev().find(|m| m.seq < seq && m.path == target);
             match earlier {
                 Some(m) if origin.random().is_none() && same_name_facts && m.found.archives.is_empty() => {
@@ -408,30 +401,13 @@ fn visit(origin: &Arc<Origin>, bytes: Bytes, path: &Path, ctx: &Ctx) -> Found {
                 return f;
             }
             drop(src);
-            let inner = Ctx {
-                targets: ctx.targets,
-                reading: ctx.reading,
-                budget: ctx.budget.clone(),
-                depth: ctx.depth + 1,
-                base: at,
-            };
+            let inner =
+                Ctx { reading: ctx.reading, budget: ctx.budget.clone(), depth: ctx.depth + 1, base: at };
             return expand(origin.clone(), format, &inner);
         }
     }
     let mut found = Found::default();
     let name = crate::families::member_name(&ctx.base.path, path);
-    found.files.push(inspect(&*src, &head, &name, None, at, ctx.targets, ctx.reading));
+    found.files.push(inspect(&*src, &head, &name, None, at, ctx.reading));
     found
-}
-
-/// Reserves room for `adding` member bytes in memory, if the in-flight limit allows (always when
-/// nothing is in flight). When it does not, the caller inspects the member on its own thread
-/// instead of queueing it: waiting would either stall or, running queued work while waiting,
-/// nest archive inside archive on one stack.
-fn reserve_room(adding: u64) -> bool {
-    IN_FLIGHT_BYTES
-        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |now| {
-            (now == 0 || now + adding <= IN_FLIGHT).then_some(now + adding)
-        })
-        .is_ok()
 }

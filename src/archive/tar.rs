@@ -9,17 +9,17 @@ use std::ffi::OsStr;
 use std::io::{self, Read};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::{read_head, reserve_room, visit, Bytes, Ctx, Gather, IN_FLIGHT_BYTES, IN_MEMORY, MAX_TAR_META};
+use super::{read_head, visit, Bytes, Ctx, Gather, IN_MEMORY, MAX_TAR_META};
+use crate::decode::Budget;
 use crate::inspect::Found;
 use crate::model::ArchiveRecord;
 use crate::parse::archive::{
     link_escapes, member_path, parse_pax, parse_tar_header, PaxOverrides, TarBlock, TarHeader, TarType,
     TAR_BLOCK,
 };
-use crate::source::origin::{Budget, Origin, JUMP};
+use crate::source::origin::{Origin, JUMP};
 
 /// Reads a tar archive sequentially from its origin.
 pub(super) struct TarStream<'a> {
@@ -397,14 +397,18 @@ fn regular_member<'s, 't: 's>(
         Err(e) => return Err(format!("{}: {e}", m.path.display())),
     }
     let data = Arc::new(data);
-    if !reserve_room(size) {
+    // Over the scan's room for member bytes in memory, the member is inspected on this thread
+    // instead of queued: waiting would either stall or, running queued work while waiting,
+    // nest archive inside archive on one stack.
+    let members = ctx.reading.decoding.members();
+    if !members.reserve(size) {
         gather.add(seq, m.path.to_path_buf(), visit(&origin, Bytes::Memory(data), m.path, ctx));
     } else {
         let (path, ctx) = (m.path.to_path_buf(), ctx.clone());
         scope.spawn(move |_| {
             let n = data.len() as u64;
             gather.add(seq, path.clone(), visit(&origin, Bytes::Memory(data), &path, &ctx));
-            IN_FLIGHT_BYTES.fetch_sub(n, Ordering::AcqRel);
+            ctx.reading.decoding.members().release(n);
         });
     }
     Ok(size)

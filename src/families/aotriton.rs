@@ -118,7 +118,7 @@ pub fn count_kernels(src: &dyn ByteSource) -> Result<u64, ParseError> {
     // An `.xz` stream only, as `PackedKernel` decodes (`lzma_stream_decoder`), under the shared
     // memory limit: a hostile header may ask for a 4 GiB dictionary.
     let mut dir = Vec::new();
-    crate::vocab::codec::xz_decoder(Reader { src, at: 16 }, false)
+    crate::decode::xz_reader(Reader { src, at: 16 }, false)
         .map_err(decode)?
         .take(want)
         .read_to_end(&mut dir)

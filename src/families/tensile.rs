@@ -15,8 +15,9 @@ use std::path::Path;
 
 use super::Row;
 use super::{file_name, files_of, Cataloger, Content, Item, Library};
+use crate::decode::stream::zlib;
 use crate::model::{Artifact, Component, Family, FileRecord, Role, Storage, TensileFacts};
-use crate::parse::bundle::inflate_stream;
+use crate::parse::bundle::MAX_UNCOMPRESSED;
 use crate::parse::push_unique;
 use crate::parse::tensile::{
     parse_extop_archs, parse_lazy_index, parse_solution_map, parse_tensile_index, solution_count,
@@ -231,7 +232,7 @@ fn index_facts(a: &mut Artifact, item: &Item, problems: &mut Vec<String>) {
     let parse = if a.role == Role::LazyIndex { parse_lazy_index } else { parse_tensile_index };
     let index = match a.format {
         Storage::Msgpack => parse(item.src),
-        Storage::Compressed(Codec::Zlib) => inflate_stream(item.src, Codec::Zlib).and_then(|s| parse(&s)),
+        Storage::Compressed(Codec::Zlib) => parse(&zlib(item.src, (0, item.src.len()), MAX_UNCOMPRESSED)),
         _ => return,
     };
     match index {

@@ -4,17 +4,17 @@
 //! archive, and the same containers inside a Windows PE image (`.hip_fat`). Each object is
 //! resolved to its target through `targets.toml`; what cannot be read is a problem.
 
+use crate::decode::{budget_for, Decoding};
 use crate::model::{CodeObjectRecord, KpackRef, Location};
-use crate::parse::bundle::{inflater, parse_bundles_to, Bundle, Bundles, Entry};
+use crate::parse::bundle::{parse_bundles_to, Bundle, Bundles, Entry};
 use crate::parse::elf::{parse_code_object, parse_code_object_header, CodeObject};
 use crate::parse::host::{kpack_marks, parse_host_elf_to, HostFacts};
 use crate::parse::kpack::{parse_kpack, KpackCompression, KpackKernel};
 use crate::parse::offload::{
-    parse_offload_binaries, ImageKind, OffloadBinaries, OffloadBinary, OffloadEntry,
+    parse_offload_binaries_with, ImageKind, OffloadBinaries, OffloadBinary, OffloadEntry,
 };
 use crate::parse::pe::parse_pe;
-use crate::parse::{ByteSource, Depth, ParseError, Slice, StreamSource};
-use crate::source::origin::budget_for;
+use crate::parse::{ByteSource, Depth, ParseError, Slice};
 use crate::vocab::codec::Codec;
 use crate::vocab::targets::Targets;
 
@@ -37,6 +37,8 @@ pub struct Collector<'t> {
     regions: Vec<(u64, u64)>,
     /// How far into bundles' code objects to read.
     depth: Depth<'t>,
+    /// What compressed code is inflated with.
+    decoding: &'t Decoding,
 }
 
 /// Where a code object sits, beyond its container: its bundle (with the bundle's file offset
@@ -54,9 +56,9 @@ fn entry_location(b: &Bundle, at: u64, entry_id: &str) -> Location {
 }
 
 impl<'t> Collector<'t> {
-    pub fn new(targets: &'t Targets, size: u64, depth: Depth<'t>) -> Self {
+    pub fn new(reading: super::Reading<'t>, size: u64) -> Self {
         Collector {
-            targets,
+            targets: reading.targets,
             code_objects: Vec::new(),
             problems: Vec::new(),
             bundles: 0,
@@ -64,7 +66,8 @@ impl<'t> Collector<'t> {
             // As much as an archive of its size may inflate.
             work: budget_for(size),
             regions: Vec::new(),
-            depth,
+            depth: reading.depth,
+            decoding: reading.decoding,
         }
     }
 
@@ -187,7 +190,7 @@ impl<'t> Collector<'t> {
     /// A host ELF: its `.hip_fatbin`, bundle sections, embedded objects, `.llvm.offloading`
     /// sections, and the kpack reference of a split library.
     pub fn host_elf(&mut self, src: &dyn ByteSource) {
-        match parse_host_elf_to(src, self.depth) {
+        match parse_host_elf_to(src, self.depth, &self.decoding.inflater()) {
             Ok(facts) => self.host_facts(src, facts),
             Err(e) => self.problems.push(e.to_string()),
         }
@@ -249,12 +252,10 @@ impl<'t> Collector<'t> {
                 }
                 Some(c) => {
                     let view = Slice::new(src, base + b.offset, b.header.size);
-                    inflater(c.method).and_then(|inflate| {
-                        let body = c.inflated_size - b.header.entries_offset;
-                        let stream =
-                            StreamSource::new(&view, b.header.entries_offset, b.header.size, inflate, body);
-                        self.offload_images(&stream, b.header.entries_offset, base, b)
-                    })
+                    let inf = self.decoding.inflater();
+                    let body = c.inflated_size - b.header.entries_offset;
+                    inf.stream(&view, (b.header.entries_offset, b.header.size), c.method, body)
+                        .and_then(|stream| self.offload_images(&stream, b.header.entries_offset, base, b))
                 }
             };
             if let Err(e) = read {
@@ -329,7 +330,8 @@ impl<'t> Collector<'t> {
     fn kpack_frame(&self, src: &dyn ByteSource, k: &KpackKernel) -> Result<(CodeObject, u64), ParseError> {
         let declared = frame_limit(k);
         let frame = Slice::new(src, k.offset, k.size);
-        let stream = StreamSource::new(&frame, 0, k.size, inflater(Codec::Zstd)?, declared);
+        let inf = self.decoding.inflater();
+        let stream = inf.stream(&frame, (0, k.size), Codec::Zstd, declared)?;
         let co = parse_code_object(&stream, k.original_size)?;
         Ok((co, k.offset))
     }
@@ -355,7 +357,11 @@ impl<'t> Collector<'t> {
             match inside(s.offset, s.size) {
                 true => self.bundles(
                     s.offset,
-                    &parse_bundles_to(&Slice::new(src, s.offset, s.size), self.depth),
+                    &parse_bundles_to(
+                        &Slice::new(src, s.offset, s.size),
+                        self.depth,
+                        &self.decoding.inflater(),
+                    ),
                     ".hip_fat: ",
                 ),
                 false => self.problems.push(format!("{} runs past the end of the file", s.name)),
@@ -365,7 +371,8 @@ impl<'t> Collector<'t> {
             if !self.first_visit(s.offset, s.size) {
                 continue;
             }
-            let found = parse_offload_binaries(&Slice::new(src, s.offset, s.size));
+            let found =
+                parse_offload_binaries_with(&Slice::new(src, s.offset, s.size), &self.decoding.inflater());
             self.offloading(src, s.offset, &found, ".llvm.offloading: ");
         }
     }

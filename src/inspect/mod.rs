@@ -7,11 +7,12 @@ pub mod resolve;
 
 use std::path::{Path, PathBuf};
 
+use crate::decode::Decoding;
 use crate::families;
 use crate::model::{ArchiveRecord, FileRecord, Problem, RelPath};
 use crate::parse::bundle::parse_bundles_to;
 use crate::parse::magic::{classify, Kind};
-use crate::parse::offload::parse_offload_binaries;
+use crate::parse::offload::parse_offload_binaries_with;
 use crate::parse::ByteSource;
 use crate::parse::Depth;
 use crate::vocab::targets::Targets;
@@ -78,6 +79,15 @@ impl Found {
     }
 }
 
+/// How a scan reads its items: against which target table, how far into their code, and with
+/// which decoding context (its budgets).
+#[derive(Clone, Copy)]
+pub struct Reading<'t> {
+    pub targets: &'t Targets,
+    pub depth: Depth<'t>,
+    pub decoding: &'t Decoding,
+}
+
 /// Bytes of the head that family detection and firmware headers look at.
 pub const FAMILY_HEAD: usize = 64;
 
@@ -89,9 +99,9 @@ pub fn inspect<'t>(
     name: &Path,
     disk: Option<&Path>,
     path: RelPath,
-    targets: &'t Targets,
-    depth: Depth<'t>,
+    reading: Reading<'t>,
 ) -> FileOutcome {
+    let Reading { targets, depth, decoding } = reading;
     let size = src.len();
     let kind = classify(head);
     let mut out = FileOutcome { path, kind, size, record: None, problems: Vec::new() };
@@ -100,14 +110,16 @@ pub fn inspect<'t>(
         return out;
     }
     let head = head.get(..FAMILY_HEAD).unwrap_or(head);
-    let mut col = Collector::new(targets, size, depth);
+    let mut col = Collector::new(reading, size);
     match kind {
         Kind::AmdgpuElf => col.standalone(src),
         Kind::OffloadBundle | Kind::CompressedOffloadBundle => {
-            col.bundles(0, &parse_bundles_to(src, depth), "")
+            col.bundles(0, &parse_bundles_to(src, depth, &decoding.inflater()), "")
         }
         Kind::HostElf => col.host_elf(src),
-        Kind::OffloadBinary => col.offloading(src, 0, &parse_offload_binaries(src), ""),
+        Kind::OffloadBinary => {
+            col.offloading(src, 0, &parse_offload_binaries_with(src, &decoding.inflater()), "")
+        }
         Kind::Kpack => col.kpack(src),
         Kind::Pe => col.pe(src),
         _ => {}

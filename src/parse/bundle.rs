@@ -17,11 +17,11 @@
 #![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::panic)]
 
 use super::elf::{parse_code_object, parse_code_object_header, CodeObject};
-use super::{
-    align_up, le16, le32, le64, ByteSource, Depth, Inflate, ParseError, Prefetched, Result, Slice, Step,
-    StreamSource,
-};
-use crate::vocab::codec::{zstd_frame_header, Codec, ZstdFrameHeader, WINDOWS};
+use super::{align_up, le16, le32, le64, ByteSource, Depth, ParseError, Prefetched, Result, Slice};
+use crate::decode::frame::{zstd_frame_header, zstd_window, ZstdFrameHeader};
+use crate::decode::stream::charge;
+use crate::decode::{Decoding, Inflater, StreamSource};
+use crate::vocab::codec::Codec;
 
 /// Magic of an uncompressed offload bundle.
 pub const BUNDLE_MAGIC: &[u8; 24] = b"__CLANG_OFFLOAD_BUNDLE__";
@@ -202,109 +202,17 @@ pub fn parse_ccob_header(b: &[u8]) -> Result<CcobHeader> {
     Ok(CcobHeader { version, compression, total_size, uncompressed_size, hash, header_len })
 }
 
-type ZstdDecoder = zstd::stream::raw::Decoder<'static>;
-
-/// A zstd decoder, holding its share of the process's window budget from its first input (the
-/// frame header says the window) until it is dropped; then kept idle with its window for the
-/// next frame that fits it ([`crate::vocab::codec::WindowBudget::keep`]).
-struct ZstdInflate(Option<ZstdDecoder>, Option<crate::vocab::codec::WindowPermit>);
-
-impl ZstdInflate {
-    /// Takes memory for a frame whose window is `window`: a kept decoder's, reset for this
-    /// frame, or a new share for this one.
-    fn obtain(&mut self, window: u64) {
-        let got = WINDOWS.obtain(charge(window));
-        if let Some(mut kept) = got.decoder.and_then(|d| d.downcast::<ZstdDecoder>().ok()) {
-            use zstd::stream::raw::Operation;
-            if kept.reinit().is_ok() {
-                self.0 = Some(*kept);
-            }
-        }
-        self.1 = Some(got.permit);
-    }
-}
-
-impl Drop for ZstdInflate {
-    fn drop(&mut self) {
-        if let (Some(permit), Some(decoder)) = (self.1.take(), self.0.take()) {
-            WINDOWS.keep(Box::new(decoder), permit);
-        }
-    }
-}
-
-/// Bytes a decoder is charged beside its window: the stream's own buffers and the part of the
-/// output a reader keeps.
-const DECODER_OVERHEAD: u64 = 8 << 20;
-
-impl Inflate for ZstdInflate {
-    fn step(&mut self, input: &[u8], output: &mut [u8]) -> Result<Step> {
-        use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
-        if self.1.is_none() {
-            if let Some(w) = crate::vocab::codec::zstd_window(input) {
-                self.obtain(w);
-            }
-        }
-        let mut inb = InBuffer::around(input);
-        let mut outb = OutBuffer::around(output);
-        let decompress = |detail: String| ParseError::Decompress { what: "zstd payload", detail };
-        let decoder = self.0.as_mut().ok_or_else(|| decompress("no decoder".to_string()))?;
-        let hint = decoder.run(&mut inb, &mut outb).map_err(|e| decompress(e.to_string()))?;
-        Ok(Step { consumed: inb.pos(), produced: outb.pos(), finished: hint == 0 })
-    }
-}
-
-struct ZlibInflate(flate2::Decompress);
-
-impl Inflate for ZlibInflate {
-    fn step(&mut self, input: &[u8], output: &mut [u8]) -> Result<Step> {
-        let (in0, out0) = (self.0.total_in(), self.0.total_out());
-        let status = self
-            .0
-            .decompress(input, output, flate2::FlushDecompress::None)
-            .map_err(|e| ParseError::Decompress { what: "zlib payload", detail: e.to_string() })?;
-        Ok(Step {
-            consumed: (self.0.total_in() - in0) as usize,
-            produced: (self.0.total_out() - out0) as usize,
-            finished: status == flate2::Status::StreamEnd,
-        })
-    }
-}
-
-/// A streaming decompressor for `c`.
-/// Only zstd and zlib occur in bundles and Tensile files (`llvm::compression::Format`).
-pub(crate) fn inflater(c: Codec) -> Result<Box<dyn Inflate>> {
-    Ok(match c {
-        Codec::Zstd => {
-            let mut d = zstd::stream::raw::Decoder::new()
-                .map_err(|e| ParseError::Decompress { what: "zstd", detail: e.to_string() })?;
-            // Refuse frames whose window would need more than 128 MiB.
-            d.set_parameter(zstd::stream::raw::DParameter::WindowLogMax(27))
-                .map_err(|e| ParseError::Decompress { what: "zstd", detail: e.to_string() })?;
-            Box::new(ZstdInflate(Some(d), None))
-        }
-        Codec::Zlib => Box::new(ZlibInflate(flate2::Decompress::new(true))),
-        other => {
-            return Err(ParseError::Decompress {
-                what: "stream",
-                detail: format!("{} is no bundle codec", other.name()),
-            })
-        }
-    })
-}
-
-/// The whole of `src` inflated as a stream (a `.dat.zlib` file), up to [`MAX_UNCOMPRESSED`].
-pub fn inflate_stream(src: &dyn ByteSource, c: Codec) -> Result<StreamSource<'_>> {
-    Ok(StreamSource::new(src, 0, src.len(), inflater(c)?, MAX_UNCOMPRESSED))
-}
-
 /// A stream that inflates the CCOB at the start of `src` (which may run past the CCOB's end).
-pub fn ccob_stream<'a>(src: &'a dyn ByteSource, h: &CcobHeader) -> Result<StreamSource<'a>> {
+pub fn ccob_stream<'a>(
+    src: &'a dyn ByteSource,
+    h: &CcobHeader,
+    inf: &'a Inflater<'_>,
+) -> Result<StreamSource<'a>> {
     let in_end = h.total_size.unwrap_or(src.len());
     if in_end > src.len() {
         return Err(ParseError::Truncated { what: "CCOB payload", offset: src.len() });
     }
-    let inflate = inflater(h.compression)?;
-    Ok(StreamSource::new(src, h.header_len, in_end, inflate, h.uncompressed_size))
+    inf.stream(src, (h.header_len, in_end), h.compression, h.uncompressed_size)
 }
 
 /// One device entry of a bundle and what its code object turned out to be.
@@ -466,11 +374,11 @@ fn walk_zstd_blocks(src: &dyn ByteSource, start: u64, end: u64, frame: &ZstdFram
 ///
 /// The bundle's `stored_size` is 0 when its end cannot be known (a broken table).
 pub fn parse_bundle(src: &dyn ByteSource) -> Result<Bundle> {
-    parse_bundle_to(src, Depth::Facts)
+    parse_bundle_to(src, Depth::Facts, &Decoding::default().inflater())
 }
 
 /// [`parse_bundle`], its code objects read to `depth`.
-pub fn parse_bundle_to(src: &dyn ByteSource, depth: Depth<'_>) -> Result<Bundle> {
+pub fn parse_bundle_to(src: &dyn ByteSource, depth: Depth<'_>, inf: &Inflater<'_>) -> Result<Bundle> {
     let head = src.read_up_to(0, 32)?;
     if head.starts_with(BUNDLE_MAGIC) {
         let mut b = Bundle {
@@ -502,7 +410,7 @@ pub fn parse_bundle_to(src: &dyn ByteSource, depth: Depth<'_>) -> Result<Bundle>
         entries: Vec::new(),
         error: None,
     };
-    let stream = ccob_stream(src, &h)?;
+    let stream = ccob_stream(src, &h, inf)?;
     match read_entries(&stream, depth) {
         Ok((entries, _)) => b.entries = entries,
         Err(e) => b.error = Some(e),
@@ -572,19 +480,13 @@ fn decoder_charge(src: &dyn ByteSource, pos: u64, h: &CcobHeader) -> u64 {
         return 0;
     }
     let frame = src.read_up_to(pos.saturating_add(h.header_len), 18).ok();
-    frame.and_then(|f| crate::vocab::codec::zstd_window(&f)).map_or(0, charge)
-}
-
-/// What a decoder of a frame with this window is charged: the window and its overhead (a
-/// header may claim any size: the charge saturates, and the budget caps it).
-fn charge(window: u64) -> u64 {
-    window.saturating_add(DECODER_OVERHEAD)
+    frame.and_then(|f| zstd_window(&f)).map_or(0, charge)
 }
 
 /// A bundle parsed at `pos` of `src`, placed in the region.
-fn parse_at(src: &dyn ByteSource, pos: u64, depth: Depth<'_>) -> Result<Bundle> {
+fn parse_at(src: &dyn ByteSource, pos: u64, depth: Depth<'_>, inf: &Inflater<'_>) -> Result<Bundle> {
     let view = Slice::new(src, pos, src.len() - pos);
-    let mut bundle = parse_bundle_to(&view, depth).map_err(|e| e.rebased(pos))?;
+    let mut bundle = parse_bundle_to(&view, depth, inf).map_err(|e| e.rebased(pos))?;
     bundle.offset = pos;
     bundle.error = bundle.error.map(|e| e.rebased(pos));
     Ok(bundle)
@@ -608,11 +510,11 @@ enum Slot {
 /// (their entries inflated and their code objects read), results kept in region order: one
 /// large library does not serialize the scan. The result is the same either way.
 pub fn parse_bundles(src: &dyn ByteSource) -> Bundles {
-    parse_bundles_to(src, Depth::Facts)
+    parse_bundles_to(src, Depth::Facts, &Decoding::default().inflater())
 }
 
 /// [`parse_bundles`], their code objects read to `depth`.
-pub fn parse_bundles_to(src: &dyn ByteSource, depth: Depth<'_>) -> Bundles {
+pub fn parse_bundles_to(src: &dyn ByteSource, depth: Depth<'_>, inf: &Inflater<'_>) -> Bundles {
     let shared = src.shared();
     let mut slots: Vec<Slot> = Vec::new();
     let mut stopped = None;
@@ -644,7 +546,7 @@ pub fn parse_bundles_to(src: &dyn ByteSource, depth: Depth<'_>) -> Bundles {
             pos = align_up(pos.saturating_add(size), FATBIN_ALIGN);
             continue;
         }
-        let parsed = parse_at(src, pos, depth);
+        let parsed = parse_at(src, pos, depth, inf);
         let size = parsed.as_ref().map_or(0, |b| b.stored_size);
         let failed = parsed.is_err();
         slots.push(Slot::Parsed(parsed));
@@ -662,7 +564,8 @@ pub fn parse_bundles_to(src: &dyn ByteSource, depth: Depth<'_>) -> Bundles {
             })
             .collect();
         let charges: Vec<u64> = located.iter().map(|l| l.2).collect();
-        let parsed = WINDOWS.run_within(&charges, |k| located.get(k).map(|l| parse_at(&sh, l.1, depth)));
+        let parsed =
+            inf.run_within(&charges, |k, inf| located.get(k).map(|l| parse_at(&sh, l.1, depth, inf)));
         for ((i, _, _), p) in located.iter().zip(parsed) {
             if let (Some(slot), Some(Some(p))) = (slots.get_mut(*i), p) {
                 *slot = Slot::Parsed(p);
@@ -673,7 +576,7 @@ pub fn parse_bundles_to(src: &dyn ByteSource, depth: Depth<'_>) -> Bundles {
     for slot in slots {
         let parsed = match slot {
             Slot::Parsed(p) => p,
-            Slot::Located(at, _) => parse_at(src, at, depth),
+            Slot::Located(at, _) => parse_at(src, at, depth, inf),
         };
         match parsed {
             Ok(b) => out.bundles.push(b),
@@ -931,13 +834,15 @@ mod tests {
         assert!(matches!(facts.error, Some(ParseError::Truncated { .. })), "{:?}", facts.error);
         assert_eq!(facts.entries.len(), 1, "the entry before the cut is still read");
         let targets = crate::vocab::targets::Targets::builtin();
+        let decoding = Decoding::default();
+        let inf = decoding.inflater();
         let wanted = ["gfx900".to_string()];
-        let checked =
-            parse_bundle_to(&cut, Depth::Tables { wanted: &wanted, targets: &targets }).expect("a bundle");
+        let checked = parse_bundle_to(&cut, Depth::Tables { wanted: &wanted, targets: &targets }, &inf)
+            .expect("a bundle");
         assert_eq!(checked.error, facts.error);
         let other = ["gfx1100".to_string()];
-        let unread =
-            parse_bundle_to(&cut, Depth::Tables { wanted: &other, targets: &targets }).expect("a bundle");
+        let unread = parse_bundle_to(&cut, Depth::Tables { wanted: &other, targets: &targets }, &inf)
+            .expect("a bundle");
         assert_eq!(unread.error, None);
         assert!(unread.entries[0].from_table);
     }

@@ -90,8 +90,7 @@ pub fn inflate_firmware(data: &[u8], codec: Codec) -> Result<Vec<u8>, String> {
     let limit = MAX_FIRMWARE as u64 + 1;
     match codec {
         Codec::Xz => {
-            let mut d =
-                crate::vocab::codec::xz_decoder(data, false).map_err(|e| format!("xz: {e}"))?.take(limit);
+            let mut d = crate::decode::xz_reader(data, false).map_err(|e| format!("xz: {e}"))?.take(limit);
             std::io::copy(&mut d, &mut out).map_err(|e| format!("xz: {e}"))?;
         }
         Codec::Zstd => {

@@ -18,8 +18,9 @@ use object::Endianness;
 use super::bundle::{parse_bundles_to, parse_entry_id, Bundles};
 use super::elf::{is_amdgpu_elf, parse_code_object, parse_header, CodeObject};
 use super::kpack::{parse_fatbin_wrappers, parse_kpack_ref, KpackRef, WrapperMagic};
-use super::offload::{parse_offload_binaries, OffloadBinaries};
+use super::offload::{parse_offload_binaries_with, OffloadBinaries};
 use super::{ByteSource, ParseError, Result, Slice};
+use crate::decode::Inflater;
 
 /// Most section headers read from one host ELF.
 pub const MAX_SECTIONS: u64 = 1 << 20;
@@ -272,11 +273,15 @@ fn find_embedded(
 
 /// Finds all device code in a host ELF: `.hip_fatbin` bundles, bundle sections, embedded objects.
 pub fn parse_host_elf(src: &dyn ByteSource) -> Result<HostFacts> {
-    parse_host_elf_to(src, super::Depth::Facts)
+    parse_host_elf_to(src, super::Depth::Facts, &crate::decode::Decoding::default().inflater())
 }
 
 /// [`parse_host_elf`], the code objects of its bundles read to `depth`.
-pub fn parse_host_elf_to(src: &dyn ByteSource, depth: super::Depth<'_>) -> Result<HostFacts> {
+pub fn parse_host_elf_to(
+    src: &dyn ByteSource,
+    depth: super::Depth<'_>,
+    inf: &Inflater<'_>,
+) -> Result<HostFacts> {
     let sections = parse_sections(src)?;
     let mut facts = HostFacts::default();
     let mut budget = MAX_EMBED_SCAN;
@@ -292,9 +297,11 @@ pub fn parse_host_elf_to(src: &dyn ByteSource, depth: super::Depth<'_>) -> Resul
         }
         if s.name == ".hip_fatbin" {
             let region = Slice::new(src, s.offset, s.size);
-            facts.fatbin = Some((s.offset, parse_bundles_to(&region, depth)));
+            facts.fatbin = Some((s.offset, parse_bundles_to(&region, depth, inf)));
         } else if s.sh_type == SHT_LLVM_OFFLOADING || s.name.starts_with(OFFLOADING_SECTION) {
-            facts.offloading.push((s.offset, parse_offload_binaries(&Slice::new(src, s.offset, s.size))));
+            facts
+                .offloading
+                .push((s.offset, parse_offload_binaries_with(&Slice::new(src, s.offset, s.size), inf)));
         } else if let Some(id) = s.name.strip_prefix(BUNDLE_SECTION_PREFIX) {
             if parse_entry_id(id).is_amdgcn() && s.size > 0 {
                 let view = Slice::new(src, s.offset, s.size);

@@ -27,8 +27,8 @@
 
 use std::borrow::Cow;
 
-use super::bundle::inflater;
-use super::{align_up, check_range, le16, le32, le64, ByteSource, ParseError, Result, Slice, StreamSource};
+use super::{align_up, check_range, le16, le32, le64, ByteSource, ParseError, Result, Slice};
+use crate::decode::Inflater;
 use crate::vocab::codec::Codec;
 
 /// The first four bytes of every OffloadBinary (`0x10FF10AD` as bytes).
@@ -396,6 +396,11 @@ fn read_entries(view: &dyn ByteSource, h: &OffloadHeader) -> Result<Vec<OffloadE
 /// Image offsets are counted from the start of `src` (see [`OffloadEntry::image_offset`] for
 /// compressed binaries).
 pub fn parse_offload_binary(src: &dyn ByteSource) -> Result<OffloadBinary> {
+    parse_offload_binary_with(src, &crate::decode::Decoding::default().inflater())
+}
+
+/// [`parse_offload_binary`], a compressed binary's head inflated with `inf`.
+pub fn parse_offload_binary_with(src: &dyn ByteSource, inf: &Inflater<'_>) -> Result<OffloadBinary> {
     let head = src.read_up_to(0, 40)?;
     let h = parse_offload_header(&head, src.len())?;
     if !h.is_compressed() {
@@ -410,7 +415,7 @@ pub fn parse_offload_binary(src: &dyn ByteSource) -> Result<OffloadBinary> {
     let body = src.read_up_to(h.entries_offset, 4)?;
     let method = if body.as_ref() == [0x28, 0xB5, 0x2F, 0xFD] { Codec::Zstd } else { Codec::Zlib };
     let body_len = h.inflated_size - h.entries_offset;
-    let stream = StreamSource::new(src, h.entries_offset, h.size, inflater(method)?, body_len);
+    let stream = inf.stream(src, (h.entries_offset, h.size), method, body_len)?;
     let mut prefix = src.read_at(0, h.entries_offset.min(MAX_METADATA) as usize)?.into_owned();
     let want = body_len.min(MAX_METADATA.saturating_sub(prefix.len() as u64)) as usize;
     prefix.extend_from_slice(&stream.read_up_to(0, want)?);
@@ -430,6 +435,11 @@ pub fn parse_offload_binary(src: &dyn ByteSource) -> Result<OffloadBinary> {
 /// [`OFFLOAD_ALIGN`]. Zero bytes at aligned positions are padding. Anything else stops the walk
 /// with an error.
 pub fn parse_offload_binaries(src: &dyn ByteSource) -> OffloadBinaries {
+    parse_offload_binaries_with(src, &crate::decode::Decoding::default().inflater())
+}
+
+/// [`parse_offload_binaries`], compressed binaries' heads inflated with `inf`.
+pub fn parse_offload_binaries_with(src: &dyn ByteSource, inf: &Inflater<'_>) -> OffloadBinaries {
     let mut out = OffloadBinaries::default();
     let mut pos = 0u64;
     let mut padding = 0u64;
@@ -459,7 +469,7 @@ pub fn parse_offload_binaries(src: &dyn ByteSource) -> OffloadBinaries {
             break;
         }
         let view = Slice::new(src, pos, src.len() - pos);
-        match parse_offload_binary(&view) {
+        match parse_offload_binary_with(&view, inf) {
             Ok(mut b) => {
                 b.offset = pos;
                 if b.compression.is_none() {

@@ -465,7 +465,7 @@ mod tests {
         let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
         z.write_all(&b).unwrap();
         let z = z.finish().unwrap();
-        let stream = crate::parse::bundle::inflate_stream(&z, crate::vocab::codec::Codec::Zlib).unwrap();
+        let stream = crate::decode::stream::zlib(&z, (0, z.len() as u64), u64::MAX);
         let idx = parse_tensile_index(&stream).expect("streams through");
         assert_eq!(idx.processors, ["gfx90a"]);
     }

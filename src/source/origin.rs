@@ -12,9 +12,10 @@
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::io::{self, Read, Seek, SeekFrom};
-use std::sync::atomic::{AtomicU64, Ordering};
+
 use std::sync::Arc;
 
+use crate::decode::Budget;
 use crate::parse::archive::{xz_blocks, xz_tail_index, XzBlock};
 use crate::parse::{check_range, ByteSource, ParseError, Slice};
 use crate::source::file::FileSource;
@@ -30,45 +31,6 @@ const MAX_PASSES: u32 = 4;
 const MAX_JUMPS: u32 = 1024;
 /// How far before a jump's target reading starts, for parsers that step back a little.
 const JUMP_BACK: u64 = 1 << 20;
-
-/// How much one top-level archive may inflate, all members, passes and nesting together: at
-/// least 4 GiB, else 200 times its size (real packages inflate 3–10 times).
-pub fn budget_for(size: u64) -> u64 {
-    size.saturating_mul(200).max(4 << 30)
-}
-
-/// A running count of inflated bytes, shared by everything read out of one top-level archive.
-pub struct Budget {
-    used: AtomicU64,
-    limit: u64,
-}
-
-impl Budget {
-    pub fn new(limit: u64) -> Arc<Self> {
-        Arc::new(Budget { used: AtomicU64::new(0), limit })
-    }
-
-    fn spend(&self, n: u64) -> io::Result<()> {
-        let used = self.used.fetch_add(n, Ordering::Relaxed).saturating_add(n);
-        if used > self.limit {
-            return Err(io::Error::other(self.message()));
-        }
-        Ok(())
-    }
-
-    /// True once more was inflated than the budget allows.
-    pub fn exhausted(&self) -> bool {
-        self.used.load(Ordering::Relaxed) > self.limit
-    }
-
-    /// The problem an archive over its budget becomes.
-    pub fn message(&self) -> String {
-        format!(
-            "archive inflates past {} bytes (200 times its size): a decompression bomb, or more than gfxscan reads; not read",
-            self.limit
-        )
-    }
-}
 
 /// Where a stream of bytes comes from, so that it can be opened again from its start.
 #[derive(Clone)]
@@ -192,9 +154,9 @@ impl Origin {
                         let body = inner.open_at(first.offset)?.take(seek.index_at - first.offset);
                         let tail = io::Cursor::new(xz_tail_index(&seek.blocks, i, seek.flags));
                         let stream = Box::new(head.chain(body).chain(tail));
-                        (crate::vocab::codec::xz_decoder(stream, false)?, first.uncompressed_offset)
+                        (crate::decode::xz_reader(stream, false)?, first.uncompressed_offset)
                     }
-                    _ => (codec.decoder(inner.open()?)?, 0),
+                    _ => (crate::decode::reader(*codec, inner.open()?)?, 0),
                 };
                 let mut r: Box<dyn Read> =
                     Box::new(Metered { inner: decoded, budget: budget.clone(), produced: start, cap: *len });

@@ -47,7 +47,7 @@ fn head_of(path: &Path, n: u64) -> std::io::Result<(Vec<u8>, Option<Codec>)> {
     let Some(codec) = whole_file_codec(&raw) else { return Ok((raw, None)) };
     let mut inflated = Vec::new();
     // A stream cut short after its first bytes still tells what it holds.
-    let _ = codec.decoder(Box::new(File::open(path)?))?.take(n).read_to_end(&mut inflated);
+    let _ = crate::decode::reader(codec, Box::new(File::open(path)?))?.take(n).read_to_end(&mut inflated);
     Ok((inflated, Some(codec)))
 }
 
@@ -83,8 +83,7 @@ pub fn read_snapshot(path: &Path) -> anyhow::Result<model::Snapshot> {
     let bytes = match whole_file_codec(&raw) {
         Some(codec) => {
             let mut inflated = Vec::new();
-            codec
-                .decoder(Box::new(raw.as_slice()))
+            crate::decode::reader(codec, Box::new(raw.as_slice()))
                 .and_then(|d| d.take(MAX_SNAPSHOT + 1).read_to_end(&mut inflated))
                 .with_context(|| {
                     format!("{}: {} data that does not inflate", path.display(), codec.name())
