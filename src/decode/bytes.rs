@@ -247,6 +247,13 @@ impl<'a> Prefetched<'a> {
         Ok(Prefetched { inner, head })
     }
 
+    /// `inner`, whose first bytes `head` were read already (a file's sniffed head): reads
+    /// within them cost no read of `inner`.
+    pub fn already(inner: &'a dyn ByteSource, head: &[u8]) -> Self {
+        let head = head.get(..head.len().min(inner.len() as usize)).unwrap_or_default().to_vec();
+        Prefetched { inner, head }
+    }
+
     /// The bytes read up front.
     pub fn head(&self) -> &[u8] {
         &self.head

@@ -13,8 +13,8 @@ use crate::model::{ArchiveRecord, FileRecord, Problem, RelPath};
 use crate::parse::bundle::parse_bundles_to;
 use crate::parse::magic::{classify, Kind};
 use crate::parse::offload::parse_offload_binaries_with;
-use crate::parse::ByteSource;
 use crate::parse::Depth;
+use crate::parse::{ByteSource, Prefetched};
 use crate::vocab::targets::Targets;
 use code::Collector;
 
@@ -102,6 +102,9 @@ pub fn inspect<'t>(
     reading: Reading<'t>,
 ) -> FileOutcome {
     let Reading { targets, depth, decoding } = reading;
+    // Headers at the start (a CCOB's, its zstd frame's, an ELF's) are read from the head.
+    let pre = Prefetched::already(src, head);
+    let src: &dyn ByteSource = &pre;
     let size = src.len();
     let kind = classify(head);
     let mut out = FileOutcome { path, kind, size, record: None, problems: Vec::new() };

@@ -255,16 +255,18 @@ pub struct Bundles {
     pub stopped: Option<ParseError>,
 }
 
-/// True when the entry's ID alone says what a runtime picking code needs: comgr reads a
-/// target ID from it, and that target is a processor the target table knows (a generic
-/// target's code is loaded only from a generic version its ELF header states; an unknown one
-/// is named by its ELF), and none of the `wanted` processors (those being checked, whose
-/// verdicts rest on the entry: it is read, so a broken one is seen).
+/// True when the entry's ID alone says what a runtime picking code for the `wanted` processors
+/// (those being checked) needs: comgr reads a target ID from it, that target is a processor the
+/// target table knows (an unknown one is named by its ELF), and neither a wanted processor (a
+/// verdict rests on the entry: it is read, so a broken one is seen) nor the generic target one
+/// of them falls back to (that code loads only with the generic version its ELF header states,
+/// clr `hip_fatbin.cpp` `TargetToGeneric`). Other generic targets' code serves none of them.
 fn table_suffices(id: &str, wanted: &[String], targets: &crate::vocab::targets::Targets) -> bool {
     crate::vocab::runtime::comgr_target(id).is_some_and(|t| {
         let processor = t.split(':').next().unwrap_or(t);
-        let known = targets.by_name(processor).is_some_and(|p| !p.is_generic());
-        known && !wanted.iter().any(|w| w == processor)
+        let falls_back_to =
+            |w: &String| targets.by_name(w).and_then(|wt| wt.generic.as_deref()) == Some(processor);
+        targets.by_name(processor).is_some() && !wanted.iter().any(|w| w == processor || falls_back_to(w))
     })
 }
 

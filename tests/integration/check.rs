@@ -12,8 +12,8 @@ use serde_json::{json, Value};
 use gfxscan::testing::{bundle, code_object, tensile_index, CodeObjectSpec};
 
 use crate::fixtures::{
-    co, hip, hip_bundle, host_lib, GENERIC_V1, GFX1030, GFX1100, GFX11_GENERIC, GFX90A, HOST, SRAMECC_ON,
-    XNACK_OFF, XNACK_ON,
+    co, hip, hip_bundle, host_lib, GENERIC_V1, GFX1030, GFX1100, GFX11_GENERIC, GFX90A, GFX9_GENERIC, HOST,
+    SRAMECC_ON, XNACK_OFF, XNACK_ON,
 };
 use crate::util::{run, Run, Tree};
 
@@ -915,6 +915,21 @@ fn check_reading_tables_gives_a_full_scans_verdicts() {
     let garbage = [(HOST.to_string(), Vec::new()), (hip("gfx1100"), vec![0x5a; 4096])];
     let refs: Vec<(&str, &[u8])> = garbage.iter().map(|(i, d)| (i.as_str(), d.as_slice())).collect();
     m.tree.file("opt/rocm/lib/libgarbage.co", &ccob(3, Codec::Zstd, &bundle(&refs, 4096)));
+    // gfx900 falls back to gfx9-generic: its generic entries are read when gfx900 is checked
+    // (a broken one is a problem, a good one serves by its generic version) and taken from the
+    // table otherwise. A plain bundle's entries are taken from its table as a CCOB's are.
+    let gfx9_generic = code_object(&CodeObjectSpec::new(4, GFX9_GENERIC | GENERIC_V1, &["k"]));
+    let nine = [
+        (HOST.to_string(), Vec::new()),
+        (hip("gfx9-generic"), gfx9_generic),
+        (hip("gfx1030"), co(GFX1030, 0, 1)),
+    ];
+    let refs: Vec<(&str, &[u8])> = nine.iter().map(|(i, d)| (i.as_str(), d.as_slice())).collect();
+    m.tree.file("opt/rocm/lib/libnine.co", &ccob(3, Codec::Zstd, &bundle(&refs, 4096)));
+    m.tree.file("opt/rocm/lib/libnine_plain.co", &bundle(&refs, 4096));
+    let broken = [(HOST.to_string(), Vec::new()), (hip("gfx9-generic"), vec![0x5a; 4096])];
+    let refs: Vec<(&str, &[u8])> = broken.iter().map(|(i, d)| (i.as_str(), d.as_slice())).collect();
+    m.tree.file("opt/rocm/lib/libnine_broken.co", &ccob(3, Codec::Zstd, &bundle(&refs, 4096)));
     let whole = co(GFX1100, 0, 2);
     m.tree.file("opt/rocm/lib/libcut.so", &host_lib(&[("gfx1100", &whole[..64])]));
     let cut_id = hip("gfx1100");
@@ -948,4 +963,40 @@ fn check_reading_tables_gives_a_full_scans_verdicts() {
         assert!(full.contains(&problem), "{broken} is a problem: {full}");
     }
     assert_eq!(verdicts_at(m.tree.root(), true, &gpus), full);
+    // As `check --gpu G` runs, one GPU at a time: the same outcome and the same verdict for
+    // every library a full scan reads. Entries no checked GPU loads are taken from their
+    // tables, so a library whose every entry is broken is MISSING for the GPUs it has no entry
+    // for, where a full scan finds it unreadable: never OK either way.
+    let statuses = |json: &str| {
+        let v: serde_json::Value = serde_json::from_str(json).expect("JSON");
+        let mut by_library = std::collections::BTreeMap::new();
+        for install in v["installs"].as_array().into_iter().flatten() {
+            for gpu in install["gpus"].as_array().into_iter().flatten() {
+                for verdict in gpu["verdicts"].as_array().into_iter().flatten() {
+                    by_library.insert(verdict["library"].to_string(), verdict.clone());
+                }
+            }
+        }
+        (v["outcome"].clone(), by_library)
+    };
+    for gpu in gpus {
+        let full_json = verdicts_at(m.tree.root(), false, &[gpu]);
+        let ((outcome, mut tables), (full_outcome, full)) =
+            (statuses(&verdicts_at(m.tree.root(), true, &[gpu])), statuses(&full_json));
+        assert_eq!(outcome, full_outcome, "{gpu}");
+        for (library, verdict) in &full {
+            assert_eq!(tables.remove(library).as_ref(), Some(verdict), "{gpu}: {library}");
+        }
+        for (library, verdict) in tables {
+            let path = library.trim_matches('"').rsplit("/opt/rocm/").next().unwrap_or_default().to_string();
+            assert_ne!(verdict["status"], "ok", "{gpu}: {library}");
+            assert!(
+                full_json.contains(&format!("\"path\": \"opt/rocm/{path}\"")),
+                "{gpu}: {library} unread in full"
+            );
+        }
+    }
+    let gfx900 = verdicts_at(m.tree.root(), true, &["gfx900"]);
+    assert!(gfx900.contains("\"loads\": \"hipv4-amdgcn-amd-amdhsa--gfx9-generic\""), "{gfx900}");
+    assert!(gfx900.contains("libnine_broken.co"), "a broken entry gfx900 would load is seen: {gfx900}");
 }

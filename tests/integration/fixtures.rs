@@ -23,6 +23,7 @@ pub const SRAMECC_ON: u32 = 0xc00;
 pub const GFX1010: u32 = 0x033;
 pub const GFX9_4_GENERIC: u32 = 0x05f;
 pub const GFX11_GENERIC: u32 = 0x054;
+pub const GFX9_GENERIC: u32 = 0x051;
 pub const GENERIC_V1: u32 = 1 << 24;
 
 /// A host library whose `.hip_fatbin` holds one bundle with a device entry per
