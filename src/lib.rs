@@ -103,6 +103,12 @@ fn scan_for(opts: &ScanOpts, targets: &Targets) -> anyhow::Result<model::Snapsho
     scan_roots(roots, opts, targets, None)
 }
 
+/// The processors whose entries a scanned side of `diff --only` reads whole (see
+/// [`scan::ScanConfig::check_for`]); `None`, every fact, for a diff of every target.
+pub fn diff_reads_for(only: &[String]) -> Option<Vec<String>> {
+    (!only.is_empty()).then(|| distinct(only))
+}
+
 /// A target list as given, without repeats (the first place kept).
 fn distinct(names: &[String]) -> Vec<String> {
     let mut out: Vec<String> = Vec::with_capacity(names.len());
@@ -320,7 +326,12 @@ fn run_diff(mut args: DiffArgs, color: cli::ColorChoice) -> anyhow::Result<ExitS
                 s.findings = library::findings::findings(&s, &targets);
                 Ok((s, diff::SideSource::Snapshot))
             }
-            None => Ok((scan_for(&opts(p), &targets)?, diff::SideSource::Scan)),
+            // Asked about some targets only, a side is read as `check` reads it for them: their
+            // entries whole, the others' from bundle tables (losses are verdicts).
+            None => Ok((
+                scan_roots(vec![p.to_path_buf()], &opts(p), &targets, diff_reads_for(&args.only))?,
+                diff::SideSource::Scan,
+            )),
         }
     };
     let (old, so) = side(&args.old, old_snap)?;

@@ -579,3 +579,26 @@ pub fn verdicts_at(root: &std::path::Path, tables: bool, gpus: &[&str]) -> Strin
     let report = crate::check::check(&snap, &found, &targets, crate::check::CheckOptions::default());
     serde_json::to_string_pretty(&report).expect("JSON")
 }
+
+/// The JSON of `diff --only` between two folders, each read as `diff` reads it for those
+/// targets (`tables`: their verdicts' needs, [`crate::diff_reads_for`]) or as `scan` does:
+/// for tests that hold the fast path to a full scan's diff.
+pub fn diff_at(old: &std::path::Path, new: &std::path::Path, only: &[&str], tables: bool) -> String {
+    let targets = crate::vocab::targets::Targets::builtin();
+    let only: Vec<String> = only.iter().map(|o| o.to_string()).collect();
+    let side = |root: &std::path::Path| {
+        let config = crate::scan::ScanConfig {
+            roots: vec![root.to_path_buf()],
+            threads: None,
+            follow_links: false,
+            cross_file_systems: false,
+            max_memory: None,
+            check_for: if tables { crate::diff_reads_for(&only) } else { None },
+        };
+        crate::scan::scan(&config, &targets, &crate::scan::Silent).expect("scan")
+    };
+    let sources = (crate::diff::SideSource::Scan, crate::diff::SideSource::Scan);
+    let mut d = crate::diff::diff(&side(old), &side(new), sources, &targets);
+    d.restrict(&only, &targets);
+    serde_json::to_string_pretty(&d).expect("JSON")
+}

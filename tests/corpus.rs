@@ -782,6 +782,37 @@ fn absent_corpus_says_skipped_past_the_capture() {
 /// `check` reads compressed bundles to their tables and plain code objects to their ELF
 /// headers; on every real tree here its verdicts equal a full scan's, for the GPUs people ask
 /// about, feature-stating ones included.
+/// `diff --only` reads a scanned side as `check` does for those targets: the same diff as two
+/// full scans give, on Debian's ROCm 5.x → 6.x → 6.4 upgrades.
+#[test]
+fn diff_only_reading_tables_gives_a_full_scans_diff_on_real_trees() {
+    use gfxscan::testing::diff_at;
+    let Some(dir) = std::env::var_os("GFXSCAN_DEBIAN_CORPUS").filter(|d| !d.is_empty()) else {
+        skipped("set GFXSCAN_DEBIAN_CORPUS to the DIR of fetch-debian.sh");
+        return;
+    };
+    let deb = Path::new(&dir).join("deb");
+    let pairs = [("bookworm-root", "trixie-root"), ("trixie-root", "sid-root")];
+    let mut compared = 0;
+    for (old, new) in
+        pairs.map(|(o, n)| (deb.join(o), deb.join(n))).iter().filter(|(o, n)| o.exists() && n.exists())
+    {
+        for only in [&["gfx900"][..], &["gfx906"], &["gfx1030"], &["gfx1100", "gfx1151"]] {
+            let full = diff_at(old, new, only, false);
+            assert!(
+                full == diff_at(old, new, only, true),
+                "{} → {}, {only:?}: the diffs differ",
+                old.display(),
+                new.display()
+            );
+            compared += 1;
+        }
+    }
+    if compared == 0 {
+        skipped("Debian trees not present");
+    }
+}
+
 #[test]
 fn check_reading_tables_gives_a_full_scans_verdicts_on_real_trees() {
     use gfxscan::testing::verdicts_at;

@@ -47,8 +47,8 @@ fn signed(old: u64, new: u64) -> String {
     }
 }
 
-/// Writes a diff in the chosen format.
-pub fn write_diff(
+/// Writes a diff as text, Markdown or JSON (the HTML page is `html`'s).
+pub fn write_diff_text(
     d: &SnapshotDiff,
     targets: &Targets,
     format: OutputFormat,
@@ -56,10 +56,8 @@ pub fn write_diff(
     style: Style,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
-    match format {
-        OutputFormat::Json => return write_json(out, d),
-        OutputFormat::Html => return super::html::write_diff_html(d, targets, out),
-        _ => {}
+    if format == OutputFormat::Json {
+        return write_json(out, d);
     }
     let md = format == OutputFormat::Markdown;
     // Markdown is pasted, not shown: no width, no escapes.

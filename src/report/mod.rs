@@ -17,7 +17,6 @@ pub mod table;
 pub mod views;
 
 pub use check::write_check;
-pub use diff::write_diff;
 pub use scan::{write_scan, ScanView};
 pub use style::Style;
 
@@ -41,6 +40,22 @@ fn write_json(out: &mut dyn Write, value: &impl serde::Serialize) -> anyhow::Res
     text.push(b'\n');
     out.write_all(&text)?;
     Ok(())
+}
+
+/// Writes a diff in the chosen format: the HTML page, or the text, Markdown and JSON of
+/// [`diff::write_diff_text`].
+pub fn write_diff(
+    d: &crate::diff::SnapshotDiff,
+    targets: &Targets,
+    format: crate::cli::OutputFormat,
+    verbose: bool,
+    style: Style,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    match format {
+        crate::cli::OutputFormat::Html => html::write_diff_html(d, targets, out),
+        _ => diff::write_diff_text(d, targets, format, verbose, style, out),
+    }
 }
 
 /// Writes the target table: TOML-like lines for people, or JSON.

@@ -187,3 +187,62 @@ fn snapshots_that_make_no_sense_are_refused() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("a `check` result: diff and merge take scan snapshots"), "{err}");
 }
+
+/// `diff --only` reads scanned folders as `check` reads them for those targets (other entries
+/// from their bundle tables, compressed or plain): the same diff as two full scans, losses,
+/// gains, counts and files alike; generic code a target falls back to is read whole.
+#[test]
+fn diff_only_reads_tables_and_gives_a_full_scans_diff() {
+    use gfxscan::testing::{ccob, diff_at, Codec};
+    let t = Tree::new();
+    let entries = |ids: &[(&str, u32)]| -> Vec<(String, Vec<u8>)> {
+        ids.iter()
+            .map(|(id, mach)| {
+                (format!("hipv4-amdgcn-amd-amdhsa--{id}"), code_object(&CodeObjectSpec::v4(*mach, 0, &["k"])))
+            })
+            .chain([("host-x86_64-unknown-linux-gnu-".to_string(), Vec::new())])
+            .collect()
+    };
+    let generic = code_object(&CodeObjectSpec::new(4, 0x051 | 0x0100_0000, &["k"]));
+    let write = |side: &str, ids: &[(&str, u32)], with_generic: bool| {
+        let mut e = entries(ids);
+        if with_generic {
+            e.push(("hipv4-amdgcn-amd-amdhsa--gfx9-generic".to_string(), generic.clone()));
+        }
+        let refs: Vec<(&str, &[u8])> = e.iter().map(|(i, d)| (i.as_str(), d.as_slice())).collect();
+        t.file(&format!("{side}/opt/rocm/lib/libz.co"), &ccob(3, Codec::Zstd, &bundle(&refs, 4096)));
+        t.file(&format!("{side}/opt/rocm/lib/libplain.co"), &bundle(&refs, 4096));
+        t.file(
+            &format!("{side}/opt/rocm/lib/libhost.so"),
+            &lib_with(&ids.iter().map(|(i, m)| (*m, *i)).collect::<Vec<_>>()),
+        );
+    };
+    write("old", &[("gfx900", 0x2c), ("gfx1030", 0x36), ("gfx1100", 0x41)], true);
+    write("new", &[("gfx1030", 0x36), ("gfx1151", 0x4a)], false);
+    let (old, new) = (t.path("old"), t.path("new"));
+    let onlys = [&["gfx900"][..], &["gfx1030"], &["gfx1100"], &["gfx1151"], &["gfx906", "gfx1100"]];
+    for only in onlys {
+        let full = diff_at(&old, &new, only, false);
+        assert_eq!(diff_at(&old, &new, only, true), full, "{only:?}");
+    }
+    // An entry whose ELF names another processor than its ID (gfx1151 holding gfx1036 code):
+    // comgr loads by the ID, so losses, gains and the outcome are the same; a file's list of
+    // targets names the ID's processor for entries of targets not asked about.
+    write("odd", &[("gfx1030", 0x36), ("gfx1151", 0x45)], false);
+    let verdicts = |json: String| {
+        let v: Value = serde_json::from_str(&json).expect("JSON");
+        (v["outcome"].clone(), v["losses"].clone(), v["gains"].clone())
+    };
+    for only in onlys {
+        let odd = t.path("odd");
+        assert_eq!(
+            verdicts(diff_at(&old, &odd, only, true)),
+            verdicts(diff_at(&old, &odd, only, false)),
+            "{only:?}"
+        );
+    }
+    // Not a diff that cannot differ: gfx900 loses its native and its generic code.
+    let gfx900: Value = serde_json::from_str(&diff_at(&old, &new, &["gfx900"], true)).expect("JSON");
+    assert_eq!(gfx900["outcome"], "loss", "{gfx900}");
+    assert!(gfx900["losses"].as_array().is_some_and(|l| l.len() == 3), "{gfx900}");
+}
