@@ -210,8 +210,8 @@ fn diff_only_reads_tables_and_gives_a_full_scans_diff() {
             e.push(("hipv4-amdgcn-amd-amdhsa--gfx9-generic".to_string(), generic.clone()));
         }
         let refs: Vec<(&str, &[u8])> = e.iter().map(|(i, d)| (i.as_str(), d.as_slice())).collect();
-        t.file(&format!("{side}/opt/rocm/lib/libz.co"), &ccob(3, Codec::Zstd, &bundle(&refs, 4096)));
-        t.file(&format!("{side}/opt/rocm/lib/libplain.co"), &bundle(&refs, 4096));
+        t.file(format!("{side}/opt/rocm/lib/libz.co"), &ccob(3, Codec::Zstd, &bundle(&refs, 4096)));
+        t.file(format!("{side}/opt/rocm/lib/libplain.co"), &bundle(&refs, 4096));
         t.file(
             &format!("{side}/opt/rocm/lib/libhost.so"),
             &lib_with(&ids.iter().map(|(i, m)| (*m, *i)).collect::<Vec<_>>()),
