@@ -213,7 +213,7 @@ fn diff_only_reads_tables_and_gives_a_full_scans_diff() {
         t.file(format!("{side}/opt/rocm/lib/libz.co"), &ccob(3, Codec::Zstd, &bundle(&refs, 4096)));
         t.file(format!("{side}/opt/rocm/lib/libplain.co"), &bundle(&refs, 4096));
         t.file(
-            &format!("{side}/opt/rocm/lib/libhost.so"),
+            format!("{side}/opt/rocm/lib/libhost.so"),
             &lib_with(&ids.iter().map(|(i, m)| (*m, *i)).collect::<Vec<_>>()),
         );
     };
