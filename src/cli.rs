@@ -324,7 +324,8 @@ pub struct DiffArgs {
     /// Exit 1 when any target lost coverage in any library.
     #[arg(long)]
     pub fail_on_loss: bool,
-    /// Compare only these targets (comma-separated, e.g. gfx900,gfx1030,gfx1100).
+    /// Compare only these targets (comma-separated, e.g. gfx900,gfx1030,gfx1100); a folder is
+    /// then read as `check` reads it for them (other targets' entries from bundle tables).
     #[arg(long, value_delimiter = ',', value_name = "TARGETS")]
     pub only: Vec<String>,
     /// Every detail: each file added, removed or changed, and every library's code objects
