@@ -371,6 +371,121 @@ impl<'a> HostSection<'a> {
     }
 }
 
+/// What [`dynamic_elf`] writes: an ELF program or shared library as the loader sees it.
+#[derive(Debug, Clone)]
+pub struct DynamicSpec {
+    pub class64: bool,
+    pub machine: u16,
+    /// `e_type`: 3 (shared object) by default.
+    pub e_type: u16,
+    pub needed: Vec<String>,
+    pub rpath: Option<String>,
+    pub runpath: Option<String>,
+    pub soname: Option<String>,
+    pub nodeflib: bool,
+    pub interp: Option<String>,
+}
+
+impl Default for DynamicSpec {
+    fn default() -> Self {
+        DynamicSpec {
+            class64: true,
+            machine: 62,
+            e_type: 3,
+            needed: Vec::new(),
+            rpath: None,
+            runpath: None,
+            soname: None,
+            nodeflib: false,
+            interp: None,
+        }
+    }
+}
+
+/// A little-endian ELF object holding only what `ld.so` reads: one `PT_LOAD` over the whole
+/// file (addresses equal offsets), `PT_DYNAMIC` with its string table, and `PT_INTERP` when
+/// the spec names an interpreter (System V gABI "Dynamic Section").
+pub fn dynamic_elf(spec: &DynamicSpec) -> Vec<u8> {
+    let (word, ehsize, phsize) = if spec.class64 { (8usize, 64usize, 56usize) } else { (4, 52, 32) };
+    let mut strtab = vec![0u8];
+    let mut string = |s: &str| {
+        let at = strtab.len() as u64;
+        strtab.extend_from_slice(s.as_bytes());
+        strtab.push(0);
+        at
+    };
+    let mut dyns: Vec<(u64, u64)> =
+        spec.needed.iter().map(|n| (u64::from(elf::DT_NEEDED), string(n))).collect();
+    for (tag, v) in
+        [(elf::DT_RPATH, &spec.rpath), (elf::DT_RUNPATH, &spec.runpath), (elf::DT_SONAME, &spec.soname)]
+    {
+        if let Some(v) = v {
+            dyns.push((u64::from(tag), string(v)));
+        }
+    }
+    if spec.nodeflib {
+        dyns.push((u64::from(elf::DT_FLAGS_1), u64::from(elf::DF_1_NODEFLIB)));
+    }
+    let phnum = if spec.interp.is_some() { 3 } else { 2 };
+    let strtab_at = (ehsize + phnum * phsize) as u64;
+    let dyn_at = (strtab_at + strtab.len() as u64).next_multiple_of(8);
+    dyns.push((u64::from(elf::DT_STRTAB), strtab_at));
+    dyns.push((u64::from(elf::DT_STRSZ), strtab.len() as u64));
+    dyns.push((u64::from(elf::DT_NULL), 0));
+    let dyn_len = (dyns.len() * 2 * word) as u64;
+    let interp_at = dyn_at + dyn_len;
+    let interp = spec.interp.as_ref().map(|i| [i.as_bytes(), &[0]].concat()).unwrap_or_default();
+    let total = interp_at + interp.len() as u64;
+    let mut out = Vec::new();
+    let w = |out: &mut Vec<u8>, v: u64| match word {
+        8 => out.extend_from_slice(&v.to_le_bytes()),
+        _ => out.extend_from_slice(&(v as u32).to_le_bytes()),
+    };
+    // ELF header.
+    out.extend_from_slice(b"\x7fELF");
+    out.extend_from_slice(&[if spec.class64 { 2 } else { 1 }, 1, 1, 0]);
+    out.extend_from_slice(&[0; 8]);
+    out.extend_from_slice(&spec.e_type.to_le_bytes());
+    out.extend_from_slice(&spec.machine.to_le_bytes());
+    out.extend_from_slice(&1u32.to_le_bytes());
+    w(&mut out, 0); // e_entry
+    w(&mut out, ehsize as u64); // e_phoff
+    w(&mut out, 0); // e_shoff
+    out.extend_from_slice(&0u32.to_le_bytes()); // e_flags
+    for v in [ehsize, phsize, phnum, 64, 0, 0] {
+        out.extend_from_slice(&(v as u16).to_le_bytes());
+    }
+    // Program headers: type, then the fields in each class's order.
+    let phdr = |out: &mut Vec<u8>, p_type: u32, off: u64, size: u64, flags: u32| {
+        out.extend_from_slice(&p_type.to_le_bytes());
+        if spec.class64 {
+            out.extend_from_slice(&flags.to_le_bytes());
+            for v in [off, off, off, size, size, 8] {
+                out.extend_from_slice(&v.to_le_bytes());
+            }
+        } else {
+            for v in [off, off, off, size, size] {
+                out.extend_from_slice(&(v as u32).to_le_bytes());
+            }
+            out.extend_from_slice(&flags.to_le_bytes());
+            out.extend_from_slice(&8u32.to_le_bytes());
+        }
+    };
+    phdr(&mut out, elf::PT_LOAD, 0, total, 4);
+    phdr(&mut out, elf::PT_DYNAMIC, dyn_at, dyn_len, 6);
+    if spec.interp.is_some() {
+        phdr(&mut out, elf::PT_INTERP, interp_at, interp.len() as u64, 4);
+    }
+    out.extend_from_slice(&strtab);
+    out.resize(dyn_at as usize, 0);
+    for (tag, v) in dyns {
+        w(&mut out, tag);
+        w(&mut out, v);
+    }
+    out.extend_from_slice(&interp);
+    out
+}
+
 /// A host (x86-64) shared object holding the given sections, for the scanner's host paths.
 pub fn host_elf(sections: &[HostSection]) -> Vec<u8> {
     let mut buf = Vec::new();

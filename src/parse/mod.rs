@@ -12,10 +12,12 @@
 pub mod aotriton;
 pub mod archive;
 pub mod bundle;
+pub mod dynamic;
 pub mod elf;
 pub mod firmware;
 pub mod host;
 pub mod kpack;
+pub mod ldcache;
 pub mod magic;
 pub mod miopen;
 pub mod msgpack;

@@ -4,6 +4,7 @@
 //! system.
 
 pub mod file;
+pub mod loader;
 pub mod memory;
 pub mod origin;
 pub mod snapshot;

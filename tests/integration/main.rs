@@ -17,6 +17,7 @@ mod fuzz_regressions;
 mod hardening;
 mod hostile;
 mod layouts;
+mod loader;
 mod merge;
 mod new_containers;
 mod prune;

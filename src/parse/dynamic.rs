@@ -1,0 +1,229 @@
+//! The dynamic section of an ELF program or shared library: what glibc's `ld.so` reads of an
+//! object to load its dependencies (`DT_NEEDED`, `DT_RPATH`, `DT_RUNPATH`, `DT_SONAME`,
+//! `DF_1_NODEFLIB`, `PT_INTERP`), and the identity it checks a candidate file by (class, byte
+//! order, machine, type: glibc `elf/dl-load.c` `open_verify`). Read through the program
+//! headers, as the loader reads them; the string table is found by its address (`DT_STRTAB`)
+//! in a `PT_LOAD` segment.
+#![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::panic)]
+
+use object::elf::{FileHeader32, FileHeader64, DT_FLAGS_1, DT_NEEDED, DT_NULL, DT_RPATH, DT_RUNPATH};
+use object::elf::{DF_1_NODEFLIB, DT_SONAME, DT_STRSZ, DT_STRTAB, PT_DYNAMIC, PT_INTERP, PT_LOAD};
+use object::pod;
+use object::read::elf::{Dyn, FileHeader, ProgramHeader};
+use object::Endianness;
+
+use super::{ByteSource, ParseError, Result};
+
+/// Most program headers read from one object.
+const MAX_PROGRAM_HEADERS: usize = 4096;
+/// Most dynamic entries read from one object.
+const MAX_DYNAMIC_ENTRIES: usize = 1 << 16;
+/// Largest dynamic string table read.
+const MAX_DYNSTR: u64 = 16 << 20;
+/// Longest interpreter path read.
+const MAX_INTERP: u64 = 4096;
+
+/// What `ld.so` reads of one ELF object to load it and its dependencies.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Dynamic {
+    /// ELFCLASS64.
+    pub class64: bool,
+    /// ELFDATA2LSB.
+    pub little_endian: bool,
+    /// `e_machine` (62 for x86-64).
+    pub machine: u16,
+    /// `e_type` (2 for a program, 3 for a shared object or a position-independent program).
+    pub e_type: u16,
+    /// `PT_INTERP`: the loader a program names.
+    pub interp: Option<String>,
+    /// `DT_NEEDED`, in order.
+    pub needed: Vec<String>,
+    /// `DT_RPATH`, as stored (colon-separated, with `$ORIGIN` and the like).
+    pub rpath: Option<String>,
+    /// `DT_RUNPATH`, as stored.
+    pub runpath: Option<String>,
+    /// `DT_SONAME`.
+    pub soname: Option<String>,
+    /// `DF_1_NODEFLIB`: dependencies are not looked for in `ld.so.cache` or the default folders.
+    pub nodeflib: bool,
+    /// It has a dynamic section (a static program has none).
+    pub dynamic: bool,
+}
+
+/// Reads the dynamic facts of the ELF object `src`.
+pub fn parse_dynamic(src: &dyn ByteSource) -> Result<Dynamic> {
+    let head = src.read_up_to(0, 64)?;
+    if head.get(..4) != Some(b"\x7fELF".as_slice()) {
+        return Err(ParseError::Malformed { what: "ELF magic", offset: 0 });
+    }
+    match head.get(4) {
+        Some(2) => dynamic_of::<FileHeader64<Endianness>>(src, &head),
+        Some(1) => dynamic_of::<FileHeader32<Endianness>>(src, &head),
+        _ => Err(ParseError::Malformed { what: "unknown ELF class", offset: 4 }),
+    }
+}
+
+/// A `PT_LOAD` segment's file range and address: to find the string table by its address.
+struct Load {
+    vaddr: u64,
+    offset: u64,
+    filesz: u64,
+}
+
+fn dynamic_of<H: FileHeader<Endian = Endianness>>(src: &dyn ByteSource, head: &[u8]) -> Result<Dynamic> {
+    let bad = |what, offset| ParseError::Malformed { what, offset };
+    let h: &H =
+        pod::from_bytes(head).map_err(|()| ParseError::Truncated { what: "ELF header", offset: 0 })?.0;
+    let e = h.endian().map_err(|_| bad("ELF byte order", 5))?;
+    let mut out = Dynamic {
+        class64: h.is_class_64(),
+        little_endian: e == Endianness::Little,
+        machine: h.e_machine(e),
+        e_type: h.e_type(e),
+        ..Dynamic::default()
+    };
+    let (phoff, phnum) = (h.e_phoff(e).into(), usize::from(h.e_phnum(e)));
+    let entsize = std::mem::size_of::<H::ProgramHeader>();
+    if phnum == 0 {
+        return Ok(out);
+    }
+    if usize::from(h.e_phentsize(e)) != entsize || phnum > MAX_PROGRAM_HEADERS {
+        return Err(bad("ELF program header table", 0));
+    }
+    let table = src.read_at(phoff, phnum * entsize)?;
+    let (phdrs, _) = pod::slice_from_bytes::<H::ProgramHeader>(&table, phnum)
+        .map_err(|()| ParseError::Truncated { what: "program headers", offset: phoff })?;
+    let range = |p: &H::ProgramHeader| -> (u64, u64) { (p.p_offset(e).into(), p.p_filesz(e).into()) };
+    let loads: Vec<Load> = phdrs
+        .iter()
+        .filter(|p| p.p_type(e) == PT_LOAD)
+        .map(|p| Load {
+            vaddr: p.p_vaddr(e).into(),
+            offset: p.p_offset(e).into(),
+            filesz: p.p_filesz(e).into(),
+        })
+        .collect();
+    if let Some((off, size)) = phdrs.iter().find(|p| p.p_type(e) == PT_INTERP).map(range) {
+        let bytes = src.read_at(off, size.min(MAX_INTERP) as usize)?;
+        out.interp = Some(c_string(&bytes));
+    }
+    let Some((off, size)) = phdrs.iter().find(|p| p.p_type(e) == PT_DYNAMIC).map(range) else {
+        return Ok(out);
+    };
+    out.dynamic = true;
+    let dynsize = std::mem::size_of::<H::Dyn>();
+    let count = (size / dynsize as u64).min(MAX_DYNAMIC_ENTRIES as u64) as usize;
+    let bytes = src.read_at(off, count * dynsize)?;
+    let (entries, _) = pod::slice_from_bytes::<H::Dyn>(&bytes, count)
+        .map_err(|()| ParseError::Truncated { what: "dynamic section", offset: off })?;
+    let entries: Vec<(u64, u64)> = entries
+        .iter()
+        .map(|d| (d.d_tag(e).into(), d.d_val(e).into()))
+        .take_while(|&(tag, _)| tag != u64::from(DT_NULL))
+        .collect();
+    let value = |tag: u32| entries.iter().find(|(t, _)| *t == u64::from(tag)).map(|(_, v)| *v);
+    let (Some(strtab), Some(strsz)) = (value(DT_STRTAB), value(DT_STRSZ)) else {
+        return Err(bad("dynamic section without a string table", off));
+    };
+    let at = file_offset(&loads, strtab).ok_or_else(|| bad("dynamic string table outside the file", off))?;
+    if strsz > MAX_DYNSTR {
+        return Err(ParseError::TooLarge { what: "dynamic string table", claimed: strsz, limit: MAX_DYNSTR });
+    }
+    let strings = src.read_at(at, strsz as usize)?;
+    let string = |v: u64| usize::try_from(v).ok().and_then(|v| strings.get(v..)).map(c_string);
+    for &(tag, v) in &entries {
+        match u32::try_from(tag).unwrap_or(u32::MAX) {
+            DT_NEEDED => out.needed.extend(string(v)),
+            DT_RPATH => out.rpath = string(v),
+            DT_RUNPATH => out.runpath = string(v),
+            DT_SONAME => out.soname = string(v),
+            DT_FLAGS_1 => out.nodeflib = v & u64::from(DF_1_NODEFLIB) != 0,
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+/// The file offset of address `vaddr`, in the `PT_LOAD` segment whose file bytes hold it.
+fn file_offset(loads: &[Load], vaddr: u64) -> Option<u64> {
+    loads
+        .iter()
+        .find(|l| vaddr >= l.vaddr && vaddr - l.vaddr < l.filesz)
+        .map(|l| l.offset + (vaddr - l.vaddr))
+}
+
+/// The NUL-terminated string at the start of `bytes`.
+fn c_string(bytes: &[u8]) -> String {
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    String::from_utf8_lossy(bytes.get(..end).unwrap_or_default()).into_owned()
+}
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::unwrap_used, clippy::panic)]
+mod tests {
+    use super::*;
+    use crate::testing::{dynamic_elf, DynamicSpec};
+
+    #[test]
+    fn reads_what_the_loader_reads() {
+        let spec = DynamicSpec {
+            needed: vec!["libamdhip64.so.6".into(), "libc.so.6".into()],
+            runpath: Some("$ORIGIN/../lib:/opt/rocm/lib".into()),
+            soname: Some("libggml-hip.so".into()),
+            nodeflib: true,
+            ..DynamicSpec::default()
+        };
+        let d = parse_dynamic(&dynamic_elf(&spec)).expect("parses");
+        assert_eq!(d.needed, spec.needed);
+        assert_eq!(d.runpath, spec.runpath);
+        assert_eq!((d.rpath, d.soname.as_deref()), (None, Some("libggml-hip.so")));
+        assert!(d.nodeflib && d.class64 && d.little_endian && d.dynamic);
+        assert_eq!((d.machine, d.e_type), (62, 3));
+    }
+
+    /// The fixture is what binutils reads too (when `readelf` is here).
+    #[test]
+    fn readelf_reads_the_fixture_alike() {
+        let spec = DynamicSpec {
+            needed: vec!["libx.so.1".into()],
+            runpath: Some("$ORIGIN".into()),
+            interp: Some("/lib64/ld-linux-x86-64.so.2".into()),
+            ..DynamicSpec::default()
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("prog");
+        std::fs::write(&path, dynamic_elf(&spec)).unwrap();
+        let Ok(out) = std::process::Command::new("readelf").arg("-dlW").arg(&path).output() else { return };
+        let text = String::from_utf8_lossy(&out.stdout);
+        for want in
+            ["Shared library: [libx.so.1]", "Library runpath: [$ORIGIN]", "/lib64/ld-linux-x86-64.so.2"]
+        {
+            assert!(text.contains(want), "{want}: {text}");
+        }
+    }
+
+    #[test]
+    fn a_32_bit_object_says_so() {
+        let spec = DynamicSpec {
+            class64: false,
+            machine: 3,
+            rpath: Some("/lib32".into()),
+            ..DynamicSpec::default()
+        };
+        let d = parse_dynamic(&dynamic_elf(&spec)).expect("parses");
+        assert_eq!((d.class64, d.machine, d.rpath.as_deref()), (false, 3, Some("/lib32")));
+    }
+
+    #[test]
+    fn cut_and_lying_objects_are_errors_not_panics() {
+        let whole = dynamic_elf(&DynamicSpec { needed: vec!["liba.so".into()], ..DynamicSpec::default() });
+        for n in 0..whole.len() {
+            let _ = parse_dynamic(&&whole[..n]);
+        }
+        let mut lying = whole.clone();
+        // e_phnum of 60,000.
+        lying[56..58].copy_from_slice(&60_000u16.to_le_bytes());
+        assert!(parse_dynamic(&lying).is_err());
+        assert!(parse_dynamic(&b"not an ELF at all".as_slice()).is_err());
+    }
+}

@@ -1,0 +1,191 @@
+//! The loader's search held to glibc's own: programs and libraries built with the C compiler,
+//! each search rule (RUNPATH and `$ORIGIN`, RPATH and its inheritance, RPATH cut off by a
+//! RUNPATH, `LD_LIBRARY_PATH` before RUNPATH and after RPATH, `$LIB` and `$PLATFORM`, a file of
+//! the wrong class passed over, a path in `DT_NEEDED`, a name found nowhere), resolved by
+//! gfxscan and by this machine's loader (as `ldd` runs it), name by name.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use gfxscan::source::loader::{closure, LoaderEnv};
+use gfxscan::testing::{dynamic_elf, DynamicSpec};
+
+/// The dynamic loader of this machine.
+const LD_SO: &str = "/lib64/ld-linux-x86-64.so.2";
+
+struct Build {
+    dir: PathBuf,
+}
+
+impl Build {
+    /// A shared library `rel` (under the build folder) with `soname`, needing `libs` (names
+    /// `-l` finds in `link_dirs`, or paths), with `-Wl,extra` flags.
+    fn lib(&self, rel: &str, soname: Option<&str>, needs: &[&str], flags: &[&str]) {
+        let out = self.dir.join(rel);
+        std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+        let src = self.dir.join(format!("{}.c", rel.replace('/', "_")));
+        std::fs::write(
+            &src,
+            format!("int f_{}(void) {{ return 1; }}\n", rel.replace(['/', '.', '-', '$'], "_")),
+        )
+        .unwrap();
+        let mut cmd = Command::new("cc");
+        cmd.args(["-shared", "-fPIC", "-o"]).arg(&out).arg(&src);
+        if let Some(s) = soname {
+            cmd.arg(format!("-Wl,-soname,{s}"));
+        }
+        self.link(cmd, needs, flags);
+    }
+
+    fn program(&self, rel: &str, needs: &[&str], flags: &[&str]) {
+        let out = self.dir.join(rel);
+        std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+        let src = self.dir.join("main.c");
+        std::fs::write(&src, "int main(void) { return 0; }\n").unwrap();
+        let mut cmd = Command::new("cc");
+        cmd.arg("-o").arg(&out).arg(&src);
+        self.link(cmd, needs, flags);
+    }
+
+    fn link(&self, mut cmd: Command, needs: &[&str], flags: &[&str]) {
+        cmd.arg("-Wl,--no-as-needed");
+        for n in needs {
+            cmd.arg(self.dir.join(n));
+        }
+        for f in flags {
+            cmd.arg(format!("-Wl,{f}"));
+        }
+        let out = cmd.output().expect("cc runs");
+        assert!(out.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}
+
+/// What `ldd PROGRAM` shows under `ld_library_path` (the loader run with
+/// `LD_TRACE_LOADED_OBJECTS`, which goes on past a name found nowhere): each name and the file
+/// it resolved to, or `None` for "not found".
+fn ld_so(program: &Path, ld_library_path: Option<&str>) -> BTreeMap<String, Option<String>> {
+    let mut cmd = Command::new(LD_SO);
+    cmd.arg(program)
+        .env("LD_TRACE_LOADED_OBJECTS", "1")
+        .env_remove("LD_LIBRARY_PATH")
+        .env_remove("LD_PRELOAD");
+    if let Some(l) = ld_library_path {
+        cmd.env("LD_LIBRARY_PATH", l);
+    }
+    let out = cmd.output().expect("ld.so runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            // A name the loader looked up: `name => path (address)` or `name => not found`; one
+            // needed by its path (and the loader itself): `path (address)`.
+            let (name, rest) = match l.split_once(" => ") {
+                Some(pair) => pair,
+                None if l.starts_with('/') => (l.rsplit_once(" (")?.0, l),
+                None => return None,
+            };
+            let path = rest.rsplit_once(" (").map_or(rest, |(p, _)| p).trim();
+            Some((name.to_string(), (path != "not found").then(|| path.to_string())))
+        })
+        .collect()
+}
+
+/// gfxscan's resolution of the same program, in the same shape.
+fn ours(program: &Path, ld_library_path: Option<&str>) -> BTreeMap<String, Option<String>> {
+    let env = LoaderEnv { root: "/".into(), ld_library_path: ld_library_path.map(String::from), path: None };
+    let c = closure(program.to_str().unwrap(), &env).expect("closure");
+    assert!(c.problems.is_empty(), "{:?}", c.problems);
+    let mut out: BTreeMap<String, Option<String>> =
+        c.objects.iter().skip(1).map(|o| (o.name.clone(), Some(o.path.display().to_string()))).collect();
+    out.extend(c.missing.iter().map(|m| (m.name.clone(), None)));
+    out
+}
+
+#[test]
+fn every_search_rule_resolves_as_glibcs_loader_does() {
+    if Command::new("cc").arg("--version").output().is_err() || !Path::new(LD_SO).exists() {
+        crate::util::skipped("no C compiler or no x86-64 glibc loader here");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let b = Build { dir: tmp.path().to_path_buf() };
+    // RUNPATH with $ORIGIN, for the program's own needs only: liba's need of libonly.so is not
+    // looked for in the program's RUNPATH.
+    b.lib("lib2/libb.so.1", Some("libb.so.1"), &[], &[]);
+    b.lib("lib/libonly.so", Some("libonly.so"), &[], &[]);
+    b.lib(
+        "lib/liba.so.1",
+        Some("liba.so.1"),
+        &["lib2/libb.so.1", "lib/libonly.so"],
+        &["--enable-new-dtags", "-rpath,$ORIGIN/../lib2"],
+    );
+    b.program("bin/runpath", &["lib/liba.so.1"], &["--enable-new-dtags", "-rpath,$ORIGIN/../lib"]);
+    // RPATH is inherited: libd's need of libe.so is found in the program's RPATH.
+    b.lib("rp/libe.so", Some("libe.so"), &[], &[]);
+    b.lib("rp/libd.so", Some("libd.so"), &["rp/libe.so"], &[]);
+    b.program("bin/rpath", &["rp/libd.so"], &["--disable-new-dtags", "-rpath,$ORIGIN/../rp"]);
+    // An object with a RUNPATH cuts the RPATH chain: libg.so comes from libf's RUNPATH, not
+    // from the program's RPATH, which holds one too.
+    b.lib("g1/libg.so", Some("libg.so"), &[], &[]);
+    b.lib("g2/libg.so", Some("libg.so"), &[], &[]);
+    b.lib("g1/libf.so", Some("libf.so"), &["g2/libg.so"], &["--enable-new-dtags", "-rpath,$ORIGIN/../g2"]);
+    b.program("bin/cut", &["g1/libf.so"], &["--disable-new-dtags", "-rpath,$ORIGIN/../g1"]);
+    // LD_LIBRARY_PATH before RUNPATH, after RPATH.
+    b.lib("h1/libh.so", Some("libh.so"), &[], &[]);
+    b.lib("h2/libh.so", Some("libh.so"), &[], &[]);
+    b.program("bin/llp_runpath", &["h1/libh.so"], &["--enable-new-dtags", "-rpath,$ORIGIN/../h1"]);
+    b.program("bin/llp_rpath", &["h1/libh.so"], &["--disable-new-dtags", "-rpath,$ORIGIN/../h1"]);
+    // A file of another class is passed over; the search goes on to the next folder.
+    b.lib("w2/libw.so", Some("libw.so"), &[], &[]);
+    std::fs::create_dir_all(tmp.path().join("w1")).unwrap();
+    std::fs::write(
+        tmp.path().join("w1/libw.so"),
+        dynamic_elf(&DynamicSpec { class64: false, machine: 3, ..DynamicSpec::default() }),
+    )
+    .unwrap();
+    b.program("bin/class", &["w2/libw.so"], &["--enable-new-dtags", "-rpath,$ORIGIN/../w1:$ORIGIN/../w2"]);
+    // $LIB and $PLATFORM, bare and braced.
+    for dir in ["lib/x86_64-linux-gnu", "lib64", "p/x86_64", "p/haswell"] {
+        b.lib(&format!("{dir}/libtok.so"), Some("libtok.so"), &[], &[]);
+        b.lib(&format!("{dir}/libplat.so"), Some("libplat.so"), &[], &[]);
+    }
+    b.program(
+        "bin/tokens",
+        &["lib64/libtok.so", "p/x86_64/libplat.so"],
+        &["--enable-new-dtags", "-rpath,$ORIGIN/../$LIB:$ORIGIN/../p/${PLATFORM}"],
+    );
+    // A library linked by path, without a soname, is needed by that path.
+    b.lib("slash/libslash.so", None, &[], &[]);
+    b.program("bin/slash", &["slash/libslash.so"], &[]);
+    // A name found nowhere.
+    b.lib("gone/libgone.so", Some("libgone.so"), &[], &[]);
+    b.program("bin/missing", &["gone/libgone.so"], &[]);
+    std::fs::remove_file(tmp.path().join("gone/libgone.so")).unwrap();
+
+    let h2 = tmp.path().join("h2").display().to_string();
+    let cases: &[(&str, Option<&str>)] = &[
+        ("bin/runpath", None),
+        ("bin/rpath", None),
+        ("bin/cut", None),
+        ("bin/llp_runpath", Some(&h2)),
+        ("bin/llp_rpath", Some(&h2)),
+        ("bin/class", None),
+        ("bin/tokens", None),
+        ("bin/slash", None),
+        ("bin/missing", None),
+    ];
+    for (program, llp) in cases {
+        let p = tmp.path().join(program);
+        let theirs = ld_so(&p, *llp);
+        assert!(theirs.contains_key("libc.so.6"), "{program}: ld.so --list gave {theirs:?}");
+        assert_eq!(ours(&p, *llp), theirs, "{program} with LD_LIBRARY_PATH {llp:?}");
+    }
+    // Not a comparison that cannot fail: the rules above decide between real alternatives.
+    let llp = ours(&tmp.path().join("bin/llp_runpath"), Some(&h2));
+    assert!(llp["libh.so"].as_deref().is_some_and(|p| p.contains("/h2/")), "{llp:?}");
+    let cut = ours(&tmp.path().join("bin/cut"), None);
+    assert!(cut["libg.so"].as_deref().is_some_and(|p| p.contains("/g2/")), "{cut:?}");
+    let runpath = ours(&tmp.path().join("bin/runpath"), None);
+    assert_eq!(runpath["libonly.so"], None, "RUNPATH is not inherited: {runpath:?}");
+}
