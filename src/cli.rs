@@ -303,6 +303,24 @@ pub struct CheckArgs {
     /// Read the KFD topology under DIR instead of / (for containers and tests).
     #[arg(long, value_name = "DIR")]
     pub sysfs_root: Option<PathBuf>,
+    /// Judge what PROGRAM (a program, or a shared library) loads, as the dynamic loader finds
+    /// it, instead of every library under the roots: its DT_NEEDED closure, the libraries it
+    /// loads at run time (ggml backends, Ollama's, the HIP runtime's comgr) and the data
+    /// folders they read. Arguments after `--` are taken and change nothing.
+    #[arg(long, value_name = "PROGRAM", conflicts_with = "roots")]
+    pub exe: Option<String>,
+    /// The program's arguments, after `--` (accepted for a pasted command line).
+    #[arg(last = true, value_name = "ARGS", requires = "exe")]
+    pub exe_args: Vec<String>,
+    /// The root the program runs in (a mounted image, an unpacked container): its paths,
+    /// links, ld.so.cache and ld.so.conf are read inside it.
+    #[arg(long, value_name = "DIR", requires = "exe")]
+    pub root: Option<PathBuf>,
+    /// An environment variable as the program sees it, NAME=VALUE (repeatable):
+    /// LD_LIBRARY_PATH, GGML_BACKEND_PATH, OLLAMA_LIBRARY_PATH, ROCBLAS_TENSILE_LIBPATH,
+    /// HSA_OVERRIDE_GFX_VERSION, …; unnamed ones are this process's.
+    #[arg(long = "env", value_name = "NAME=VALUE", requires = "exe")]
+    pub env: Vec<String>,
     /// Output format (default: what -o FILE's extension says — .json, .html, .md — else a
     /// table).
     #[arg(long, value_enum)]

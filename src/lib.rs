@@ -69,6 +69,7 @@ fn scan_roots(
     opts: &ScanOpts,
     targets: &Targets,
     check_for: Option<Vec<String>>,
+    parts: Option<Vec<std::path::PathBuf>>,
 ) -> anyhow::Result<model::Snapshot> {
     let config = scan::ScanConfig {
         roots,
@@ -77,6 +78,7 @@ fn scan_roots(
         cross_file_systems: opts.cross_file_systems,
         max_memory: opts.resources.max_memory,
         check_for,
+        parts,
     };
     let bar = report::progress::Bar::new(opts.quiet);
     let snap = scan::scan(&config, targets, &bar);
@@ -100,7 +102,7 @@ fn scan_for(opts: &ScanOpts, targets: &Targets) -> anyhow::Result<model::Snapsho
     } else {
         opts.roots.clone()
     };
-    scan_roots(roots, opts, targets, None)
+    scan_roots(roots, opts, targets, None, None)
 }
 
 /// The processors whose entries a scanned side of `diff --only` reads whole (see
@@ -181,7 +183,9 @@ fn run_scan(mut args: ScanArgs, color: cli::ColorChoice) -> anyhow::Result<ExitS
 
 fn run_check(mut args: CheckArgs, color: cli::ColorChoice) -> anyhow::Result<ExitStatus> {
     let targets = load_targets(&args.opts.table)?;
-    let env = check::devices::Env::from_process();
+    // The program's environment: this process's, with --env on top.
+    let vars = program_env(&args.env)?;
+    let env = check::devices::Env::from_vars(vars.iter().map(|(k, v)| (k.clone(), v.clone())));
     let found = if args.gpus.is_empty() {
         let root = args.sysfs_root.clone().unwrap_or_else(|| "/".into());
         let found = check::devices::from_kfd(&root, &env, &targets).map_err(anyhow::Error::msg)?;
@@ -198,7 +202,14 @@ fn run_check(mut args: CheckArgs, color: cli::ColorChoice) -> anyhow::Result<Exi
     let format = cli::resolve_report_format(args.json, args.format, args.opts.output.as_deref())
         .map_err(anyhow::Error::msg)?;
     let out = Output::open(args.opts.output.as_deref())?;
-    let (roots, not_checked) = if args.opts.roots.is_empty() {
+    // With --exe: what the program loads, found as the loader finds it, is what is read.
+    let program = match &args.exe {
+        Some(exe) => Some(load_program(exe, args.root.as_deref(), &vars)?),
+        None => None,
+    };
+    let (roots, not_checked) = if let Some((_, env, _)) = &program {
+        (vec![env.root.clone()], Vec::new())
+    } else if args.opts.roots.is_empty() {
         let (checked, not) = source::walk::check_roots_under(std::path::Path::new("/"));
         if checked.is_empty() {
             bail!(
@@ -223,11 +234,43 @@ fn run_check(mut args: CheckArgs, color: cli::ColorChoice) -> anyhow::Result<Exi
     processors.sort();
     processors.dedup();
     args.opts.resources.max_memory = Some(memory_aim(&args.opts.resources, false));
-    let snap = scan_roots(roots.clone(), &args.opts, &targets, Some(processors))?;
+    let parts = program.as_ref().map(|(loads, env, _)| loads.files(env));
+    let snap = scan_roots(roots.clone(), &args.opts, &targets, Some(processors), parts)?;
     let libpaths = pending.into_iter().map(|p| p.place_in(&roots)).collect();
-    let result = check::check(&snap, &found, &targets, check::CheckOptions { not_checked, libpaths });
+    let mut result = check::check(&snap, &found, &targets, check::CheckOptions { not_checked, libpaths });
+    if let Some((loads, env, exe)) = &program {
+        result = result.with_program(loads.report(exe, &env.root));
+    }
     let style = style_for(color, args.opts.output.as_deref());
     out.deliver(result.exit_status(), |w| report::write_check(&result, &targets, format, style, w))
+}
+
+/// This process's environment with `--env NAME=VALUE` settings on top, sorted by name.
+fn program_env(settings: &[String]) -> anyhow::Result<Vec<(String, String)>> {
+    let mut vars: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+    for s in settings {
+        let Some((k, v)) = s.split_once('=').filter(|(k, _)| !k.is_empty()) else {
+            bail!("--env {s:?}: give NAME=VALUE");
+        };
+        vars.insert(k.to_string(), v.to_string());
+    }
+    Ok(vars.into_iter().collect())
+}
+
+/// What `exe` loads inside `root` (`/` by default) under `vars`: the loads, the loader's view
+/// of the root, and the program as given.
+fn load_program(
+    exe: &str,
+    root: Option<&std::path::Path>,
+    vars: &[(String, String)],
+) -> anyhow::Result<(check::program::ProgramLoads, source::loader::LoaderEnv, String)> {
+    let root = root.unwrap_or(std::path::Path::new("/"));
+    let root =
+        anyhow::Context::with_context(std::fs::canonicalize(root), || format!("--root {}", root.display()))?;
+    let var = |k: &str| vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    let env = source::loader::LoaderEnv { root, ld_library_path: var("LD_LIBRARY_PATH"), path: var("PATH") };
+    let loads = check::program::load(exe, &env, &var).map_err(anyhow::Error::msg)?;
+    Ok((loads, env, exe.to_string()))
 }
 
 /// A Tensile folder named by the environment, before the scan places it among the roots.
@@ -329,7 +372,7 @@ fn run_diff(mut args: DiffArgs, color: cli::ColorChoice) -> anyhow::Result<ExitS
             // Asked about some targets only, a side is read as `check` reads it for them: their
             // entries whole, the others' from bundle tables (losses are verdicts).
             None => Ok((
-                scan_roots(vec![p.to_path_buf()], &opts(p), &targets, diff_reads_for(&args.only))?,
+                scan_roots(vec![p.to_path_buf()], &opts(p), &targets, diff_reads_for(&args.only), None)?,
                 diff::SideSource::Scan,
             )),
         }

@@ -43,6 +43,9 @@ pub struct ScanConfig {
     /// `check`: the processors of the GPUs checked. The scan then reads only what verdicts
     /// need ([`Depth::Tables`]); `None` reads every fact (`scan`).
     pub check_for: Option<Vec<String>>,
+    /// Only these files and folders (real paths inside the roots) are walked, each under the
+    /// root it is in: what a program loads (`check --exe`); `None` walks each root whole.
+    pub parts: Option<Vec<PathBuf>>,
 }
 
 impl ScanConfig {
@@ -261,7 +264,10 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
     }
     // Roots that lead to the same tree were merged: indexes refer to the ones kept.
     let given: Vec<String> = roots.iter().map(|r| r.given.display().to_string()).collect();
-    let mut walked = walk(&roots, config.follow_links, config.cross_file_systems, &|| progress.walked());
+    let mut walked =
+        walk(&roots, config.parts.as_deref(), config.follow_links, config.cross_file_systems, &|| {
+            progress.walked()
+        });
     // An OCI image layout given as a root is read as the image, not as a folder of blobs.
     let layouts: Vec<usize> = (0..roots.len()).filter(|&i| archive::is_layout_dir(&roots[i].real)).collect();
     walked.candidates.retain(|c| !layouts.contains(&c.root));

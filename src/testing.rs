@@ -687,6 +687,7 @@ pub fn verdicts_at(root: &std::path::Path, tables: bool, gpus: &[&str]) -> Strin
         cross_file_systems: false,
         max_memory: None,
         check_for: tables.then(|| processors.clone()),
+        parts: None,
     };
     let mut snap = crate::scan::scan(&config, &targets, &crate::scan::Silent).expect("scan");
     let depth = if tables { Depth::Tables { wanted: &processors, targets: &targets } } else { Depth::Facts };
@@ -709,6 +710,7 @@ pub fn diff_at(old: &std::path::Path, new: &std::path::Path, only: &[&str], tabl
             cross_file_systems: false,
             max_memory: None,
             check_for: if tables { crate::diff_reads_for(&only) } else { None },
+            parts: None,
         };
         crate::scan::scan(&config, &targets, &crate::scan::Silent).expect("scan")
     };

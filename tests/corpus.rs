@@ -29,6 +29,7 @@ fn whole_tree(root: &Path) -> ScanConfig {
         cross_file_systems: false,
         max_memory: None,
         check_for: None,
+        parts: None,
     }
 }
 
@@ -233,6 +234,7 @@ fn negatives_hold_no_device_code() {
         cross_file_systems: false,
         max_memory: None,
         check_for: None,
+        parts: None,
     };
     let snap = scan(&config, &Targets::builtin(), &Silent).expect("scan runs");
     for neg in ["libbitsandbytes_cuda130.so", "libbitsandbytes_xpu2025.so"] {

@@ -175,6 +175,13 @@ impl Env {
         }
     }
 
+    /// The runtime variables among `vars` (a program's environment).
+    pub fn from_vars(vars: impl Iterator<Item = (String, String)>) -> Self {
+        Env {
+            vars: vars.filter(|(k, _)| k.starts_with("HSA_") || RUNTIME_VARS.contains(&k.as_str())).collect(),
+        }
+    }
+
     /// A variable's value.
     pub fn get(&self, k: &str) -> Option<&str> {
         self.vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str())

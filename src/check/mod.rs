@@ -19,6 +19,7 @@
 //! read.
 
 pub mod devices;
+pub mod program;
 pub mod prune;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -134,9 +135,23 @@ pub struct CheckReport {
     /// of the install (as the scan records them); absent when none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub links_out_of_root: Vec<crate::model::LinkRecord>,
+    /// `check --exe`: what the program loads and whether it starts; the verdicts are those of
+    /// the libraries it loads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub program: Option<program::ProgramReport>,
 }
 
 impl CheckReport {
+    /// The report of a program's libraries, with what it loads: a program that does not start,
+    /// or whose GPU libraries cannot be loaded at run time, fails whatever its libraries' code.
+    pub fn with_program(mut self, p: program::ProgramReport) -> CheckReport {
+        if p.status != Status::Ok && self.outcome != Outcome::Incomplete {
+            self.outcome = Outcome::Missing;
+        }
+        self.program = Some(p);
+        self
+    }
+
     /// The exit status the outcome deserves.
     pub fn exit_status(&self) -> crate::exit::ExitStatus {
         use crate::exit::ExitStatus;
@@ -415,5 +430,6 @@ pub fn check(snap: &Snapshot, gpus: &Gpus, targets: &Targets, opts: CheckOptions
         not_checked: opts.not_checked,
         problems: snap.problems.clone(),
         links_out_of_root: snap.links_out_of_root.clone(),
+        program: None,
     }
 }

@@ -144,6 +144,79 @@ fn write_gpu(
 }
 
 /// The last line: how many GPUs in how many installs, and the outcome.
+/// What a program loads (`check --exe`): whether it starts, the chain to each library whose
+/// code the verdicts below judge, the data folders they read, and what fails to load.
+fn write_program(
+    p: &crate::check::program::ProgramReport,
+    report: &CheckReport,
+    (h, li): (&str, &str),
+    style: Style,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let more = "      ";
+    let text = match p.root.as_str() {
+        "/" => format!("Program {}", p.program),
+        root => format!("Program {} (in {root})", p.program),
+    };
+    writeln!(out, "{}", status_line(&text, h, &super::json_word(p.status).to_uppercase(), p.status, style))?;
+    let judged: Vec<&str> = report
+        .installs
+        .iter()
+        .flat_map(|i| &i.gpus)
+        .flat_map(|g| &g.verdicts)
+        .map(|v| v.library.trim_end_matches('/'))
+        .collect();
+    let gpu_code: Vec<_> = p.loads.iter().filter(|l| judged.iter().any(|j| j.ends_with(&l.file))).collect();
+    let starts = if p.starts { "starts" } else { "does not start" };
+    let summary = format!(
+        "{starts}; loads {}, {} with GPU code (judged below)",
+        count(p.loads.len() as u64, "library"),
+        gpu_code.len()
+    );
+    writeln!(out, "{}", wrap(&summary, li, more, style.width))?;
+    for l in &gpu_code {
+        writeln!(
+            out,
+            "{}",
+            wrap(&format!("{} — {}", l.chain.join(" ← "), l.through), li, more, style.width)
+        )?;
+    }
+    for d in &p.data {
+        let line = format!("{} read by {}", d.folder, d.read_by.first().map_or("", String::as_str));
+        writeln!(out, "{}", wrap(&line, li, more, style.width))?;
+    }
+    for r in p.runtime.iter().filter(|r| r.loaded.is_none()) {
+        let why = r.failed.as_deref().unwrap_or("not found");
+        let line = format!(
+            "not loaded: {} ({}) by {}: {why}",
+            r.what,
+            r.name,
+            r.by.first().map_or("", String::as_str)
+        );
+        writeln!(
+            out,
+            "{}",
+            wrap(&paint(&line, status_color(Status::Missing), style.color), li, more, style.width)
+        )?;
+    }
+    for m in &p.missing {
+        let effect = match m.at_start {
+            true => "the program does not start (\"cannot open shared object file\")",
+            false => "the library that needs it is not loaded",
+        };
+        let line = format!("missing: {}, needed by {}: {effect}", m.name, m.needed_by.join(" ← "));
+        writeln!(
+            out,
+            "{}",
+            wrap(&paint(&line, status_color(Status::Missing), style.color), li, more, style.width)
+        )?;
+    }
+    for problem in &p.problems {
+        writeln!(out, "{}", wrap(&format!("cannot be loaded: {problem}"), li, more, style.width))?;
+    }
+    writeln!(out)
+}
+
 pub fn outcome_line(report: &CheckReport) -> String {
     let counted = format!(
         "{} checked in {}",
@@ -152,6 +225,14 @@ pub fn outcome_line(report: &CheckReport) -> String {
     );
     match report.outcome {
         Outcome::Ok => format!("{counted} · OK: every required piece present"),
+        Outcome::Missing if report.program.as_ref().is_some_and(|p| !p.starts) => {
+            format!("{counted} · MISSING: the program does not start")
+        }
+        Outcome::Missing
+            if report.program.as_ref().is_some_and(|p| p.runtime.iter().any(|r| r.loaded.is_none())) =>
+        {
+            format!("{counted} · MISSING: a library the program loads at run time cannot be loaded")
+        }
         Outcome::Missing => {
             let missing: Vec<String> = report
                 .installs
@@ -204,6 +285,9 @@ pub fn write_check(
     // Markdown is pasted, not shown: no width, no escapes.
     let style = if md { Style { color: false, width: None } } else { style };
     let (h, li) = if md { ("### ", "- ") } else { ("", "  ") };
+    if let Some(p) = &report.program {
+        write_program(p, report, (h, li), style, out)?;
+    }
     for inst in &report.installs {
         let kind = super::json_word(inst.install.kind);
         let text = format!("Install {} ({kind})", inst.install.path);

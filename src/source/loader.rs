@@ -90,7 +90,7 @@ pub struct Object {
     pub dynamic: Dynamic,
 }
 
-/// A `DT_NEEDED` name found nowhere: the program does not start.
+/// A name found nowhere: a `DT_NEEDED` one stops the program from starting.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Missing {
     pub name: String,
@@ -568,75 +568,172 @@ fn answers_to(o: &Object, name: &str) -> bool {
     o.name == name || o.dynamic.soname.as_deref() == Some(name) || o.path.to_str() == Some(name)
 }
 
-/// The closure of `program` (a path inside the root) under `env`: the program, the loader it
-/// names (`PT_INTERP`, which answers to its soname), then every object its `DT_NEEDED` entries
-/// load, breadth first (`_dl_map_object_deps`), each name looked up once.
-pub fn closure(program: &str, env: &LoaderEnv) -> Result<Closure, String> {
-    let path = program_path(program, env);
-    let file = in_root(&env.root, &path).ok_or_else(|| format!("{program}: no such file"))?;
-    let src = open_file(&file, false).map_err(|e| format!("{program}: {e}"))?;
-    let dynamic =
-        parse_dynamic(&src).map_err(|e| format!("{program}: not an ELF program or library ({e})"))?;
-    // The program's $ORIGIN is where it really is (`_dl_get_origin`: /proc/self/exe).
-    let real = real_in_root(&env.root, &file).unwrap_or_else(|| path.clone());
-    let search = Search {
-        env,
-        cache: read_cache(&env.root),
-        conf: read_conf(&env.root),
-        build: build_of(&env.root),
-        platform: platform(),
-        class64: dynamic.class64,
-        machine: dynamic.machine,
-    };
-    let interp = dynamic.interp.clone();
-    let mut out = Closure::default();
-    out.objects.push(Object {
-        path: real,
-        file,
-        name: program.to_string(),
-        needed_by: None,
-        through: Through::Program,
-        dynamic,
-    });
-    if let Some(interp) = interp {
-        if let Candidate::Found(hit) = search.look(Path::new(&interp), Through::Interpreter) {
-            out.objects.push(Object {
-                path: hit.path,
-                file: hit.file,
-                name: interp,
-                needed_by: Some(0),
-                through: hit.through,
-                dynamic: hit.dynamic,
-            });
-        }
-    }
-    let mut next = 0;
-    while next < out.objects.len() && out.objects.len() < MAX_OBJECTS {
-        let needed = out.objects.get(next).map(|o| o.dynamic.needed.clone()).unwrap_or_default();
-        for name in needed {
-            if out.objects.iter().any(|o| answers_to(o, &name)) || out.missing.iter().any(|m| m.name == name)
-            {
-                continue;
-            }
-            let mut missing = Missing { name: name.clone(), needed_by: next, other_class: Vec::new() };
-            match search.find(&name, next, &out.objects, &mut missing) {
-                // The same file under another name (a soname link and its target) is one object.
-                Found::Hit(hit) if out.objects.iter().any(|o| o.file == hit.file) => {}
-                Found::Hit(hit) => out.objects.push(Object {
+/// A program's closure as it grows: loaded at start (`DT_NEEDED`), then by `dlopen` calls.
+pub struct Loader<'e> {
+    search: Search<'e>,
+    pub closure: Closure,
+}
+
+impl<'e> Loader<'e> {
+    /// `program` (a path inside the root, or a name `PATH` finds) loaded as `ld.so` loads it:
+    /// itself, the loader it names (`PT_INTERP`, which answers to its soname), then every object
+    /// its `DT_NEEDED` entries load, breadth first (`_dl_map_object_deps`).
+    pub fn program(program: &str, env: &'e LoaderEnv) -> Result<Loader<'e>, String> {
+        let path = program_path(program, env);
+        let file = in_root(&env.root, &path).ok_or_else(|| format!("{program}: no such file"))?;
+        let src = open_file(&file, false).map_err(|e| format!("{program}: {e}"))?;
+        let dynamic =
+            parse_dynamic(&src).map_err(|e| format!("{program}: not an ELF program or library ({e})"))?;
+        // The program's $ORIGIN is where it really is (`_dl_get_origin`: /proc/self/exe).
+        let real = real_in_root(&env.root, &file).unwrap_or_else(|| path.clone());
+        let search = Search {
+            env,
+            cache: read_cache(&env.root),
+            conf: read_conf(&env.root),
+            build: build_of(&env.root),
+            platform: platform(),
+            class64: dynamic.class64,
+            machine: dynamic.machine,
+        };
+        let interp = dynamic.interp.clone();
+        let mut loader = Loader { search, closure: Closure::default() };
+        let objects = &mut loader.closure.objects;
+        objects.push(Object {
+            path: real,
+            file,
+            name: program.to_string(),
+            needed_by: None,
+            through: Through::Program,
+            dynamic,
+        });
+        if let Some(interp) = interp {
+            if let Candidate::Found(hit) = loader.search.look(Path::new(&interp), Through::Interpreter) {
+                objects.push(Object {
                     path: hit.path,
                     file: hit.file,
-                    name,
-                    needed_by: Some(next),
+                    name: interp,
+                    needed_by: Some(0),
                     through: hit.through,
                     dynamic: hit.dynamic,
-                }),
-                Found::Fatal(why) => out.problems.push(why),
-                Found::Nowhere => out.missing.push(missing),
+                });
             }
         }
-        next += 1;
+        loader.load_needed(0);
+        Ok(loader)
     }
-    Ok(out)
+
+    /// `dlopen(name)` called by `objects[by]`: the object `name` is (a path, or a name searched
+    /// for as `DT_NEEDED` names are, from the caller) and its own dependencies; its index. When
+    /// it or a dependency is nowhere or cannot be mapped, `dlopen` fails and loads none of them
+    /// (glibc `_dl_open` unwinds): why, and the closure is as before.
+    pub fn dlopen(&mut self, name: &str, by: usize, why: &str) -> Result<usize, String> {
+        if let Some(i) = self.closure.objects.iter().position(|o| answers_to(o, name)) {
+            return Ok(i);
+        }
+        let (objects, missing, problems) =
+            (self.closure.objects.len(), self.closure.missing.len(), self.closure.problems.len());
+        let at = self.add(name, by, Some(Through::Dlopen { by: why.to_string() }));
+        if at.is_some() {
+            self.load_needed(objects);
+        }
+        let failed: Vec<String> = self
+            .closure
+            .missing
+            .get(missing..)
+            .unwrap_or_default()
+            .iter()
+            .map(|m| {
+                let needer = self.closure.objects.get(m.needed_by).map_or(String::new(), |o| o.name.clone());
+                format!("{} (needed by {needer}) is nowhere", m.name)
+            })
+            .chain(self.closure.problems.get(problems..).unwrap_or_default().iter().cloned())
+            .collect();
+        match (at, failed.is_empty()) {
+            (Some(i), true) => Ok(i),
+            _ => {
+                self.closure.objects.truncate(objects);
+                self.closure.missing.truncate(missing);
+                self.closure.problems.truncate(problems);
+                Err(if failed.is_empty() { format!("{name} is nowhere") } else { failed.join("; ") })
+            }
+        }
+    }
+
+    /// Looks `name` up for `objects[by]` and adds what it finds; its index.
+    fn add(&mut self, name: &str, by: usize, through: Option<Through>) -> Option<usize> {
+        let objects = &self.closure.objects;
+        if let Some(i) = objects.iter().position(|o| answers_to(o, name)) {
+            return Some(i);
+        }
+        let mut missing = Missing { name: name.to_string(), needed_by: by, other_class: Vec::new() };
+        match self.search.find(name, by, objects, &mut missing) {
+            // The same file under another name (a soname link and its target) is one object.
+            Found::Hit(hit) if objects.iter().any(|o| o.file == hit.file) => {
+                objects.iter().position(|o| o.file == hit.file)
+            }
+            Found::Hit(hit) => {
+                self.closure.objects.push(Object {
+                    path: hit.path,
+                    file: hit.file,
+                    name: name.to_string(),
+                    needed_by: Some(by),
+                    through: through.unwrap_or(hit.through),
+                    dynamic: hit.dynamic,
+                });
+                Some(self.closure.objects.len() - 1)
+            }
+            Found::Fatal(why) => {
+                self.closure.problems.push(why);
+                None
+            }
+            Found::Nowhere => {
+                if !self.closure.missing.contains(&missing) {
+                    self.closure.missing.push(missing);
+                }
+                None
+            }
+        }
+    }
+
+    /// The `DT_NEEDED` entries of every object from `start` on, breadth first.
+    fn load_needed(&mut self, start: usize) {
+        let mut next = start;
+        while next < self.closure.objects.len() && self.closure.objects.len() < MAX_OBJECTS {
+            let needed = self.closure.objects.get(next).map(|o| o.dynamic.needed.clone()).unwrap_or_default();
+            for name in needed {
+                self.add(&name, next, None);
+            }
+            next += 1;
+        }
+    }
+
+    /// The folder a relative name is taken from (see `Search::cwd`).
+    pub fn cwd(&self) -> PathBuf {
+        self.search.cwd()
+    }
+
+    /// True when `path` (inside the root) is a regular file.
+    pub fn is_file(&self, path: &Path) -> bool {
+        in_root(&self.search.env.root, path).is_some_and(|f| f.is_file())
+    }
+
+    /// The names in folder `dir` (inside the root), sorted.
+    pub fn list(&self, dir: &Path) -> Vec<String> {
+        let Some(real) = in_root(&self.search.env.root, dir) else { return Vec::new() };
+        let mut names: Vec<String> = std::fs::read_dir(real)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+}
+
+/// The closure of `program` under `env` ([`Loader::program`]).
+pub fn closure(program: &str, env: &LoaderEnv) -> Result<Closure, String> {
+    Ok(Loader::program(program, env)?.closure)
 }
 
 /// `file` (a real path under `root`) as the program sees it: the root stripped.

@@ -192,65 +192,90 @@ fn device(path: &Path) -> Option<u64> {
 /// Walks every root; `tick` is called once per entry (for a progress counter).
 /// With `follow_links`, the walk stays on each root's file system unless `cross_file_systems`
 /// (a link into /proc or another mount is not walked, as `find -xdev`).
-pub fn walk(roots: &[Root], follow_links: bool, cross_file_systems: bool, tick: &dyn Fn()) -> Walked {
+pub fn walk(
+    roots: &[Root],
+    parts: Option<&[PathBuf]>,
+    follow_links: bool,
+    cross_file_systems: bool,
+    tick: &dyn Fn(),
+) -> Walked {
     let mut out = Walked::default();
     for (i, root) in roots.iter().enumerate() {
-        // Relative to the root; empty for the root itself (also when the root is a file).
-        let rel_of =
-            |p: &Path| -> PathBuf { p.strip_prefix(&root.real).map(Path::to_path_buf).unwrap_or_default() };
-        let stay = follow_links && !cross_file_systems;
-        let root_device = device(&root.real);
-        for entry in walkdir::WalkDir::new(&root.real).follow_links(follow_links).same_file_system(stay) {
-            tick();
-            let entry = match entry {
-                Ok(e) => e,
-                Err(err) => {
-                    let rel = err.path().map(rel_of).unwrap_or_default();
-                    let message = match err.loop_ancestor() {
-                        // A loop back to the root itself has an empty relative path: say so.
-                        Some(a) => match rel_of(a) {
-                            r if r.as_os_str().is_empty() => "symlink loop back to the root".to_string(),
-                            r => format!("symlink loop back to {}", r.display()),
-                        },
-                        None => err.io_error().map_or_else(|| err.to_string(), |e| e.to_string()),
-                    };
-                    out.problems.push(Problem { path: RelPath::new(i, rel.as_os_str()), message });
-                    continue;
-                }
-            };
-            let ft = entry.file_type();
-            let rel = rel_of(entry.path());
-            if entry.path_is_symlink() && follow_links {
-                // A folder on another file system is not descended into unless asked.
-                let walked_into = |real: &Path| !(stay && ft.is_dir() && device(real) != root_device);
-                if let Some(real) = leaves(entry.path(), &root.real).filter(|r| walked_into(r)) {
-                    out.left_root.push((i, rel.clone(), real));
-                }
-            }
-            if ft.is_symlink() {
-                out.symlinks += 1;
-                let target = fs::read_link(entry.path()).unwrap_or_default();
-                out.links.push(Link { root: i, path: entry.into_path(), rel, target });
-            } else if ft.is_file() {
-                // The type comes from the directory listing; the size from fstat after opening:
-                // no second stat per file.
-                let (ino, followed) = (entry.ino(), entry.path_is_symlink());
-                out.candidates.push(Candidate { root: i, rel: rel.into_boxed_path(), ino, followed });
-            } else if let Some(kind) = special_kind(&ft) {
-                // Inside a tree a FIFO, socket or device is no file anyone installs: counted and
-                // skipped. Named as a root itself, it is a problem: what was asked for is unread.
-                if rel.as_os_str().is_empty() {
-                    out.problems.push(Problem {
-                        path: RelPath::new(i, rel.as_os_str()),
-                        message: format!("not a regular file ({kind}): not opened"),
-                    });
-                } else {
-                    out.special += 1;
-                }
-            }
+        // Only the parts inside this root, when the walk is given parts; else the whole root.
+        let starts: Vec<PathBuf> = match parts {
+            Some(p) => p.iter().filter(|p| p.starts_with(&root.real)).cloned().collect(),
+            None => vec![root.real.clone()],
+        };
+        for start in starts {
+            walk_from(&mut out, (i, root), &start, follow_links, cross_file_systems, tick);
         }
     }
     out
+}
+
+/// Walks `start`, a root or a part of it, recording what it finds relative to the root.
+fn walk_from(
+    out: &mut Walked,
+    (i, root): (usize, &Root),
+    start: &Path,
+    follow_links: bool,
+    cross_file_systems: bool,
+    tick: &dyn Fn(),
+) {
+    // Relative to the root; empty for the root itself (also when the root is a file).
+    let rel_of =
+        |p: &Path| -> PathBuf { p.strip_prefix(&root.real).map(Path::to_path_buf).unwrap_or_default() };
+    let stay = follow_links && !cross_file_systems;
+    let root_device = device(&root.real);
+    for entry in walkdir::WalkDir::new(start).follow_links(follow_links).same_file_system(stay) {
+        tick();
+        let entry = match entry {
+            Ok(e) => e,
+            Err(err) => {
+                let rel = err.path().map(rel_of).unwrap_or_default();
+                let message = match err.loop_ancestor() {
+                    // A loop back to the root itself has an empty relative path: say so.
+                    Some(a) => match rel_of(a) {
+                        r if r.as_os_str().is_empty() => "symlink loop back to the root".to_string(),
+                        r => format!("symlink loop back to {}", r.display()),
+                    },
+                    None => err.io_error().map_or_else(|| err.to_string(), |e| e.to_string()),
+                };
+                out.problems.push(Problem { path: RelPath::new(i, rel.as_os_str()), message });
+                continue;
+            }
+        };
+        let ft = entry.file_type();
+        let rel = rel_of(entry.path());
+        if entry.path_is_symlink() && follow_links {
+            // A folder on another file system is not descended into unless asked.
+            let walked_into = |real: &Path| !(stay && ft.is_dir() && device(real) != root_device);
+            if let Some(real) = leaves(entry.path(), &root.real).filter(|r| walked_into(r)) {
+                out.left_root.push((i, rel.clone(), real));
+            }
+        }
+        if ft.is_symlink() {
+            out.symlinks += 1;
+            let target = fs::read_link(entry.path()).unwrap_or_default();
+            out.links.push(Link { root: i, path: entry.into_path(), rel, target });
+        } else if ft.is_file() {
+            // The type comes from the directory listing; the size from fstat after opening:
+            // no second stat per file.
+            let (ino, followed) = (entry.ino(), entry.path_is_symlink());
+            out.candidates.push(Candidate { root: i, rel: rel.into_boxed_path(), ino, followed });
+        } else if let Some(kind) = special_kind(&ft) {
+            // Inside a tree a FIFO, socket or device is no file anyone installs: counted and
+            // skipped. Named as a root itself, it is a problem: what was asked for is unread.
+            if rel.as_os_str().is_empty() {
+                out.problems.push(Problem {
+                    path: RelPath::new(i, rel.as_os_str()),
+                    message: format!("not a regular file ({kind}): not opened"),
+                });
+            } else {
+                out.special += 1;
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -299,12 +324,12 @@ mod tests {
         std::os::unix::fs::symlink(b.join("elsewhere"), b.join("root/out")).expect("symlink");
         std::os::unix::fs::symlink("y.so", b.join("root/lib/in.so")).expect("symlink");
         let roots = resolve_roots(&[b.join("root")]).expect("root");
-        let walked = walk(&roots, true, false, &|| ());
+        let walked = walk(&roots, None, true, false, &|| ());
         let real = fs::canonicalize(b.join("elsewhere")).expect("real");
         assert_eq!(walked.left_root, [(0, PathBuf::from("out"), real)]);
         // The file under the followed folder is read, once, as part of the root.
         assert_eq!(walked.candidates.len(), 3);
         // Without following, nothing leaves the root.
-        assert!(walk(&roots, false, false, &|| ()).left_root.is_empty());
+        assert!(walk(&roots, None, false, false, &|| ()).left_root.is_empty());
     }
 }

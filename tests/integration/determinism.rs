@@ -62,6 +62,7 @@ fn library_snapshots_are_equal_across_thread_counts() {
             cross_file_systems: false,
             max_memory: None,
             check_for: None,
+            parts: None,
         };
         scan(&cfg, &Targets::builtin(), &Silent).expect("scan runs")
     };

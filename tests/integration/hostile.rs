@@ -234,6 +234,7 @@ fn non_utf8_file_name() {
         cross_file_systems: false,
         max_memory: None,
         check_for: None,
+        parts: None,
     };
     let lib = scan(&cfg, &Targets::builtin(), &Silent).expect("scan runs");
     assert_eq!(lib.files[0].path.bytes(), name);
@@ -271,6 +272,7 @@ fn every_truncation_is_a_problem() {
         cross_file_systems: false,
         max_memory: None,
         check_for: None,
+        parts: None,
     };
     let snap = scan(&cfg, &Targets::builtin(), &Silent).expect("scan runs");
     assert_eq!(snap.summary.files, expected.len() as u64);
@@ -299,6 +301,7 @@ fn every_truncated_code_object_is_a_problem() {
         cross_file_systems: false,
         max_memory: None,
         check_for: None,
+        parts: None,
     };
     let snap = scan(&cfg, &Targets::builtin(), &Silent).expect("scan runs");
     assert_eq!(snap.summary.files, expected.len() as u64);
@@ -347,6 +350,7 @@ fn byte_flips_never_panic() {
         cross_file_systems: false,
         max_memory: None,
         check_for: None,
+        parts: None,
     };
     let snap = scan(&cfg, &Targets::builtin(), &Silent).expect("scan runs");
     assert_eq!(snap.summary.files, n);

@@ -25,6 +25,7 @@ fn real_files_give_their_known_facts() {
         cross_file_systems: false,
         max_memory: None,
         check_for: None,
+        parts: None,
     };
     let snap = scan(&config, &Targets::builtin(), &Silent).expect("scan runs");
     assert!(snap.problems.is_empty(), "{:?}", snap.problems);

@@ -348,6 +348,7 @@ fn library_scan_matches_binary() {
         cross_file_systems: false,
         max_memory: None,
         check_for: None,
+        parts: None,
     };
     let snap =
         gfxscan::scan::scan(&cfg, &gfxscan::vocab::targets::Targets::builtin(), &gfxscan::scan::Silent)

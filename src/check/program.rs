@@ -1,0 +1,218 @@
+//! What one program loads (`check --exe`): its closure as the dynamic loader resolves it, the
+//! libraries it loads at run time, the data folders they read — the files whose verdicts are
+//! the program's — and whether it starts at all.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::source::dlopen::{data_dirs, follow, RunTimeLoad};
+use crate::source::loader::{Closure, Loader, LoaderEnv, Through};
+use crate::vocab::verdict::Status;
+
+/// A program's loads, as found.
+pub struct ProgramLoads {
+    pub closure: Closure,
+    pub runtime: Vec<RunTimeLoad>,
+    /// Data folders and the object (index) that reads each.
+    pub data: Vec<(usize, PathBuf)>,
+}
+
+/// Resolves `program` inside `env`'s root, then follows its run-time loads and the data folders
+/// its libraries read; `var` is the program's environment.
+pub fn load(
+    program: &str,
+    env: &LoaderEnv,
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Result<ProgramLoads, String> {
+    let mut loader = Loader::program(program, env)?;
+    let runtime = follow(&mut loader, var);
+    let data = data_dirs(&loader, var);
+    Ok(ProgramLoads { closure: loader.closure, runtime, data })
+}
+
+impl ProgramLoads {
+    /// The files and folders the scan reads: every loaded object's file, then each data folder
+    /// (on this machine: inside the root, links resolved).
+    pub fn files(&self, env: &LoaderEnv) -> Vec<PathBuf> {
+        let objects = self.closure.objects.iter().map(|o| o.file.clone());
+        let data = self.data.iter().filter_map(|(_, d)| crate::source::loader::in_root(&env.root, d));
+        let mut out: Vec<PathBuf> = objects.chain(data).collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// The chain that loads `objects[i]`, the object first: `librocblas.so.4 ← libggml-hip.so
+    /// (dlopen) ← libggml.so.0 ← llama-cli`.
+    fn chain(&self, i: usize) -> Vec<String> {
+        let objects = &self.closure.objects;
+        let mut out = Vec::new();
+        let mut at = Some(i);
+        while let Some(o) = at.and_then(|k| objects.get(k)) {
+            let name = o.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let shown = if o.name.contains('/') || o.needed_by.is_none() { name } else { o.name.clone() };
+            out.push(match o.through {
+                Through::Dlopen { .. } => format!("{shown} (dlopen)"),
+                _ => shown,
+            });
+            at = o.needed_by.filter(|n| Some(*n) != at && out.len() < 64);
+        }
+        out
+    }
+
+    /// The report of what it loads, and whether it starts.
+    pub fn report(&self, program: &str, root: &Path) -> ProgramReport {
+        let objects = &self.closure.objects;
+        let loads = objects
+            .iter()
+            .enumerate()
+            .skip(1)
+            .map(|(i, o)| LoadedLibrary {
+                name: o.name.clone(),
+                path: o.path.display().to_string(),
+                file: o
+                    .file
+                    .strip_prefix(root)
+                    .map_or_else(|_| o.file.clone(), |r| Path::new("/").join(r))
+                    .display()
+                    .to_string(),
+                chain: self.chain(i),
+                through: o.through.describe(),
+            })
+            .collect();
+        let missing: Vec<MissingLibrary> = self
+            .closure
+            .missing
+            .iter()
+            .map(|m| MissingLibrary {
+                name: m.name.clone(),
+                needed_by: self.chain(m.needed_by),
+                at_start: self.at_start(m.needed_by),
+                other_class: m.other_class.iter().map(|p| p.display().to_string()).collect(),
+            })
+            .collect();
+        let runtime = self
+            .runtime
+            .iter()
+            .map(|r| RunTimeLibrary {
+                what: r.what.clone(),
+                name: r.name.clone(),
+                by: self.chain(r.by),
+                loaded: r
+                    .loaded
+                    .as_ref()
+                    .ok()
+                    .and_then(|&i| objects.get(i))
+                    .map(|o| o.path.display().to_string()),
+                failed: r.loaded.as_ref().err().cloned(),
+            })
+            .collect();
+        let data = self
+            .data
+            .iter()
+            .map(|(i, d)| DataFolder { folder: d.display().to_string(), read_by: self.chain(*i) })
+            .collect();
+        let starts = !missing.iter().any(|m| m.at_start) && self.closure.problems.is_empty();
+        let loads_all = self.runtime.iter().all(|r| r.loaded.is_ok());
+        let status = if starts && missing.is_empty() && loads_all { Status::Ok } else { Status::Missing };
+        ProgramReport {
+            program: program.to_string(),
+            root: root.display().to_string(),
+            status,
+            starts,
+            loads,
+            missing,
+            runtime,
+            data,
+            problems: self.closure.problems.clone(),
+        }
+    }
+
+    /// True when `objects[i]` is loaded when the program starts (not by a `dlopen` on the way).
+    fn at_start(&self, i: usize) -> bool {
+        let objects = &self.closure.objects;
+        let mut at = Some(i);
+        let mut hops = 0;
+        while let Some(o) = at.and_then(|k| objects.get(k)) {
+            if matches!(o.through, Through::Dlopen { .. }) {
+                return false;
+            }
+            hops += 1;
+            at = o.needed_by.filter(|_| hops < 64);
+        }
+        true
+    }
+}
+
+/// What a program loads, for `check --exe` (text and JSON).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProgramReport {
+    /// The program as given.
+    pub program: String,
+    /// The root it runs in (`/`, or `--root`).
+    pub root: String,
+    /// MISSING when it does not start or a library it loads at run time cannot be loaded.
+    pub status: Status,
+    /// False when a library it needs at start is nowhere or cannot be mapped: "error while
+    /// loading shared libraries".
+    pub starts: bool,
+    /// Every library it loads, in load order, with the chain that loads it and how it was found.
+    pub loads: Vec<LoadedLibrary>,
+    /// Names found nowhere.
+    pub missing: Vec<MissingLibrary>,
+    /// Libraries loaded at run time (`dlopen`), followed as their callers look for them.
+    pub runtime: Vec<RunTimeLibrary>,
+    /// Data folders the loaded libraries read (Tensile libraries, MIOpen databases).
+    pub data: Vec<DataFolder>,
+    /// Files met that the loader cannot map (it stops there).
+    pub problems: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LoadedLibrary {
+    /// The name it was asked for by.
+    pub name: String,
+    /// Its path, as the program sees it.
+    pub path: String,
+    /// The file that is, links resolved (inside the root).
+    pub file: String,
+    /// It, then what loaded it, up to the program.
+    pub chain: Vec<String>,
+    /// How it was found ("RUNPATH $ORIGIN/../lib", "ld.so.cache").
+    pub through: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MissingLibrary {
+    pub name: String,
+    /// The object that needs it, then what loaded that, up to the program.
+    pub needed_by: Vec<String>,
+    /// Needed when the program starts (it does not), not by a library loaded later.
+    pub at_start: bool,
+    /// Files of that name passed over for their class or machine.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_class: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RunTimeLibrary {
+    /// The call (`ggml's backend registry: ggml backend "hip"`).
+    pub what: String,
+    /// What it opens.
+    pub name: String,
+    /// The library that calls it, up to the program.
+    pub by: Vec<String>,
+    /// The file it loaded; `None` when it could not.
+    pub loaded: Option<String>,
+    /// Why it could not be loaded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DataFolder {
+    pub folder: String,
+    /// The library that reads it, up to the program.
+    pub read_by: Vec<String>,
+}

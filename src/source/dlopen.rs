@@ -1,0 +1,207 @@
+//! What a program loads at run time, past its `DT_NEEDED` closure: the `dlopen` calls of the
+//! libraries that load GPU code or what GPU code needs, each followed as its own code looks
+//! (ggml's backend registry, Ollama's runner, the HIP runtime's code-object manager), and the
+//! data folders the loaded libraries read beside themselves (rocBLAS's and hipBLASLt's Tensile
+//! libraries, MIOpen's databases).
+
+use std::path::{Path, PathBuf};
+
+use crate::parse::host::parse_sections;
+use crate::source::file::open_file;
+use crate::source::loader::Loader;
+
+/// A library loaded at run time, or looked for and not found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunTimeLoad {
+    /// The object whose code calls `dlopen` (an index into the closure).
+    pub by: usize,
+    /// What it asks for: a path, or a name the loader searches for.
+    pub name: String,
+    /// What the call is (`ggml backend "hip"`, `HIP runtime's code-object manager`).
+    pub what: String,
+    /// The object it loaded, or why it could not be loaded (then nothing of it is).
+    pub loaded: Result<usize, String>,
+}
+
+/// The names ggml's registry loads, in its order (`ggml-backend-reg.cpp`
+/// `ggml_backend_load_all_from_path`); `cpu` is chosen among its variants by a score this
+/// machine's CPU decides, and holds no GPU code.
+const GGML_BACKENDS: &[&str] = &[
+    "blas", "zendnn", "cann", "cuda", "hip", "metal", "rpc", "sycl", "vulkan", "virtgpu", "opencl",
+    "hexagon", "musa", "openvino",
+];
+
+/// Follows the run-time loads of every loaded library that makes them; `var` reads the
+/// program's environment.
+pub fn follow(loader: &mut Loader<'_>, var: &dyn Fn(&str) -> Option<String>) -> Vec<RunTimeLoad> {
+    let mut out = Vec::new();
+    if let Some(dirs) = ollama_dirs(loader, var) {
+        for dir in dirs {
+            ggml_backends(loader, 0, &[dir], "Ollama's runner", &mut out);
+        }
+    } else if let Some(registry) = loader.closure.objects.iter().position(|o| soname_is(o, "libggml.so")) {
+        let dirs = ggml_dirs(loader, registry);
+        ggml_backends(loader, registry, &dirs, "ggml's backend registry", &mut out);
+        if let Some(path) = var("GGML_BACKEND_PATH").filter(|p| !p.is_empty()) {
+            let loaded = loader.dlopen(&path, registry, "GGML_BACKEND_PATH");
+            out.push(RunTimeLoad { by: registry, name: path, what: "GGML_BACKEND_PATH".into(), loaded });
+        }
+    }
+    let mut at = 0;
+    while at < loader.closure.objects.len() {
+        if let Some(comgr) = loader
+            .closure
+            .objects
+            .get(at)
+            .filter(|o| soname_is(o, "libamdhip64.so"))
+            .and_then(|o| comgr_name(&o.file))
+        {
+            let loaded = loader.dlopen(&comgr, at, "the HIP runtime");
+            out.push(RunTimeLoad {
+                by: at,
+                name: comgr,
+                what: "the HIP runtime's code-object manager".into(),
+                loaded,
+            });
+        }
+        at += 1;
+    }
+    out
+}
+
+/// True when an object's soname (or, without one, its file name) is `stem` or `stem.N…`.
+fn soname_is(o: &crate::source::loader::Object, stem: &str) -> bool {
+    let name =
+        o.dynamic.soname.clone().unwrap_or_else(|| {
+            o.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+        });
+    name == stem || name.strip_prefix(stem).is_some_and(|r| r.starts_with('.'))
+}
+
+/// Where ggml's registry in `objects[registry]` looks for backends when the program gives it
+/// no folder (`ggml_backend_load_best`): `GGML_BACKEND_DIR`, then the program's folder
+/// (`/proc/self/exe`), then the current folder. `GGML_BACKEND_DIR` is a build setting; Debian's
+/// packages set it to `ggml/backends<N>` beside `libggml.so.<N>` (its `libggml0` holds
+/// `/usr/lib/x86_64-linux-gnu/ggml/backends0`, where `libggml0-backend-hip` puts
+/// `libggml-hip.so`), so that folder is taken when it is there.
+fn ggml_dirs(loader: &Loader<'_>, registry: usize) -> Vec<PathBuf> {
+    let objects = &loader.closure.objects;
+    let mut dirs = Vec::new();
+    if let Some(o) = objects.get(registry) {
+        let soname = o.dynamic.soname.clone().unwrap_or_default();
+        if let (Some(n), Some(dir)) = (soname.strip_prefix("libggml.so."), o.path.parent()) {
+            let d = dir.join(format!("ggml/backends{n}"));
+            if !loader.list(&d).is_empty() {
+                dirs.push(d);
+            }
+        }
+    }
+    if let Some(exe) = objects.first().and_then(|o| o.path.parent()) {
+        dirs.push(exe.to_path_buf());
+    }
+    dirs.push(loader.cwd());
+    dirs
+}
+
+/// The backends ggml loads from `dirs`: for each name, the first folder holding
+/// `libggml-<name>.so` (variants `libggml-<name>-*.so` win only by a score, which only the CPU
+/// backend's have, `ggml_backend_load_best`), opened by its path.
+fn ggml_backends(
+    loader: &mut Loader<'_>,
+    by: usize,
+    dirs: &[PathBuf],
+    who: &str,
+    out: &mut Vec<RunTimeLoad>,
+) {
+    for name in GGML_BACKENDS {
+        let file = format!("libggml-{name}.so");
+        let Some(dir) = dirs.iter().find(|d| loader.is_file(&d.join(&file))) else { continue };
+        let path = dir.join(&file).display().to_string();
+        let loaded = loader.dlopen(&path, by, who);
+        out.push(RunTimeLoad { by, name: path, what: format!("{who}: ggml backend \"{name}\""), loaded });
+    }
+}
+
+/// Ollama's library folders, for a program named `ollama` (`ml/path.go` `LibOllamaPath`,
+/// `ml/backend/ggml/ggml/src/ggml.go` `OnceLoad`, `llm/server.go` `StartRunner`, v0.13):
+/// `OLLAMA_LIBRARY_PATH`, else `lib/ollama` beside the program's folder; its runner loads
+/// ggml's backends from that folder and from each subfolder holding ggml libraries (`rocm`,
+/// `cuda_v12`, …), one folder at a time, with those folders first in `LD_LIBRARY_PATH`.
+fn ollama_dirs(loader: &Loader<'_>, var: &dyn Fn(&str) -> Option<String>) -> Option<Vec<PathBuf>> {
+    let program = loader.closure.objects.first()?;
+    if program.path.file_name()? != "ollama" {
+        return None;
+    }
+    let base: Vec<PathBuf> = match var("OLLAMA_LIBRARY_PATH").filter(|v| !v.is_empty()) {
+        Some(list) => list.split(':').map(PathBuf::from).collect(),
+        None => vec![program.path.parent()?.join("../lib/ollama")],
+    };
+    let mut dirs = Vec::new();
+    for b in base {
+        for sub in std::iter::once(String::new()).chain(loader.list(&b)) {
+            let d = if sub.is_empty() { b.clone() } else { b.join(&sub) };
+            if loader.list(&d).iter().any(|n| n.contains("ggml-")) && !dirs.contains(&d) {
+                dirs.push(d);
+            }
+        }
+    }
+    Some(dirs)
+}
+
+/// The code-object manager a HIP runtime library loads (`rocclr/device/comgrctx.cpp`
+/// `Comgr::LoadLib`: `libamd_comgr.so.2` up to ROCm 6.3, `.so.3` from 6.4), read from the name
+/// its `.rodata` holds; `None` when it names none (a runtime linking comgr by `DT_NEEDED`).
+fn comgr_name(file: &Path) -> Option<String> {
+    let src = open_file(file, false).ok()?;
+    let sections = parse_sections(&src).ok()?;
+    let rodata = sections.iter().find(|s| s.name == ".rodata")?;
+    let bytes =
+        crate::parse::ByteSource::read_at(&src, rodata.offset, rodata.size.min(64 << 20) as usize).ok()?;
+    let at = memchr::memmem::find(&bytes, b"libamd_comgr.so.")?;
+    let tail = bytes.get(at..)?;
+    let end = tail.iter().position(|&b| b == 0)?;
+    let name = String::from_utf8_lossy(tail.get(..end)?).into_owned();
+    name.strip_prefix("libamd_comgr.so.")?.chars().all(|c| c.is_ascii_digit()).then_some(name)
+}
+
+/// The data folders the loaded libraries read beside themselves, that exist: rocBLAS's Tensile
+/// library (`ROCBLAS_TENSILE_LIBPATH`, else from its folder as loaded: `../../Tensile/library`,
+/// `library`, `../rocblas/library`, else `rocblas/library`, `tensile_host.cpp`
+/// `determine_tensile_base_path`; Debian's build looks in `rocblas/<version>/library`),
+/// hipBLASLt's (`HIPBLASLT_TENSILE_LIBPATH`, else `../Tensile/library`, `library`,
+/// `hipblaslt/library`), MIOpen's databases (`MIOPEN_SYSTEM_DB_PATH`, else `share/miopen/db`
+/// above its real folder, `db_path.cpp` `GetSystemDbPath`).
+pub fn data_dirs(loader: &Loader<'_>, var: &dyn Fn(&str) -> Option<String>) -> Vec<(usize, PathBuf)> {
+    let mut out = Vec::new();
+    for (i, o) in loader.closure.objects.iter().enumerate() {
+        let Some(dir) = o.path.parent() else { continue };
+        let first = |env: &str, rel: &[&str]| -> Option<PathBuf> {
+            if let Some(v) = var(env).filter(|v| !v.is_empty()) {
+                return Some(PathBuf::from(v));
+            }
+            rel.iter().map(|r| dir.join(r)).find(|d| !loader.list(d).is_empty())
+        };
+        let found = if soname_is(o, "librocblas.so") {
+            let versioned =
+                loader.list(&dir.join("rocblas")).into_iter().map(|v| format!("rocblas/{v}/library"));
+            let mut rel: Vec<String> =
+                ["../../Tensile/library", "library", "../rocblas/library", "rocblas/library"]
+                    .map(String::from)
+                    .to_vec();
+            rel.extend(versioned);
+            let rel: Vec<&str> = rel.iter().map(String::as_str).collect();
+            first("ROCBLAS_TENSILE_LIBPATH", &rel)
+        } else if soname_is(o, "libhipblaslt.so") {
+            first("HIPBLASLT_TENSILE_LIBPATH", &["../Tensile/library", "library", "hipblaslt/library"])
+        } else if soname_is(o, "libMIOpen.so") {
+            // Debian's multiarch layout puts it two folders up (`/usr/share/miopen/db`).
+            first("MIOPEN_SYSTEM_DB_PATH", &["../share/miopen/db", "../../share/miopen/db"])
+        } else {
+            None
+        };
+        if let Some(d) = found.filter(|d| !out.iter().any(|(_, e)| e == d)) {
+            out.push((i, d));
+        }
+    }
+    out
+}
