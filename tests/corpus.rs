@@ -854,3 +854,104 @@ fn check_reading_tables_gives_a_full_scans_verdicts_on_real_trees() {
         skipped(&format!("{} of {} trees not present", trees.len() - compared, trees.len()));
     }
 }
+
+/// `check --exe` on Debian's own llama.cpp over its ROCm 6.4 (`scripts/fetch-debian-llama.sh`):
+/// the chain from `llama-cli` to the HIP backend ggml loads at run time, rocBLAS, the HIP runtime
+/// and rocBLAS's Tensile folder, each library judged as `check` judges it in the whole tree; a
+/// library of the chain removed is named with what needs it, exit 1.
+#[test]
+fn check_exe_follows_llama_cli_to_its_gpu_code() {
+    let Some(dir) = std::env::var_os("GFXSCAN_DEBIAN_CORPUS").filter(|d| !d.is_empty()) else {
+        skipped("set GFXSCAN_DEBIAN_CORPUS to the DIR of fetch-debian.sh");
+        return;
+    };
+    let deb = Path::new(&dir).join("deb");
+    let root = deb.join("sid-llama-root");
+    if !root.join("usr/bin/llama-cli").exists() {
+        skipped(&format!("{} not present (run scripts/fetch-debian-llama.sh)", root.display()));
+        return;
+    }
+    let run = |args: &[&str]| {
+        let out =
+            std::process::Command::new(env!("CARGO_BIN_EXE_gfxscan")).args(args).output().expect("runs");
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let r = root.to_str().expect("UTF-8");
+    let verdicts = |json: &str| -> BTreeMap<String, serde_json::Value> {
+        let v: serde_json::Value = serde_json::from_str(json).expect("JSON");
+        let mut out = BTreeMap::new();
+        for i in v["installs"].as_array().into_iter().flatten() {
+            for g in i["gpus"].as_array().into_iter().flatten() {
+                for x in g["verdicts"].as_array().into_iter().flatten() {
+                    out.insert(x["library"].as_str().unwrap_or_default().to_string(), x.clone());
+                }
+            }
+        }
+        out
+    };
+    for gpu in ["gfx900", "gfx906", "gfx1030", "gfx1100"] {
+        let (code, json) =
+            run(&["check", "-q", "--json", "--gpu", gpu, "--exe", "/usr/bin/llama-cli", "--root", r]);
+        let v: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+        let p = &v["program"];
+        assert_eq!(p["starts"], true, "{p}");
+        let chain = |name: &str| {
+            let l = p["loads"]
+                .as_array()
+                .and_then(|l| l.iter().find(|l| l["name"].as_str().is_some_and(|n| n.ends_with(name))));
+            l.map(|l| l["chain"].clone()).unwrap_or_else(|| panic!("{name} not loaded: {p}"))
+        };
+        assert_eq!(
+            chain("libggml-hip.so"),
+            serde_json::json!([
+                "libggml-hip.so (dlopen)",
+                "libggml.so.0",
+                "libllama-server-impl.so",
+                "libllama-cli-impl.so",
+                "llama-cli"
+            ])
+        );
+        assert_eq!(chain("librocblas.so.4")[1], "libggml-hip.so (dlopen)");
+        assert_eq!(chain("libamdhip64.so.6")[1], "libggml-hip.so (dlopen)");
+        assert!(p["data"][0]["folder"].as_str().is_some_and(|f| f.ends_with("rocblas/4.4.1/library")), "{p}");
+        // Each library the program loads has the verdict `check` gives it in the whole tree.
+        let (_, whole) = run(&["check", "-q", "--json", "--gpu", gpu, r]);
+        let (mine, whole) = (verdicts(&json), verdicts(&whole));
+        assert!(mine.len() >= 4, "{gpu}: {mine:?}");
+        for (library, verdict) in &mine {
+            assert_eq!(whole.get(library), Some(verdict), "{gpu}: {library}");
+        }
+        assert_eq!(code, Some(if mine.values().all(|v| v["status"] == "ok") { 0 } else { 1 }), "{gpu}: {p}");
+    }
+    // A hard-linked copy without rocBLAS: the HIP backend does not load (its DT_NEEDED is
+    // nowhere); without libllama.so.0, llama-cli does not start.
+    let copy = tempfile::tempdir_in(&deb).expect("temp dir beside the tree");
+    let tree = copy.path().join("root");
+    let cp = std::process::Command::new("cp").arg("-al").arg(&root).arg(&tree).status().expect("cp");
+    assert!(cp.success());
+    let lib = tree.join("usr/lib/x86_64-linux-gnu");
+    for f in ["librocblas.so.4", "librocblas.so.4.4"] {
+        std::fs::remove_file(lib.join(f)).expect("remove");
+    }
+    let t = tree.to_str().expect("UTF-8");
+    let program = |code: Option<i32>, json: String| -> serde_json::Value {
+        assert_eq!(code, Some(1), "{json}");
+        serde_json::from_str::<serde_json::Value>(&json).expect("JSON")["program"].clone()
+    };
+    let (code, json) =
+        run(&["check", "-q", "--json", "--gpu", "gfx1100", "--exe", "/usr/bin/llama-cli", "--root", t]);
+    let p = program(code, json);
+    let hip = p["runtime"]
+        .as_array()
+        .and_then(|r| r.iter().find(|r| r["what"].as_str().is_some_and(|w| w.contains("\"hip\""))));
+    let failed = hip.and_then(|h| h["failed"].as_str()).unwrap_or_default();
+    assert!(failed.contains("librocblas.so.4 (needed by libggml-hip.so) is nowhere"), "{p}");
+    assert_eq!(p["starts"], true);
+    std::fs::remove_file(lib.join("libllama.so.0")).expect("remove");
+    let (code, json) =
+        run(&["check", "-q", "--json", "--gpu", "gfx1100", "--exe", "/usr/bin/llama-cli", "--root", t]);
+    let p = program(code, json);
+    assert_eq!(p["starts"], false, "{p}");
+    assert_eq!(p["missing"][0]["name"], "libllama.so.0");
+    assert_eq!(p["missing"][0]["needed_by"], serde_json::json!(["libllama-cli-impl.so", "llama-cli"]));
+}

@@ -199,12 +199,20 @@ fn write_program(
             wrap(&paint(&line, status_color(Status::Missing), style.color), li, more, style.width)
         )?;
     }
+    // Each name once, with the first object that needs it (the JSON has every one).
+    let mut named: Vec<&str> = Vec::new();
     for m in &p.missing {
+        if named.contains(&m.name.as_str()) {
+            continue;
+        }
+        named.push(&m.name);
+        let others = p.missing.iter().filter(|o| o.name == m.name).count() - 1;
+        let also = if others > 0 { format!(" (and {} more)", others) } else { String::new() };
         let effect = match m.at_start {
             true => "the program does not start (\"cannot open shared object file\")",
             false => "the library that needs it is not loaded",
         };
-        let line = format!("missing: {}, needed by {}: {effect}", m.name, m.needed_by.join(" ← "));
+        let line = format!("missing: {}, needed by {}{also}: {effect}", m.name, m.needed_by.join(" ← "));
         writeln!(
             out,
             "{}",

@@ -607,15 +607,22 @@ impl<'e> Loader<'e> {
             dynamic,
         });
         if let Some(interp) = interp {
-            if let Candidate::Found(hit) = loader.search.look(Path::new(&interp), Through::Interpreter) {
-                objects.push(Object {
+            // A program whose interpreter is not there does not run at all (execve fails).
+            match loader.search.look(Path::new(&interp), Through::Interpreter) {
+                Candidate::Found(hit) => objects.push(Object {
                     path: hit.path,
                     file: hit.file,
                     name: interp,
                     needed_by: Some(0),
                     through: hit.through,
                     dynamic: hit.dynamic,
-                });
+                }),
+                Candidate::Fatal(why) => loader.closure.problems.push(why),
+                _ => loader.closure.missing.push(Missing {
+                    name: interp,
+                    needed_by: 0,
+                    other_class: Vec::new(),
+                }),
             }
         }
         loader.load_needed(0);
@@ -643,7 +650,8 @@ impl<'e> Loader<'e> {
             .unwrap_or_default()
             .iter()
             .map(|m| {
-                let needer = self.closure.objects.get(m.needed_by).map_or(String::new(), |o| o.name.clone());
+                let needer = self.closure.objects.get(m.needed_by).and_then(|o| o.path.file_name());
+                let needer = needer.map_or(String::new(), |n| n.to_string_lossy().into_owned());
                 format!("{} (needed by {needer}) is nowhere", m.name)
             })
             .chain(self.closure.problems.get(problems..).unwrap_or_default().iter().cloned())

@@ -16,6 +16,9 @@ const LD_SO: &str = "/lib64/ld-linux-x86-64.so.2";
 
 struct Build {
     dir: PathBuf,
+    /// Without the C library (a root that holds none): `-nostdlib`, the program with its own
+    /// `_start`.
+    bare: bool,
 }
 
 impl Build {
@@ -42,13 +45,18 @@ impl Build {
         let out = self.dir.join(rel);
         std::fs::create_dir_all(out.parent().unwrap()).unwrap();
         let src = self.dir.join("main.c");
-        std::fs::write(&src, "int main(void) { return 0; }\n").unwrap();
+        let body =
+            if self.bare { "void _start(void) { for (;;) {} }\n" } else { "int main(void) { return 0; }\n" };
+        std::fs::write(&src, body).unwrap();
         let mut cmd = Command::new("cc");
         cmd.arg("-o").arg(&out).arg(&src);
         self.link(cmd, needs, flags);
     }
 
     fn link(&self, mut cmd: Command, needs: &[&str], flags: &[&str]) {
+        if self.bare {
+            cmd.arg("-nostdlib");
+        }
         cmd.arg("-Wl,--no-as-needed");
         for n in needs {
             cmd.arg(self.dir.join(n));
@@ -109,7 +117,7 @@ fn every_search_rule_resolves_as_glibcs_loader_does() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let b = Build { dir: tmp.path().to_path_buf() };
+    let b = Build { dir: tmp.path().to_path_buf(), bare: false };
     // RUNPATH with $ORIGIN, for the program's own needs only: liba's need of libonly.so is not
     // looked for in the program's RUNPATH.
     b.lib("lib2/libb.so.1", Some("libb.so.1"), &[], &[]);
@@ -188,4 +196,117 @@ fn every_search_rule_resolves_as_glibcs_loader_does() {
     assert!(cut["libg.so"].as_deref().is_some_and(|p| p.contains("/g2/")), "{cut:?}");
     let runpath = ours(&tmp.path().join("bin/runpath"), None);
     assert_eq!(runpath["libonly.so"], None, "RUNPATH is not inherited: {runpath:?}");
+}
+
+/// A shared library built with the C compiler whose `.hip_fatbin` holds `bundle`, as hipcc
+/// lays it out (one aligned read-only section).
+fn gpu_lib(b: &Build, rel: &str, soname: &str, bundle: &[u8]) {
+    let bytes: Vec<String> = bundle.iter().map(|x| x.to_string()).collect();
+    let src = b.dir.join(format!("{}.c", rel.replace('/', "_")));
+    std::fs::write(
+        &src,
+        format!(
+            "__attribute__((section(\".hip_fatbin\"), aligned(4096), used)) const unsigned char fatbin[] = {{{}}};\n",
+            bytes.join(",")
+        ),
+    )
+    .unwrap();
+    let out = b.dir.join(rel);
+    std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+    let mut cmd = Command::new("cc");
+    cmd.args(["-shared", "-fPIC", "-nostdlib", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .arg(format!("-Wl,-soname,{soname}"));
+    let done = cmd.output().expect("cc runs");
+    assert!(done.status.success(), "{}", String::from_utf8_lossy(&done.stderr));
+}
+
+fn gfxscan(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_gfxscan")).args(args).output().expect("runs");
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.code().unwrap_or(-1), text(&out.stdout), text(&out.stderr))
+}
+
+/// `check --exe` judges exactly the libraries the program loads, found as the loader finds
+/// them inside `--root` (a RUNPATH with `$ORIGIN`, then the folders of the root's
+/// `ld.so.conf`), each with the verdict `check` gives it on the whole tree; a library of the
+/// chain removed is named with what needs it, and the program does not start (exit 1).
+#[test]
+fn check_exe_judges_what_the_program_loads() {
+    use crate::fixtures::{co, hip_bundle, GFX1100, GFX90A};
+    if Command::new("cc").arg("--version").output().is_err() {
+        crate::util::skipped("no C compiler here");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let b = Build { dir: tmp.path().join("build"), bare: true };
+    std::fs::create_dir_all(&b.dir).unwrap();
+    let root = tmp.path().join("root");
+    let (c1100, c90a) = (co(GFX1100, 0, 2), co(GFX90A, 0, 1));
+    gpu_lib(
+        &b,
+        "../root/usr/lib/gpu/libgpu.so.1",
+        "libgpu.so.1",
+        &hip_bundle(&[("gfx1100", &c1100), ("gfx90a", &c90a)]),
+    );
+    gpu_lib(&b, "../root/usr/lib/gpu/libother.so.1", "libother.so.1", &hip_bundle(&[("gfx90a", &c90a)]));
+    b.lib("../root/usr/lib/app/libapp.so", Some("libapp.so"), &["../root/usr/lib/gpu/libgpu.so.1"], &[]);
+    b.program(
+        "../root/usr/bin/prog",
+        &["../root/usr/lib/app/libapp.so"],
+        &["--enable-new-dtags", "-rpath,$ORIGIN/../lib/app"],
+    );
+    // The program's interpreter, as its root must hold it.
+    std::fs::create_dir_all(root.join("lib64")).unwrap();
+    std::fs::copy(LD_SO, root.join("lib64/ld-linux-x86-64.so.2")).unwrap();
+    std::fs::create_dir_all(root.join("etc")).unwrap();
+    std::fs::write(root.join("etc/ld.so.conf"), "# as ldconfig reads it\n/usr/lib/gpu/\n").unwrap();
+    let r = root.to_str().unwrap();
+
+    let (code, out, err) =
+        gfxscan(&["check", "--gpu", "gfx1100", "--exe", "/usr/bin/prog", "--root", r, "--json", "-q"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let p = &v["program"];
+    assert_eq!(p["starts"], true, "{p}");
+    let gpu =
+        p["loads"].as_array().unwrap().iter().find(|l| l["name"] == "libgpu.so.1").expect("libgpu loaded");
+    assert_eq!(gpu["chain"], serde_json::json!(["libgpu.so.1", "libapp.so", "prog"]), "{gpu}");
+    assert_eq!(gpu["through"], "ld.so.conf /usr/lib/gpu", "{gpu}");
+    let verdicts = |v: &serde_json::Value| -> Vec<(String, serde_json::Value)> {
+        v["installs"][0]["gpus"][0]["verdicts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| (x["library"].as_str().unwrap().rsplit('/').next().unwrap().to_string(), x.clone()))
+            .collect()
+    };
+    let judged = verdicts(&v);
+    assert_eq!(
+        judged.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+        ["libgpu.so.1"],
+        "only what loads"
+    );
+    // The same library, judged by `check` on the whole tree, has the same verdict; the library
+    // the program does not load is judged there (and fails), not for the program.
+    let (whole_code, whole, _) = gfxscan(&["check", "--gpu", "gfx1100", r, "--json", "-q"]);
+    assert_eq!(whole_code, 1, "libother lacks gfx1100: {whole}");
+    let whole = verdicts(&serde_json::from_str(&whole).unwrap());
+    assert_eq!(whole.iter().find(|(n, _)| n == "libgpu.so.1").map(|(_, x)| x), Some(&judged[0].1));
+
+    // Its interpreter gone, the program does not run at all.
+    std::fs::rename(root.join("lib64/ld-linux-x86-64.so.2"), root.join("lib64/gone")).unwrap();
+    let (code, out, _) = gfxscan(&["check", "--gpu", "gfx1100", "--exe", "/usr/bin/prog", "--root", r]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("missing: /lib64/ld-linux-x86-64.so.2, needed by prog"), "{out}");
+    std::fs::rename(root.join("lib64/gone"), root.join("lib64/ld-linux-x86-64.so.2")).unwrap();
+    std::fs::remove_file(root.join("usr/lib/gpu/libgpu.so.1")).unwrap();
+    let (code, out, _) = gfxscan(&["check", "--gpu", "gfx1100", "--exe", "/usr/bin/prog", "--root", r]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("missing: libgpu.so.1, needed by libapp.so ← prog: the program does not start"),
+        "{out}"
+    );
+    assert!(out.contains("MISSING: the program does not start"), "{out}");
 }
