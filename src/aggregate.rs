@@ -114,6 +114,7 @@ pub fn snapshot(tally: Tally, roots: Vec<String>, targets: &Targets) -> Snapshot
         findings: Vec::new(),
         hip_runtimes,
         links_out_of_root,
+        one_program: false,
     }
 }
 

@@ -235,7 +235,8 @@ fn run_check(mut args: CheckArgs, color: cli::ColorChoice) -> anyhow::Result<Exi
     processors.dedup();
     args.opts.resources.max_memory = Some(memory_aim(&args.opts.resources, false));
     let parts = program.as_ref().map(|(loads, env, _)| loads.files(env));
-    let snap = scan_roots(roots.clone(), &args.opts, &targets, Some(processors), parts)?;
+    let mut snap = scan_roots(roots.clone(), &args.opts, &targets, Some(processors), parts)?;
+    snap.one_program = program.is_some();
     let libpaths = pending.into_iter().map(|p| p.place_in(&roots)).collect();
     let mut result = check::check(&snap, &found, &targets, check::CheckOptions { not_checked, libpaths });
     if let Some((loads, env, exe)) = &program {

@@ -191,11 +191,15 @@ fn library_of<'s>(
 /// The HIP runtime an install ships (the one whose name says most of its version, then the
 /// first in path order: `libamdhip64.so.6.4.43484` over a copy named `libamdhip64.so.6`), and
 /// the rules it matches by; ROCm 7.x's where it ships none (`vocab::runtime::ASSUMED_RUNTIME`).
+/// In one program's closure, its runtime, wherever it lies: the one the program loads.
 pub fn runtime_of<'s>(snap: &'s Snapshot, install: &Install) -> (Runtime, Option<&'s HipRuntime>) {
     let own = snap
         .hip_runtimes
         .iter()
-        .filter(|r| &install_of(snap.root_given(r.path.root), &r.path.display(&snap.roots)) == install)
+        .filter(|r| {
+            snap.one_program
+                || &install_of(snap.root_given(r.path.root), &r.path.display(&snap.roots)) == install
+        })
         .rev()
         .max_by_key(|r| r.version.split('.').count());
     (own.map_or_else(Runtime::default, |r| Runtime::of_version(&r.version)), own)

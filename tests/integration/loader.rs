@@ -310,3 +310,47 @@ fn check_exe_judges_what_the_program_loads() {
     );
     assert!(out.contains("MISSING: the program does not start"), "{out}");
 }
+
+/// The HIP runtime the program loads decides the rules its libraries are judged by, wherever
+/// each lies: a bundle entry of pre-ROCm-4.1 form (`hip-amdgcn-amd-amdhsa-gfx1100`, four parts)
+/// loads under HIP 5.7's legacy unbundler, which reads the entry's ELF, and never under comgr.
+#[test]
+fn check_exe_judges_by_the_runtime_the_program_loads() {
+    use crate::fixtures::{co, GFX1100, HOST};
+    if Command::new("cc").arg("--version").output().is_err() {
+        crate::util::skipped("no C compiler here");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let b = Build { dir: tmp.path().join("build"), bare: true };
+    std::fs::create_dir_all(&b.dir).unwrap();
+    let root = tmp.path().join("root");
+    let c1100 = co(GFX1100, 0, 1);
+    let old = gfxscan::testing::bundle(&[(HOST, &[][..]), ("hip-amdgcn-amd-amdhsa-gfx1100", &c1100)], 4096);
+    gpu_lib(&b, "../root/usr/lib/gpu/libgpu.so.1", "libgpu.so.1", &old);
+    b.lib("../root/opt/rocm-5.7.0/lib/libamdhip64.so.5.7.31921", Some("libamdhip64.so.5"), &[], &[]);
+    std::os::unix::fs::symlink("libamdhip64.so.5.7.31921", root.join("opt/rocm-5.7.0/lib/libamdhip64.so.5"))
+        .unwrap();
+    b.lib(
+        "../root/usr/lib/app/libapp.so",
+        Some("libapp.so"),
+        &["../root/usr/lib/gpu/libgpu.so.1", "../root/opt/rocm-5.7.0/lib/libamdhip64.so.5"],
+        &["--enable-new-dtags", "-rpath,/usr/lib/gpu:/opt/rocm-5.7.0/lib"],
+    );
+    b.program(
+        "../root/usr/bin/prog",
+        &["../root/usr/lib/app/libapp.so"],
+        &["--enable-new-dtags", "-rpath,$ORIGIN/../lib/app"],
+    );
+    std::fs::create_dir_all(root.join("lib64")).unwrap();
+    std::fs::copy(LD_SO, root.join("lib64/ld-linux-x86-64.so.2")).unwrap();
+    let r = root.to_str().unwrap();
+    let (code, out, err) =
+        gfxscan(&["check", "--gpu", "gfx1100", "--exe", "/usr/bin/prog", "--root", r, "--json", "-q"]);
+    assert_eq!(code, 0, "HIP 5.7 loads it by its ELF: {out}{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["installs"][0]["runtime"]["version"], "5.7.31921", "{v}");
+    // The same library on its own, with no runtime beside it, is judged by ROCm 7.x's comgr.
+    let (code, out, _) = gfxscan(&["check", "--gpu", "gfx1100", &format!("{r}/usr/lib/gpu"), "--json", "-q"]);
+    assert_eq!(code, 1, "comgr never matches a four-part ID: {out}");
+}
