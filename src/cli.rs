@@ -318,9 +318,13 @@ pub struct CheckArgs {
     pub root: Option<PathBuf>,
     /// An environment variable as the program sees it, NAME=VALUE (repeatable):
     /// LD_LIBRARY_PATH, GGML_BACKEND_PATH, OLLAMA_LIBRARY_PATH, ROCBLAS_TENSILE_LIBPATH,
-    /// HSA_OVERRIDE_GFX_VERSION, …; unnamed ones are this process's.
-    #[arg(long = "env", value_name = "NAME=VALUE", requires = "exe")]
+    /// HSA_OVERRIDE_GFX_VERSION, …; unnamed ones are this process's (with --pid, that process's).
+    #[arg(long = "env", value_name = "NAME=VALUE")]
     pub env: Vec<String>,
+    /// Judge what running process PID has loaded (/proc/PID/maps), under its environment
+    /// (/proc/PID/environ): its overrides, visible devices and Tensile paths.
+    #[arg(long, value_name = "PID", conflicts_with_all = ["roots", "exe"])]
+    pub pid: Option<u32>,
     /// Output format (default: what -o FILE's extension says — .json, .html, .md — else a
     /// table).
     #[arg(long, value_enum)]

@@ -183,8 +183,16 @@ fn run_scan(mut args: ScanArgs, color: cli::ColorChoice) -> anyhow::Result<ExitS
 
 fn run_check(mut args: CheckArgs, color: cli::ColorChoice) -> anyhow::Result<ExitStatus> {
     let targets = load_targets(&args.opts.table)?;
-    // The program's environment: this process's, with --env on top.
-    let vars = program_env(&args.env)?;
+    // A running process, read first: its environment is the one its GPUs and libraries see.
+    let process = match args.pid {
+        Some(pid) => Some(source::process::read_process(pid).map_err(anyhow::Error::msg)?),
+        None => None,
+    };
+    if !args.env.is_empty() && args.exe.is_none() && process.is_none() {
+        bail!("--env sets the environment of the program --exe or --pid names: give one");
+    }
+    // The program's environment: this process's (or the process's), with --env on top.
+    let vars = program_env(process.as_ref().map(|p| p.env.clone()), &args.env)?;
     let env = check::devices::Env::from_vars(vars.iter().map(|(k, v)| (k.clone(), v.clone())));
     let found = if args.gpus.is_empty() {
         let root = args.sysfs_root.clone().unwrap_or_else(|| "/".into());
@@ -202,13 +210,18 @@ fn run_check(mut args: CheckArgs, color: cli::ColorChoice) -> anyhow::Result<Exi
     let format = cli::resolve_report_format(args.json, args.format, args.opts.output.as_deref())
         .map_err(anyhow::Error::msg)?;
     let out = Output::open(args.opts.output.as_deref())?;
-    // With --exe: what the program loads, found as the loader finds it, is what is read.
-    let program = match &args.exe {
-        Some(exe) => Some(load_program(exe, args.root.as_deref(), &vars)?),
-        None => None,
+    // With --exe: what the program loads, found as the loader finds it, is what is read; with
+    // --pid, what the process has mapped.
+    let program = match (&process, &args.exe) {
+        (Some(p), _) => {
+            let label = format!("process {} ({})", p.pid, p.exe);
+            Some((check::program::from_process(p), p.root.clone(), label))
+        }
+        (None, Some(exe)) => Some(load_program(exe, args.root.as_deref(), &vars)?),
+        (None, None) => None,
     };
-    let (roots, not_checked) = if let Some((_, env, _)) = &program {
-        (vec![env.root.clone()], Vec::new())
+    let (roots, not_checked) = if let Some((_, root, _)) = &program {
+        (vec![root.clone()], Vec::new())
     } else if args.opts.roots.is_empty() {
         let (checked, not) = source::walk::check_roots_under(std::path::Path::new("/"));
         if checked.is_empty() {
@@ -234,21 +247,28 @@ fn run_check(mut args: CheckArgs, color: cli::ColorChoice) -> anyhow::Result<Exi
     processors.sort();
     processors.dedup();
     args.opts.resources.max_memory = Some(memory_aim(&args.opts.resources, false));
-    let parts = program.as_ref().map(|(loads, env, _)| loads.files(env));
+    let parts = program.as_ref().map(|(loads, root, _)| loads.files(root));
     let mut snap = scan_roots(roots.clone(), &args.opts, &targets, Some(processors), parts)?;
     snap.one_program = program.is_some();
     let libpaths = pending.into_iter().map(|p| p.place_in(&roots)).collect();
     let mut result = check::check(&snap, &found, &targets, check::CheckOptions { not_checked, libpaths });
-    if let Some((loads, env, exe)) = &program {
-        result = result.with_program(loads.report(exe, &env.root));
+    if let Some((loads, root, label)) = &program {
+        result = result.with_program(loads.report(label, root));
     }
     let style = style_for(color, args.opts.output.as_deref());
     out.deliver(result.exit_status(), |w| report::write_check(&result, &targets, format, style, w))
 }
 
-/// This process's environment with `--env NAME=VALUE` settings on top, sorted by name.
-fn program_env(settings: &[String]) -> anyhow::Result<Vec<(String, String)>> {
-    let mut vars: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+/// The program's environment — `base` (a process's), else this process's — with `--env
+/// NAME=VALUE` settings on top, sorted by name.
+fn program_env(
+    base: Option<Vec<(String, String)>>,
+    settings: &[String],
+) -> anyhow::Result<Vec<(String, String)>> {
+    let mut vars: std::collections::BTreeMap<String, String> = match base {
+        Some(b) => b.into_iter().collect(),
+        None => std::env::vars().collect(),
+    };
     for s in settings {
         let Some((k, v)) = s.split_once('=').filter(|(k, _)| !k.is_empty()) else {
             bail!("--env {s:?}: give NAME=VALUE");
@@ -258,20 +278,20 @@ fn program_env(settings: &[String]) -> anyhow::Result<Vec<(String, String)>> {
     Ok(vars.into_iter().collect())
 }
 
-/// What `exe` loads inside `root` (`/` by default) under `vars`: the loads, the loader's view
-/// of the root, and the program as given.
+/// What `exe` loads inside `root` (`/` by default) under `vars`: the loads, the root, and the
+/// program as given.
 fn load_program(
     exe: &str,
     root: Option<&std::path::Path>,
     vars: &[(String, String)],
-) -> anyhow::Result<(check::program::ProgramLoads, source::loader::LoaderEnv, String)> {
+) -> anyhow::Result<(check::program::ProgramLoads, std::path::PathBuf, String)> {
     let root = root.unwrap_or(std::path::Path::new("/"));
     let root =
         anyhow::Context::with_context(std::fs::canonicalize(root), || format!("--root {}", root.display()))?;
     let var = |k: &str| vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
     let env = source::loader::LoaderEnv { root, ld_library_path: var("LD_LIBRARY_PATH"), path: var("PATH") };
     let loads = check::program::load(exe, &env, &var).map_err(anyhow::Error::msg)?;
-    Ok((loads, env, exe.to_string()))
+    Ok((loads, env.root, exe.to_string()))
 }
 
 /// A Tensile folder named by the environment, before the scan places it among the roots.

@@ -6,8 +6,11 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::parse::dynamic::parse_dynamic;
 use crate::source::dlopen::{data_dirs, follow, RunTimeLoad};
-use crate::source::loader::{Closure, Loader, LoaderEnv, Through};
+use crate::source::file::open_file;
+use crate::source::loader::{in_root, Closure, Loader, LoaderEnv, Object, Through};
+use crate::source::process::Process;
 use crate::vocab::verdict::Status;
 
 /// A program's loads, as found.
@@ -27,16 +30,62 @@ pub fn load(
 ) -> Result<ProgramLoads, String> {
     let mut loader = Loader::program(program, env)?;
     let runtime = follow(&mut loader, var);
-    let data = data_dirs(&loader, var);
+    let data = data_dirs(&loader.closure.objects, loader.root(), var);
     Ok(ProgramLoads { closure: loader.closure, runtime, data })
+}
+
+/// What a running process has loaded (`/proc/<pid>/maps`): its program, then each ELF object
+/// it has mapped, each tied to the first object before it that needs it by name (else mapped
+/// at run time); and the data folders they read under its environment.
+pub fn from_process(p: &Process) -> ProgramLoads {
+    let mut closure = Closure::default();
+    let var = |k: &str| p.env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    let program = p.mapped.iter().find(|m| m.path == p.exe).cloned();
+    let files = program.into_iter().chain(p.mapped.iter().filter(|m| m.path != p.exe).cloned());
+    for m in files {
+        if m.deleted {
+            closure
+                .problems
+                .push(format!("{}: deleted since it was mapped; its code cannot be read", m.path));
+            continue;
+        }
+        let Some(file) = in_root(&p.root, Path::new(&m.path)) else { continue };
+        let Ok(dynamic) =
+            open_file(&file, false).map_err(|_| ()).and_then(|src| parse_dynamic(&src).map_err(|_| ()))
+        else {
+            continue;
+        };
+        let name =
+            Path::new(&m.path).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let soname = dynamic.soname.clone();
+        let needer = closure
+            .objects
+            .iter()
+            .position(|o| o.dynamic.needed.iter().any(|n| *n == name || Some(n) == soname.as_ref()));
+        let first = closure.objects.is_empty();
+        closure.objects.push(Object {
+            path: PathBuf::from(&m.path),
+            file,
+            name: soname.unwrap_or(name),
+            needed_by: if first { None } else { Some(needer.unwrap_or(0)) },
+            through: match (first, needer) {
+                (true, _) => Through::Program,
+                (false, Some(_)) => Through::Mapped,
+                (false, None) => Through::Dlopen { by: "the process (mapped at run time)".into() },
+            },
+            dynamic,
+        });
+    }
+    let data = data_dirs(&closure.objects, &p.root, &var);
+    ProgramLoads { closure, runtime: Vec::new(), data }
 }
 
 impl ProgramLoads {
     /// The files and folders the scan reads: every loaded object's file, then each data folder
     /// (on this machine: inside the root, links resolved).
-    pub fn files(&self, env: &LoaderEnv) -> Vec<PathBuf> {
+    pub fn files(&self, root: &Path) -> Vec<PathBuf> {
         let objects = self.closure.objects.iter().map(|o| o.file.clone());
-        let data = self.data.iter().filter_map(|(_, d)| crate::source::loader::in_root(&env.root, d));
+        let data = self.data.iter().filter_map(|(_, d)| in_root(root, d));
         let mut out: Vec<PathBuf> = objects.chain(data).collect();
         out.sort();
         out.dedup();

@@ -154,9 +154,13 @@ fn write_program(
     out: &mut dyn Write,
 ) -> io::Result<()> {
     let more = "      ";
+    let what = match p.program.strip_prefix("process ") {
+        Some(rest) => format!("Process {rest}"),
+        None => format!("Program {}", p.program),
+    };
     let text = match p.root.as_str() {
-        "/" => format!("Program {}", p.program),
-        root => format!("Program {} (in {root})", p.program),
+        "/" => what,
+        root => format!("{what} (in {root})"),
     };
     writeln!(out, "{}", status_line(&text, h, &super::json_word(p.status).to_uppercase(), p.status, style))?;
     let judged: Vec<&str> = report

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use crate::parse::host::parse_sections;
 use crate::source::file::open_file;
-use crate::source::loader::Loader;
+use crate::source::loader::{list_in_root, Loader, Object};
 
 /// A library loaded at run time, or looked for and not found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,7 +70,7 @@ pub fn follow(loader: &mut Loader<'_>, var: &dyn Fn(&str) -> Option<String>) -> 
 }
 
 /// True when an object's soname (or, without one, its file name) is `stem` or `stem.N…`.
-fn soname_is(o: &crate::source::loader::Object, stem: &str) -> bool {
+fn soname_is(o: &Object, stem: &str) -> bool {
     let name =
         o.dynamic.soname.clone().unwrap_or_else(|| {
             o.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
@@ -171,19 +171,23 @@ fn comgr_name(file: &Path) -> Option<String> {
 /// hipBLASLt's (`HIPBLASLT_TENSILE_LIBPATH`, else `../Tensile/library`, `library`,
 /// `hipblaslt/library`), MIOpen's databases (`MIOPEN_SYSTEM_DB_PATH`, else `share/miopen/db`
 /// above its real folder, `db_path.cpp` `GetSystemDbPath`).
-pub fn data_dirs(loader: &Loader<'_>, var: &dyn Fn(&str) -> Option<String>) -> Vec<(usize, PathBuf)> {
+pub fn data_dirs(
+    objects: &[Object],
+    root: &Path,
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Vec<(usize, PathBuf)> {
+    let list = |d: &Path| list_in_root(root, d);
     let mut out = Vec::new();
-    for (i, o) in loader.closure.objects.iter().enumerate() {
+    for (i, o) in objects.iter().enumerate() {
         let Some(dir) = o.path.parent() else { continue };
         let first = |env: &str, rel: &[&str]| -> Option<PathBuf> {
             if let Some(v) = var(env).filter(|v| !v.is_empty()) {
                 return Some(PathBuf::from(v));
             }
-            rel.iter().map(|r| dir.join(r)).find(|d| !loader.list(d).is_empty())
+            rel.iter().map(|r| dir.join(r)).find(|d| !list(d).is_empty())
         };
         let found = if soname_is(o, "librocblas.so") {
-            let versioned =
-                loader.list(&dir.join("rocblas")).into_iter().map(|v| format!("rocblas/{v}/library"));
+            let versioned = list(&dir.join("rocblas")).into_iter().map(|v| format!("rocblas/{v}/library"));
             let mut rel: Vec<String> =
                 ["../../Tensile/library", "library", "../rocblas/library", "rocblas/library"]
                     .map(String::from)

@@ -53,6 +53,8 @@ pub enum Through {
     Default { dir: String },
     /// The dynamic loader the program names (`PT_INTERP`).
     Interpreter,
+    /// Mapped by a running process (`/proc/<pid>/maps`), needed by the object before it.
+    Mapped,
     /// Loaded at run time by another library (`dlopen`), as its loader code looks for it.
     Dlopen { by: String },
 }
@@ -70,6 +72,7 @@ impl Through {
             Through::Conf { dir } => format!("ld.so.conf {dir}"),
             Through::Default { dir } => format!("the default folder {dir}"),
             Through::Interpreter => "the program's interpreter".to_string(),
+            Through::Mapped => "mapped by the process".to_string(),
             Through::Dlopen { by } => format!("dlopen by {by}"),
         }
     }
@@ -189,6 +192,19 @@ pub fn in_root(root: &Path, abs: &Path) -> Option<PathBuf> {
         }
     }
     Some(at)
+}
+
+/// The names in folder `dir` (inside `root`), sorted; none when it is not there.
+pub fn list_in_root(root: &Path, dir: &Path) -> Vec<String> {
+    let Some(real) = in_root(root, dir) else { return Vec::new() };
+    let mut names: Vec<String> = std::fs::read_dir(real)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
 }
 
 /// The normal parts of a path, `..` kept, `.` and the root dropped.
@@ -727,15 +743,12 @@ impl<'e> Loader<'e> {
 
     /// The names in folder `dir` (inside the root), sorted.
     pub fn list(&self, dir: &Path) -> Vec<String> {
-        let Some(real) = in_root(&self.search.env.root, dir) else { return Vec::new() };
-        let mut names: Vec<String> = std::fs::read_dir(real)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
+        list_in_root(&self.search.env.root, dir)
+    }
+
+    /// The root it loads in.
+    pub fn root(&self) -> &Path {
+        &self.search.env.root
     }
 }
 

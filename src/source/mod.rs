@@ -8,6 +8,7 @@ pub mod file;
 pub mod loader;
 pub mod memory;
 pub mod origin;
+pub mod process;
 pub mod snapshot;
 pub mod sqlite;
 pub mod walk;

@@ -354,3 +354,80 @@ fn check_exe_judges_by_the_runtime_the_program_loads() {
     let (code, out, _) = gfxscan(&["check", "--gpu", "gfx1100", &format!("{r}/usr/lib/gpu"), "--json", "-q"]);
     assert_eq!(code, 1, "comgr never matches a four-part ID: {out}");
 }
+
+/// `check --pid` judges what a live process has mapped, under its environment, and agrees with
+/// `check --exe` on its program.
+#[test]
+fn check_pid_agrees_with_check_exe_on_a_live_process() {
+    use crate::fixtures::{co, hip_bundle, GFX1100, GFX90A};
+    if Command::new("cc").arg("--version").output().is_err() {
+        crate::util::skipped("no C compiler here");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let b = Build { dir: tmp.path().to_path_buf(), bare: false };
+    let (c1100, c90a) = (co(GFX1100, 0, 2), co(GFX90A, 0, 1));
+    gpu_lib(&b, "lib/libgpu.so.1", "libgpu.so.1", &hip_bundle(&[("gfx1100", &c1100), ("gfx90a", &c90a)]));
+    let src = tmp.path().join("pause.c");
+    std::fs::write(&src, "#include <unistd.h>\nint main(void) { pause(); return 0; }\n").unwrap();
+    let prog = tmp.path().join("bin/prog");
+    std::fs::create_dir_all(prog.parent().unwrap()).unwrap();
+    let built = Command::new("cc")
+        .arg("-o")
+        .arg(&prog)
+        .arg(&src)
+        .arg("-Wl,--no-as-needed")
+        .arg(tmp.path().join("lib/libgpu.so.1"))
+        .arg("-Wl,--enable-new-dtags,-rpath,$ORIGIN/../lib")
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    /// Killed however the test ends.
+    struct Running(std::process::Child);
+    impl Drop for Running {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let child = Running(Command::new(&prog).env("HSA_OVERRIDE_GFX_VERSION", "11.0.0").spawn().unwrap());
+    let pid = child.0.id().to_string();
+    // The loader maps the libraries before main runs; wait until /proc shows libgpu.
+    let maps = format!("/proc/{pid}/maps");
+    for _ in 0..500 {
+        if std::fs::read_to_string(&maps).is_ok_and(|m| m.contains("libgpu.so.1")) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // The process's own override (HSA_OVERRIDE_GFX_VERSION=11.0.0) makes a gfx1030 load its
+    // gfx1100 code: read from /proc/PID/environ, as --env gives it to --exe.
+    let (code, live, err) = gfxscan(&["check", "--gpu", "gfx1030", "--pid", &pid, "--json", "-q"]);
+    assert_eq!(code, 0, "{live}{err}");
+    let prog = prog.to_str().unwrap();
+    let (_, exe, _) = gfxscan(&[
+        "check",
+        "--gpu",
+        "gfx1030",
+        "--exe",
+        prog,
+        "--env",
+        "HSA_OVERRIDE_GFX_VERSION=11.0.0",
+        "--json",
+        "-q",
+    ]);
+    let (bare_code, _, _) = gfxscan(&["check", "--gpu", "gfx1030", "--exe", prog, "--json", "-q"]);
+    assert_eq!(bare_code, 1, "without the override a gfx1030 finds no code");
+    let parse = |json: &str| {
+        serde_json::from_str::<serde_json::Value>(json).unwrap_or_else(|e| panic!("{e}: {json}"))
+    };
+    let (live, exe) = (parse(&live), parse(&exe));
+    let libgpu =
+        live["program"]["loads"].as_array().unwrap().iter().find(|l| l["name"] == "libgpu.so.1").cloned();
+    assert_eq!(libgpu.expect("mapped")["chain"], serde_json::json!(["libgpu.so.1", "prog"]));
+    assert_eq!(live["installs"], exe["installs"], "the same verdicts");
+    // A process that is not there is a clear error.
+    let (code, _, err) = gfxscan(&["check", "--gpu", "gfx1030", "--pid", "4294967295"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no such process"), "{err}");
+}

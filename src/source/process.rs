@@ -1,0 +1,126 @@
+//! A running process as `/proc` shows it: the program it runs, the files it has mapped (the
+//! libraries the loader and its `dlopen` calls really loaded), its environment, and the root it
+//! sees (a container's, for a process in one).
+
+use std::path::{Path, PathBuf};
+
+/// What `/proc/<pid>` tells of a process.
+#[derive(Debug, Clone)]
+pub struct Process {
+    pub pid: u32,
+    /// The root its paths are inside: `/` for a process of this machine's mount namespace,
+    /// `/proc/<pid>/root` for one in a container.
+    pub root: PathBuf,
+    /// Its program, as the process sees it.
+    pub exe: String,
+    /// The files it has mapped, in the order of their first mapping, as the process sees them;
+    /// a file deleted since it was mapped is marked so.
+    pub mapped: Vec<Mapped>,
+    /// Its environment.
+    pub env: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mapped {
+    pub path: String,
+    pub deleted: bool,
+}
+
+/// Reads process `pid`; an error that says why it cannot be read (gone, not permitted).
+pub fn read_process(pid: u32) -> Result<Process, String> {
+    let dir = PathBuf::from(format!("/proc/{pid}"));
+    let why = |what: &str, e: std::io::Error| match e.kind() {
+        std::io::ErrorKind::NotFound => format!("process {pid}: no such process (gone, or never was)"),
+        std::io::ErrorKind::PermissionDenied => {
+            format!(
+                "process {pid}: its {what} cannot be read: permission denied (run as its user, or as root)"
+            )
+        }
+        _ => format!("process {pid}: its {what} cannot be read: {e}"),
+    };
+    let maps = std::fs::read_to_string(dir.join("maps")).map_err(|e| why("memory map", e))?;
+    let environ = std::fs::read(dir.join("environ")).map_err(|e| why("environment", e))?;
+    let exe = std::fs::read_link(dir.join("exe")).map_err(|e| why("program", e))?;
+    let same_root = std::fs::canonicalize(dir.join("root")).is_ok_and(|r| r == Path::new("/"))
+        && std::fs::read_link(dir.join("ns/mnt")).ok() == std::fs::read_link("/proc/self/ns/mnt").ok();
+    let root = if same_root { PathBuf::from("/") } else { dir.join("root") };
+    Ok(Process {
+        pid,
+        root,
+        exe: exe.to_string_lossy().trim_end_matches(" (deleted)").to_string(),
+        mapped: parse_maps(&maps),
+        env: parse_environ(&environ),
+    })
+}
+
+/// The files of a `/proc/<pid>/maps` text, each once, in order: the sixth field of a line,
+/// when it is a path (not `[heap]`, `[vdso]`, an anonymous mapping).
+pub fn parse_maps(text: &str) -> Vec<Mapped> {
+    let mut out: Vec<Mapped> = Vec::new();
+    for line in text.lines() {
+        // address perms offset dev inode path — the path may hold spaces.
+        let mut rest = line;
+        for _ in 0..5 {
+            rest = rest.trim_start().split_once(' ').map_or("", |(_, r)| r);
+        }
+        let path = rest.trim_start();
+        if !path.starts_with('/') {
+            continue;
+        }
+        let (path, deleted) = match path.strip_suffix(" (deleted)") {
+            Some(p) => (p, true),
+            None => (path, false),
+        };
+        if !out.iter().any(|m| m.path == path) {
+            out.push(Mapped { path: path.to_string(), deleted });
+        }
+    }
+    out
+}
+
+/// The variables of a `/proc/<pid>/environ` block (NUL-separated `NAME=VALUE`).
+pub fn parse_environ(bytes: &[u8]) -> Vec<(String, String)> {
+    bytes
+        .split(|&b| b == 0)
+        .filter_map(|v| {
+            let v = String::from_utf8_lossy(v);
+            let (k, val) = v.split_once('=')?;
+            (!k.is_empty()).then(|| (k.to_string(), val.to_string()))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_name_each_file_once_in_order() {
+        let text = "\
+55d0c000-55d0d000 r--p 00000000 08:01 1234 /usr/bin/prog
+7f00-7f01 r-xp 00001000 08:01 99 /opt/my libs/libgpu.so.1
+7f01-7f02 r--p 00000000 08:01 99 /opt/my libs/libgpu.so.1
+7f02-7f03 rw-p 00000000 00:00 0 
+7f03-7f04 r--p 00000000 08:01 77 /tmp/libold.so (deleted)
+7ffd-7ffe r-xp 00000000 00:00 0                          [vdso]
+";
+        let got = parse_maps(text);
+        let paths: Vec<(&str, bool)> = got.iter().map(|m| (m.path.as_str(), m.deleted)).collect();
+        assert_eq!(
+            paths,
+            [("/usr/bin/prog", false), ("/opt/my libs/libgpu.so.1", false), ("/tmp/libold.so", true)]
+        );
+        assert_eq!(
+            parse_environ(b"A=1\0B=x=y\0\0=bad\0"),
+            [("A".into(), "1".into()), ("B".into(), "x=y".into())]
+        );
+    }
+
+    #[test]
+    fn this_process_reads() {
+        let me = read_process(std::process::id()).expect("self");
+        assert_eq!(me.root, Path::new("/"));
+        assert!(!me.mapped.is_empty() && !me.env.is_empty());
+        assert!(read_process(u32::MAX).unwrap_err().contains("no such process"));
+    }
+}
