@@ -215,12 +215,16 @@ fn run_check(mut args: CheckArgs, color: cli::ColorChoice) -> anyhow::Result<Exi
     let program = match (&process, &args.exe) {
         (Some(p), _) => {
             let label = format!("process {} ({})", p.pid, p.exe);
-            Some((check::program::from_process(p), p.root.clone(), label))
+            Some((check::program::from_process(p), p.root.clone(), p.root.clone(), label))
         }
-        (None, Some(exe)) => Some(load_program(exe, args.root.as_deref(), &vars)?),
+        (None, Some(exe)) => {
+            let (loads, real, label) = load_program(exe, args.root.as_deref(), &vars)?;
+            // The root as given: paths in the report read as the user wrote them.
+            Some((loads, args.root.clone().unwrap_or_else(|| "/".into()), real, label))
+        }
         (None, None) => None,
     };
-    let (roots, not_checked) = if let Some((_, root, _)) = &program {
+    let (roots, not_checked) = if let Some((_, root, _, _)) = &program {
         (vec![root.clone()], Vec::new())
     } else if args.opts.roots.is_empty() {
         let (checked, not) = source::walk::check_roots_under(std::path::Path::new("/"));
@@ -247,13 +251,13 @@ fn run_check(mut args: CheckArgs, color: cli::ColorChoice) -> anyhow::Result<Exi
     processors.sort();
     processors.dedup();
     args.opts.resources.max_memory = Some(memory_aim(&args.opts.resources, false));
-    let parts = program.as_ref().map(|(loads, root, _)| loads.files(root));
+    let parts = program.as_ref().map(|(loads, _, real, _)| loads.files(real));
     let mut snap = scan_roots(roots.clone(), &args.opts, &targets, Some(processors), parts)?;
     snap.one_program = program.is_some();
     let libpaths = pending.into_iter().map(|p| p.place_in(&roots)).collect();
     let mut result = check::check(&snap, &found, &targets, check::CheckOptions { not_checked, libpaths });
-    if let Some((loads, root, label)) = &program {
-        result = result.with_program(loads.report(label, root));
+    if let Some((loads, shown, real, label)) = &program {
+        result = result.with_program(loads.report(label, shown, real));
     }
     let style = style_for(color, args.opts.output.as_deref());
     out.deliver(result.exit_status(), |w| report::write_check(&result, &targets, format, style, w))

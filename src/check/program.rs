@@ -110,8 +110,9 @@ impl ProgramLoads {
         out
     }
 
-    /// The report of what it loads, and whether it starts.
-    pub fn report(&self, program: &str, root: &Path) -> ProgramReport {
+    /// The report of what it loads, and whether it starts; `shown` is the root as given, `root`
+    /// the real folder its files are in.
+    pub fn report(&self, program: &str, shown: &Path, root: &Path) -> ProgramReport {
         let objects = &self.closure.objects;
         let loads = objects
             .iter()
@@ -167,7 +168,7 @@ impl ProgramLoads {
         let status = if starts && missing.is_empty() && loads_all { Status::Ok } else { Status::Missing };
         ProgramReport {
             program: program.to_string(),
-            root: root.display().to_string(),
+            root: shown.display().to_string(),
             status,
             starts,
             loads,
