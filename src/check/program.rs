@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::parse::dynamic::parse_dynamic;
-use crate::source::dlopen::{data_dirs, follow, RunTimeLoad};
+use crate::source::dlopen::{data_dirs, follow, ollama_runner_path, RunTimeLoad};
 use crate::source::file::open_file;
 use crate::source::loader::{in_root, Closure, Loader, LoaderEnv, Object, Through};
 use crate::source::process::Process;
@@ -28,7 +28,15 @@ pub fn load(
     env: &LoaderEnv,
     var: &dyn Fn(&str) -> Option<String>,
 ) -> Result<ProgramLoads, String> {
-    let mut loader = Loader::program(program, env)?;
+    let loader = Loader::program(program, env)?;
+    // Ollama loads GPU code in a runner: the same program, started with its library folders
+    // first in LD_LIBRARY_PATH.
+    let runner_env =
+        ollama_runner_path(&loader, var).map(|llp| LoaderEnv { ld_library_path: Some(llp), ..env.clone() });
+    let mut loader = match &runner_env {
+        Some(runner) => Loader::program(program, runner)?,
+        None => loader,
+    };
     let runtime = follow(&mut loader, var);
     let data = data_dirs(&loader.closure.objects, loader.root(), var);
     Ok(ProgramLoads { closure: loader.closure, runtime, data })

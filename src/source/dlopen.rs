@@ -36,6 +36,7 @@ const GGML_BACKENDS: &[&str] = &[
 pub fn follow(loader: &mut Loader<'_>, var: &dyn Fn(&str) -> Option<String>) -> Vec<RunTimeLoad> {
     let mut out = Vec::new();
     if let Some(dirs) = ollama_dirs(loader, var) {
+        // One folder at a time (`ggml_backend_load_all_from_path`): a backend in each.
         for dir in dirs {
             ggml_backends(loader, 0, &[dir], "Ollama's runner", &mut out);
         }
@@ -127,14 +128,15 @@ fn ggml_backends(
 /// `OLLAMA_LIBRARY_PATH`, else `lib/ollama` beside the program's folder; its runner loads
 /// ggml's backends from that folder and from each subfolder holding ggml libraries (`rocm`,
 /// `cuda_v12`, …), one folder at a time, with those folders first in `LD_LIBRARY_PATH`.
-fn ollama_dirs(loader: &Loader<'_>, var: &dyn Fn(&str) -> Option<String>) -> Option<Vec<PathBuf>> {
+pub fn ollama_dirs(loader: &Loader<'_>, var: &dyn Fn(&str) -> Option<String>) -> Option<Vec<PathBuf>> {
     let program = loader.closure.objects.first()?;
     if program.path.file_name()? != "ollama" {
         return None;
     }
     let base: Vec<PathBuf> = match var("OLLAMA_LIBRARY_PATH").filter(|v| !v.is_empty()) {
         Some(list) => list.split(':').map(PathBuf::from).collect(),
-        None => vec![program.path.parent()?.join("../lib/ollama")],
+        // Go's filepath.Join cleans the path: `/usr/bin/../lib/ollama` is `/usr/lib/ollama`.
+        None => vec![clean(&program.path.parent()?.join("../lib/ollama"))],
     };
     let mut dirs = Vec::new();
     for b in base {
@@ -146,6 +148,30 @@ fn ollama_dirs(loader: &Loader<'_>, var: &dyn Fn(&str) -> Option<String>) -> Opt
         }
     }
     Some(dirs)
+}
+
+/// `path` with `.` and `..` resolved by its text (Go's `filepath.Clean`).
+fn clean(path: &Path) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    for c in path.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::Normal(n) => out.push(n),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The `LD_LIBRARY_PATH` Ollama starts its runner with (`StartRunner`: its library folders
+/// first, then the one it was given), when `loader` runs Ollama.
+pub fn ollama_runner_path(loader: &Loader<'_>, var: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+    let dirs = ollama_dirs(loader, var)?;
+    let mut parts: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    parts.extend(var("LD_LIBRARY_PATH").filter(|v| !v.is_empty()));
+    Some(parts.join(":"))
 }
 
 /// The code-object manager a HIP runtime library loads (`rocclr/device/comgrctx.cpp`

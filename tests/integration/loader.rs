@@ -431,3 +431,60 @@ fn check_pid_agrees_with_check_exe_on_a_live_process() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("no such process"), "{err}");
 }
+
+/// Ollama loads its GPU backend in a runner started with its library folders first in
+/// `LD_LIBRARY_PATH` (`lib/ollama`, then `lib/ollama/rocm`): the backend and the ROCm libraries
+/// beside it are found there (Ollama `StartRunner`, ggml `ggml_backend_load_all_from_path`).
+#[test]
+fn check_exe_follows_ollamas_runner() {
+    use crate::fixtures::{co, hip_bundle, GFX1100};
+    if Command::new("cc").arg("--version").output().is_err() {
+        crate::util::skipped("no C compiler here");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let b = Build { dir: tmp.path().join("build"), bare: true };
+    std::fs::create_dir_all(&b.dir).unwrap();
+    let root = tmp.path().join("root");
+    let c1100 = co(GFX1100, 0, 1);
+    gpu_lib(
+        &b,
+        "../root/usr/lib/ollama/rocm/librocblas.so.4",
+        "librocblas.so.4",
+        &hip_bundle(&[("gfx1100", &c1100)]),
+    );
+    b.lib("../root/usr/lib/ollama/libggml-base.so", Some("libggml-base.so"), &[], &[]);
+    b.lib(
+        "../root/usr/lib/ollama/rocm/libggml-hip.so",
+        Some("libggml-hip.so"),
+        &["../root/usr/lib/ollama/libggml-base.so", "../root/usr/lib/ollama/rocm/librocblas.so.4"],
+        &[],
+    );
+    b.program(
+        "../root/usr/bin/ollama",
+        &["../root/usr/lib/ollama/libggml-base.so"],
+        &["--enable-new-dtags", "-rpath,$ORIGIN/../lib/ollama"],
+    );
+    std::fs::create_dir_all(root.join("lib64")).unwrap();
+    std::fs::copy(LD_SO, root.join("lib64/ld-linux-x86-64.so.2")).unwrap();
+    let r = root.to_str().unwrap();
+    let (code, out, err) =
+        gfxscan(&["check", "--gpu", "gfx1100", "--exe", "/usr/bin/ollama", "--root", r, "--json", "-q"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let loads = v["program"]["loads"].as_array().unwrap();
+    let find = |n: &str| {
+        loads
+            .iter()
+            .find(|l| l["name"].as_str().is_some_and(|x| x.ends_with(n)))
+            .cloned()
+            .unwrap_or_else(|| panic!("{n}: {v}"))
+    };
+    assert_eq!(find("libggml-hip.so")["through"], "dlopen by Ollama's runner");
+    assert_eq!(find("librocblas.so.4")["through"], "LD_LIBRARY_PATH /usr/lib/ollama/rocm");
+    let judged = v["installs"][0]["gpus"][0]["verdicts"].as_array().unwrap();
+    assert!(
+        judged.iter().any(|x| x["library"].as_str().is_some_and(|l| l.ends_with("rocm/librocblas.so.4"))),
+        "{v}"
+    );
+}
