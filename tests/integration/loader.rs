@@ -488,3 +488,58 @@ fn check_exe_follows_ollamas_runner() {
         "{v}"
     );
 }
+
+/// Without an `ld.so.cache`, a root's `ld.so.conf` folders are searched as `ldconfig` would
+/// index them (comments, `include` globs relative to the including file, trailing slashes, the
+/// first folder first); with the cache `ldconfig` itself writes from that configuration, the
+/// same files are found through it, and they are the first entries `ldconfig -p` lists.
+#[test]
+fn ld_so_conf_resolves_as_ldconfig_indexes_it() {
+    let ldconfig = ["/sbin/ldconfig", "/usr/sbin/ldconfig"].into_iter().find(|p| Path::new(p).exists());
+    let (Some(ldconfig), true) = (ldconfig, Command::new("cc").arg("--version").output().is_ok()) else {
+        crate::util::skipped("no ldconfig or no C compiler here");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let b = Build { dir: tmp.path().join("build"), bare: true };
+    std::fs::create_dir_all(&b.dir).unwrap();
+    let root = tmp.path().join("root");
+    b.lib("../root/opt/a/libx.so.1", Some("libx.so.1"), &[], &[]);
+    b.lib("../root/opt/b/libx.so.1", Some("libx.so.1"), &[], &[]);
+    b.lib("../root/opt/b/liby.so.2", Some("liby.so.2"), &[], &[]);
+    b.program("../root/usr/bin/prog", &["../root/opt/b/libx.so.1", "../root/opt/b/liby.so.2"], &[]);
+    std::fs::create_dir_all(root.join("lib64")).unwrap();
+    std::fs::copy(LD_SO, root.join("lib64/ld-linux-x86-64.so.2")).unwrap();
+    std::fs::create_dir_all(root.join("etc/ld.so.conf.d")).unwrap();
+    std::fs::write(root.join("etc/ld.so.conf"), "# the folders\ninclude ld.so.conf.d/*.conf\n/opt/b/\n")
+        .unwrap();
+    std::fs::write(root.join("etc/ld.so.conf.d/10-a.conf"), "/opt/a # first\n").unwrap();
+    std::fs::write(root.join("etc/ld.so.conf.d/readme.txt"), "/opt/b\n").unwrap();
+    let env = LoaderEnv { root: root.clone(), ld_library_path: None, path: None };
+    let resolved = || -> BTreeMap<String, (String, String)> {
+        let c = closure("/usr/bin/prog", &env).expect("closure");
+        assert!(c.missing.is_empty(), "{:?}", c.missing);
+        let libraries = c.objects.iter().skip(1).filter(|o| !o.name.starts_with('/'));
+        libraries.map(|o| (o.name.clone(), (o.path.display().to_string(), o.through.describe()))).collect()
+    };
+    let from_conf = resolved();
+    assert_eq!(from_conf["libx.so.1"], ("/opt/a/libx.so.1".to_string(), "ld.so.conf /opt/a".to_string()));
+    let made = Command::new(ldconfig).arg("-X").arg("-r").arg(&root).output().unwrap();
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let from_cache = resolved();
+    for (name, (path, through)) in &from_cache {
+        assert_eq!(through, "ld.so.cache", "{name}");
+        assert_eq!(&from_conf[name].0, path, "{name}");
+    }
+    let listed = Command::new(ldconfig).arg("-r").arg(&root).arg("-p").output().unwrap();
+    let mut first: BTreeMap<String, String> = BTreeMap::new();
+    for line in String::from_utf8_lossy(&listed.stdout).lines().skip(1) {
+        if let Some((name, path)) = line.trim().split_once(" => ") {
+            let name = name.split(" (").next().unwrap_or(name).to_string();
+            first.entry(name).or_insert_with(|| path.to_string());
+        }
+    }
+    for (name, (path, _)) in &from_cache {
+        assert_eq!(first.get(name), Some(path), "{name}: ldconfig -p lists {first:?}");
+    }
+}
