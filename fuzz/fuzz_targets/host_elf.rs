@@ -1,14 +1,19 @@
-//! Host ELF: section table, bundle sections (`.hip_fatbin`, `__CLANG_OFFLOAD_BUNDLE__*`) and the
-//! finder for raw embedded AMDGPU ELFs.
+//! Host ELF: section table, bundle sections (`.hip_fatbin`, `__CLANG_OFFLOAD_BUNDLE__*`), the
+//! finder for raw embedded AMDGPU ELFs, the dynamic section the loader reads, and the same
+//! bytes as an `ld.so.cache`.
 #![no_main]
 
+use gfxscan::parse::dynamic::parse_dynamic;
 use gfxscan::parse::host::{parse_host_elf, parse_sections};
+use gfxscan::parse::ldcache::parse_ld_cache;
 use libfuzzer_sys::fuzz_target;
 
 #[path = "common.rs"]
 mod common;
 
 fuzz_target!(|data: &[u8]| {
+    std::hint::black_box(format!("{:?}", parse_dynamic(&data)));
+    std::hint::black_box(format!("{:?}", parse_ld_cache(data)));
     if let Ok(sections) = parse_sections(&data) {
         std::hint::black_box(format!("{sections:?}"));
     }

@@ -301,6 +301,22 @@ fn check_exe_judges_what_the_program_loads() {
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("missing: /lib64/ld-linux-x86-64.so.2, needed by prog"), "{out}");
     std::fs::rename(root.join("lib64/gone"), root.join("lib64/ld-linux-x86-64.so.2")).unwrap();
+    // A program named without a slash is found in PATH, as a shell finds it.
+    let (code, by_name, _) = gfxscan(&[
+        "check",
+        "--gpu",
+        "gfx1100",
+        "--exe",
+        "prog",
+        "--root",
+        r,
+        "--env",
+        "PATH=/nowhere:/usr/bin",
+        "--json",
+        "-q",
+    ]);
+    assert_eq!(code, 0, "{by_name}");
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&by_name).unwrap()["installs"], v["installs"]);
     std::fs::remove_file(root.join("usr/lib/gpu/libgpu.so.1")).unwrap();
     let (code, out, _) = gfxscan(&["check", "--gpu", "gfx1100", "--exe", "/usr/bin/prog", "--root", r]);
     assert_eq!(code, 1, "{out}");
