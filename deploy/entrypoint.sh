@@ -5,8 +5,8 @@
 #   OUT_DIR     where snapshots go (default /snapshots); the file is $OUT_DIR/$NODE_NAME.json
 #   IMAGE       optional: a registry image to scan instead of the host (copied with skopeo into
 #               an OCI layout, read in place, then removed)
-#   ROOTS       optional: what to scan on the host (default: gfxscan's usual places, which a
-#               DaemonSet mounts from the host under /host)
+#   ROOTS       optional: what to scan on the host, colon-separated as PATH is (a path may hold
+#               spaces); default: gfxscan's usual places, which a DaemonSet mounts under /host
 #   GFXSCAN     the binary (default: gfxscan on PATH)
 #
 # Exit status: gfxscan's (0 clean, 1 files not read), or 2 when the snapshot cannot be written.
@@ -22,8 +22,14 @@ if [ -n "${IMAGE:-}" ]; then
   skopeo copy --quiet "docker://$IMAGE" "oci:$work/image:latest"
   set -- "$work/image"
 elif [ -n "${ROOTS:-}" ]; then
-  # shellcheck disable=SC2086 # ROOTS is a space-separated list by design
+  # Split at colons only (no globbing): a root may hold spaces.
+  old_ifs=$IFS
+  IFS=:
+  set -f
+  # shellcheck disable=SC2086 # split on purpose, at IFS=: only
   set -- $ROOTS
+  set +f
+  IFS=$old_ifs
 else
   set --
   for r in /host/opt/rocm /host/usr/lib/ollama /host/lib/firmware/amdgpu; do

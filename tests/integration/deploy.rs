@@ -146,6 +146,26 @@ fn the_entrypoint_writes_a_snapshot_merge_reads() {
         .env("ROOTS", "/nonexistent/rocm");
     assert_eq!(run(c).code, 2);
     assert!(!out.path().join("node-18.json").exists() && !out.path().join("node-18.json.part").exists());
+    // ROOTS is colon-separated, as PATH is: a root may hold spaces.
+    let spaced = out.path().join("a folder with spaces");
+    std::os::unix::fs::symlink(&sample, &spaced).expect("link");
+    let mut c = Command::new("sh");
+    c.arg(deploy("entrypoint.sh"))
+        .env("GFXSCAN", env!("CARGO_BIN_EXE_gfxscan"))
+        .env("NODE_NAME", "node-19")
+        .env("OUT_DIR", out.path())
+        .env("ROOTS", format!("{}:{sample}", spaced.display()));
+    let r = run(c);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let snap: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.path().join("node-19.json")).expect("snapshot"))
+            .expect("JSON");
+    assert_eq!(
+        snap["roots"].as_array().map(Vec::len),
+        Some(1),
+        "the same tree twice is one root: {}",
+        snap["roots"]
+    );
 }
 
 /// The Kubernetes validator `.ci/run` installs (`kubernetes-validate`, which holds the
