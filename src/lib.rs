@@ -243,7 +243,12 @@ fn run_check(mut args: CheckArgs, color: cli::ColorChoice) -> anyhow::Result<Exi
     } else {
         (args.opts.roots.clone(), Vec::new())
     };
-    let (roots, pending) = with_libpaths(roots, &env)?;
+    // A program's Tensile folders are its data folders, resolved inside its root; without a
+    // program, the environment's are placed among the roots.
+    let (roots, pending) = match &program {
+        Some(_) => (roots, Vec::new()),
+        None => with_libpaths(roots, &env)?,
+    };
     // Verdicts need a compressed bundle's table, not its code objects: the runtime picks by
     // entry ID (clr hip_fatbin.cpp, comgr lookUpCodeObject); the entries the checked GPUs
     // would load are read all the same.

@@ -166,15 +166,6 @@ const RUNTIME_VARS: [&str; 5] = [
 ];
 
 impl Env {
-    /// The current process environment's runtime variables.
-    pub fn from_process() -> Self {
-        Env {
-            vars: std::env::vars()
-                .filter(|(k, _)| k.starts_with("HSA_") || RUNTIME_VARS.contains(&k.as_str()))
-                .collect(),
-        }
-    }
-
     /// The runtime variables among `vars` (a program's environment).
     pub fn from_vars(vars: impl Iterator<Item = (String, String)>) -> Self {
         Env {

@@ -145,8 +145,11 @@ impl CheckReport {
     /// The report of a program's libraries, with what it loads: a program that does not start,
     /// or whose GPU libraries cannot be loaded at run time, fails whatever its libraries' code.
     pub fn with_program(mut self, p: program::ProgramReport) -> CheckReport {
-        if p.status != Status::Ok && self.outcome != Outcome::Incomplete {
+        // A program that does not start fails whatever else could not be read.
+        if p.status == Status::Missing && (self.outcome != Outcome::Incomplete || !p.starts) {
             self.outcome = Outcome::Missing;
+        } else if !p.unread.is_empty() && self.outcome == Outcome::Ok {
+            self.outcome = Outcome::Incomplete;
         }
         self.program = Some(p);
         self

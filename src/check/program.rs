@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::parse::dynamic::parse_dynamic;
-use crate::source::dlopen::{data_dirs, follow, ollama_runner_path, RunTimeLoad};
+use crate::source::dlopen::{data_dirs, follow, ollama_runner_path, DataDir, DataKind, RunTimeLoad};
 use crate::source::file::open_file;
 use crate::source::loader::{in_root, Closure, Loader, LoaderEnv, Object, Through};
 use crate::source::process::Process;
@@ -17,8 +17,10 @@ use crate::vocab::verdict::Status;
 pub struct ProgramLoads {
     pub closure: Closure,
     pub runtime: Vec<RunTimeLoad>,
-    /// Data folders and the object (index) that reads each.
-    pub data: Vec<(usize, PathBuf)>,
+    /// The data folders its libraries read, found or not.
+    pub data: Vec<DataDir>,
+    /// Files a running process has mapped that could not be read from here.
+    pub unread: Vec<String>,
 }
 
 /// Resolves `program` inside `env`'s root, then follows its run-time loads and the data folders
@@ -39,7 +41,7 @@ pub fn load(
     };
     let runtime = follow(&mut loader, var);
     let data = data_dirs(&loader.closure.objects, loader.root(), var);
-    Ok(ProgramLoads { closure: loader.closure, runtime, data })
+    Ok(ProgramLoads { closure: loader.closure, runtime, data, unread: Vec::new() })
 }
 
 /// What a running process has loaded (`/proc/<pid>/maps`): its program, then each ELF object
@@ -47,45 +49,59 @@ pub fn load(
 /// at run time); and the data folders they read under its environment.
 pub fn from_process(p: &Process) -> ProgramLoads {
     let mut closure = Closure::default();
+    let mut unread = Vec::new();
     let var = |k: &str| p.env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
     let program = p.mapped.iter().find(|m| m.path == p.exe).cloned();
     let files = program.into_iter().chain(p.mapped.iter().filter(|m| m.path != p.exe).cloned());
     for m in files {
         if m.deleted {
-            closure
-                .problems
-                .push(format!("{}: deleted since it was mapped; its code cannot be read", m.path));
+            unread.push(format!("{}: deleted since it was mapped; its code cannot be read", m.path));
             continue;
         }
-        let Some(file) = in_root(&p.root, Path::new(&m.path)) else { continue };
-        let Ok(dynamic) =
-            open_file(&file, false).map_err(|_| ()).and_then(|src| parse_dynamic(&src).map_err(|_| ()))
+        // Only regular files are opened: a device the process maps (/dev/kfd, a render node)
+        // would run its driver's open.
+        let Some(file) = in_root(&p.root, Path::new(&m.path))
+            .filter(|f| std::fs::symlink_metadata(f).is_ok_and(|x| x.is_file()))
         else {
+            if !m.path.starts_with("/dev/") {
+                unread.push(format!("{}: mapped, but not found as a file from here", m.path));
+            }
             continue;
+        };
+        let dynamic = match open_file(&file, false)
+            .map_err(|e| e.to_string())
+            .and_then(|src| parse_dynamic(&src).map_err(|e| e.to_string()))
+        {
+            Ok(d) => d,
+            // Data files it maps (fonts, locale archives) are not ELF: not libraries.
+            Err(_) => continue,
         };
         let name =
             Path::new(&m.path).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let soname = dynamic.soname.clone();
-        let needer = closure
-            .objects
-            .iter()
-            .position(|o| o.dynamic.needed.iter().any(|n| *n == name || Some(n) == soname.as_ref()));
         let first = closure.objects.is_empty();
         closure.objects.push(Object {
             path: PathBuf::from(&m.path),
             file,
-            name: soname.unwrap_or(name),
-            needed_by: if first { None } else { Some(needer.unwrap_or(0)) },
-            through: match (first, needer) {
-                (true, _) => Through::Program,
-                (false, Some(_)) => Through::Mapped,
-                (false, None) => Through::Dlopen { by: "the process (mapped at run time)".into() },
-            },
+            name: dynamic.soname.clone().unwrap_or(name),
+            needed_by: (!first).then_some(0),
+            through: if first { Through::Program } else { Through::Mapped },
             dynamic,
         });
     }
+    // Then each is tied to the first object (in load order, the program first) that needs it
+    // by name: `maps` lists files by address, not in the order they were loaded.
+    let needs: Vec<Vec<String>> = closure.objects.iter().map(|o| o.dynamic.needed.clone()).collect();
+    for (i, o) in closure.objects.iter_mut().enumerate().skip(1) {
+        let file = o.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let needer =
+            needs.iter().enumerate().find(|(k, n)| *k != i && n.iter().any(|x| *x == o.name || *x == file));
+        match needer {
+            Some((k, _)) => o.needed_by = Some(k),
+            None => o.through = Through::Dlopen { by: "the process (mapped at run time)".into() },
+        }
+    }
     let data = data_dirs(&closure.objects, &p.root, &var);
-    ProgramLoads { closure, runtime: Vec::new(), data }
+    ProgramLoads { closure, runtime: Vec::new(), data, unread }
 }
 
 impl ProgramLoads {
@@ -93,10 +109,13 @@ impl ProgramLoads {
     /// (on this machine: inside the root, links resolved).
     pub fn files(&self, root: &Path) -> Vec<PathBuf> {
         let objects = self.closure.objects.iter().map(|o| o.file.clone());
-        let data = self.data.iter().filter_map(|(_, d)| in_root(root, d));
+        let data = self.data.iter().filter_map(|d| d.folder.as_ref()).filter_map(|d| in_root(root, d));
         let mut out: Vec<PathBuf> = objects.chain(data).collect();
         out.sort();
         out.dedup();
+        // A file inside a folder also walked is walked once.
+        let folders: Vec<PathBuf> = out.iter().filter(|p| p.is_dir()).cloned().collect();
+        out.retain(|p| !folders.iter().any(|f| p != f && p.starts_with(f)));
         out
     }
 
@@ -164,16 +183,47 @@ impl ProgramLoads {
                     .and_then(|&i| objects.get(i))
                     .map(|o| o.path.display().to_string()),
                 failed: r.loaded.as_ref().err().cloned(),
+                gpu: r.gpu,
             })
             .collect();
         let data = self
             .data
             .iter()
-            .map(|(i, d)| DataFolder { folder: d.display().to_string(), read_by: self.chain(*i) })
+            .filter_map(|d| {
+                Some(DataFolder {
+                    folder: d.folder.as_ref()?.display().to_string(),
+                    read_by: self.chain(d.by),
+                })
+            })
+            .collect();
+        let lacking: Vec<MissingData> = self
+            .data
+            .iter()
+            .filter(|d| d.folder.is_none())
+            .map(|d| MissingData {
+                library: self.chain(d.by),
+                looked: d.looked.iter().map(|p| p.display().to_string()).collect(),
+                status: match d.kind {
+                    DataKind::Rocblas => Status::Missing,
+                    DataKind::Hipblaslt | DataKind::Miopen => Status::Warn,
+                },
+                effect: match d.kind {
+                    DataKind::Rocblas => {
+                        "rocBLAS aborts at its first GEMM (\"Cannot read …TensileLibrary.dat\")"
+                    }
+                    DataKind::Hipblaslt => "hipBLASLt's matmuls fail; callers fall back to rocBLAS",
+                    DataKind::Miopen => "MIOpen runs with default tuning",
+                }
+                .to_string(),
+            })
             .collect();
         let starts = !missing.iter().any(|m| m.at_start) && self.closure.problems.is_empty();
-        let loads_all = self.runtime.iter().all(|r| r.loaded.is_ok());
-        let status = if starts && missing.is_empty() && loads_all { Status::Ok } else { Status::Missing };
+        let loads_all = self.runtime.iter().filter(|r| r.gpu).all(|r| r.loaded.is_ok());
+        let status = match (starts && missing.is_empty() && loads_all, lacking.iter().map(|l| l.status).max())
+        {
+            (false, _) => Status::Missing,
+            (true, worst) => worst.unwrap_or(Status::Ok),
+        };
         ProgramReport {
             program: program.to_string(),
             root: shown.display().to_string(),
@@ -183,7 +233,9 @@ impl ProgramLoads {
             missing,
             runtime,
             data,
+            lacking,
             problems: self.closure.problems.clone(),
+            unread: self.unread.clone(),
         }
     }
 
@@ -223,8 +275,14 @@ pub struct ProgramReport {
     pub runtime: Vec<RunTimeLibrary>,
     /// Data folders the loaded libraries read (Tensile libraries, MIOpen databases).
     pub data: Vec<DataFolder>,
+    /// Data folders a loaded library reads that are not there.
+    pub lacking: Vec<MissingData>,
     /// Files met that the loader cannot map (it stops there).
     pub problems: Vec<String>,
+    /// Files a running process has mapped that could not be read from here: no OK is given
+    /// for what was not read.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unread: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -266,6 +324,19 @@ pub struct RunTimeLibrary {
     /// Why it could not be loaded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed: Option<String>,
+    /// It is how AMD GPU code is reached: when it fails, the GPU is never used (MISSING).
+    pub gpu: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MissingData {
+    /// The library that reads it, up to the program.
+    pub library: Vec<String>,
+    /// Where it looks, in order.
+    pub looked: Vec<String>,
+    pub status: Status,
+    /// What the library does without it.
+    pub effect: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -149,7 +149,7 @@ fn file_offset(loads: &[Load], vaddr: u64) -> Option<u64> {
     loads
         .iter()
         .find(|l| vaddr >= l.vaddr && vaddr - l.vaddr < l.filesz)
-        .map(|l| l.offset + (vaddr - l.vaddr))
+        .and_then(|l| l.offset.checked_add(vaddr - l.vaddr))
 }
 
 /// The NUL-terminated string at the start of `bytes`.
@@ -220,6 +220,10 @@ mod tests {
         for n in 0..whole.len() {
             let _ = parse_dynamic(&&whole[..n]);
         }
+        // Fuzz-style: a PT_LOAD at an offset near the end of the address space (it overflowed).
+        let mut far = whole.clone();
+        far[64 + 8..64 + 16].copy_from_slice(&(u64::MAX - 8).to_le_bytes());
+        let _ = parse_dynamic(&far);
         let mut lying = whole.clone();
         // e_phnum of 60,000.
         lying[56..58].copy_from_slice(&60_000u16.to_le_bytes());

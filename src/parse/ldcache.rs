@@ -21,6 +21,12 @@ const MAX_ENTRIES: usize = 1 << 20;
 const FLAG_ELF_LIBC6: i32 = 0x0003;
 /// `FLAG_X8664_LIB64`: an x86-64 library.
 const FLAG_X8664_LIB64: i32 = 0x0300;
+/// `DL_CACHE_HWCAP_EXTENSION`: an entry of a `glibc-hwcaps` subfolder, whose low 32 bits index
+/// the extension's subfolder names.
+const HWCAP_EXTENSION: u64 = 1 << 62;
+/// `cache_extension_magic` and `cache_extension_tag_glibc_hwcaps`.
+const EXTENSION_MAGIC: u32 = 0xeaa4_2174;
+const TAG_GLIBC_HWCAPS: u32 = 1;
 
 /// One library the cache knows: the name it is asked for by, and its path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,6 +39,9 @@ pub struct CacheEntry {
     pub value: String,
     /// `hwcap`: 0 for a plain entry.
     pub hwcap: u64,
+    /// For an entry of a `glibc-hwcaps` subfolder (`DL_CACHE_HWCAP_EXTENSION`), its name
+    /// (`x86-64-v3`), from the cache's extension section.
+    pub hwcaps: Option<String>,
 }
 
 impl CacheEntry {
@@ -45,8 +54,27 @@ impl CacheEntry {
             (false, 3) => FLAG_ELF_LIBC6,
             _ => return false,
         };
-        (self.flags == own || self.flags == 1) && self.hwcap == 0
+        self.flags == own || self.flags == 1
     }
+}
+
+/// The path the loader takes for `name` (`dl-cache.c` `search_cache`): of the entries for a
+/// loader of this class and machine, the one of the best `glibc-hwcaps` subfolder `active`
+/// lists (best first), else the first plain one; legacy hwcap entries are skipped (glibc 2.37+).
+pub fn pick_cached<'c>(
+    entries: &'c [CacheEntry],
+    name: &str,
+    class64: bool,
+    machine: u16,
+    active: &[&str],
+) -> Option<&'c str> {
+    let of = entries.iter().filter(|e| e.key == name && e.matches(class64, machine));
+    let best = of
+        .clone()
+        .filter_map(|e| Some((active.iter().position(|a| Some(*a) == e.hwcaps.as_deref())?, e)))
+        .min_by_key(|(rank, _)| *rank)
+        .map(|(_, e)| e);
+    best.or_else(|| of.clone().find(|e| e.hwcap == 0)).map(|e| e.value.as_str())
 }
 
 /// The entries of a cache file, in its order (sorted as `ldconfig` sorts them, which is the
@@ -80,6 +108,7 @@ pub fn parse_ld_cache(bytes: &[u8]) -> Result<Vec<CacheEntry>> {
                 key: string(strings, field(1)?)?,
                 value: string(strings, field(2)?)?,
                 hwcap: 0,
+                hwcaps: None,
             })
         })
         .collect()
@@ -95,19 +124,50 @@ fn new_format(bytes: &[u8]) -> Result<Vec<CacheEntry>> {
             offset: 20,
         });
     }
+    let subfolders = hwcaps_names(bytes);
     (0..nlibs)
         .map(|i| {
             let at = NEW_HEADER + i * NEW_ENTRY;
             let cut = ParseError::Truncated { what: "ld.so.cache entry", offset: at as u64 };
             let field = |k: usize| le32(bytes, at + 4 * k).ok_or(cut.clone());
+            let hwcap = le64(bytes, at + 16).ok_or(cut.clone())?;
+            let hwcaps = (hwcap & HWCAP_EXTENSION != 0)
+                .then(|| subfolders.get((hwcap & 0xffff_ffff) as usize).cloned())
+                .flatten();
             Ok(CacheEntry {
                 flags: field(0)? as i32,
                 key: string(bytes, field(1)?)?,
                 value: string(bytes, field(2)?)?,
-                hwcap: le64(bytes, at + 16).ok_or(cut.clone())?,
+                hwcap,
+                hwcaps,
             })
         })
         .collect()
+}
+
+/// The `glibc-hwcaps` subfolder names of a new-format cache's extension section (`dl-cache.h`
+/// `struct cache_extension`: magic, count, then tag, flags, offset, size per section); none when
+/// it has no such section or it does not read.
+fn hwcaps_names(bytes: &[u8]) -> Vec<String> {
+    let Some(at) = le32(bytes, 32).map(|a| a as usize).filter(|&a| a != 0) else { return Vec::new() };
+    if le32(bytes, at) != Some(EXTENSION_MAGIC) {
+        return Vec::new();
+    }
+    let count = le32(bytes, at + 4).unwrap_or(0).min(64) as usize;
+    for k in 0..count {
+        let s = at + 8 + 16 * k;
+        let (Some(tag), Some(off), Some(size)) = (le32(bytes, s), le32(bytes, s + 8), le32(bytes, s + 12))
+        else {
+            break;
+        };
+        if tag == TAG_GLIBC_HWCAPS {
+            return (0..(size / 4).min(1024))
+                .map_while(|i| le32(bytes, off as usize + 4 * i as usize))
+                .map_while(|o| string(bytes, o).ok())
+                .collect();
+        }
+    }
+    Vec::new()
 }
 
 /// The NUL-terminated string at `at` of `strings`.
@@ -166,6 +226,10 @@ mod tests {
         assert_eq!(got[0].key, "librocblas.so.4");
         assert_eq!(got[0].value, "/usr/lib/x86_64-linux-gnu/librocblas.so.4");
         assert!(got[0].matches(true, 62) && !got[1].matches(true, 62) && got[1].matches(false, 3));
+        assert_eq!(
+            pick_cached(&got, "librocblas.so.4", true, 62, &[]),
+            Some("/usr/lib/x86_64-linux-gnu/librocblas.so.4")
+        );
         for n in 0..bytes.len() {
             let _ = parse_ld_cache(&bytes[..n]);
         }

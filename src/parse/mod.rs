@@ -39,10 +39,12 @@ pub enum Depth<'w> {
     /// `lookUpCodeObject` pick a bundle's code by entry ID). Entries for the `wanted`
     /// processors (the GPUs being checked) are read to their ELF headers all the same: a
     /// verdict rests on them, so a broken one must be seen; so are entries of processors the
-    /// target table does not know and of generic targets (named by their ELF, as a full read
-    /// names them). HIP 5.x's unbundler picks by the ELF's target instead; an entry whose ELF
-    /// names another processor than its ID can then differ from a full read only toward
-    /// MISSING: an entry read from its table serves the processor its ID names, never a wanted one.
+    /// target table does not know (named by their ELF, as a full read names them) and of the
+    /// generic target a wanted processor falls back to (loaded only with the generic version
+    /// its ELF states); other generic targets' entries come from the table. HIP 5.x's
+    /// unbundler picks by the ELF's target instead; an entry whose ELF names another processor
+    /// than its ID can then differ from a full read only toward MISSING: an entry read from its
+    /// table serves the processor its ID names, never a wanted one.
     Tables { wanted: &'w [String], targets: &'w crate::vocab::targets::Targets },
 }
 

@@ -143,7 +143,6 @@ fn write_gpu(
     writeln!(out)
 }
 
-/// The last line: how many GPUs in how many installs, and the outcome.
 /// What a program loads (`check --exe`): whether it starts, the chain to each library whose
 /// code the verdicts below judge, the data folders they read, and what fails to load.
 fn write_program(
@@ -191,17 +190,22 @@ fn write_program(
     }
     for r in p.runtime.iter().filter(|r| r.loaded.is_none()) {
         let why = r.failed.as_deref().unwrap_or("not found");
+        let by = r.by.first().map_or("", String::as_str);
+        // A backend for other hardware failing is skipped by ggml: said, not a failure.
+        let (word, status) =
+            if r.gpu { ("not loaded", Status::Missing) } else { ("not loaded (skipped)", Status::Ok) };
+        let line = format!("{word}: {} ({}) by {by}: {why}", r.what, r.name);
+        let line = if r.gpu { paint(&line, status_color(status), style.color) } else { line };
+        writeln!(out, "{}", wrap(&line, li, more, style.width))?;
+    }
+    for l in &p.lacking {
         let line = format!(
-            "not loaded: {} ({}) by {}: {why}",
-            r.what,
-            r.name,
-            r.by.first().map_or("", String::as_str)
+            "no data folder for {}: looked in {}: {}",
+            l.library.first().map_or("", String::as_str),
+            l.looked.join(", "),
+            l.effect
         );
-        writeln!(
-            out,
-            "{}",
-            wrap(&paint(&line, status_color(Status::Missing), style.color), li, more, style.width)
-        )?;
+        writeln!(out, "{}", wrap(&paint(&line, status_color(l.status), style.color), li, more, style.width))?;
     }
     // Each name once, with the first object that needs it (the JSON has every one).
     let mut named: Vec<&str> = Vec::new();
@@ -223,12 +227,16 @@ fn write_program(
             wrap(&paint(&line, status_color(Status::Missing), style.color), li, more, style.width)
         )?;
     }
+    for u in &p.unread {
+        writeln!(out, "{}", wrap(&format!("not read: {u}"), li, more, style.width))?;
+    }
     for problem in &p.problems {
         writeln!(out, "{}", wrap(&format!("cannot be loaded: {problem}"), li, more, style.width))?;
     }
     writeln!(out)
 }
 
+/// The last line: how many GPUs in how many installs, and the outcome.
 pub fn outcome_line(report: &CheckReport) -> String {
     let counted = format!(
         "{} checked in {}",

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use crate::parse::host::parse_sections;
 use crate::source::file::open_file;
-use crate::source::loader::{list_in_root, Loader, Object};
+use crate::source::loader::{in_root, list_in_root, Loader, Object};
 
 /// A library loaded at run time, or looked for and not found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,6 +21,10 @@ pub struct RunTimeLoad {
     pub what: String,
     /// The object it loaded, or why it could not be loaded (then nothing of it is).
     pub loaded: Result<usize, String>,
+    /// It is how AMD GPU code is reached (ggml's HIP backend, the HIP runtime's comgr): when it
+    /// fails, the program never uses the GPU. Another backend failing (CUDA's, on a machine
+    /// without it) is skipped by ggml and changes nothing here.
+    pub gpu: bool,
 }
 
 /// The names ggml's registry loads, in its order (`ggml-backend-reg.cpp`
@@ -45,7 +49,9 @@ pub fn follow(loader: &mut Loader<'_>, var: &dyn Fn(&str) -> Option<String>) -> 
         ggml_backends(loader, registry, &dirs, "ggml's backend registry", &mut out);
         if let Some(path) = var("GGML_BACKEND_PATH").filter(|p| !p.is_empty()) {
             let loaded = loader.dlopen(&path, registry, "GGML_BACKEND_PATH");
-            out.push(RunTimeLoad { by: registry, name: path, what: "GGML_BACKEND_PATH".into(), loaded });
+            let gpu =
+                Path::new(&path).file_name().is_some_and(|n| n.to_string_lossy().starts_with("libggml-hip"));
+            out.push(RunTimeLoad { by: registry, name: path, what: "GGML_BACKEND_PATH".into(), loaded, gpu });
         }
     }
     let mut at = 0;
@@ -63,6 +69,7 @@ pub fn follow(loader: &mut Loader<'_>, var: &dyn Fn(&str) -> Option<String>) -> 
                 name: comgr,
                 what: "the HIP runtime's code-object manager".into(),
                 loaded,
+                gpu: true,
             });
         }
         at += 1;
@@ -119,7 +126,14 @@ fn ggml_backends(
         let Some(dir) = dirs.iter().find(|d| loader.is_file(&d.join(&file))) else { continue };
         let path = dir.join(&file).display().to_string();
         let loaded = loader.dlopen(&path, by, who);
-        out.push(RunTimeLoad { by, name: path, what: format!("{who}: ggml backend \"{name}\""), loaded });
+        let gpu = *name == "hip";
+        out.push(RunTimeLoad {
+            by,
+            name: path,
+            what: format!("{who}: ggml backend \"{name}\""),
+            loaded,
+            gpu,
+        });
     }
 }
 
@@ -190,47 +204,74 @@ fn comgr_name(file: &Path) -> Option<String> {
     name.strip_prefix("libamd_comgr.so.")?.chars().all(|c| c.is_ascii_digit()).then_some(name)
 }
 
-/// The data folders the loaded libraries read beside themselves, that exist: rocBLAS's Tensile
-/// library (`ROCBLAS_TENSILE_LIBPATH`, else from its folder as loaded: `../../Tensile/library`,
+/// Whose data a folder is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DataKind {
+    /// rocBLAS's Tensile library: without it rocBLAS aborts at its first GEMM.
+    Rocblas,
+    /// hipBLASLt's Tensile library: without it its matmuls fail and callers fall back.
+    Hipblaslt,
+    /// MIOpen's databases: without them it runs untuned.
+    Miopen,
+}
+
+/// A data folder a loaded library reads: the one found, or where it was looked for.
+#[derive(Debug, Clone)]
+pub struct DataDir {
+    /// The library that reads it (an index into the closure).
+    pub by: usize,
+    pub kind: DataKind,
+    /// The folder it reads (inside the root); `None` when none of `looked` is there.
+    pub folder: Option<PathBuf>,
+    /// Where it looks, in order.
+    pub looked: Vec<PathBuf>,
+}
+
+/// The data folders the loaded libraries read beside themselves: rocBLAS's Tensile library
+/// (`ROCBLAS_TENSILE_LIBPATH`, else from its folder as loaded: `../../Tensile/library`,
 /// `library`, `../rocblas/library`, else `rocblas/library`, `tensile_host.cpp`
 /// `determine_tensile_base_path`; Debian's build looks in `rocblas/<version>/library`),
 /// hipBLASLt's (`HIPBLASLT_TENSILE_LIBPATH`, else `../Tensile/library`, `library`,
 /// `hipblaslt/library`), MIOpen's databases (`MIOPEN_SYSTEM_DB_PATH`, else `share/miopen/db`
-/// above its real folder, `db_path.cpp` `GetSystemDbPath`).
-pub fn data_dirs(
-    objects: &[Object],
-    root: &Path,
-    var: &dyn Fn(&str) -> Option<String>,
-) -> Vec<(usize, PathBuf)> {
-    let list = |d: &Path| list_in_root(root, d);
-    let mut out = Vec::new();
+/// above its folder, `db_path.cpp` `GetSystemDbPath`). A folder a variable names is the one
+/// read, there or not; the others count when they exist.
+pub fn data_dirs(objects: &[Object], root: &Path, var: &dyn Fn(&str) -> Option<String>) -> Vec<DataDir> {
+    let exists = |d: &Path| in_root(root, d).is_some_and(|p| p.is_dir());
+    let mut out: Vec<DataDir> = Vec::new();
     for (i, o) in objects.iter().enumerate() {
         let Some(dir) = o.path.parent() else { continue };
-        let first = |env: &str, rel: &[&str]| -> Option<PathBuf> {
-            if let Some(v) = var(env).filter(|v| !v.is_empty()) {
-                return Some(PathBuf::from(v));
-            }
-            rel.iter().map(|r| dir.join(r)).find(|d| !list(d).is_empty())
-        };
-        let found = if soname_is(o, "librocblas.so") {
-            let versioned = list(&dir.join("rocblas")).into_iter().map(|v| format!("rocblas/{v}/library"));
-            let mut rel: Vec<String> =
-                ["../../Tensile/library", "library", "../rocblas/library", "rocblas/library"]
-                    .map(String::from)
-                    .to_vec();
-            rel.extend(versioned);
-            let rel: Vec<&str> = rel.iter().map(String::as_str).collect();
-            first("ROCBLAS_TENSILE_LIBPATH", &rel)
+        let (kind, env, mut rel): (DataKind, &str, Vec<String>) = if soname_is(o, "librocblas.so") {
+            let rel = ["../../Tensile/library", "library", "../rocblas/library", "rocblas/library"];
+            let mut rel: Vec<String> = rel.map(String::from).to_vec();
+            rel.extend(
+                list_in_root(root, &dir.join("rocblas")).into_iter().map(|v| format!("rocblas/{v}/library")),
+            );
+            (DataKind::Rocblas, "ROCBLAS_TENSILE_LIBPATH", rel)
         } else if soname_is(o, "libhipblaslt.so") {
-            first("HIPBLASLT_TENSILE_LIBPATH", &["../Tensile/library", "library", "hipblaslt/library"])
+            let rel = ["../Tensile/library", "library", "hipblaslt/library"];
+            (DataKind::Hipblaslt, "HIPBLASLT_TENSILE_LIBPATH", rel.map(String::from).to_vec())
         } else if soname_is(o, "libMIOpen.so") {
             // Debian's multiarch layout puts it two folders up (`/usr/share/miopen/db`).
-            first("MIOPEN_SYSTEM_DB_PATH", &["../share/miopen/db", "../../share/miopen/db"])
+            (
+                DataKind::Miopen,
+                "MIOPEN_SYSTEM_DB_PATH",
+                vec!["../share/miopen/db".into(), "../../share/miopen/db".into()],
+            )
         } else {
-            None
+            continue;
         };
-        if let Some(d) = found.filter(|d| !out.iter().any(|(_, e)| e == d)) {
-            out.push((i, d));
+        let (folder, looked) = match var(env).filter(|v| !v.is_empty()) {
+            Some(v) => {
+                let named = PathBuf::from(v);
+                (exists(&named).then(|| named.clone()), vec![named])
+            }
+            None => {
+                let looked: Vec<PathBuf> = rel.drain(..).map(|r| dir.join(r)).collect();
+                (looked.iter().find(|d| exists(d)).cloned(), looked)
+            }
+        };
+        if !out.iter().any(|d| d.kind == kind && d.folder.is_some() && d.folder == folder) {
+            out.push(DataDir { by: i, kind, folder, looked });
         }
     }
     out

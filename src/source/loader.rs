@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 use std::path::{Component, Path, PathBuf};
 
 use crate::parse::dynamic::{parse_dynamic, Dynamic};
-use crate::parse::ldcache::{parse_ld_cache, CacheEntry};
+use crate::parse::ldcache::{parse_ld_cache, pick_cached, CacheEntry};
 use crate::source::file::open_file;
 
 /// Most symbolic links followed to resolve one path (the kernel's `MAXSYMLINKS`).
@@ -222,19 +222,24 @@ fn components(p: &Path) -> impl Iterator<Item = std::ffi::OsString> + '_ {
 /// its text as written.
 fn path_list(list: &str, separators: &[char], tokens: &Tokens) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
-    for entry in list.split(separators) {
+    let mut seen = std::collections::HashSet::new();
+    for entry in list.split(separators).take(MAX_LIST) {
         let Some(dir) = substitute(entry, tokens) else { continue };
         let dir = match dir.trim_end_matches('/') {
             "" if dir.starts_with('/') => "/".to_string(),
             "" => ".".to_string(),
             d => d.to_string(),
         };
-        if !out.iter().any(|(_, d)| *d == dir) {
+        if seen.insert(dir.clone()) {
             out.push((entry.to_string(), dir));
         }
     }
     out
 }
+
+/// Most entries of one path list looked at (a real RUNPATH has a handful): a list of a million
+/// would cost a million lookups a name.
+const MAX_LIST: usize = 1024;
 
 /// What the dynamic string tokens stand for.
 struct Tokens {
@@ -353,6 +358,11 @@ impl Search<'_> {
     /// `path` (inside the root) as a candidate found `through`.
     fn look(&self, path: &Path, through: Through) -> Candidate {
         let Some(file) = in_root(&self.env.root, path) else { return Candidate::Absent };
+        // Only a regular file is opened (a device's open runs its driver); a folder or FIFO of
+        // that name is nothing the loader can read ("cannot read file data").
+        if !std::fs::metadata(&file).is_ok_and(|m| m.is_file()) {
+            return Candidate::Fatal(format!("{}: cannot read file data", path.display()));
+        }
         let src = match open_file(&file, false) {
             Ok(s) => s,
             Err(e)
@@ -552,11 +562,13 @@ impl Search<'_> {
         };
         let dirs: Vec<(String, String)> = match &self.cache {
             Some(entries) => {
-                let hit = entries
-                    .iter()
-                    .filter(|e| e.key == name && e.matches(self.class64, self.machine))
-                    .map(|e| PathBuf::from(&e.value))
-                    .find(|p| !(nodeflib && under_default(p)));
+                // The loader takes the first entry for the name, then drops it when the needing
+                // object has DF_1_NODEFLIB and it lies under a default folder (`_dl_map_object`).
+                let active: Vec<&str> =
+                    self.hwcaps().iter().filter_map(|h| h.strip_prefix("glibc-hwcaps/")).collect();
+                let hit = pick_cached(entries, name, self.class64, self.machine, &active)
+                    .map(PathBuf::from)
+                    .filter(|p| !(nodeflib && under_default(p)));
                 return match hit.map(|p| self.look(&p, Through::Cache)) {
                     Some(Candidate::Found(hit)) => Found::Hit(hit),
                     Some(Candidate::Fatal(why)) => Found::Fatal(why),
@@ -722,7 +734,13 @@ impl<'e> Loader<'e> {
     /// The `DT_NEEDED` entries of every object from `start` on, breadth first.
     fn load_needed(&mut self, start: usize) {
         let mut next = start;
-        while next < self.closure.objects.len() && self.closure.objects.len() < MAX_OBJECTS {
+        while next < self.closure.objects.len() {
+            if self.closure.objects.len() >= MAX_OBJECTS {
+                self.closure
+                    .problems
+                    .push(format!("more than {MAX_OBJECTS} objects: the rest are not looked up"));
+                return;
+            }
             let needed = self.closure.objects.get(next).map(|o| o.dynamic.needed.clone()).unwrap_or_default();
             for name in needed {
                 self.add(&name, next, None);
@@ -765,25 +783,45 @@ fn real_in_root(root: &Path, file: &Path) -> Option<PathBuf> {
 
 /// The root's `/etc/ld.so.cache`, when it has one that reads.
 fn read_cache(root: &Path) -> Option<Vec<CacheEntry>> {
-    let file = in_root(root, Path::new("/etc/ld.so.cache"))?;
-    let bytes = std::fs::read(file).ok()?;
+    let bytes = read_small(root, Path::new("/etc/ld.so.cache"), MAX_CACHE)?;
     parse_ld_cache(&bytes).ok()
 }
 
+/// The largest `ld.so.cache` and configuration file read (real caches are a few hundred KiB).
+const MAX_CACHE: u64 = 64 << 20;
+const MAX_CONF: u64 = 1 << 20;
+/// Most configuration files read through `include` lines.
+const MAX_CONF_FILES: usize = 256;
+
+/// The bytes of the regular file `abs` names inside `root`, when it is one and not over `cap`
+/// bytes: a FIFO or device named there is never opened, a huge file never read.
+fn read_small(root: &Path, abs: &Path, cap: u64) -> Option<Vec<u8>> {
+    let file = in_root(root, abs)?;
+    if !std::fs::symlink_metadata(&file).is_ok_and(|m| m.is_file() && m.len() <= cap) {
+        return None;
+    }
+    let src = open_file(&file, false).ok()?;
+    let bytes = crate::parse::ByteSource::read_at(&src, 0, src.len.min(cap) as usize).ok()?;
+    Some(bytes.into_owned())
+}
+
 /// The folders the root's `/etc/ld.so.conf` names, its `include` globs followed, relative ones
-/// from the including file's folder (ldconfig `parse_conf`, `parse_conf_include`).
+/// from the including file's folder (ldconfig `parse_conf`, `parse_conf_include`); each file
+/// read once, whatever includes it again.
 fn read_conf(root: &Path) -> Vec<String> {
     let mut out = Vec::new();
-    conf_file(root, Path::new("/etc/ld.so.conf"), &mut out, 0);
+    let mut seen = std::collections::HashSet::new();
+    conf_file(root, Path::new("/etc/ld.so.conf"), &mut out, &mut seen);
     out
 }
 
-fn conf_file(root: &Path, path: &Path, out: &mut Vec<String>, depth: usize) {
-    let Some(text) = in_root(root, path).and_then(|f| std::fs::read_to_string(f).ok()) else { return };
-    if depth > 8 {
+fn conf_file(root: &Path, path: &Path, out: &mut Vec<String>, seen: &mut std::collections::HashSet<PathBuf>) {
+    let Some(real) = in_root(root, path) else { return };
+    if seen.len() >= MAX_CONF_FILES || !seen.insert(real) {
         return;
     }
-    for line in text.lines() {
+    let Some(bytes) = read_small(root, path, MAX_CONF) else { return };
+    for line in String::from_utf8_lossy(&bytes).lines() {
         let line = line.split('#').next().unwrap_or("").trim();
         if let Some(pattern) = line.strip_prefix("include").filter(|r| r.starts_with([' ', '\t'])) {
             for pat in pattern.split_whitespace() {
@@ -792,7 +830,7 @@ fn conf_file(root: &Path, path: &Path, out: &mut Vec<String>, depth: usize) {
                     false => path.parent().unwrap_or(Path::new("/")).join(pat),
                 };
                 for f in glob_in_root(root, &pat) {
-                    conf_file(root, &f, out, depth + 1);
+                    conf_file(root, &f, out, seen);
                 }
             }
         } else if !line.is_empty() && !line.starts_with("hwcap") {

@@ -2,7 +2,7 @@
 //! libraries the loader and its `dlopen` calls really loaded), its environment, and the root it
 //! sees (a container's, for a process in one).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// What `/proc/<pid>` tells of a process.
 #[derive(Debug, Clone)]
@@ -26,7 +26,8 @@ pub struct Mapped {
     pub deleted: bool,
 }
 
-/// Reads process `pid`; an error that says why it cannot be read (gone, not permitted).
+/// Reads process `pid`; an error that says why it cannot be read (gone, not permitted). A path
+/// that is no UTF-8 is read as its lossy text.
 pub fn read_process(pid: u32) -> Result<Process, String> {
     let dir = PathBuf::from(format!("/proc/{pid}"));
     let why = |what: &str, e: std::io::Error| match e.kind() {
@@ -38,12 +39,15 @@ pub fn read_process(pid: u32) -> Result<Process, String> {
         }
         _ => format!("process {pid}: its {what} cannot be read: {e}"),
     };
-    let maps = std::fs::read_to_string(dir.join("maps")).map_err(|e| why("memory map", e))?;
+    let maps = std::fs::read(dir.join("maps")).map_err(|e| why("memory map", e))?;
+    let maps = String::from_utf8_lossy(&maps);
     let environ = std::fs::read(dir.join("environ")).map_err(|e| why("environment", e))?;
     let exe = std::fs::read_link(dir.join("exe")).map_err(|e| why("program", e))?;
-    let same_root = std::fs::canonicalize(dir.join("root")).is_ok_and(|r| r == Path::new("/"))
-        && std::fs::read_link(dir.join("ns/mnt")).ok() == std::fs::read_link("/proc/self/ns/mnt").ok();
-    let root = if same_root { PathBuf::from("/") } else { dir.join("root") };
+    // The kernel shows `maps` and `exe` paths from the reader's root: within this mount
+    // namespace they are this machine's paths (a chrooted process's too); a process of another
+    // namespace (a container) is read through its root.
+    let same_ns = std::fs::read_link(dir.join("ns/mnt")).ok() == std::fs::read_link("/proc/self/ns/mnt").ok();
+    let root = if same_ns { PathBuf::from("/") } else { dir.join("root") };
     Ok(Process {
         pid,
         root,
@@ -119,7 +123,7 @@ mod tests {
     #[test]
     fn this_process_reads() {
         let me = read_process(std::process::id()).expect("self");
-        assert_eq!(me.root, Path::new("/"));
+        assert_eq!(me.root, std::path::Path::new("/"));
         assert!(!me.mapped.is_empty() && !me.env.is_empty());
         assert!(read_process(u32::MAX).unwrap_err().contains("no such process"));
     }

@@ -235,14 +235,7 @@ fn gfxscan(args: &[&str]) -> (i32, String, String) {
 #[test]
 fn check_exe_judges_what_the_program_loads() {
     use crate::fixtures::{co, hip_bundle, GFX1100, GFX90A};
-    if Command::new("cc").arg("--version").output().is_err() {
-        crate::util::skipped("no C compiler here");
-        return;
-    }
-    let tmp = tempfile::tempdir().unwrap();
-    let b = Build { dir: tmp.path().join("build"), bare: true };
-    std::fs::create_dir_all(&b.dir).unwrap();
-    let root = tmp.path().join("root");
+    let Some((_tmp, b, root)) = bare_build() else { return };
     let (c1100, c90a) = (co(GFX1100, 0, 2), co(GFX90A, 0, 1));
     gpu_lib(
         &b,
@@ -333,14 +326,7 @@ fn check_exe_judges_what_the_program_loads() {
 #[test]
 fn check_exe_judges_by_the_runtime_the_program_loads() {
     use crate::fixtures::{co, GFX1100, HOST};
-    if Command::new("cc").arg("--version").output().is_err() {
-        crate::util::skipped("no C compiler here");
-        return;
-    }
-    let tmp = tempfile::tempdir().unwrap();
-    let b = Build { dir: tmp.path().join("build"), bare: true };
-    std::fs::create_dir_all(&b.dir).unwrap();
-    let root = tmp.path().join("root");
+    let Some((_tmp, b, root)) = bare_build() else { return };
     let c1100 = co(GFX1100, 0, 1);
     let old = gfxscan::testing::bundle(&[(HOST, &[][..]), ("hip-amdgcn-amd-amdhsa-gfx1100", &c1100)], 4096);
     gpu_lib(&b, "../root/usr/lib/gpu/libgpu.so.1", "libgpu.so.1", &old);
@@ -454,14 +440,7 @@ fn check_pid_agrees_with_check_exe_on_a_live_process() {
 #[test]
 fn check_exe_follows_ollamas_runner() {
     use crate::fixtures::{co, hip_bundle, GFX1100};
-    if Command::new("cc").arg("--version").output().is_err() {
-        crate::util::skipped("no C compiler here");
-        return;
-    }
-    let tmp = tempfile::tempdir().unwrap();
-    let b = Build { dir: tmp.path().join("build"), bare: true };
-    std::fs::create_dir_all(&b.dir).unwrap();
-    let root = tmp.path().join("root");
+    let Some((_tmp, b, root)) = bare_build() else { return };
     let c1100 = co(GFX1100, 0, 1);
     gpu_lib(
         &b,
@@ -483,6 +462,8 @@ fn check_exe_follows_ollamas_runner() {
     );
     std::fs::create_dir_all(root.join("lib64")).unwrap();
     std::fs::copy(LD_SO, root.join("lib64/ld-linux-x86-64.so.2")).unwrap();
+    // Ollama installs rocBLAS's Tensile folder beside it (its CMake `install(DIRECTORY …/rocblas`).
+    std::fs::create_dir_all(root.join("usr/lib/ollama/rocm/rocblas/library")).unwrap();
     let r = root.to_str().unwrap();
     let (code, out, err) =
         gfxscan(&["check", "--gpu", "gfx1100", "--exe", "/usr/bin/ollama", "--root", r, "--json", "-q"]);
@@ -558,4 +539,96 @@ fn ld_so_conf_resolves_as_ldconfig_indexes_it() {
     for (name, (path, _)) in &from_cache {
         assert_eq!(first.get(name), Some(path), "{name}: ldconfig -p lists {first:?}");
     }
+}
+
+/// Hostile roots stay cheap: an `ld.so.conf` whose files include each other, a FIFO where the
+/// cache would be. A backend for other hardware that cannot load (ggml's CUDA backend without
+/// libcuda) is skipped, as ggml skips it; rocBLAS loaded without its Tensile folder fails the
+/// program, as rocBLAS aborts at its first GEMM.
+#[test]
+fn check_exe_on_hostile_roots_and_partial_installs() {
+    use crate::fixtures::{co, hip_bundle, GFX1100};
+    let Some((_tmp, b, root)) = bare_build() else { return };
+    let c1100 = co(GFX1100, 0, 1);
+    gpu_lib(
+        &b,
+        "../root/usr/lib/ollama/rocm/libggml-hip.so",
+        "libggml-hip.so",
+        &hip_bundle(&[("gfx1100", &c1100)]),
+    );
+    b.lib("../root/usr/lib/ollama/libggml-base.so", Some("libggml-base.so"), &[], &[]);
+    b.lib("../root/usr/lib/ollama/cuda_v12/libcuda.so.1", Some("libcuda.so.1"), &[], &[]);
+    b.lib(
+        "../root/usr/lib/ollama/cuda_v12/libggml-cuda.so",
+        Some("libggml-cuda.so"),
+        &["../root/usr/lib/ollama/cuda_v12/libcuda.so.1"],
+        &[],
+    );
+    std::fs::remove_file(root.join("usr/lib/ollama/cuda_v12/libcuda.so.1")).unwrap();
+    b.program(
+        "../root/usr/bin/ollama",
+        &["../root/usr/lib/ollama/libggml-base.so"],
+        &["--enable-new-dtags", "-rpath,$ORIGIN/../lib/ollama"],
+    );
+    std::fs::create_dir_all(root.join("lib64")).unwrap();
+    std::fs::copy(LD_SO, root.join("lib64/ld-linux-x86-64.so.2")).unwrap();
+    std::fs::create_dir_all(root.join("etc/ld.so.conf.d")).unwrap();
+    std::fs::write(root.join("etc/ld.so.conf"), "include ld.so.conf.d/*.conf\n").unwrap();
+    for n in 0..8 {
+        std::fs::write(root.join(format!("etc/ld.so.conf.d/{n}.conf")), "include *.conf\n/opt/x\n").unwrap();
+    }
+    let fifo = std::ffi::CString::new(root.join("etc/ld.so.cache").to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo takes a NUL-terminated path and a mode.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    let r = root.to_str().unwrap();
+    let started = std::time::Instant::now();
+    let (code, out, err) =
+        gfxscan(&["check", "--gpu", "gfx1100", "--exe", "/usr/bin/ollama", "--root", r, "--json", "-q"]);
+    assert!(started.elapsed() < std::time::Duration::from_secs(20), "{:?}", started.elapsed());
+    assert_eq!(code, 0, "the CUDA backend is skipped: {out}{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let cuda = v["program"]["runtime"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["what"].as_str().is_some_and(|w| w.contains("cuda")))
+        .cloned();
+    assert_eq!(cuda.expect("looked at")["gpu"], false);
+    // rocBLAS without its Tensile folder.
+    gpu_lib(
+        &b,
+        "../root/opt/rocm/lib/librocblas.so.4",
+        "librocblas.so.4",
+        &hip_bundle(&[("gfx1100", &c1100)]),
+    );
+    b.program(
+        "../root/usr/bin/blas",
+        &["../root/opt/rocm/lib/librocblas.so.4"],
+        &["--enable-new-dtags", "-rpath,/opt/rocm/lib"],
+    );
+    let (code, out, _) =
+        gfxscan(&["check", "--gpu", "gfx1100", "--exe", "/usr/bin/blas", "--root", r, "--json", "-q"]);
+    assert_eq!(code, 1, "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["program"]["lacking"][0]["looked"][0], "/opt/rocm/lib/../../Tensile/library", "{v}");
+    std::fs::create_dir_all(root.join("opt/rocm/lib/rocblas/library")).unwrap();
+    let (_, out, _) =
+        gfxscan(&["check", "--gpu", "gfx1100", "--exe", "/usr/bin/blas", "--root", r, "--json", "-q"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["program"]["lacking"], serde_json::json!([]), "{v}");
+    assert_eq!(v["program"]["data"][0]["folder"], "/opt/rocm/lib/rocblas/library");
+}
+
+/// A folder to build in without the C library and the root beside it, or `None` (said) when
+/// this machine has no C compiler.
+fn bare_build() -> Option<(tempfile::TempDir, Build, PathBuf)> {
+    if Command::new("cc").arg("--version").output().is_err() {
+        crate::util::skipped("no C compiler here");
+        return None;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let b = Build { dir: tmp.path().join("build"), bare: true };
+    std::fs::create_dir_all(&b.dir).unwrap();
+    let root = tmp.path().join("root");
+    Some((tmp, b, root))
 }
