@@ -41,7 +41,20 @@ pub fn load(
     };
     let runtime = follow(&mut loader, var);
     let data = data_dirs(&loader.closure.objects, loader.root(), var);
-    Ok(ProgramLoads { closure: loader.closure, runtime, data, unread: Vec::new() })
+    // The search is glibc's on x86-64: another loader's (musl's) or machine's is not
+    // emulated, and no OK is given for it.
+    let mut unread = Vec::new();
+    if let Some(p) = loader.closure.objects.first() {
+        let interp = p.dynamic.interp.as_deref().unwrap_or_default();
+        if interp.contains("ld-musl") || (p.dynamic.machine != 62 && p.dynamic.dynamic) {
+            unread.push(format!(
+                "{}: its loader ({interp}, machine {}) is not glibc's on x86-64, whose search gfxscan follows",
+                p.path.display(),
+                p.dynamic.machine
+            ));
+        }
+    }
+    Ok(ProgramLoads { closure: loader.closure, runtime, data, unread })
 }
 
 /// What a running process has loaded (`/proc/<pid>/maps`): its program, then each ELF object

@@ -632,3 +632,32 @@ fn bare_build() -> Option<(tempfile::TempDir, Build, PathBuf)> {
     let root = tmp.path().join("root");
     Some((tmp, b, root))
 }
+
+/// A program of another loader than glibc's (musl's) is not judged as if glibc loaded it: what
+/// it loads is read, and no OK is given (INCOMPLETE).
+#[test]
+fn a_musl_program_is_not_taken_for_a_glibc_one() {
+    use crate::fixtures::{co, hip_bundle, GFX1100};
+    let Some((_tmp, b, root)) = bare_build() else { return };
+    gpu_lib(
+        &b,
+        "../root/usr/lib/gpu/libgpu.so.1",
+        "libgpu.so.1",
+        &hip_bundle(&[("gfx1100", &co(GFX1100, 0, 1))]),
+    );
+    let spec = DynamicSpec {
+        e_type: 3,
+        needed: vec!["libgpu.so.1".into()],
+        runpath: Some("/usr/lib/gpu".into()),
+        interp: Some("/lib/ld-musl-x86_64.so.1".into()),
+        ..DynamicSpec::default()
+    };
+    std::fs::create_dir_all(root.join("usr/bin")).unwrap();
+    std::fs::write(root.join("usr/bin/prog"), dynamic_elf(&spec)).unwrap();
+    std::fs::create_dir_all(root.join("lib")).unwrap();
+    std::fs::copy(LD_SO, root.join("lib/ld-musl-x86_64.so.1")).unwrap();
+    let (code, out, err) =
+        gfxscan(&["check", "--gpu", "gfx1100", "--exe", "/usr/bin/prog", "--root", root.to_str().unwrap()]);
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(out.contains("not read: /usr/bin/prog: its loader (/lib/ld-musl-x86_64.so.1"), "{out}");
+}
