@@ -680,16 +680,7 @@ pub fn verdicts_at(root: &std::path::Path, tables: bool, gpus: &[&str]) -> Strin
     let env = crate::check::devices::Env::default();
     let found = crate::check::devices::from_args(&gpus, &env, &targets).expect("GPUs");
     let processors: Vec<String> = found.devices.iter().map(|d| d.effective.processor.clone()).collect();
-    let config = crate::scan::ScanConfig {
-        roots: vec![root.to_path_buf()],
-        threads: None,
-        follow_links: false,
-        cross_file_systems: false,
-        max_memory: None,
-        check_for: tables.then(|| processors.clone()),
-        parts: None,
-    };
-    let mut snap = crate::scan::scan(&config, &targets, &crate::scan::Silent).expect("scan");
+    let mut snap = scan_for(root, tables.then(|| processors.clone()), &targets);
     let depth = if tables { Depth::Tables { wanted: &processors, targets: &targets } } else { Depth::Facts };
     snap.findings = crate::library::findings::findings_to(&snap, &targets, depth);
     let report = crate::check::check(&snap, &found, &targets, crate::check::CheckOptions::default());
@@ -703,19 +694,28 @@ pub fn diff_at(old: &std::path::Path, new: &std::path::Path, only: &[&str], tabl
     let targets = crate::vocab::targets::Targets::builtin();
     let only: Vec<String> = only.iter().map(|o| o.to_string()).collect();
     let side = |root: &std::path::Path| {
-        let config = crate::scan::ScanConfig {
-            roots: vec![root.to_path_buf()],
-            threads: None,
-            follow_links: false,
-            cross_file_systems: false,
-            max_memory: None,
-            check_for: if tables { crate::diff_reads_for(&only) } else { None },
-            parts: None,
-        };
-        crate::scan::scan(&config, &targets, &crate::scan::Silent).expect("scan")
+        scan_for(root, if tables { crate::diff_reads_for(&only) } else { None }, &targets)
     };
     let sources = (crate::diff::SideSource::Scan, crate::diff::SideSource::Scan);
     let mut d = crate::diff::diff(&side(old), &side(new), sources, &targets);
     d.restrict(&only, &targets);
     serde_json::to_string_pretty(&d).expect("JSON")
+}
+
+/// A quiet scan of `root`, read as `check` reads it for `check_for` (every fact when `None`).
+fn scan_for(
+    root: &std::path::Path,
+    check_for: Option<Vec<String>>,
+    targets: &crate::vocab::targets::Targets,
+) -> crate::model::Snapshot {
+    let config = crate::scan::ScanConfig {
+        roots: vec![root.to_path_buf()],
+        threads: None,
+        follow_links: false,
+        cross_file_systems: false,
+        max_memory: None,
+        check_for,
+        parts: None,
+    };
+    crate::scan::scan(&config, targets, &crate::scan::Silent).expect("scan")
 }

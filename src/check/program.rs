@@ -178,7 +178,6 @@ impl ProgramLoads {
             .map(|m| MissingLibrary {
                 name: m.name.clone(),
                 needed_by: self.chain(m.needed_by),
-                at_start: self.at_start(m.needed_by),
                 other_class: m.other_class.iter().map(|p| p.display().to_string()).collect(),
             })
             .collect();
@@ -230,10 +229,11 @@ impl ProgramLoads {
                 .to_string(),
             })
             .collect();
-        let starts = !missing.iter().any(|m| m.at_start) && self.closure.problems.is_empty();
+        // A name found nowhere at start stops the program; one a `dlopen` needs unwinds that
+        // `dlopen` instead and is no `Missing` here (see `Loader::dlopen`).
+        let starts = missing.is_empty() && self.closure.problems.is_empty();
         let loads_all = self.runtime.iter().filter(|r| r.gpu).all(|r| r.loaded.is_ok());
-        let status = match (starts && missing.is_empty() && loads_all, lacking.iter().map(|l| l.status).max())
-        {
+        let status = match (starts && loads_all, lacking.iter().map(|l| l.status).max()) {
             (false, _) => Status::Missing,
             (true, worst) => worst.unwrap_or(Status::Ok),
         };
@@ -250,21 +250,6 @@ impl ProgramLoads {
             problems: self.closure.problems.clone(),
             unread: self.unread.clone(),
         }
-    }
-
-    /// True when `objects[i]` is loaded when the program starts (not by a `dlopen` on the way).
-    fn at_start(&self, i: usize) -> bool {
-        let objects = &self.closure.objects;
-        let mut at = Some(i);
-        let mut hops = 0;
-        while let Some(o) = at.and_then(|k| objects.get(k)) {
-            if matches!(o.through, Through::Dlopen { .. }) {
-                return false;
-            }
-            hops += 1;
-            at = o.needed_by.filter(|_| hops < 64);
-        }
-        true
     }
 }
 
@@ -317,8 +302,6 @@ pub struct MissingLibrary {
     pub name: String,
     /// The object that needs it, then what loaded that, up to the program.
     pub needed_by: Vec<String>,
-    /// Needed when the program starts (it does not), not by a library loaded later.
-    pub at_start: bool,
     /// Files of that name passed over for their class or machine.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub other_class: Vec<String>,

@@ -216,10 +216,7 @@ fn write_program(
         named.push(&m.name);
         let others = p.missing.iter().filter(|o| o.name == m.name).count() - 1;
         let also = if others > 0 { format!(" (and {} more)", others) } else { String::new() };
-        let effect = match m.at_start {
-            true => "the program does not start (\"cannot open shared object file\")",
-            false => "the library that needs it is not loaded",
-        };
+        let effect = "the program does not start (\"cannot open shared object file\")";
         let line = format!("missing: {}, needed by {}{also}: {effect}", m.name, m.needed_by.join(" ← "));
         writeln!(
             out,

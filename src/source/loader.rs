@@ -39,7 +39,7 @@ pub enum Through {
     /// A name with a slash, opened as a path.
     Path,
     /// An entry of a `DT_RPATH` (of the object that needed it, or one that loaded that one).
-    Rpath { of: usize, entry: String },
+    Rpath { entry: String },
     /// An entry of `LD_LIBRARY_PATH`.
     LdLibraryPath { entry: String },
     /// An entry of the needing object's `DT_RUNPATH`.
@@ -65,7 +65,7 @@ impl Through {
         match self {
             Through::Program => "the program".to_string(),
             Through::Path => "its path".to_string(),
-            Through::Rpath { entry, .. } => format!("RPATH {entry}"),
+            Through::Rpath { entry } => format!("RPATH {entry}"),
             Through::LdLibraryPath { entry } => format!("LD_LIBRARY_PATH {entry}"),
             Through::Runpath { entry } => format!("RUNPATH {entry}"),
             Through::Cache => "ld.so.cache".to_string(),
@@ -319,6 +319,49 @@ struct Search<'e> {
     platform: &'static str,
     class64: bool,
     machine: u16,
+    /// The subfolders tried in each folder, best first (see [`hwcaps_for`]).
+    hwcaps: Vec<&'static str>,
+}
+
+/// The subfolders tried in each folder, best first: `glibc-hwcaps/x86-64-v4`, `-v3`, `-v2`
+/// as far as this CPU has every level below (glibc 2.37+ `_dl_important_hwcaps`,
+/// `sysdeps/x86/get-isa-level.h`), then the folder itself.
+fn hwcaps_for(class64: bool, machine: u16) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    #[cfg(target_arch = "x86_64")]
+    if class64 && machine == 62 {
+        use std::arch::is_x86_feature_detected as has;
+        let v2 = has!("cmpxchg16b")
+            && has!("popcnt")
+            && has!("sse3")
+            && has!("ssse3")
+            && has!("sse4.1")
+            && has!("sse4.2");
+        let v3 = v2
+            && has!("avx")
+            && has!("avx2")
+            && has!("bmi1")
+            && has!("bmi2")
+            && has!("f16c")
+            && has!("fma")
+            && has!("lzcnt")
+            && has!("movbe");
+        let v4 = v3
+            && has!("avx512f")
+            && has!("avx512bw")
+            && has!("avx512cd")
+            && has!("avx512dq")
+            && has!("avx512vl");
+        for (sub, on) in
+            [("glibc-hwcaps/x86-64-v4", v4), ("glibc-hwcaps/x86-64-v3", v3), ("glibc-hwcaps/x86-64-v2", v2)]
+        {
+            if on {
+                out.push(sub);
+            }
+        }
+    }
+    out.push("");
+    out
 }
 
 /// A candidate file, as `open_verify` and `open_path` judge it.
@@ -348,6 +391,23 @@ enum Found {
     Hit(Hit),
     Fatal(String),
     Nowhere,
+}
+
+impl Candidate {
+    /// What this candidate ends, `open_path`'s way: a hit, a fatal error, the end of its list
+    /// (`Nowhere`), or nothing (`None`: look at the next one; a file of another class is named).
+    fn ends(self, missing: &mut Missing) -> Option<Found> {
+        match self {
+            Candidate::Found(hit) => Some(Found::Hit(hit)),
+            Candidate::Fatal(why) => Some(Found::Fatal(why)),
+            Candidate::EndList => Some(Found::Nowhere),
+            Candidate::OtherClass(p) => {
+                missing.other_class.push(p);
+                None
+            }
+            Candidate::Absent => None,
+        }
+    }
 }
 
 impl Search<'_> {
@@ -400,17 +460,13 @@ impl Search<'_> {
         m: &mut Missing,
     ) -> Found {
         for (label, dir) in dirs {
-            for sub in self.hwcaps() {
-                let dir = match dir.starts_with('/') {
-                    true => PathBuf::from(dir),
-                    false => self.cwd().join(dir),
-                };
-                match self.look(&dir.join(sub).join(name), through(label)) {
-                    Candidate::Found(hit) => return Found::Hit(hit),
-                    Candidate::OtherClass(p) => m.other_class.push(p),
-                    Candidate::Absent => {}
-                    Candidate::EndList => return Found::Nowhere,
-                    Candidate::Fatal(why) => return Found::Fatal(why),
+            let dir = match dir.starts_with('/') {
+                true => PathBuf::from(dir),
+                false => self.cwd().join(dir),
+            };
+            for sub in &self.hwcaps {
+                if let Some(end) = self.look(&dir.join(sub).join(name), through(label)).ends(m) {
+                    return end;
                 }
             }
         }
@@ -426,49 +482,6 @@ impl Search<'_> {
         }
     }
 
-    /// The subfolders tried in each folder, best first: `glibc-hwcaps/x86-64-v4`, `-v3`, `-v2`
-    /// as far as this CPU has every level below (glibc 2.37+ `_dl_important_hwcaps`,
-    /// `sysdeps/x86/get-isa-level.h`), then the folder itself.
-    fn hwcaps(&self) -> Vec<&'static str> {
-        let mut out = Vec::new();
-        #[cfg(target_arch = "x86_64")]
-        if self.class64 && self.machine == 62 {
-            use std::arch::is_x86_feature_detected as has;
-            let v2 = has!("cmpxchg16b")
-                && has!("popcnt")
-                && has!("sse3")
-                && has!("ssse3")
-                && has!("sse4.1")
-                && has!("sse4.2");
-            let v3 = v2
-                && has!("avx")
-                && has!("avx2")
-                && has!("bmi1")
-                && has!("bmi2")
-                && has!("f16c")
-                && has!("fma")
-                && has!("lzcnt")
-                && has!("movbe");
-            let v4 = v3
-                && has!("avx512f")
-                && has!("avx512bw")
-                && has!("avx512cd")
-                && has!("avx512dq")
-                && has!("avx512vl");
-            for (sub, on) in [
-                ("glibc-hwcaps/x86-64-v4", v4),
-                ("glibc-hwcaps/x86-64-v3", v3),
-                ("glibc-hwcaps/x86-64-v2", v2),
-            ] {
-                if on {
-                    out.push(sub);
-                }
-            }
-        }
-        out.push("");
-        out
-    }
-
     /// Where `name`, needed by `objects[by]`, is found: glibc `_dl_map_object`'s order.
     fn find(&self, name: &str, by: usize, objects: &[Object], m: &mut Missing) -> Found {
         let Some(loader) = objects.get(by) else { return Found::Nowhere };
@@ -480,15 +493,7 @@ impl Search<'_> {
                 true => PathBuf::from(path),
                 false => self.cwd().join(path),
             };
-            return match self.look(&path, Through::Path) {
-                Candidate::Found(hit) => Found::Hit(hit),
-                Candidate::Fatal(why) => Found::Fatal(why),
-                Candidate::OtherClass(p) => {
-                    m.other_class.push(p);
-                    Found::Nowhere
-                }
-                Candidate::Absent | Candidate::EndList => Found::Nowhere,
-            };
+            return self.look(&path, Through::Path).ends(m).unwrap_or(Found::Nowhere);
         }
         let found = self.rpaths(name, by, objects, m);
         if !matches!(found, Found::Nowhere) {
@@ -543,7 +548,7 @@ impl Search<'_> {
                 continue;
             };
             let dirs = path_list(rpath, &[':'], &self.tokens(dir_of(&o.path)));
-            let found = self.in_dirs(name, &dirs, |e| Through::Rpath { of: i, entry: e.to_string() }, m);
+            let found = self.in_dirs(name, &dirs, |e| Through::Rpath { entry: e.to_string() }, m);
             if !matches!(found, Found::Nowhere) {
                 return found;
             }
@@ -565,19 +570,11 @@ impl Search<'_> {
                 // The loader takes the first entry for the name, then drops it when the needing
                 // object has DF_1_NODEFLIB and it lies under a default folder (`_dl_map_object`).
                 let active: Vec<&str> =
-                    self.hwcaps().iter().filter_map(|h| h.strip_prefix("glibc-hwcaps/")).collect();
+                    self.hwcaps.iter().filter_map(|h| h.strip_prefix("glibc-hwcaps/")).collect();
                 let hit = pick_cached(entries, name, self.class64, self.machine, &active)
                     .map(PathBuf::from)
                     .filter(|p| !(nodeflib && under_default(p)));
-                return match hit.map(|p| self.look(&p, Through::Cache)) {
-                    Some(Candidate::Found(hit)) => Found::Hit(hit),
-                    Some(Candidate::Fatal(why)) => Found::Fatal(why),
-                    Some(Candidate::OtherClass(p)) => {
-                        m.other_class.push(p);
-                        Found::Nowhere
-                    }
-                    _ => Found::Nowhere,
-                };
+                return hit.and_then(|p| self.look(&p, Through::Cache).ends(m)).unwrap_or(Found::Nowhere);
             }
             None => self
                 .conf
@@ -622,6 +619,7 @@ impl<'e> Loader<'e> {
             platform: platform(),
             class64: dynamic.class64,
             machine: dynamic.machine,
+            hwcaps: hwcaps_for(dynamic.class64, dynamic.machine),
         };
         let interp = dynamic.interp.clone();
         let mut loader = Loader { search, closure: Closure::default() };
