@@ -8,8 +8,15 @@
 #   ROOTS       optional: what to scan on the host, colon-separated as PATH is (a path may hold
 #               spaces); default: gfxscan's usual places, which a DaemonSet mounts under /host
 #   GFXSCAN     the binary (default: gfxscan on PATH)
+#   METRICS_DIR optional: node-exporter's textfile collector folder. The scan's per-target
+#               counts go to gfxscan_scan.prom, and `gfxscan check` of the host install for
+#               this node's GPUs (its KFD topology) to gfxscan_check.prom, each written whole
+#               and renamed into place. A check that cannot run removes its stale file.
+#   SYSFS_ROOT  optional: where the KFD topology is (default /, where a DaemonSet mounts
+#               /sys/class/kfd); GPUS optional: check these target IDs instead
 #
-# Exit status: gfxscan's (0 clean, 1 files not read), or 2 when the snapshot cannot be written.
+# Exit status: gfxscan scan's (0 clean, 1 files not read), or 2 when the snapshot cannot be
+# written. The check's verdict is in its metrics, not in the exit status.
 set -eu
 GFXSCAN=${GFXSCAN:-gfxscan}
 OUT_DIR=${OUT_DIR:-/snapshots}
@@ -37,12 +44,30 @@ else
   done
 fi
 status=0
-"$GFXSCAN" scan -q --json -o "$out.part" "$@" || status=$?
+# One scan, two outputs; each is written to a temporary file beside it and renamed into place,
+# so neither a merge nor the textfile collector ever reads half a file.
+if [ -n "${METRICS_DIR:-}" ]; then
+  "$GFXSCAN" scan -q -o "json=$out" -o "prometheus=$METRICS_DIR/gfxscan_scan.prom" "$@" || status=$?
+else
+  "$GFXSCAN" scan -q -o "json=$out" "$@" || status=$?
+fi
 # 0: every file read; 1: some not (listed in the snapshot). Anything else: no snapshot.
 if [ "$status" -gt 1 ]; then
-  rm -f "$out.part"
   exit "$status"
 fi
-mv "$out.part" "$out"
 echo "gfxscan: $out ($status)"
+if [ -n "${METRICS_DIR:-}" ] && [ -z "${IMAGE:-}" ]; then
+  prom="$METRICS_DIR/gfxscan_check.prom"
+  set -- "$@" --sysfs-root "${SYSFS_ROOT:-/}"
+  [ -n "${GPUS:-}" ] && set -- "$@" --gpu "$GPUS"
+  checked=0
+  "$GFXSCAN" check -q --format prometheus -o "$prom" "$@" || checked=$?
+  # 0 OK, 1 missing, 3 incomplete, 4 nothing to check: all verdicts, written. 2: none.
+  if [ "$checked" -eq 2 ]; then
+    rm -f "$prom"
+    echo "gfxscan: check could not run; $prom removed" >&2
+  else
+    echo "gfxscan: $prom ($checked)"
+  fi
+fi
 exit "$status"

@@ -98,12 +98,12 @@ fn memory_size(s: &str) -> Result<u64, String> {
 /// with many threads the figure is an aim, not a bound (docs/usage.md).
 const MIN_MEMORY: u64 = 100 << 20;
 
-/// Output formats.
+/// Output formats. Each command takes those its result has ([`OutputFormat::SCAN`], …).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OutputFormat {
     /// Aligned table for people.
     Table,
-    /// The versioned JSON snapshot (docs/schema.md).
+    /// The versioned JSON document (docs/schema.md).
     Json,
     /// Markdown table, to paste into an issue.
     Markdown,
@@ -111,43 +111,143 @@ pub enum OutputFormat {
     Csv,
     /// One self-contained HTML page with bar charts per layer, to look at or share.
     Html,
+    /// Prometheus text exposition, for node-exporter's textfile collector (docs/usage.md).
+    Prometheus,
+    /// JSON Lines: one typed record per line (docs/schema.md).
+    Jsonl,
+    /// One `file://PATH#offset=N&size=M` URI per code object, as roc-obj-ls prints them.
+    Uris,
 }
 
-/// The format a result is written in: `--json`, else `--format`, else what the extension of
-/// `-o FILE` says (`.json`, `.html`/`.htm`, `.md`/`.markdown`, `.csv`), else a table.
-pub fn resolve_format(
-    json: bool,
-    format: Option<OutputFormat>,
-    output: Option<&std::path::Path>,
-) -> OutputFormat {
-    if json {
-        return OutputFormat::Json;
+impl OutputFormat {
+    /// What `scan` writes.
+    pub const SCAN: &[OutputFormat] = &[
+        Self::Table,
+        Self::Json,
+        Self::Markdown,
+        Self::Csv,
+        Self::Html,
+        Self::Prometheus,
+        Self::Jsonl,
+        Self::Uris,
+    ];
+    /// What `scan --keep` (the prune report) writes.
+    pub const PRUNE: &[OutputFormat] = &[Self::Table, Self::Json, Self::Markdown, Self::Csv];
+    /// What `check` writes.
+    pub const CHECK: &[OutputFormat] =
+        &[Self::Table, Self::Json, Self::Markdown, Self::Html, Self::Prometheus, Self::Jsonl];
+    /// What `diff` writes.
+    pub const DIFF: &[OutputFormat] = &[Self::Table, Self::Json, Self::Markdown, Self::Html];
+    /// What `merge` writes.
+    pub const MERGE: &[OutputFormat] = &[Self::Table, Self::Json, Self::Markdown, Self::Csv, Self::Html];
+
+    /// The name `--format` and `-o FORMAT=FILE` take.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Table => "table",
+            Self::Json => "json",
+            Self::Markdown => "markdown",
+            Self::Csv => "csv",
+            Self::Html => "html",
+            Self::Prometheus => "prometheus",
+            Self::Jsonl => "jsonl",
+            Self::Uris => "uris",
+        }
     }
-    let by_extension = || {
-        let ext = output?.extension()?.to_str()?.to_ascii_lowercase();
+
+    /// The format a file name's ending stands for (`.json`, `.html`/`.htm`, `.md`/`.markdown`,
+    /// `.csv`, `.prom`, `.jsonl`/`.ndjson`).
+    fn of_extension(path: &std::path::Path) -> Option<OutputFormat> {
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
         match ext.as_str() {
-            "json" => Some(OutputFormat::Json),
-            "html" | "htm" => Some(OutputFormat::Html),
-            "md" | "markdown" => Some(OutputFormat::Markdown),
-            "csv" => Some(OutputFormat::Csv),
+            "json" => Some(Self::Json),
+            "html" | "htm" => Some(Self::Html),
+            "md" | "markdown" => Some(Self::Markdown),
+            "csv" => Some(Self::Csv),
+            "prom" => Some(Self::Prometheus),
+            "jsonl" | "ndjson" => Some(Self::Jsonl),
             _ => None,
         }
-    };
-    format.or_else(by_extension).unwrap_or(OutputFormat::Table)
+    }
 }
 
-/// [`resolve_format`] for `check` and `diff`, which have no CSV: `-o FILE.csv` is refused.
-pub fn resolve_report_format(
-    json: bool,
-    format: Option<ReportFormat>,
-    output: Option<&std::path::Path>,
-) -> Result<OutputFormat, String> {
-    match resolve_format(json, format.map(OutputFormat::from), output) {
-        OutputFormat::Csv => {
-            Err("no CSV for this command's result: use --format table, json, markdown or html".into())
-        }
-        f => Ok(f),
+/// `--format` for a command that writes `formats`: only those are offered and taken.
+fn format_parser(
+    formats: &'static [OutputFormat],
+) -> impl clap::builder::TypedValueParser<Value = OutputFormat> {
+    use clap::builder::TypedValueParser;
+    let values = formats.iter().filter_map(|f| f.to_possible_value());
+    clap::builder::PossibleValuesParser::new(values)
+        .map(|name| OutputFormat::from_str(&name, true).expect("a possible value is a format"))
+}
+
+/// One `-o`: where a result goes and, given as `FORMAT=FILE`, in which format.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputSpec {
+    pub format: Option<OutputFormat>,
+    pub path: PathBuf,
+}
+
+impl OutputSpec {
+    /// Standard output (`-`).
+    pub fn is_stdout(&self) -> bool {
+        self.path.as_os_str() == "-"
     }
+}
+
+/// Parses `-o FILE` or `-o FORMAT=FILE` (`json=snap.json`, `html=-`). A name whose part before
+/// `=` is no format is a file name (`./json=x` names a file called `json=x`).
+fn output_spec(s: &str) -> Result<OutputSpec, String> {
+    if let Some((name, path)) = s.split_once('=') {
+        if let Ok(format) = OutputFormat::from_str(name, true) {
+            if path.is_empty() {
+                return Err(format!("{s:?}: give a file after {name}= (- for standard output)"));
+            }
+            return Ok(OutputSpec { format: Some(format), path: PathBuf::from(path) });
+        }
+    }
+    if s.is_empty() {
+        return Err("give a file (- for standard output)".into());
+    }
+    Ok(OutputSpec { format: None, path: PathBuf::from(s) })
+}
+
+/// Where each output of a run goes and in which format: each `-o` in its own format (given
+/// as `FORMAT=FILE`, else `--json`/`--format`, else what its extension says, else a table);
+/// no `-o`, standard output. Refused: a format the command does not write, two outputs to the
+/// same place.
+pub fn resolve_outputs(
+    json: bool,
+    format: Option<OutputFormat>,
+    outputs: &[OutputSpec],
+    takes: &[OutputFormat],
+) -> Result<Vec<(OutputFormat, Option<PathBuf>)>, String> {
+    let chosen = if json { Some(OutputFormat::Json) } else { format };
+    if outputs.is_empty() {
+        return checked(chosen.unwrap_or(OutputFormat::Table), takes).map(|f| vec![(f, None)]);
+    }
+    let mut planned: Vec<(OutputFormat, Option<PathBuf>)> = Vec::new();
+    for spec in outputs {
+        let by_name = || OutputFormat::of_extension(&spec.path);
+        let f = spec.format.or(chosen).or_else(by_name).unwrap_or(OutputFormat::Table);
+        let f = checked(f, takes)?;
+        let path = (!spec.is_stdout()).then(|| spec.path.clone());
+        if planned.iter().any(|(_, p)| *p == path) {
+            let place = path.as_ref().map_or("standard output".into(), |p| p.display().to_string());
+            return Err(format!("-o: two outputs go to {place}"));
+        }
+        planned.push((f, path));
+    }
+    Ok(planned)
+}
+
+/// `f`, if the command writes it.
+fn checked(f: OutputFormat, takes: &[OutputFormat]) -> Result<OutputFormat, String> {
+    if takes.contains(&f) {
+        return Ok(f);
+    }
+    let names: Vec<&str> = takes.iter().map(|t| t.name()).collect();
+    Err(format!("no {} output for this command's result: use {}", f.name(), names.join(", ")))
 }
 
 /// Which table `scan` shows (`--by`).
@@ -172,30 +272,6 @@ pub enum ColorChoice {
     Always,
     /// Never colour.
     Never,
-}
-
-/// Output formats of `check` and `diff` (no CSV: their results are not one table).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ReportFormat {
-    /// Aligned tables for people.
-    Table,
-    /// The versioned JSON document.
-    Json,
-    /// Markdown, to paste into an issue.
-    Markdown,
-    /// One self-contained HTML page, to look at or share.
-    Html,
-}
-
-impl From<ReportFormat> for OutputFormat {
-    fn from(f: ReportFormat) -> OutputFormat {
-        match f {
-            ReportFormat::Table => OutputFormat::Table,
-            ReportFormat::Json => OutputFormat::Json,
-            ReportFormat::Markdown => OutputFormat::Markdown,
-            ReportFormat::Html => OutputFormat::Html,
-        }
-    }
 }
 
 /// Options shared by every subcommand that needs the target table.
@@ -230,9 +306,11 @@ pub struct ScanOpts {
     /// firmware places; `check` the install /opt/rocm leads to and Ollama's folders).
     #[arg(value_name = "ROOT")]
     pub roots: Vec<PathBuf>,
-    /// Write the result to FILE instead of standard output ("-" = standard output).
-    #[arg(short, long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    /// Write the result to FILE instead of standard output ("-" = standard output); repeat for
+    /// several outputs of one run, each as FORMAT=FILE (`-o json=snap.json -o html=report.html`)
+    /// or in the format its extension says.
+    #[arg(short, long = "output", value_name = "[FORMAT=]FILE", value_parser = output_spec)]
+    pub outputs: Vec<OutputSpec>,
     #[command(flatten)]
     pub resources: Resources,
     /// Follow symbolic links (loops are detected and reported), staying on the file system of
@@ -254,9 +332,9 @@ pub struct ScanOpts {
 pub struct ScanArgs {
     #[command(flatten)]
     pub opts: ScanOpts,
-    /// Output format (default: what -o FILE's extension says — .json, .html, .md, .csv — else
-    /// a table).
-    #[arg(long, value_enum)]
+    /// Output format (default: what -o FILE's extension says — .json, .html, .md, .csv,
+    /// .prom, .jsonl — else a table).
+    #[arg(long, value_parser = format_parser(OutputFormat::SCAN))]
     pub format: Option<OutputFormat>,
     /// Short for --format json.
     #[arg(long, conflicts_with = "format")]
@@ -325,10 +403,10 @@ pub struct CheckArgs {
     /// (/proc/PID/environ): its overrides, visible devices and Tensile paths.
     #[arg(long, value_name = "PID", conflicts_with_all = ["roots", "exe"])]
     pub pid: Option<u32>,
-    /// Output format (default: what -o FILE's extension says — .json, .html, .md — else a
-    /// table).
-    #[arg(long, value_enum)]
-    pub format: Option<ReportFormat>,
+    /// Output format (default: what -o FILE's extension says — .json, .html, .md, .prom,
+    /// .jsonl — else a table).
+    #[arg(long, value_parser = format_parser(OutputFormat::CHECK))]
+    pub format: Option<OutputFormat>,
     /// Short for --format json.
     #[arg(long, conflicts_with = "format")]
     pub json: bool,
@@ -356,14 +434,16 @@ pub struct DiffArgs {
     pub verbose: bool,
     /// Output format (default: what -o FILE's extension says — .json, .html, .md — else a
     /// table).
-    #[arg(long, value_enum)]
-    pub format: Option<ReportFormat>,
+    #[arg(long, value_parser = format_parser(OutputFormat::DIFF))]
+    pub format: Option<OutputFormat>,
     /// Short for --format json.
     #[arg(long, conflicts_with = "format")]
     pub json: bool,
-    /// Write the result to FILE instead of standard output ("-" = standard output).
-    #[arg(short, long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    /// Write the result to FILE instead of standard output ("-" = standard output); repeat for
+    /// several outputs of one run, each as FORMAT=FILE (`-o json=snap.json -o html=report.html`)
+    /// or in the format its extension says.
+    #[arg(short, long = "output", value_name = "[FORMAT=]FILE", value_parser = output_spec)]
+    pub outputs: Vec<OutputSpec>,
     #[command(flatten)]
     pub resources: Resources,
     /// No progress bar and no live warnings on standard error.
@@ -399,14 +479,16 @@ pub struct MergeArgs {
     pub layer: String,
     /// Output format (default: what -o FILE's extension says — .json, .html, .md, .csv — else
     /// a table).
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = format_parser(OutputFormat::MERGE))]
     pub format: Option<OutputFormat>,
     /// Short for --format json.
     #[arg(long, conflicts_with = "format")]
     pub json: bool,
-    /// Write the result to FILE instead of standard output ("-" = standard output).
-    #[arg(short, long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    /// Write the result to FILE instead of standard output ("-" = standard output); repeat for
+    /// several outputs of one run, each as FORMAT=FILE (`-o json=snap.json -o html=report.html`)
+    /// or in the format its extension says.
+    #[arg(short, long = "output", value_name = "[FORMAT=]FILE", value_parser = output_spec)]
+    pub outputs: Vec<OutputSpec>,
     /// Worker threads, 1 to 256 (default: one per core).
     #[arg(short = 'j', long, value_name = "N", value_parser = threads)]
     pub threads: Option<usize>,

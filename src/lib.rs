@@ -31,7 +31,7 @@ use anyhow::bail;
 
 use cli::{CheckArgs, Cli, Command, DiffArgs, MergeArgs, OutputFormat, ScanArgs, ScanOpts, TableArgs};
 use exit::ExitStatus;
-use report::output::Output;
+use report::output::{deliver_all, Output, Planned};
 use source::snapshot;
 use vocab::targets::Targets;
 
@@ -146,6 +146,24 @@ fn style_for(color: cli::ColorChoice, output: Option<&std::path::Path>) -> repor
     report::Style::detect(color, to_stdout, |k| std::env::var(k).ok())
 }
 
+/// Opens every output a command line asks for (see [`cli::resolve_outputs`]), before any
+/// work: a format the command does not write, or a file that cannot be made, fails now.
+fn open_outputs(
+    color: cli::ColorChoice,
+    json: bool,
+    format: Option<OutputFormat>,
+    specs: &[cli::OutputSpec],
+    takes: &[OutputFormat],
+) -> anyhow::Result<Vec<Planned>> {
+    let plan = cli::resolve_outputs(json, format, specs, takes).map_err(anyhow::Error::msg)?;
+    plan.into_iter()
+        .map(|(format, path)| {
+            let style = style_for(color, path.as_deref());
+            Ok(Planned { format, output: Output::open(path.as_deref())?, style })
+        })
+        .collect()
+}
+
 fn run_scan(mut args: ScanArgs, color: cli::ColorChoice) -> anyhow::Result<ExitStatus> {
     let targets = load_targets(&args.opts.table)?;
     args.only = known_targets("--only", &args.only, &targets)?;
@@ -153,12 +171,14 @@ fn run_scan(mut args: ScanArgs, color: cli::ColorChoice) -> anyhow::Result<ExitS
         args.compare = Some(known_targets("--compare", c, &targets)?);
     }
     args.keep = known_targets("--keep", &args.keep, &targets)?;
-    let format = cli::resolve_format(args.json, args.format, args.opts.output.as_deref());
-    if !args.keep.is_empty() && format == OutputFormat::Html {
-        bail!("--keep: no HTML page for the prune report (table, markdown, csv or json)");
-    }
-    let out = Output::open(args.opts.output.as_deref())?;
-    let style = style_for(color, args.opts.output.as_deref());
+    let takes = if args.keep.is_empty() { OutputFormat::SCAN } else { OutputFormat::PRUNE };
+    let outputs = open_outputs(color, args.json, args.format, &args.opts.outputs, takes).map_err(|e| {
+        if args.keep.is_empty() {
+            e
+        } else {
+            e.context("--keep")
+        }
+    })?;
     args.opts.resources.max_memory = Some(memory_aim(&args.opts.resources, args.verbose));
     let snap = scan_for(&args.opts, &targets)?;
     // Files not read come first: findings from a partial read are not trusted to gate on.
@@ -173,12 +193,14 @@ fn run_scan(mut args: ScanArgs, color: cli::ColorChoice) -> anyhow::Result<ExitS
     };
     if !args.keep.is_empty() {
         let report = check::prune::prune(&snap, &distinct(&args.keep), &targets);
-        return out.deliver(status, |w| {
+        return deliver_all(outputs, status, |format, style, w| {
             report::prune::write_prune(&report, &snap.roots, format, args.verbose, style, w)
         });
     }
     let matrix = library::matrix::library_matrix(&snap, &targets);
-    out.deliver(status, |w| report::write_scan(&snap, &targets, &matrix, &view, format, style, w))
+    deliver_all(outputs, status, |format, style, w| {
+        report::write_scan(&snap, &targets, &matrix, &view, format, style, w)
+    })
 }
 
 fn run_check(mut args: CheckArgs, color: cli::ColorChoice) -> anyhow::Result<ExitStatus> {
@@ -207,9 +229,7 @@ fn run_check(mut args: CheckArgs, color: cli::ColorChoice) -> anyhow::Result<Exi
     } else {
         check::devices::from_args(&args.gpus, &env, &targets).map_err(anyhow::Error::msg)?
     };
-    let format = cli::resolve_report_format(args.json, args.format, args.opts.output.as_deref())
-        .map_err(anyhow::Error::msg)?;
-    let out = Output::open(args.opts.output.as_deref())?;
+    let outputs = open_outputs(color, args.json, args.format, &args.opts.outputs, OutputFormat::CHECK)?;
     // With --exe: what the program loads, found as the loader finds it, is what is read; with
     // --pid, what the process has mapped.
     let program = match (&process, &args.exe) {
@@ -264,8 +284,9 @@ fn run_check(mut args: CheckArgs, color: cli::ColorChoice) -> anyhow::Result<Exi
     if let Some((loads, shown, real, label)) = &program {
         result = result.with_program(loads.report(label, shown, real));
     }
-    let style = style_for(color, args.opts.output.as_deref());
-    out.deliver(result.exit_status(), |w| report::write_check(&result, &targets, format, style, w))
+    deliver_all(outputs, result.exit_status(), |format, style, w| {
+        report::write_check(&result, &targets, format, style, w)
+    })
 }
 
 /// The program's environment — `base` (a process's), else this process's — with `--env
@@ -357,9 +378,7 @@ fn with_libpaths(
 fn run_diff(mut args: DiffArgs, color: cli::ColorChoice) -> anyhow::Result<ExitStatus> {
     let targets = load_targets(&args.table)?;
     args.only = known_targets("--only", &args.only, &targets)?;
-    let format = cli::resolve_report_format(args.json, args.format, args.output.as_deref())
-        .map_err(anyhow::Error::msg)?;
-    let out = Output::open(args.output.as_deref())?;
+    let outputs = open_outputs(color, args.json, args.format, &args.outputs, OutputFormat::DIFF)?;
     // Both sides are checked before either is scanned: a bad snapshot fails at once.
     let read = |p: &std::path::Path| -> anyhow::Result<Option<model::Snapshot>> {
         match snapshot::side_kind(p) {
@@ -376,7 +395,7 @@ fn run_diff(mut args: DiffArgs, color: cli::ColorChoice) -> anyhow::Result<ExitS
     }
     let opts = |p: &std::path::Path| ScanOpts {
         roots: vec![p.to_path_buf()],
-        output: None,
+        outputs: Vec::new(),
         resources: args.resources,
         follow_links: false,
         cross_file_systems: false,
@@ -411,8 +430,7 @@ fn run_diff(mut args: DiffArgs, color: cli::ColorChoice) -> anyhow::Result<ExitS
     let (new, sn) = side(&args.new, new_snap)?;
     let mut d = diff::diff(&old, &new, (so, sn), &targets);
     d.restrict(&distinct(&args.only), &targets);
-    let style = style_for(color, args.output.as_deref());
-    out.deliver(d.exit_status(args.fail_on_loss), |w| {
+    deliver_all(outputs, d.exit_status(args.fail_on_loss), |format, style, w| {
         report::write_diff(&d, &targets, format, args.verbose, style, w)
     })
 }
@@ -436,8 +454,7 @@ fn run_merge(mut args: MergeArgs, color: cli::ColorChoice) -> anyhow::Result<Exi
         let given: Vec<String> = args.inputs.iter().map(|p| p.display().to_string()).collect();
         bail!("no snapshot in {} (*.json, *.json.zst, *.json.xz): nothing to merge", given.join(", "));
     }
-    let out = Output::open(args.output.as_deref())?;
-    let style = style_for(color, args.output.as_deref());
+    let outputs = open_outputs(color, args.json, args.format, &args.outputs, OutputFormat::MERGE)?;
     let pool = rayon::ThreadPoolBuilder::new().num_threads(args.threads.unwrap_or(0)).build()?;
     let fleet = pool.install(|| {
         let g = gpus.as_ref().map(|g| (g, args.gpus.clone()));
@@ -450,7 +467,6 @@ fn run_merge(mut args: MergeArgs, color: cli::ColorChoice) -> anyhow::Result<Exi
         };
         merge::merge(&paths, &read, g, &distinct(&args.only), &targets)
     });
-    let format = cli::resolve_format(args.json, args.format, args.output.as_deref());
     // No OK for a source that could not be read, or judged: a missing piece first (it is
     // certain), then anything unread or with nothing to check.
     let verdict = |o| fleet.sources.iter().any(|s| s.verdict == Some(o));
@@ -464,7 +480,9 @@ fn run_merge(mut args: MergeArgs, color: cli::ColorChoice) -> anyhow::Result<Exi
     } else {
         ExitStatus::Clean
     };
-    out.deliver(status, |w| report::merge::write_merge(&fleet, &targets, &args.layer, format, style, w))
+    deliver_all(outputs, status, |format, style, w| {
+        report::merge::write_merge(&fleet, &targets, &args.layer, format, style, w)
+    })
 }
 
 /// Runs one command line.

@@ -130,6 +130,13 @@ impl Snapshot {
         self.roots.get(root).map_or("", String::as_str)
     }
 
+    /// True for a member of an archive read as a tree (`pkg.deb!/usr/lib/x.so`, or any file
+    /// of a root that is an archive itself): it has no path of its own on disk.
+    pub fn is_archive_member(&self, path: &RelPath) -> bool {
+        path.path.contains("!/")
+            || self.archives.iter().any(|a| a.path.root == path.root && a.path.path.is_empty())
+    }
+
     /// What a snapshot read back must hold to be judged (a hand-edited one may not): at least
     /// one root, every path's root index among them, every code object's processor one the
     /// target table knows or the explicit `unknown-…` a scan writes for one it does not.
@@ -328,6 +335,20 @@ impl CodeObjectRecord {
             Location::KpackKernel { .. } => Some(0),
             Location::File | Location::Embedded { .. } => None,
         }
+    }
+
+    /// Where its bytes lie in its file, as a code object URI's range names them (offset,
+    /// size); none when they are stored compressed (a compressed bundle or OffloadBinary) or
+    /// in a kpack archive, where no range of the file is the object.
+    pub fn file_range(&self) -> Option<(u64, u64)> {
+        let stored_whole = match &self.location {
+            Location::File | Location::Embedded { .. } => true,
+            Location::BundleEntry { compression, .. } | Location::OffloadImage { compression, .. } => {
+                compression.is_none()
+            }
+            Location::KpackKernel { .. } => false,
+        };
+        stored_whole.then_some((self.offset, self.size))
     }
 
     /// A compressed bundle's stored and inflated sizes.

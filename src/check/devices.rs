@@ -72,6 +72,24 @@ pub struct KfdNode {
     pub simd_count: u64,
     /// The GPU's unique ID (ROCr's UUID `GPU-<hex>`), 0 when the driver gives none.
     pub unique_id: u64,
+    /// PCI bus, device and function: `(bus << 8) | devfn` (the kernel's kfd_topology.c
+    /// `location_id`, from `pci_dev_id`); absent from a `properties` file without it.
+    pub location_id: Option<u32>,
+    /// PCI domain (kfd_topology.c `domain`, `pci_domain_nr`).
+    pub domain: u32,
+}
+
+impl KfdNode {
+    /// The PCI address as lspci, amd-smi and sysfs write it (`0000:03:00.0`).
+    pub fn pci_address(&self) -> Option<String> {
+        let (bus, devfn) = (self.location_id? >> 8, self.location_id? & 0xff);
+        Some(format!("{:04x}:{:02x}:{:02x}.{:x}", self.domain, bus & 0xff, devfn >> 3, devfn & 7))
+    }
+
+    /// The GPU's UUID as ROCr names it (see [`rocr_uuid`]).
+    pub fn uuid(&self) -> Option<String> {
+        rocr_uuid(self.unique_id)
+    }
 }
 
 /// Parses a KFD `properties` file (`name value` lines).
@@ -86,6 +104,8 @@ pub fn parse_kfd_properties(text: &str) -> KfdNode {
             "capability" => n.capability = v,
             "simd_count" => n.simd_count = v,
             "unique_id" => n.unique_id = v,
+            "location_id" => n.location_id = u32::try_from(v).ok(),
+            "domain" => n.domain = u32::try_from(v).unwrap_or(0),
             _ => {}
         }
     }
@@ -126,6 +146,13 @@ pub struct Device {
     pub r#override: Option<Override>,
     /// What the runtime will treat it as.
     pub effective: DeviceTarget,
+    /// For detected GPUs: the PCI address (`0000:03:00.0`), to join with amd-smi and lspci.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pci_address: Option<String>,
+    /// For detected GPUs with a unique ID: ROCr's UUID (`GPU-0123456789abcdef`), as rocminfo
+    /// shows it and `ROCR_VISIBLE_DEVICES` takes it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uuid: Option<String>,
 }
 
 /// A GPU in the KFD topology whose ISA the target table does not know: reported, not checked.
@@ -256,6 +283,8 @@ pub fn from_args(gpus: &[String], env: &Env, targets: &Targets) -> Result<Gpus, 
             native,
             r#override,
             effective,
+            pci_address: None,
+            uuid: None,
         });
     }
     Ok(Gpus { devices, unknown: Vec::new() })
@@ -303,6 +332,13 @@ fn strtol_whole(token: &str) -> Option<i64> {
     Some(if negative { -magnitude } else { magnitude })
 }
 
+/// A GPU's UUID as `ROCR_VISIBLE_DEVICES` names it: `GPU-` and its KFD unique ID in 16
+/// upper-case hex digits (amd_filter_device.cpp `RvdFilter`); none for a unique ID of 0 (the
+/// driver gives none, and ROCr matches nothing).
+pub fn rocr_uuid(unique_id: u64) -> Option<String> {
+    (unique_id != 0).then(|| format!("GPU-{unique_id:016X}"))
+}
+
 /// The GPUs `ROCR_VISIBLE_DEVICES` keeps, in its order, as ROCr reads it (rocr-runtime
 /// `runtime/hsa-runtime/core/runtime/amd_filter_device.cpp` `RvdFilter`): an empty value keeps
 /// no GPU, and so does an empty entry (`token.at(0)` throws inside `hsa_init`); tokens are
@@ -313,8 +349,7 @@ fn strtol_whole(token: &str) -> Option<i64> {
 /// already named, ends the list (`BuildUsrDeviceList`). `None` when the variable is unset.
 pub fn rocr_visible(list: Option<&str>, uuids: &[u64]) -> Option<Vec<usize>> {
     let list = list?;
-    let names: Vec<Option<String>> =
-        uuids.iter().map(|&u| (u != 0).then(|| format!("GPU-{u:016X}"))).collect();
+    let names: Vec<Option<String>> = uuids.iter().map(|&u| rocr_uuid(u)).collect();
     let mut out = Vec::new();
     if list.is_empty() {
         return Some(out);
@@ -426,6 +461,8 @@ pub fn from_kfd(sysfs_root: &Path, env: &Env, targets: &Targets) -> Result<Gpus,
             native,
             r#override,
             effective,
+            pci_address: props.pci_address(),
+            uuid: props.uuid(),
         });
     }
     Ok(out)
@@ -477,5 +514,18 @@ mod tests {
         );
         assert_eq!((p.gfx_target_version, p.simd_count), (90010, 192));
         assert_ne!(p.capability & HSA_CAP_SRAM_EDCSUPPORTED, 0);
+        assert_eq!((p.pci_address(), p.uuid()), (None, None), "no location_id, no unique_id");
+    }
+
+    /// A node as the kernel writes it (kfd_topology.c `node_show`): `location_id` is
+    /// `pci_dev_id` = bus << 8 | devfn, `domain` the PCI domain; the UUID is ROCr's.
+    #[test]
+    fn a_node_gives_its_pci_address_and_uuid() {
+        // Bus 0xc3, device 0x1f, function 2; domain 1.
+        let location = (0xc3 << 8) | (0x1f << 3) | 2;
+        let text = format!("gfx_target_version 110000\nlocation_id {location}\ndomain 1\nunique_id 17\n");
+        let p = parse_kfd_properties(&text);
+        assert_eq!(p.pci_address().as_deref(), Some("0001:c3:1f.2"));
+        assert_eq!(p.uuid().as_deref(), Some("GPU-0000000000000011"));
     }
 }

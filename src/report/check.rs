@@ -296,6 +296,8 @@ pub fn write_check(
     match format {
         OutputFormat::Json => return write_json(out, report),
         OutputFormat::Html => return super::html::write_check_html(report, &outcome_line(report), out),
+        OutputFormat::Prometheus => return super::prometheus::write_check_metrics(report, out),
+        OutputFormat::Jsonl => return super::jsonl::write_check_jsonl(report, out),
         _ => {}
     }
     let md = format == OutputFormat::Markdown;

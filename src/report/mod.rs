@@ -7,13 +7,16 @@
 pub mod check;
 pub mod diff;
 pub mod html;
+pub mod jsonl;
 pub mod merge;
 pub mod output;
 pub mod progress;
+pub mod prometheus;
 pub mod prune;
 pub mod scan;
 pub mod style;
 pub mod table;
+pub mod uris;
 pub mod views;
 
 pub use check::write_check;

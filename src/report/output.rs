@@ -148,3 +148,24 @@ pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain()
         .any(|e| e.downcast_ref::<io::Error>().is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe))
 }
+
+/// One output of a run, opened before the work that fills it: its format, where it goes, and
+/// how it meets its reader (colour and width for a terminal, plain for a file).
+pub struct Planned {
+    pub format: crate::cli::OutputFormat,
+    pub output: Output,
+    pub style: crate::report::Style,
+}
+
+/// Writes the run's result to each planned output in turn, each in its own format; the first
+/// that cannot be written ends the run (the staged files not yet in place are removed).
+pub fn deliver_all(
+    planned: Vec<Planned>,
+    status: ExitStatus,
+    write: impl Fn(crate::cli::OutputFormat, crate::report::Style, &mut dyn Write) -> anyhow::Result<()>,
+) -> anyhow::Result<ExitStatus> {
+    for p in planned {
+        p.output.deliver(status, |w| write(p.format, p.style, w))?;
+    }
+    Ok(status)
+}

@@ -53,6 +53,15 @@ pub fn write_scan(
         OutputFormat::Json => write_json(out, &json_view(snap, targets, view)),
         OutputFormat::Csv => write_csv(snap, targets, matrix, view, out),
         OutputFormat::Html => super::html::write_scan_html(snap, targets, matrix, &view.only, out),
+        OutputFormat::Prometheus => super::prometheus::write_scan_metrics(snap, targets, &view.only, out),
+        OutputFormat::Jsonl => super::jsonl::write_scan_jsonl(&json_view(snap, targets, view), out),
+        OutputFormat::Uris => {
+            let shown: Vec<String> = match view.only.is_empty() {
+                true => Vec::new(),
+                false => shown_targets(snap, targets, &view.only).into_iter().map(|(t, _)| t).collect(),
+            };
+            super::uris::write_uris(snap, &shown, out)
+        }
         OutputFormat::Table | OutputFormat::Markdown => {
             let md = format == OutputFormat::Markdown;
             writeln!(out, "{}", wrap(&headline(snap), "", "  ", style.width))?;

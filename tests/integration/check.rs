@@ -90,8 +90,13 @@ fn kfd(versions: &[u32]) -> Tree {
             "cpu_cores_count 16\nsimd_count 0\nmem_banks_count 1\ngfx_target_version 0\ncapability 0\n"
                 .to_string()
         } else {
+            // As the kernel writes a dGPU's node: PCI bus 0x03 + n (device 0, function 0),
+            // domain 0, and a unique ID.
+            let location = (0x03 + n) << 8;
+            let unique = 0x5ac0_0000_0000_0000_u64 + n as u64;
             format!(
-                "cpu_cores_count 0\nsimd_count 96\nmem_banks_count 1\ngfx_target_version {v}\ncapability 0\n"
+                "cpu_cores_count 0\nsimd_count 96\nmem_banks_count 1\ngfx_target_version {v}\ncapability 0\n\
+                 location_id {location}\ndomain 0\nunique_id {unique}\n"
             )
         };
         t.file(format!("sys/class/kfd/kfd/topology/nodes/{n}/properties"), props.as_bytes());
@@ -394,12 +399,14 @@ fn two_gpus_from_kfd_each_judged_on_its_own() {
     assert_eq!(
         g[0]["device"],
         json!({"index": 0, "node": 1, "source": "kfd", "native": target("gfx1100", "gfx1100"), "override": null,
-               "effective": target("gfx1100", "gfx1100")})
+               "effective": target("gfx1100", "gfx1100"), "pci_address": "0000:04:00.0",
+               "uuid": "GPU-5AC0000000000001"})
     );
     assert_eq!(
         g[1]["device"],
         json!({"index": 1, "node": 2, "source": "kfd", "native": target("gfx1036", "gfx1036"), "override": null,
-               "effective": target("gfx1036", "gfx1036")})
+               "effective": target("gfx1036", "gfx1036"), "pci_address": "0000:05:00.0",
+               "uuid": "GPU-5AC0000000000002"})
     );
     assert_eq!(statuses(g[0]), vec![(lib.clone(), "ok".to_string())]);
     assert_eq!(verdict(g[0], &tree, "lib/libfoo.so")["loads"], hip("gfx1100"));

@@ -25,8 +25,9 @@ fn s(v: &Value) -> &str {
     v.as_str().unwrap_or_default()
 }
 
-/// Checks a pod template: named mounts have volumes, host paths are read-only, the root file
-/// system is read-only and the container drops its capabilities.
+/// Checks a pod template: named mounts have volumes, host paths are read-only (but for
+/// node-exporter's textfile folder, which must already exist: never created on the host), the
+/// root file system is read-only and the container drops its capabilities.
 fn check_pod(spec: &Value, what: &str) {
     let volumes: Vec<&Value> = spec["volumes"].as_sequence().expect("volumes").iter().collect();
     let volume = |name: &str| volumes.iter().find(|v| s(&v["name"]) == name).copied();
@@ -36,7 +37,9 @@ fn check_pod(spec: &Value, what: &str) {
         assert_eq!(c["securityContext"]["allowPrivilegeEscalation"], Value::Bool(false), "{what}");
         for m in c["volumeMounts"].as_sequence().expect("mounts") {
             let v = volume(s(&m["name"])).unwrap_or_else(|| panic!("{what}: no volume {:?}", m["name"]));
-            if v.get("hostPath").is_some() {
+            if s(&v["hostPath"]["path"]) == "/var/lib/node_exporter/textfile_collector" {
+                assert_eq!(s(&v["hostPath"]["type"]), "Directory", "{what}: the metrics folder is not made");
+            } else if v.get("hostPath").is_some() {
                 assert_eq!(
                     m["readOnly"],
                     Value::Bool(true),
@@ -116,6 +119,55 @@ fn the_scripts_parse() {
         });
         assert_eq!(r.code, 0, "{rel}: {}", r.stderr);
     }
+}
+
+/// With METRICS_DIR, the entrypoint writes the scan's metrics and the check's of this node's
+/// GPUs (its KFD topology) for the textfile collector; promtool reads both. A check that cannot
+/// run (no GPU) removes its stale file rather than leave an old verdict.
+#[test]
+fn the_entrypoint_writes_metrics_for_the_textfile_collector() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let metrics = tempfile::tempdir().expect("tempdir");
+    let sys = crate::util::Tree::new();
+    let props = "simd_count 96\ngfx_target_version 110000\ncapability 0\nlocation_id 768\ndomain 0\n";
+    sys.file("sys/class/kfd/kfd/topology/nodes/1/properties", props.as_bytes());
+    let sample = format!("{}/sample/opt/rocm", env!("CARGO_MANIFEST_DIR"));
+    let entry = |sysfs: &str| {
+        let mut c = Command::new("sh");
+        c.arg(deploy("entrypoint.sh"))
+            .env("GFXSCAN", env!("CARGO_BIN_EXE_gfxscan"))
+            .env("NODE_NAME", "node-20")
+            .env("OUT_DIR", out.path())
+            .env("METRICS_DIR", metrics.path())
+            .env("SYSFS_ROOT", sysfs)
+            .env("ROOTS", &sample);
+        run(c)
+    };
+    let r = entry(&sys.root_str());
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let scan = std::fs::read_to_string(metrics.path().join("gfxscan_scan.prom")).expect("scan metrics");
+    let check = std::fs::read_to_string(metrics.path().join("gfxscan_check.prom")).expect("check metrics");
+    assert!(scan.contains("gfxscan_scan_layer_items{target=\"gfx1100\",layer=\"rocblas\"}"), "{scan}");
+    let gpu = "gfxscan_check_gpu_status{install=";
+    assert!(
+        check.lines().any(|l| l.starts_with(gpu) && l.contains("pci_address=\"0000:03:00.0\"")),
+        "{check}"
+    );
+    let direct = gfxscan(["check", "-q", &sample, "--sysfs-root", &sys.root_str(), "--format", "prometheus"]);
+    assert_eq!(check, direct.stdout, "what `check --format prometheus` says of the node");
+    let left: Vec<_> =
+        std::fs::read_dir(metrics.path()).expect("folder").flatten().map(|e| e.file_name()).collect();
+    assert_eq!(left.len(), 2, "no staged file left beside the metrics: {left:?}");
+    if let Some(tool) = crate::outputs::promtool() {
+        for text in [&scan, &check] {
+            crate::outputs::promtool_accepts(&tool, text);
+        }
+    }
+    let none = crate::util::Tree::new();
+    let r = entry(&none.root_str());
+    assert_eq!(r.code, 0, "the snapshot is still written: {}", r.stderr);
+    assert!(!metrics.path().join("gfxscan_check.prom").exists(), "no stale verdict: {}", r.stderr);
+    assert!(metrics.path().join("gfxscan_scan.prom").exists());
 }
 
 #[test]

@@ -397,7 +397,7 @@ fn the_format_follows_the_output_extension() {
     assert!(std::fs::read_to_string(at("verdicts.json")).expect("written").contains("\"outcome\""));
     let csv = crate::util::gfxscan(["check", "-q", &root, "--gpu", "gfx900", "-o", &at("verdicts.csv")]);
     csv.expect_code(2);
-    assert!(csv.stderr.contains("no CSV"), "{}", csv.stderr);
+    assert!(csv.stderr.contains("no csv output"), "{}", csv.stderr);
     assert!(!std::path::Path::new(&at("verdicts.csv")).exists());
 }
 

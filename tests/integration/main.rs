@@ -20,6 +20,7 @@ mod layouts;
 mod loader;
 mod merge;
 mod new_containers;
+mod outputs;
 mod prune;
 mod real_files;
 mod report;
