@@ -30,7 +30,7 @@ pub struct CodeObjectSpec {
     /// V2 `NT_AMD_HSA_ISA_VERSION`.
     pub v2_isa: Option<(u32, u32, u32)>,
     /// `e_type`: `ET_DYN` (linked) or `ET_REL`.
-    pub e_type: u16,
+    pub e_type: elf::FileType,
     /// Extra bytes of `.text`, to give the object some body.
     pub text_len: usize,
     /// How many PT_NOTE program headers name the note section (real objects: one).
@@ -172,13 +172,13 @@ pub fn code_object(spec: &CodeObjectSpec) -> Vec<u8> {
     w.reserve_null_section_index();
     let note_name = w.add_section_name(b".note");
     let note_idx = w.reserve_section_index();
-    let note_off = w.reserve(notes.len(), 4);
+    let note_off = w.reserve(notes.len() as u64, 4);
     let text_name = w.add_section_name(b".text");
     let _text_idx = w.reserve_section_index();
-    let text_off = w.reserve(text.len(), 256);
+    let text_off = w.reserve(text.len() as u64, 256);
     let ro_name = w.add_section_name(b".rodata");
     let ro_idx = w.reserve_section_index();
-    let ro_off = w.reserve(rodata.len(), 64);
+    let ro_off = w.reserve(rodata.len() as u64, 64);
     w.reserve_null_symbol_index();
     let sym_names: Vec<_> = names.iter().map(|n| w.add_string(n)).collect();
     for _ in &names {
@@ -187,18 +187,18 @@ pub fn code_object(spec: &CodeObjectSpec) -> Vec<u8> {
     w.reserve_symtab_section_index();
     w.reserve_symtab();
     w.reserve_strtab_section_index();
-    w.reserve_strtab();
+    w.reserve_strtab().expect("a string table of a few names");
     w.reserve_shstrtab_section_index();
-    w.reserve_shstrtab();
+    w.reserve_shstrtab().expect("a section name table of a few names");
     w.reserve_section_headers();
 
     w.write_file_header(&FileHeader {
-        os_abi: 64,
+        os_abi: elf::OsAbi(64),
         abi_version: spec.abi_version,
         e_type: spec.e_type,
         e_machine: elf::EM_AMDGPU,
         e_entry: 0,
-        e_flags: spec.e_flags,
+        e_flags: elf::FileFlags(spec.e_flags),
     })
     .unwrap();
     if linked {
@@ -208,9 +208,9 @@ pub fn code_object(spec: &CodeObjectSpec) -> Vec<u8> {
         w.write_program_header(&ProgramHeader {
             p_type: elf::PT_NOTE,
             p_flags: elf::PF_R,
-            p_offset: note_off as u64,
-            p_vaddr: note_off as u64,
-            p_paddr: note_off as u64,
+            p_offset: note_off,
+            p_vaddr: note_off,
+            p_paddr: note_off,
             p_filesz: notes.len() as u64,
             p_memsz: notes.len() as u64,
             p_align: 4,
@@ -223,14 +223,14 @@ pub fn code_object(spec: &CodeObjectSpec) -> Vec<u8> {
     w.write_align(64);
     w.write(&rodata);
     w.write_null_symbol();
-    let st_type = if spec.abi_version == 0 { 10 } else { elf::STT_OBJECT };
+    let st_type = if spec.abi_version == 0 { elf::SymbolType(10) } else { elf::STT_OBJECT };
     for (i, id) in sym_names.iter().enumerate() {
         w.write_symbol(&Sym {
-            name: Some(*id),
-            section: Some(ro_idx),
-            st_info: (elf::STB_GLOBAL << 4) | st_type,
-            st_other: 0,
-            st_shndx: 0,
+            st_name: w.string_offset(Some(*id)),
+            section: Some(ro_idx.0),
+            st_info: elf::SymbolInfo::new(elf::STB_GLOBAL, st_type),
+            st_other: elf::SymbolOther(0),
+            st_shndx: elf::SymbolSection(0),
             st_value: (i * 64) as u64,
             st_size: 64,
         });
@@ -238,36 +238,27 @@ pub fn code_object(spec: &CodeObjectSpec) -> Vec<u8> {
     w.write_strtab();
     w.write_shstrtab();
     w.write_null_section_header();
-    let sh = |name, sh_type, flags, off: usize, size: usize, align| SectionHeader {
-        name: Some(name),
+    let sh = |name: u32, sh_type, flags, off: u64, size: usize, align| SectionHeader {
+        sh_name: name,
         sh_type,
         sh_flags: flags,
-        sh_addr: off as u64,
-        sh_offset: off as u64,
+        sh_addr: off,
+        sh_offset: off,
         sh_size: size as u64,
         sh_link: 0,
         sh_info: 0,
         sh_addralign: align,
         sh_entsize: 0,
     };
-    w.write_section_header(&sh(
-        note_name,
-        elf::SHT_NOTE,
-        u64::from(elf::SHF_ALLOC),
-        note_off,
-        notes.len(),
-        4,
-    ));
-    let exec = u64::from(elf::SHF_ALLOC | elf::SHF_EXECINSTR);
+    let (note_name, text_name, ro_name) = (
+        w.section_name_offset(Some(note_name)),
+        w.section_name_offset(Some(text_name)),
+        w.section_name_offset(Some(ro_name)),
+    );
+    w.write_section_header(&sh(note_name, elf::SHT_NOTE, elf::SHF_ALLOC, note_off, notes.len(), 4));
+    let exec = elf::SHF_ALLOC | elf::SHF_EXECINSTR;
     w.write_section_header(&sh(text_name, elf::SHT_PROGBITS, exec, text_off, text.len(), 256));
-    w.write_section_header(&sh(
-        ro_name,
-        elf::SHT_PROGBITS,
-        u64::from(elf::SHF_ALLOC),
-        ro_off,
-        rodata.len(),
-        64,
-    ));
+    w.write_section_header(&sh(ro_name, elf::SHT_PROGBITS, elf::SHF_ALLOC, ro_off, rodata.len(), 64));
     w.write_symtab_section_header(1);
     w.write_strtab_section_header();
     w.write_shstrtab_section_header();
@@ -355,7 +346,7 @@ pub fn fatbin(bundles: &[Vec<u8>]) -> Vec<u8> {
 pub struct HostSection<'a> {
     pub name: &'a str,
     pub data: &'a [u8],
-    pub flags: u32,
+    pub flags: elf::SectionFlags,
     pub align: usize,
 }
 
@@ -415,23 +406,23 @@ pub fn dynamic_elf(spec: &DynamicSpec) -> Vec<u8> {
         at
     };
     let mut dyns: Vec<(u64, u64)> =
-        spec.needed.iter().map(|n| (u64::from(elf::DT_NEEDED), string(n))).collect();
+        spec.needed.iter().map(|n| (elf::DT_NEEDED.0 as u64, string(n))).collect();
     for (tag, v) in
         [(elf::DT_RPATH, &spec.rpath), (elf::DT_RUNPATH, &spec.runpath), (elf::DT_SONAME, &spec.soname)]
     {
         if let Some(v) = v {
-            dyns.push((u64::from(tag), string(v)));
+            dyns.push((tag.0 as u64, string(v)));
         }
     }
     if spec.nodeflib {
-        dyns.push((u64::from(elf::DT_FLAGS_1), u64::from(elf::DF_1_NODEFLIB)));
+        dyns.push((elf::DT_FLAGS_1.0 as u64, elf::DF_1_NODEFLIB.0));
     }
     let phnum = if spec.interp.is_some() { 3 } else { 2 };
     let strtab_at = (ehsize + phnum * phsize) as u64;
     let dyn_at = (strtab_at + strtab.len() as u64).next_multiple_of(8);
-    dyns.push((u64::from(elf::DT_STRTAB), strtab_at));
-    dyns.push((u64::from(elf::DT_STRSZ), strtab.len() as u64));
-    dyns.push((u64::from(elf::DT_NULL), 0));
+    dyns.push((elf::DT_STRTAB.0 as u64, strtab_at));
+    dyns.push((elf::DT_STRSZ.0 as u64, strtab.len() as u64));
+    dyns.push((elf::DT_NULL.0 as u64, 0));
     let dyn_len = (dyns.len() * 2 * word) as u64;
     let interp_at = dyn_at + dyn_len;
     let interp = spec.interp.as_ref().map(|i| [i.as_bytes(), &[0]].concat()).unwrap_or_default();
@@ -471,10 +462,10 @@ pub fn dynamic_elf(spec: &DynamicSpec) -> Vec<u8> {
             out.extend_from_slice(&8u32.to_le_bytes());
         }
     };
-    phdr(&mut out, elf::PT_LOAD, 0, total, 4);
-    phdr(&mut out, elf::PT_DYNAMIC, dyn_at, dyn_len, 6);
+    phdr(&mut out, elf::PT_LOAD.0, 0, total, 4);
+    phdr(&mut out, elf::PT_DYNAMIC.0, dyn_at, dyn_len, 6);
     if spec.interp.is_some() {
-        phdr(&mut out, elf::PT_INTERP, interp_at, interp.len() as u64, 4);
+        phdr(&mut out, elf::PT_INTERP.0, interp_at, interp.len() as u64, 4);
     }
     out.extend_from_slice(&strtab);
     out.resize(dyn_at as usize, 0);
@@ -496,34 +487,35 @@ pub fn host_elf(sections: &[HostSection]) -> Vec<u8> {
     for s in sections {
         let name = w.add_section_name(s.name.as_bytes());
         w.reserve_section_index();
-        let off = w.reserve(s.data.len(), s.align);
+        let off = w.reserve(s.data.len() as u64, s.align as u64);
         placed.push((name, off));
     }
     w.reserve_shstrtab_section_index();
-    w.reserve_shstrtab();
+    w.reserve_shstrtab().expect("a section name table of a few names");
     w.reserve_section_headers();
     w.write_file_header(&FileHeader {
-        os_abi: 0,
+        os_abi: elf::OsAbi(0),
         abi_version: 0,
         e_type: elf::ET_DYN,
         e_machine: elf::EM_X86_64,
         e_entry: 0,
-        e_flags: 0,
+        e_flags: elf::FileFlags(0),
     })
     .unwrap();
     for s in sections {
-        w.write_align(s.align);
+        w.write_align(s.align as u64);
         w.write(s.data);
     }
     w.write_shstrtab();
     w.write_null_section_header();
     for (s, (name, off)) in sections.iter().zip(&placed) {
+        let sh_name = w.section_name_offset(Some(*name));
         w.write_section_header(&SectionHeader {
-            name: Some(*name),
+            sh_name,
             sh_type: elf::SHT_PROGBITS,
-            sh_flags: u64::from(s.flags),
-            sh_addr: *off as u64,
-            sh_offset: *off as u64,
+            sh_flags: s.flags,
+            sh_addr: *off,
+            sh_offset: *off,
             sh_size: s.data.len() as u64,
             sh_link: 0,
             sh_info: 0,

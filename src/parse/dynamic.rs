@@ -6,8 +6,10 @@
 //! in a `PT_LOAD` segment.
 #![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::panic)]
 
+use object::elf::{
+    DynamicTag, DF_1_NODEFLIB, DT_SONAME, DT_STRSZ, DT_STRTAB, PT_DYNAMIC, PT_INTERP, PT_LOAD,
+};
 use object::elf::{FileHeader32, FileHeader64, DT_FLAGS_1, DT_NEEDED, DT_NULL, DT_RPATH, DT_RUNPATH};
-use object::elf::{DF_1_NODEFLIB, DT_SONAME, DT_STRSZ, DT_STRTAB, PT_DYNAMIC, PT_INTERP, PT_LOAD};
 use object::pod;
 use object::read::elf::{Dyn, FileHeader, ProgramHeader};
 use object::Endianness;
@@ -78,8 +80,8 @@ fn dynamic_of<H: FileHeader<Endian = Endianness>>(src: &dyn ByteSource, head: &[
     let mut out = Dynamic {
         class64: h.is_class_64(),
         little_endian: e == Endianness::Little,
-        machine: h.e_machine(e),
-        e_type: h.e_type(e),
+        machine: h.e_machine(e).0,
+        e_type: h.e_type(e).0,
         ..Dynamic::default()
     };
     let (phoff, phnum) = (h.e_phoff(e).into(), usize::from(h.e_phnum(e)));
@@ -116,12 +118,12 @@ fn dynamic_of<H: FileHeader<Endian = Endianness>>(src: &dyn ByteSource, head: &[
     let bytes = src.read_at(off, count * dynsize)?;
     let (entries, _) = pod::slice_from_bytes::<H::Dyn>(&bytes, count)
         .map_err(|()| ParseError::Truncated { what: "dynamic section", offset: off })?;
-    let entries: Vec<(u64, u64)> = entries
+    let entries: Vec<(DynamicTag, u64)> = entries
         .iter()
-        .map(|d| (d.d_tag(e).into(), d.d_val(e).into()))
-        .take_while(|&(tag, _)| tag != u64::from(DT_NULL))
+        .map(|d| (d.d_tag(e), d.d_val(e).into()))
+        .take_while(|&(tag, _)| tag != DT_NULL)
         .collect();
-    let value = |tag: u32| entries.iter().find(|(t, _)| *t == u64::from(tag)).map(|(_, v)| *v);
+    let value = |tag: DynamicTag| entries.iter().find(|(t, _)| *t == tag).map(|(_, v)| *v);
     let (Some(strtab), Some(strsz)) = (value(DT_STRTAB), value(DT_STRSZ)) else {
         return Err(bad("dynamic section without a string table", off));
     };
@@ -132,12 +134,12 @@ fn dynamic_of<H: FileHeader<Endian = Endianness>>(src: &dyn ByteSource, head: &[
     let strings = src.read_at(at, strsz as usize)?;
     let string = |v: u64| usize::try_from(v).ok().and_then(|v| strings.get(v..)).map(c_string);
     for &(tag, v) in &entries {
-        match u32::try_from(tag).unwrap_or(u32::MAX) {
+        match tag {
             DT_NEEDED => out.needed.extend(string(v)),
             DT_RPATH => out.rpath = string(v),
             DT_RUNPATH => out.runpath = string(v),
             DT_SONAME => out.soname = string(v),
-            DT_FLAGS_1 => out.nodeflib = v & u64::from(DF_1_NODEFLIB) != 0,
+            DT_FLAGS_1 => out.nodeflib = v & DF_1_NODEFLIB.0 != 0,
             _ => {}
         }
     }

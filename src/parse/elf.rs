@@ -91,7 +91,7 @@ impl Header {
 
 /// True when `b` starts like an AMDGPU ELF (magic, little-endian, `e_machine` 224).
 pub fn is_amdgpu_elf(b: &[u8]) -> bool {
-    b.get(..4) == Some(b"\x7fELF") && b.get(5) == Some(&1) && le16(b, 18) == Some(EM_AMDGPU)
+    b.get(..4) == Some(b"\x7fELF") && b.get(5) == Some(&1) && le16(b, 18) == Some(EM_AMDGPU.0)
 }
 
 /// Parses and checks the ELF header at the start of `b` (at least 64 bytes for ELF64).
@@ -119,17 +119,17 @@ pub fn parse_header(b: &[u8], strict: bool) -> Result<Header> {
         return Err(ParseError::Truncated { what: "ELF header", offset: 0 });
     }
     let field = |at| le16(b, at).ok_or(ParseError::Truncated { what: "ELF header", offset: 0 });
-    if field(18)? != EM_AMDGPU {
+    if field(18)? != EM_AMDGPU.0 {
         return Err(malformed("not an AMDGPU ELF"));
     }
     let h = if class64 {
         let eh: &FileHeader64<LE> = pod::from_bytes(b).map_err(|()| malformed("ELF header"))?.0;
         Header {
             class64,
-            os_abi: eh.e_ident.os_abi,
+            os_abi: eh.e_ident.os_abi.0,
             abi_version: eh.e_ident.abi_version,
-            e_type: eh.e_type(LE),
-            e_flags: eh.e_flags(LE),
+            e_type: eh.e_type(LE).0,
+            e_flags: eh.e_flags(LE).0,
             shoff: eh.e_shoff(LE),
             shentsize: eh.e_shentsize(LE),
             shnum: eh.e_shnum(LE),
@@ -434,7 +434,7 @@ fn count_kernel_symbols(src: &dyn ByteSource, h: &Header) -> Result<Option<u64>>
         .iter()
         .filter(|s| {
             if v2 {
-                return s.st_type() == STT_AMDGPU_HSA_KERNEL;
+                return s.st_type().0 == STT_AMDGPU_HSA_KERNEL;
             }
             let name = strs.get(s.st_name(LE) as usize..).unwrap_or(&[]);
             let name = name.split(|&c| c == 0).next().unwrap_or(&[]);

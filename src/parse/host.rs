@@ -139,7 +139,7 @@ fn sections_of<H: FileHeader<Endian = Endianness>>(
     let table = src.read_at(shoff, (count * entsize) as usize)?;
     let (shdrs, _) = pod::slice_from_bytes::<H::SectionHeader>(&table, count as usize)
         .map_err(|()| ParseError::Truncated { what: "section headers", offset: shoff })?;
-    let strndx = match u32::from(h.e_shstrndx(endian)) {
+    let strndx = match u32::from(h.e_shstrndx(endian).0) {
         0xffff => first.sh_link(endian),
         n => n,
     };
@@ -164,8 +164,8 @@ fn sections_of<H: FileHeader<Endian = Endianness>>(
             let name = name.split(|&c| c == 0).next().unwrap_or(&[]);
             Section {
                 name: String::from_utf8_lossy(name).into_owned(),
-                sh_type: s.sh_type(endian),
-                flags: s.sh_flags(endian).into(),
+                sh_type: s.sh_type(endian).0,
+                flags: s.sh_flags(endian).0,
                 offset: s.sh_offset(endian).into(),
                 size: s.sh_size(endian).into(),
             }
@@ -207,9 +207,9 @@ const TOOLCHAIN_SECTIONS: &[&str] = &[
 
 /// True for sections that may hold raw embedded code objects.
 fn may_embed(s: &Section) -> bool {
-    s.sh_type == SHT_PROGBITS
-        && s.flags & u64::from(SHF_ALLOC) != 0
-        && s.flags & u64::from(SHF_EXECINSTR) == 0
+    s.sh_type == SHT_PROGBITS.0
+        && s.flags & SHF_ALLOC.0 != 0
+        && s.flags & SHF_EXECINSTR.0 == 0
         && s.size >= 64
         && s.name != ".hip_fatbin"
         && s.name != ".nv_fatbin"
@@ -286,7 +286,7 @@ pub fn parse_host_elf_to(
     let mut facts = HostFacts::default();
     let mut budget = MAX_EMBED_SCAN;
     for s in &sections {
-        if s.sh_type == object::elf::SHT_NOBITS {
+        if s.sh_type == object::elf::SHT_NOBITS.0 {
             continue;
         }
         if s.offset.checked_add(s.size).is_none_or(|e| e > src.len()) {
@@ -323,7 +323,7 @@ pub fn parse_host_elf_to(
     let range = |name: &str| {
         sections
             .iter()
-            .find(|s| s.name == name && s.sh_type != object::elf::SHT_NOBITS)
+            .find(|s| s.name == name && s.sh_type != object::elf::SHT_NOBITS.0)
             .filter(|s| s.offset.checked_add(s.size).is_some_and(|e| e <= src.len()))
             .map(|s| (s.offset, s.size))
     };

@@ -167,10 +167,10 @@ pub fn parse_pe(src: &dyn ByteSource) -> Result<PeFile> {
             offset: u64::from(offset),
             size: u64::from(size),
             raw_size: h.size_of_raw_data.get(LE),
-            characteristics: h.characteristics.get(LE),
+            characteristics: h.characteristics.get(LE).0,
         });
     }
-    Ok(PeFile { kind, machine: fh.machine.get(LE), sections })
+    Ok(PeFile { kind, machine: fh.machine.get(LE).0, sections })
 }
 
 /// Reads the COFF string table (its `u32` length counts itself).

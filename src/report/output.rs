@@ -72,8 +72,14 @@ impl Output {
             _ => PathBuf::from("."),
         };
         // The staging file is ours: an error names the output asked for, not the `.part`.
-        let temp =
-            tempfile::Builder::new().prefix(".gfxscan-").suffix(".part").tempfile_in(&dir).map_err(|e| {
+        // Made with the mode a new file gets (0666 less the umask), not tempfile's 0600.
+        let mode = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o666);
+        let temp = tempfile::Builder::new()
+            .prefix(".gfxscan-")
+            .suffix(".part")
+            .permissions(mode)
+            .tempfile_in(&dir)
+            .map_err(|e| {
                 let cause =
                     e.raw_os_error().map_or_else(|| io::Error::from(e.kind()), io::Error::from_raw_os_error);
                 anyhow::anyhow!("cannot write {}: {cause}", path.display())
@@ -116,8 +122,6 @@ impl Output {
                     .with_context(|| format!("cannot write {}", path.display()))?;
                 let temp = out.into_inner().map_err(|e| e.into_error())?;
                 temp.as_file().sync_all().with_context(|| format!("cannot write {}", path.display()))?;
-                // The temporary file is made 0600; give the result the mode a new file would get.
-                set_default_mode(temp.as_file());
                 let kept = temp.persist(&path).with_context(|| format!("cannot write {}", path.display()));
                 forget();
                 kept?;
@@ -125,22 +129,6 @@ impl Output {
             }
         }
     }
-}
-
-/// Gives a staged file the permissions `File::create` would have (0666 less the umask).
-fn set_default_mode(file: &File) {
-    use std::os::unix::fs::PermissionsExt;
-    // SAFETY: umask is process-wide and only read here (set back at once); no other thread
-    // creates files while a result is written.
-    let mask = unsafe {
-        let m = libc::umask(0o022);
-        libc::umask(m);
-        m
-    };
-    // `mode_t` is u32 on Linux and u16 elsewhere.
-    #[allow(clippy::useless_conversion)]
-    let mask = u32::from(mask);
-    let _ = file.set_permissions(std::fs::Permissions::from_mode(0o666 & !mask));
 }
 
 /// True when an error chain holds a closed pipe.

@@ -4,7 +4,6 @@
 
 use std::borrow::Cow;
 use std::fs::{File, OpenOptions};
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 
 use crate::parse::{check_range, ByteSource, ParseError};
@@ -41,47 +40,30 @@ impl ByteSource for FileSource {
         // Every read lands in fresh spare capacity, never zero-filled first: zeroing was a
         // quarter of a whole scan's instructions (callgrind), for bytes pread overwrites anyway.
         let mut buf: Vec<u8> = Vec::with_capacity(len);
-        let mut done = 0usize;
-        while done < len {
-            let at = offset + done as u64;
-            let Ok(at) = libc::off_t::try_from(at) else {
-                return Err(ParseError::Io { offset: at, detail: "offset too large".into() });
-            };
-            // SAFETY: `buf` owns `len` bytes of capacity; pread writes at most `len - done`
-            // bytes starting `done` bytes in, all inside that allocation, and nothing reads
-            // them until the loop has filled all `len` and `set_len` below publishes them.
-            let n = unsafe {
-                libc::pread(self.file.as_raw_fd(), buf.as_mut_ptr().add(done).cast(), len - done, at)
-            };
-            match n {
-                n if n > 0 => done += n as usize,
-                0 => {
+        while buf.len() < len {
+            let at = offset + buf.len() as u64;
+            match rustix::io::pread(&self.file, rustix::buffer::spare_capacity(&mut buf), at) {
+                Ok(0) => {
                     return Err(ParseError::Truncated {
                         what: "file (it shrank while being read)",
-                        offset: at as u64,
+                        offset: at,
                     })
                 }
-                _ => {
-                    let e = std::io::Error::last_os_error();
-                    if e.kind() != std::io::ErrorKind::Interrupted {
-                        return Err(ParseError::Io { offset: at as u64, detail: e.to_string() });
-                    }
+                Ok(_) => {}
+                Err(rustix::io::Errno::INTR) => {}
+                Err(e) => {
+                    return Err(ParseError::Io { offset: at, detail: std::io::Error::from(e).to_string() })
                 }
             }
         }
-        // SAFETY: the loop above initialised exactly `len` bytes.
-        unsafe { buf.set_len(len) };
         Ok(Cow::Owned(buf))
     }
 
     fn will_need(&self, offset: u64, len: u64) {
-        // A length of 0 would mean "to the end of the file".
-        let (Ok(offset), Ok(len @ 1..)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
-            return;
-        };
-        // SAFETY: posix_fadvise only reads its integer arguments; the descriptor is open. Its
-        // result is ignored: advice that does not take changes nothing but speed.
-        unsafe { libc::posix_fadvise(self.file.as_raw_fd(), offset, len, libc::POSIX_FADV_WILLNEED) };
+        // No length would mean "to the end of the file". The result is ignored: advice that
+        // does not take changes nothing but speed.
+        let Some(len) = std::num::NonZeroU64::new(len) else { return };
+        let _ = rustix::fs::fadvise(&self.file, offset, Some(len), rustix::fs::Advice::WillNeed);
     }
 }
 
@@ -93,9 +75,8 @@ impl FileSource {
     /// (Code-object files keep readahead: their notes are one long run read in order, asked
     /// for ahead by [`ByteSource::will_need`]; without readahead their cold scan was slower.)
     pub fn read_scattered(&self) {
-        // SAFETY: posix_fadvise only reads its integer arguments; the descriptor is open.
-        // Its result is ignored: advice that does not take changes nothing but speed.
-        unsafe { libc::posix_fadvise(self.file.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM) };
+        // The result is ignored: advice that does not take changes nothing but speed.
+        let _ = rustix::fs::fadvise(&self.file, 0, None, rustix::fs::Advice::Random);
     }
 }
 

@@ -923,9 +923,9 @@ fn write_sparse_host_elf(path: &Path, total: u64, sections: &[SparseSection]) {
     };
     let mut table = vec![0u8; 64];
     for (s, &n) in sections.iter().zip(&name_at) {
-        table.extend(shdr(n, object::elf::SHT_PROGBITS, s.flags, s.offset, s.size));
+        table.extend(shdr(n, object::elf::SHT_PROGBITS.0, s.flags, s.offset, s.size));
     }
-    table.extend(shdr(shstrtab_name, object::elf::SHT_STRTAB, 0, str_off, names.len() as u64));
+    table.extend(shdr(shstrtab_name, object::elf::SHT_STRTAB.0, 0, str_off, names.len() as u64));
     let mut f = std::fs::File::create(path).expect("create host ELF");
     f.write_all(&ehdr).expect("write");
     for s in sections {
@@ -955,14 +955,14 @@ fn host_elf_of_200_mib_keeps_memory_bounded() {
         &[
             SparseSection {
                 name: ".hip_fatbin",
-                flags: u64::from(object::elf::SHF_ALLOC),
+                flags: object::elf::SHF_ALLOC.0,
                 offset: 4096,
                 size: 150 << 20,
                 data: &fat,
             },
             SparseSection {
                 name: ".rodata",
-                flags: u64::from(object::elf::SHF_ALLOC),
+                flags: object::elf::SHF_ALLOC.0,
                 offset: rodata_off,
                 size: 36 << 20,
                 data: b"",
@@ -1002,7 +1002,7 @@ fn sparse_terabyte_host_elf_is_not_read_whole() {
         TB,
         &[SparseSection {
             name: ".rodata",
-            flags: u64::from(object::elf::SHF_ALLOC),
+            flags: object::elf::SHF_ALLOC.0,
             offset: 4096,
             size: TB - (1 << 20),
             data: b"",

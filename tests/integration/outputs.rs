@@ -338,3 +338,28 @@ fn each_uri_names_the_bytes_of_its_code_object() {
         assert!(!found.contains(&m.a_942) && !found.contains(&m.b_1030), "compressed: no range\n{text}");
     }
 }
+
+/// Each output gets the mode a new file gets (0666 less the umask), as `File::create` would
+/// give it, though staged in a temporary file first (tempfile makes them 0600).
+#[test]
+fn outputs_get_the_mode_the_umask_gives() {
+    use std::os::unix::fs::PermissionsExt;
+    let m = mixed();
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (umask, mode) in [("022", 0o644), ("027", 0o640), ("077", 0o600)] {
+        let (json, prom) =
+            (dir.path().join(format!("{umask}.json")), dir.path().join(format!("{umask}.prom")));
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
+            .arg(format!("umask {umask}; exec \"$0\" scan -q \"$1\" -o \"$2\" -o \"$3\""))
+            .arg(env!("CARGO_BIN_EXE_gfxscan"))
+            .arg(m.tree.root())
+            .arg(&json)
+            .arg(&prom);
+        run(cmd).expect_code(0);
+        for p in [&json, &prom] {
+            let got = std::fs::metadata(p).expect("written").permissions().mode() & 0o777;
+            assert_eq!(got, mode, "umask {umask}: {}", p.display());
+        }
+    }
+}
