@@ -9,8 +9,8 @@ use std::path::{Component, Path};
 use crate::families::{self, cataloger, Row, FAMILY_ROWS};
 use crate::inspect::{Found, LinkSeen};
 use crate::model::{
-    ArchiveRecord, FileRecord, HipRuntime, IndexMap, LinkRecord, Mismatch, Problem, RelPath, Snapshot,
-    Summary, TargetCounts, TargetMap, Tool, SCHEMA_VERSION,
+    ArchiveRecord, DeclaredTargets, FileRecord, HipRuntime, IndexMap, LinkRecord, Mismatch, Problem, RelPath,
+    Snapshot, Summary, TargetCounts, TargetMap, Tool, SCHEMA_VERSION,
 };
 use crate::vocab::runtime::hip_runtime_version;
 use crate::vocab::targets::Targets;
@@ -25,6 +25,8 @@ pub struct Tally {
     pub links: Vec<LinkSeen>,
     pub archives: Vec<ArchiveRecord>,
     pub hip_runtimes: Vec<HipRuntime>,
+    /// TheRock installs' declared targets.
+    pub declared_targets: Vec<DeclaredTargets>,
     /// Links followed out of their root (`--follow-links`), with the real path each leads to.
     pub links_out_of_root: Vec<LinkRecord>,
 }
@@ -41,6 +43,9 @@ impl Tally {
                 if let Some(version) = hip_runtime_version(o.path.file_name()) {
                     self.hip_runtimes.push(HipRuntime { path: o.path.clone(), version });
                 }
+            }
+            if let Some(targets) = o.declared_targets {
+                self.declared_targets.push(DeclaredTargets { path: o.path.clone(), targets });
             }
             for message in o.problems {
                 self.problems.push(Problem { path: o.path.clone(), message });
@@ -66,6 +71,7 @@ impl Tally {
         self.links.extend(other.links);
         self.archives.extend(other.archives);
         self.hip_runtimes.extend(other.hip_runtimes);
+        self.declared_targets.extend(other.declared_targets);
         self.links_out_of_root.extend(other.links_out_of_root);
         self
     }
@@ -80,8 +86,10 @@ pub fn snapshot(tally: Tally, roots: Vec<String>, targets: &Targets) -> Snapshot
         links: all_links,
         mut archives,
         mut hip_runtimes,
+        mut declared_targets,
         mut links_out_of_root,
     } = tally;
+    declared_targets.sort_by_cached_key(|d| d.path.sort_key());
     links_out_of_root.sort_by_cached_key(|l| l.path.sort_key());
     hip_runtimes.sort_by_cached_key(|r| r.path.sort_key());
     files.sort_by_cached_key(|f| f.path.sort_key());
@@ -113,6 +121,7 @@ pub fn snapshot(tally: Tally, roots: Vec<String>, targets: &Targets) -> Snapshot
         archives,
         findings: Vec::new(),
         hip_runtimes,
+        declared_targets,
         links_out_of_root,
         one_program: false,
     }

@@ -448,6 +448,16 @@ pub struct HipRuntime {
     pub version: String,
 }
 
+/// The targets an install declares it was built for: TheRock's `dist_info.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeclaredTargets {
+    /// The file that declares them (`…/share/therock/dist_info.json`).
+    #[serde(flatten)]
+    pub path: RelPath,
+    /// The targets, in the file's order (`dist_amdgpu_targets`).
+    pub targets: Vec<String>,
+}
+
 /// A file that holds device code.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileRecord {
@@ -963,6 +973,10 @@ pub struct Snapshot {
     /// runtime whose matching rules apply to the libraries of its install. Absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hip_runtimes: Vec<HipRuntime>,
+    /// TheRock installs' own word on the targets they were built for
+    /// (`share/therock/dist_info.json`); absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub declared_targets: Vec<DeclaredTargets>,
     /// With `--follow-links`: links followed to a place outside their root, with the real path
     /// each leads to. What lies there was scanned as part of the root. Absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -986,6 +1000,8 @@ pub enum FindingKind {
     IndexNamesMissing,
     /// Tensile sub-libraries that no lazy index beside them names: never opened.
     NeverOpened,
+    /// A TheRock install's declared targets (`dist_info.json`) and the code it ships differ.
+    DeclaredTargetsDiffer,
     /// A file or link named for a target its content does not serve.
     NameLies,
     /// A kind this version does not know (a snapshot from a newer gfxscan): kept, not refused.

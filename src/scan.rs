@@ -129,6 +129,7 @@ fn read_file(c: &Candidate, disk: &Path, reading: Reading<'_>) -> (Read, Option<
             size,
             record: None,
             problems: vec![message],
+            declared_targets: None,
         }))
     };
     let src = match open_file(disk, c.followed) {

@@ -26,6 +26,8 @@ pub struct FileOutcome {
     pub size: u64,
     pub record: Option<FileRecord>,
     pub problems: Vec<String>,
+    /// For TheRock's `share/therock/dist_info.json`: the targets it declares.
+    pub declared_targets: Option<Vec<String>>,
 }
 
 impl FileOutcome {
@@ -88,6 +90,19 @@ pub struct Reading<'t> {
     pub decoding: &'t Decoding,
 }
 
+/// Where a TheRock install declares the targets it was built for.
+pub const DIST_INFO: &str = "share/therock/dist_info.json";
+
+/// The targets a TheRock `dist_info.json` declares (`parse::therock`), read whole if small.
+fn dist_info(src: &dyn ByteSource) -> Result<Vec<String>, String> {
+    let max = crate::parse::therock::MAX_DIST_INFO;
+    if src.len() > max {
+        return Err(format!("TheRock dist_info.json of {} bytes: not read (more than {max})", src.len()));
+    }
+    let bytes = src.read_at(0, src.len() as usize).map_err(|e| e.to_string())?;
+    crate::parse::therock::dist_info_targets(&bytes)
+}
+
 /// Bytes of the head that family detection and firmware headers look at.
 pub const FAMILY_HEAD: usize = 64;
 
@@ -107,7 +122,8 @@ pub fn inspect<'t>(
     let src: &dyn ByteSource = &pre;
     let size = src.len();
     let kind = classify(head);
-    let mut out = FileOutcome { path, kind, size, record: None, problems: Vec::new() };
+    let mut out =
+        FileOutcome { path, kind, size, record: None, problems: Vec::new(), declared_targets: None };
     if size < 4 {
         out.kind = Kind::Other;
         return out;
@@ -140,6 +156,12 @@ pub fn inspect<'t>(
         col.problems.push(format!(
             "not read: {format} (gfxscan does not open {format} data; unpack it and scan the result)"
         ));
+    }
+    if name.ends_with(DIST_INFO) {
+        match dist_info(src) {
+            Ok(t) => out.declared_targets = Some(t),
+            Err(e) => col.problems.push(e),
+        }
     }
     out.problems = col.problems;
     if !col.code_objects.is_empty() || col.bundles > 0 || artifact.is_some() || col.kpack_ref.is_some() {

@@ -17,9 +17,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{registrable, serves_processor, Library, Place};
-use crate::model::{Artifact, Component, Family, FileRecord, Finding, FindingKind, RelPath, Role, Snapshot};
+use crate::model::{
+    Artifact, Component, DeclaredTargets, Family, FileRecord, Finding, FindingKind, RelPath, Role, Snapshot,
+};
 use crate::parse::Depth;
-use crate::vocab::runtime::Runtime;
+use crate::vocab::runtime::{generic_of, Runtime};
 use crate::vocab::target_id::{DeviceTarget, Setting};
 use crate::vocab::targets::Targets;
 use crate::vocab::verdict::LibraryKind;
@@ -47,6 +49,7 @@ pub fn findings(snap: &Snapshot, targets: &Targets) -> Vec<Finding> {
     out.extend(host_tensile(snap, &libs, targets));
     out.extend(siblings(snap, &libs, targets));
     out.extend(super::placeholders::placeholder_findings(snap));
+    out.extend(snap.declared_targets.iter().filter_map(|d| declared_differ(snap, d, targets)));
     out.extend(snap.mismatches.iter().map(|m| Finding {
         kind: FindingKind::NameLies,
         library: m.path.clone(),
@@ -60,6 +63,55 @@ pub fn findings(snap: &Snapshot, targets: &Targets) -> Vec<Finding> {
     }));
     out.sort();
     out
+}
+
+/// A TheRock install whose declared targets (`dist_info.json`) and device code differ: a
+/// declared target no code serves (its own or its generic target's, as the runtime falls back,
+/// `vocab::runtime::generic_of`) fails on that GPU; code for targets it does not declare is
+/// code the build was not asked for. The HSA runtime's own code objects serve every target the
+/// runtime knows and say nothing of the build.
+fn declared_differ(snap: &Snapshot, d: &DeclaredTargets, targets: &Targets) -> Option<Finding> {
+    let prefix = d.path.path.strip_suffix(crate::inspect::DIST_INFO)?;
+    let found: BTreeSet<&str> = snap
+        .files
+        .iter()
+        .filter(|f| f.path.root == d.path.root && f.path.path.starts_with(prefix))
+        .flat_map(|f| f.code_objects.iter().filter(move |c| !crate::families::runtime_own(f, c)))
+        .map(|c| c.processor.as_str())
+        .collect();
+    let served = |t: &str| found.contains(t) || generic_of(t, targets).is_some_and(|g| found.contains(g));
+    let lacking: Vec<String> = d.targets.iter().filter(|t| !served(t)).cloned().collect();
+    let serves_declared = |g: &str| d.targets.iter().any(|t| generic_of(t, targets) == Some(g));
+    let mut extra: Vec<String> = found
+        .iter()
+        .filter(|t| !d.targets.iter().any(|x| x == *t) && !serves_declared(t))
+        .map(|t| t.to_string())
+        .collect();
+    targets.sort(&mut extra);
+    if lacking.is_empty() && extra.is_empty() {
+        return None;
+    }
+    let mut why = Vec::new();
+    if !lacking.is_empty() {
+        why.push(format!(
+            "declares {} but no library here has code for {}: such a GPU finds none",
+            lacking.join(", "),
+            if lacking.len() == 1 { "it" } else { "them" }
+        ));
+    }
+    if !extra.is_empty() {
+        why.push(format!("ships code for {}, which it does not declare", extra.join(", ")));
+    }
+    let mut all: Vec<String> = lacking.into_iter().chain(extra).collect();
+    targets.sort(&mut all);
+    let folder = RelPath { root: d.path.root, path: prefix.to_string(), path_hex: None };
+    Some(Finding {
+        kind: FindingKind::DeclaredTargetsDiffer,
+        library: folder,
+        targets: all,
+        paths: vec![d.path.clone()],
+        why: format!("TheRock's dist_info.json {}", why.join("; ")),
+    })
 }
 
 /// The model's host libraries with their files (ELF or PE, with device code of their own).

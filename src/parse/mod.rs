@@ -24,6 +24,7 @@ pub mod msgpack;
 pub mod offload;
 pub mod pe;
 pub mod tensile;
+pub mod therock;
 
 pub use crate::decode::{check_range, ByteSource, ParseError, Prefetched, Result, Shared, Slice, MAX_READ};
 

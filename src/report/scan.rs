@@ -71,6 +71,7 @@ pub fn write_scan(
                 View::Layer => write_by_layer(snap, targets, &view.only, md, style, out)?,
                 View::Library => write_by_library(snap, targets, matrix, &view.only, md, style, out)?,
             }
+            write_declared(snap, out, style)?;
             match view.view {
                 View::Target => write_findings(snap, out, md, style)?,
                 // The other views are about their matrix: the findings are counted, not told.
@@ -81,6 +82,20 @@ pub fn write_scan(
             Ok(())
         }
     }
+}
+
+/// Beside the targets found, the targets each TheRock install declares it was built for
+/// (`share/therock/dist_info.json`); a finding says when the two differ.
+fn write_declared(snap: &Snapshot, out: &mut dyn Write, style: Style) -> std::io::Result<()> {
+    for d in &snap.declared_targets {
+        let said = if d.targets.is_empty() { "no targets".to_string() } else { d.targets.join(", ") };
+        let line = format!("Declared by TheRock ({}): {said}", d.path.display(&snap.roots));
+        writeln!(out, "{}", wrap(&line, "", "  ", style.width))?;
+    }
+    if !snap.declared_targets.is_empty() {
+        writeln!(out)?;
+    }
+    Ok(())
 }
 
 /// The JSON snapshot, cut to `--only` targets when given (zeros included; generic servers

@@ -317,3 +317,66 @@ fn a_linked_index_leaves_no_sub_library_called_unopened() {
     assert_eq!(got.len(), 1, "{:#}", snap["findings"]);
     assert_eq!(paths(&got[0]["paths"]), [format!("{LIB}/{b}.dat")]);
 }
+
+/// A TheRock install declares its targets in `share/therock/dist_info.json` (a CMake list,
+/// `;`-joined, from `THEROCK_DIST_AMDGPU_TARGETS`): they are shown beside the targets found, and
+/// a finding names a declared target no code serves (its own or its generic target's) and code
+/// for a target it does not declare.
+#[test]
+fn therock_declared_targets_are_held_against_its_code() {
+    use crate::fixtures::{GENERIC_V1, GFX11_GENERIC};
+    let info = br#"{"dist_amdgpu_targets": "gfx1100;gfx1151"}"#;
+    // gfx1100's own code, gfx1151 through gfx11-generic: as declared, no finding.
+    let tree = Tree::new();
+    tree.file("rocm/share/therock/dist_info.json", info);
+    let generic = co(GFX11_GENERIC, GENERIC_V1, 1);
+    tree.file(
+        "rocm/lib/libfoo.so",
+        &host_lib(&[("gfx1100", &co(GFX1100, 0, 1)), ("gfx11-generic", &generic)]),
+    );
+    let (run, snap) = tree.scan_json(&[]);
+    run.expect_code(0);
+    assert_eq!(
+        snap["declared_targets"],
+        serde_json::json!([{"root": 0, "path": "rocm/share/therock/dist_info.json", "targets": ["gfx1100", "gfx1151"]}])
+    );
+    assert!(findings(&snap, "declared-targets-differ").is_empty(), "{:#}", snap["findings"]);
+    let table = tree.scan(&[]).stdout;
+    assert!(table.contains("Declared by TheRock ("), "{table}");
+    // gfx1151 unserved, gfx942 undeclared: one finding about the install folder.
+    let tree = Tree::new();
+    tree.file("rocm/share/therock/dist_info.json", info);
+    tree.file(
+        "rocm/lib/libfoo.so",
+        &host_lib(&[("gfx1100", &co(GFX1100, 0, 1)), ("gfx942", &co(GFX942, 0, 1))]),
+    );
+    let (_, snap) = tree.scan_json(&[]);
+    let f = findings(&snap, "declared-targets-differ");
+    assert_eq!(f.len(), 1, "{:#}", snap["findings"]);
+    assert_eq!(f[0]["library"]["path"], "rocm/");
+    assert_eq!(f[0]["targets"], serde_json::json!(["gfx942", "gfx1151"]));
+    let why = f[0]["why"].as_str().unwrap_or_default();
+    assert!(why.contains("declares gfx1151 but no library") && why.contains("code for gfx942"), "{why}");
+}
+
+/// A `dist_info.json` that is not TheRock's document is a problem with its path; the scan goes on.
+#[test]
+fn a_bad_dist_info_is_a_problem_not_an_abort() {
+    for (bytes, says) in [
+        (b"{ not json".to_vec(), "not JSON"),
+        (br#"{"dist_amdgpu_targets": ["gfx1100"]}"#.to_vec(), "not a string"),
+        (vec![b' '; 70_000], "not read"),
+    ] {
+        let tree = Tree::new();
+        tree.file("share/therock/dist_info.json", &bytes);
+        tree.file("lib/libfoo.so", &host_lib(&[("gfx1100", &co(GFX1100, 0, 1))]));
+        let (run, snap) = tree.scan_json(&[]);
+        run.expect_code(1);
+        let problems = crate::util::problems(&snap);
+        assert!(
+            problems.iter().any(|(p, m)| p == "share/therock/dist_info.json" && m.contains(says)),
+            "{problems:?}"
+        );
+        assert_eq!(snap["summary"]["code_objects"], 1, "the rest is read");
+    }
+}
