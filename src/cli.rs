@@ -111,10 +111,14 @@ pub enum OutputFormat {
     Csv,
     /// One self-contained HTML page with bar charts per layer, to look at or share.
     Html,
+    /// A CycloneDX 1.6 JSON SBOM: a component per file with device code or GPU data (`scan`
+    /// only; docs/usage.md).
+    Cyclonedx,
 }
 
 /// The format a result is written in: `--json`, else `--format`, else what the extension of
-/// `-o FILE` says (`.json`, `.html`/`.htm`, `.md`/`.markdown`, `.csv`), else a table.
+/// `-o FILE` says (`.cdx.json`, `.json`, `.html`/`.htm`, `.md`/`.markdown`, `.csv`), else a
+/// table. `.cdx.json` is the name CycloneDX recommends for a BOM in JSON.
 pub fn resolve_format(
     json: bool,
     format: Option<OutputFormat>,
@@ -124,6 +128,10 @@ pub fn resolve_format(
         return OutputFormat::Json;
     }
     let by_extension = || {
+        let name = output?.file_name()?.to_str()?.to_ascii_lowercase();
+        if name.ends_with(".cdx.json") {
+            return Some(OutputFormat::Cyclonedx);
+        }
         let ext = output?.extension()?.to_str()?.to_ascii_lowercase();
         match ext.as_str() {
             "json" => Some(OutputFormat::Json),
@@ -136,7 +144,8 @@ pub fn resolve_format(
     format.or_else(by_extension).unwrap_or(OutputFormat::Table)
 }
 
-/// [`resolve_format`] for `check` and `diff`, which have no CSV: `-o FILE.csv` is refused.
+/// [`resolve_format`] for `check` and `diff`, which have no CSV and no SBOM: `-o FILE.csv` and
+/// `-o FILE.cdx.json` are refused.
 pub fn resolve_report_format(
     json: bool,
     format: Option<ReportFormat>,
@@ -146,9 +155,14 @@ pub fn resolve_report_format(
         OutputFormat::Csv => {
             Err("no CSV for this command's result: use --format table, json, markdown or html".into())
         }
+        OutputFormat::Cyclonedx => Err(NO_SBOM.into()),
         f => Ok(f),
     }
 }
+
+/// Why a command other than `scan` refuses CycloneDX.
+pub const NO_SBOM: &str =
+    "no CycloneDX for this command's result: an SBOM describes a tree, `gfxscan scan ROOT --format cyclonedx`";
 
 /// Which table `scan` shows (`--by`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
@@ -254,13 +268,17 @@ pub struct ScanOpts {
 pub struct ScanArgs {
     #[command(flatten)]
     pub opts: ScanOpts,
-    /// Output format (default: what -o FILE's extension says — .json, .html, .md, .csv — else
-    /// a table).
+    /// Output format (default: what -o FILE's extension says — .cdx.json, .json, .html, .md,
+    /// .csv — else a table).
     #[arg(long, value_enum)]
     pub format: Option<OutputFormat>,
     /// Short for --format json.
     #[arg(long, conflicts_with = "format")]
     pub json: bool,
+    /// Take the SHA-256 of each listed file (archive members as extracted): the CycloneDX
+    /// components' hashes, `sha256` in JSON. Reads those files whole.
+    #[arg(long)]
+    pub digests: bool,
     /// Show only these targets, in this order (comma-separated, e.g. gfx900,gfx1030,gfx1100).
     #[arg(long, value_delimiter = ',', value_name = "TARGETS")]
     pub only: Vec<String>,

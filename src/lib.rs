@@ -70,6 +70,7 @@ fn scan_roots(
     targets: &Targets,
     check_for: Option<Vec<String>>,
     parts: Option<Vec<std::path::PathBuf>>,
+    digests: bool,
 ) -> anyhow::Result<model::Snapshot> {
     let config = scan::ScanConfig {
         roots,
@@ -79,6 +80,7 @@ fn scan_roots(
         max_memory: opts.resources.max_memory,
         check_for,
         parts,
+        digests,
     };
     let bar = report::progress::Bar::new(opts.quiet);
     let snap = scan::scan(&config, targets, &bar);
@@ -88,8 +90,9 @@ fn scan_roots(
     Ok(snap)
 }
 
-/// Scans what `opts` names (or the default roots), with a progress bar.
-fn scan_for(opts: &ScanOpts, targets: &Targets) -> anyhow::Result<model::Snapshot> {
+/// Scans what `opts` names (or the default roots), with a progress bar; with `digests`, each
+/// listed file's SHA-256 is taken.
+fn scan_for(opts: &ScanOpts, targets: &Targets, digests: bool) -> anyhow::Result<model::Snapshot> {
     let roots = if opts.roots.is_empty() {
         let found = source::walk::default_roots();
         if found.is_empty() {
@@ -102,7 +105,7 @@ fn scan_for(opts: &ScanOpts, targets: &Targets) -> anyhow::Result<model::Snapsho
     } else {
         opts.roots.clone()
     };
-    scan_roots(roots, opts, targets, None, None)
+    scan_roots(roots, opts, targets, None, None, digests)
 }
 
 /// The processors whose entries a scanned side of `diff --only` reads whole (see
@@ -157,19 +160,25 @@ fn run_scan(mut args: ScanArgs, color: cli::ColorChoice) -> anyhow::Result<ExitS
     if !args.keep.is_empty() && format == OutputFormat::Html {
         bail!("--keep: no HTML page for the prune report (table, markdown, csv or json)");
     }
+    if !args.keep.is_empty() && format == OutputFormat::Cyclonedx {
+        bail!("--keep: no CycloneDX for the prune report (table, markdown, csv or json)");
+    }
     let out = Output::open(args.opts.output.as_deref())?;
     let style = style_for(color, args.opts.output.as_deref());
     args.opts.resources.max_memory = Some(memory_aim(&args.opts.resources, args.verbose));
-    let snap = scan_for(&args.opts, &targets)?;
+    let snap = scan_for(&args.opts, &targets, args.digests)?;
     // Files not read come first: findings from a partial read are not trusted to gate on.
     let status = match (snap.problems.is_empty(), snap.findings.is_empty()) {
         (false, _) => ExitStatus::Problems,
         (true, false) if args.fail_on_findings => ExitStatus::Findings,
         _ => ExitStatus::Clean,
     };
+    let created = if format == OutputFormat::Cyclonedx { source_date_epoch()? } else { None };
     let view = match &args.compare {
-        Some(chosen) => report::ScanView { view: cli::View::Layer, only: distinct(chosen), wide: args.wide },
-        None => report::ScanView { view: args.by, only: distinct(&args.only), wide: args.wide },
+        Some(chosen) => {
+            report::ScanView { view: cli::View::Layer, only: distinct(chosen), wide: args.wide, created }
+        }
+        None => report::ScanView { view: args.by, only: distinct(&args.only), wide: args.wide, created },
     };
     if !args.keep.is_empty() {
         let report = check::prune::prune(&snap, &distinct(&args.keep), &targets);
@@ -179,6 +188,19 @@ fn run_scan(mut args: ScanArgs, color: cli::ColorChoice) -> anyhow::Result<ExitS
     }
     let matrix = library::matrix::library_matrix(&snap, &targets);
     out.deliver(status, |w| report::write_scan(&snap, &targets, &matrix, &view, format, style, w))
+}
+
+/// `SOURCE_DATE_EPOCH` (reproducible-builds.org): the time a reproducible output may state,
+/// in seconds since 1970; a value that is not one is refused, as that specification asks.
+fn source_date_epoch() -> anyhow::Result<Option<u64>> {
+    match std::env::var("SOURCE_DATE_EPOCH") {
+        Ok(v) if !v.is_empty() => v
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|_| anyhow::anyhow!("SOURCE_DATE_EPOCH={v:?} is not a whole number of seconds since 1970")),
+        _ => Ok(None),
+    }
 }
 
 fn run_check(mut args: CheckArgs, color: cli::ColorChoice) -> anyhow::Result<ExitStatus> {
@@ -257,7 +279,7 @@ fn run_check(mut args: CheckArgs, color: cli::ColorChoice) -> anyhow::Result<Exi
     processors.dedup();
     args.opts.resources.max_memory = Some(memory_aim(&args.opts.resources, false));
     let parts = program.as_ref().map(|(loads, _, real, _)| loads.files(real));
-    let mut snap = scan_roots(roots.clone(), &args.opts, &targets, Some(processors), parts)?;
+    let mut snap = scan_roots(roots.clone(), &args.opts, &targets, Some(processors), parts, false)?;
     snap.one_program = program.is_some();
     let libpaths = pending.into_iter().map(|p| p.place_in(&roots)).collect();
     let mut result = check::check(&snap, &found, &targets, check::CheckOptions { not_checked, libpaths });
@@ -402,7 +424,7 @@ fn run_diff(mut args: DiffArgs, color: cli::ColorChoice) -> anyhow::Result<ExitS
             // Asked about some targets only, a side is read as `check` reads it for them: their
             // entries whole, the others' from bundle tables (losses are verdicts).
             None => Ok((
-                scan_roots(vec![p.to_path_buf()], &opts(p), &targets, diff_reads_for(&args.only), None)?,
+                scan_roots(vec![p.to_path_buf()], &opts(p), &targets, diff_reads_for(&args.only), None, false)?,
                 diff::SideSource::Scan,
             )),
         }
@@ -418,6 +440,9 @@ fn run_diff(mut args: DiffArgs, color: cli::ColorChoice) -> anyhow::Result<ExitS
 }
 
 fn run_merge(mut args: MergeArgs, color: cli::ColorChoice) -> anyhow::Result<ExitStatus> {
+    if cli::resolve_format(args.json, args.format, args.output.as_deref()) == OutputFormat::Cyclonedx {
+        bail!(cli::NO_SBOM);
+    }
     let targets = load_targets(&args.table)?;
     args.only = known_targets("--only", &args.only, &targets)?;
     if !aggregate::layers().iter().any(|l| l.header == args.layer) {

@@ -30,6 +30,7 @@ fn whole_tree(root: &Path) -> ScanConfig {
         max_memory: None,
         check_for: None,
         parts: None,
+        digests: false,
     }
 }
 
@@ -235,6 +236,7 @@ fn negatives_hold_no_device_code() {
         max_memory: None,
         check_for: None,
         parts: None,
+        digests: false,
     };
     let snap = scan(&config, &Targets::builtin(), &Silent).expect("scan runs");
     for neg in ["libbitsandbytes_cuda130.so", "libbitsandbytes_xpu2025.so"] {

@@ -86,6 +86,8 @@ pub struct Reading<'t> {
     pub targets: &'t Targets,
     pub depth: Depth<'t>,
     pub decoding: &'t Decoding,
+    /// `scan --digests`: each listed file's SHA-256 is taken (`source::digest`).
+    pub digests: bool,
 }
 
 /// Bytes of the head that family detection and firmware headers look at.
@@ -101,7 +103,7 @@ pub fn inspect<'t>(
     path: RelPath,
     reading: Reading<'t>,
 ) -> FileOutcome {
-    let Reading { targets, depth, decoding } = reading;
+    let Reading { targets, depth, decoding, .. } = reading;
     // Headers at the start (a CCOB's, its zstd frame's, an ELF's) are read from the head.
     let pre = Prefetched::already(src, head);
     let src: &dyn ByteSource = &pre;
@@ -152,6 +154,7 @@ pub fn inspect<'t>(
             artifact,
             kpack_ref: col.kpack_ref,
             hard_link_of: None,
+            sha256: None,
         });
     }
     out
