@@ -194,11 +194,9 @@ fn run_scan(mut args: ScanArgs, color: cli::ColorChoice) -> anyhow::Result<ExitS
 /// in seconds since 1970; a value that is not one is refused, as that specification asks.
 fn source_date_epoch() -> anyhow::Result<Option<u64>> {
     match std::env::var("SOURCE_DATE_EPOCH") {
-        Ok(v) if !v.is_empty() => v
-            .trim()
-            .parse()
-            .map(Some)
-            .map_err(|_| anyhow::anyhow!("SOURCE_DATE_EPOCH={v:?} is not a whole number of seconds since 1970")),
+        Ok(v) if !v.is_empty() => v.trim().parse().map(Some).map_err(|_| {
+            anyhow::anyhow!("SOURCE_DATE_EPOCH={v:?} is not a whole number of seconds since 1970")
+        }),
         _ => Ok(None),
     }
 }
@@ -424,7 +422,14 @@ fn run_diff(mut args: DiffArgs, color: cli::ColorChoice) -> anyhow::Result<ExitS
             // Asked about some targets only, a side is read as `check` reads it for them: their
             // entries whole, the others' from bundle tables (losses are verdicts).
             None => Ok((
-                scan_roots(vec![p.to_path_buf()], &opts(p), &targets, diff_reads_for(&args.only), None, false)?,
+                scan_roots(
+                    vec![p.to_path_buf()],
+                    &opts(p),
+                    &targets,
+                    diff_reads_for(&args.only),
+                    None,
+                    false,
+                )?,
                 diff::SideSource::Scan,
             )),
         }

@@ -170,7 +170,8 @@ fn read_file(c: &Candidate, disk: &Path, reading: Reading<'_>) -> (Read, Option<
                 None,
             );
         }
-        let found = Found::one(hashed(inspect(&*src, &head, disk, Some(disk), path, reading), &*src, reading));
+        let found =
+            Found::one(hashed(inspect(&*src, &head, disk, Some(disk), path, reading), &*src, reading));
         return (Read::Done(found), Some(Opened::new(src.id, head)));
     }
     let found = Found::one(hashed(inspect(&src, &head, disk, Some(disk), path, reading), &src, reading));
@@ -294,7 +295,8 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
     // Decoders share this scan's memory budget, sized for the threads that may hold them.
     let target = config.max_memory.unwrap_or(crate::decode::MEMORY_TARGET);
     let decoding = Decoding::new(pool.current_num_threads(), target);
-    let reading = Reading { targets, depth: config.depth(targets), decoding: &decoding, digests: config.digests };
+    let reading =
+        Reading { targets, depth: config.depth(targets), decoding: &decoding, digests: config.digests };
     let reader = Reader { reading, progress, given: &given, roots: &roots };
     let mut tally = pool.install(|| {
         let Part { mut tally, mut pending, .. } = reader.read_files(&walked.candidates);

@@ -303,7 +303,13 @@ impl Gather {
 
 /// Expands one archive into what its members hold.
 pub fn expand(origin: Arc<Origin>, format: ArchiveFormat, ctx: &Ctx) -> Found {
-    let record = |format: String| ArchiveRecord { path: ctx.base.clone(), format, members: 0, layers: None, package: None };
+    let record = |format: String| ArchiveRecord {
+        path: ctx.base.clone(),
+        format,
+        members: 0,
+        layers: None,
+        package: None,
+    };
     let result = match format {
         ArchiveFormat::Deb => expand_deb(&origin, ctx),
         ArchiveFormat::Zip => expand_zip(&origin, ctx, record("zip".into())),

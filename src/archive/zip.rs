@@ -10,8 +10,8 @@ use std::sync::Arc;
 use super::{visit, Bytes, Ctx, Gather, IN_MEMORY};
 use crate::inspect::Found;
 use crate::model::{ArchiveRecord, Package};
-use crate::parse::package::{parse_wheel_metadata, MAX_METADATA};
 use crate::parse::archive::{link_escapes, member_path};
+use crate::parse::package::{parse_wheel_metadata, MAX_METADATA};
 use crate::source::origin::{Origin, SourceReader};
 use crate::vocab::codec::Codec;
 
@@ -122,10 +122,14 @@ fn wheel_package(members: &[(u64, PathBuf, Arc<Origin>)]) -> Option<Result<Packa
         matches!(parts.as_slice(), [dir, file]
             if dir.as_os_str().as_bytes().ends_with(b".dist-info") && file.as_os_str() == "METADATA")
     };
-    let found: Vec<&(u64, PathBuf, Arc<Origin>)> = members.iter().filter(|(_, p, _)| is_metadata(p)).collect();
+    let found: Vec<&(u64, PathBuf, Arc<Origin>)> =
+        members.iter().filter(|(_, p, _)| is_metadata(p)).collect();
     let (_, path, origin) = found.first()?;
     if found.len() > 1 {
-        return Some(Err((path, format!("{} .dist-info/METADATA files: which is the wheel's is unclear", found.len()))));
+        return Some(Err((
+            path,
+            format!("{} .dist-info/METADATA files: which is the wheel's is unclear", found.len()),
+        )));
     }
     let mut data = Vec::new();
     let read = origin.open().and_then(|r| r.take(MAX_METADATA).read_to_end(&mut data));

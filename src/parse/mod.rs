@@ -20,9 +20,9 @@ pub mod kpack;
 pub mod ldcache;
 pub mod magic;
 pub mod miopen;
-pub mod package;
 pub mod msgpack;
 pub mod offload;
+pub mod package;
 pub mod pe;
 pub mod tensile;
 

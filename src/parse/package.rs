@@ -25,12 +25,14 @@ fn header_fields(text: &str) -> Result<Vec<(&str, String)>, String> {
             break;
         }
         if line.starts_with([' ', '\t']) {
-            let (_, value) = fields.last_mut().ok_or(format!("line {}: a continuation before any field", n + 1))?;
+            let (_, value) =
+                fields.last_mut().ok_or(format!("line {}: a continuation before any field", n + 1))?;
             value.push('\n');
             value.push_str(line.trim());
             continue;
         }
-        let (name, value) = line.split_once(':').ok_or(format!("line {}: not a `Name: value` field", n + 1))?;
+        let (name, value) =
+            line.split_once(':').ok_or(format!("line {}: not a `Name: value` field", n + 1))?;
         fields.push((name.trim(), value.trim().to_string()));
     }
     Ok(fields)
@@ -90,7 +92,10 @@ mod tests {
     fn a_control_file_with_a_long_description_and_lowercase_names() {
         let control = b"package: rocblas\nVersion: 4.4.0-1\nArchitecture: amd64\nDescription: BLAS\n on ROCm\n .\n more\n";
         let p = parse_deb_control(control).expect("read");
-        assert_eq!((p.name.as_str(), p.version.as_str(), p.arch.as_deref()), ("rocblas", "4.4.0-1", Some("amd64")));
+        assert_eq!(
+            (p.name.as_str(), p.version.as_str(), p.arch.as_deref()),
+            ("rocblas", "4.4.0-1", Some("amd64"))
+        );
     }
 
     #[test]

@@ -92,7 +92,15 @@ struct Component {
 
 impl Component {
     fn new(kind: ComponentType, bom_ref: Option<String>, name: String) -> Self {
-        Component { kind, bom_ref, name, version: None, purl: None, hashes: Vec::new(), properties: Vec::new() }
+        Component {
+            kind,
+            bom_ref,
+            name,
+            version: None,
+            purl: None,
+            hashes: Vec::new(),
+            properties: Vec::new(),
+        }
     }
 
     fn property(&mut self, name: &str, value: impl ToString) {
@@ -227,7 +235,12 @@ impl<'s> Holders<'s> {
     /// The archives holding `p`, innermost first.
     fn of(&self, p: &RelPath) -> impl Iterator<Item = &'s ArchiveRecord> + '_ {
         let p = p.clone();
-        self.0.iter().filter(move |(prefix, a)| a.path.root == p.root && a.path.path != p.path && p.path.starts_with(prefix.as_str())).map(|(_, a)| *a)
+        self.0
+            .iter()
+            .filter(move |(prefix, a)| {
+                a.path.root == p.root && a.path.path != p.path && p.path.starts_with(prefix.as_str())
+            })
+            .map(|(_, a)| *a)
     }
 
     /// The package a file came from: the innermost package among the archives holding it.

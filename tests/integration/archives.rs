@@ -27,7 +27,7 @@ pub(crate) enum Entry {
     Link(String, String),
 }
 
-fn file(path: &str, data: Vec<u8>) -> Entry {
+pub(crate) fn file(path: &str, data: Vec<u8>) -> Entry {
     Entry::File(path.to_string(), data)
 }
 
@@ -44,7 +44,7 @@ impl Entry {
 }
 
 /// Every folder above the entries, parents first.
-fn folders(entries: &[Entry]) -> Vec<String> {
+pub(crate) fn folders(entries: &[Entry]) -> Vec<String> {
     let mut out = BTreeSet::new();
     for e in entries {
         let mut p = Path::new(e.path());
@@ -103,10 +103,10 @@ fn tar_of(entries: &[Entry]) -> Vec<u8> {
 }
 
 /// A tar written header by header, for names `tar::Builder` refuses (`..`, absolute, `./`).
-struct RawTar(Vec<u8>);
+pub(crate) struct RawTar(Vec<u8>);
 
 impl RawTar {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         RawTar(Vec::new())
     }
 
@@ -138,20 +138,20 @@ impl RawTar {
         self.entry(b"PaxHeader", b'x', b"", &body)
     }
 
-    fn file(&mut self, name: &str, data: &[u8]) -> &mut Self {
+    pub(crate) fn file(&mut self, name: &str, data: &[u8]) -> &mut Self {
         self.entry(name.as_bytes(), b'0', b"", data)
     }
 
-    fn symlink(&mut self, name: &str, target: &str) -> &mut Self {
+    pub(crate) fn symlink(&mut self, name: &str, target: &str) -> &mut Self {
         self.entry(name.as_bytes(), b'2', target.as_bytes(), b"")
     }
 
-    fn dir(&mut self, name: &str) -> &mut Self {
+    pub(crate) fn dir(&mut self, name: &str) -> &mut Self {
         self.entry(name.as_bytes(), b'5', b"", b"")
     }
 
     /// The archive with its end marker (two zero blocks).
-    fn finish(&mut self) -> Vec<u8> {
+    pub(crate) fn finish(&mut self) -> Vec<u8> {
         let mut out = std::mem::take(&mut self.0);
         out.extend_from_slice(&[0u8; 1024]);
         out
@@ -183,7 +183,7 @@ fn tar_header(name: &[u8], typeflag: u8, link: &[u8], size: &[u8], patch: &[(usi
     h
 }
 
-fn gz(data: &[u8]) -> Vec<u8> {
+pub(crate) fn gz(data: &[u8]) -> Vec<u8> {
     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     e.write_all(data).expect("gzip");
     e.finish().expect("gzip")
@@ -193,7 +193,7 @@ fn zst(data: &[u8]) -> Vec<u8> {
     zstd::encode_all(data, 3).expect("zstd")
 }
 
-fn xz(data: &[u8]) -> Vec<u8> {
+pub(crate) fn xz(data: &[u8]) -> Vec<u8> {
     liblzma::encode_all(data, 6).expect("xz")
 }
 
@@ -310,7 +310,7 @@ pub(crate) fn zip_of(entries: &[Entry], deflated: bool) -> Vec<u8> {
 }
 
 /// A common-format `ar` archive (as dpkg writes `.deb` files).
-fn ar(members: &[(&str, &[u8])]) -> Vec<u8> {
+pub(crate) fn ar(members: &[(&str, &[u8])]) -> Vec<u8> {
     let mut out = b"!<arch>\n".to_vec();
     for (name, data) in members {
         let header = format!("{name:<16}{:<12}{:<6}{:<6}{:<8}{:<10}`\n", 0, 0, 0, 100644, data.len());
@@ -325,7 +325,7 @@ fn ar(members: &[(&str, &[u8])]) -> Vec<u8> {
 }
 
 /// A `.deb` whose `data.tar.xz` holds the entries under `./` names, as dpkg-deb writes them.
-fn deb_of(entries: &[Entry]) -> Vec<u8> {
+pub(crate) fn deb_of(entries: &[Entry]) -> Vec<u8> {
     let mut data = RawTar::new();
     data.dir("./");
     for d in folders(entries) {
