@@ -191,12 +191,15 @@ fn run_scan(mut args: ScanArgs, color: cli::ColorChoice) -> anyhow::Result<ExitS
 }
 
 /// `SOURCE_DATE_EPOCH` (reproducible-builds.org): the time a reproducible output may state,
-/// in seconds since 1970; a value that is not one is refused, as that specification asks.
+/// in seconds since 1970; a value that is not one is refused, as that specification asks, and
+/// so is one past the last time RFC 3339 writes (9999-12-31T23:59:59Z).
 fn source_date_epoch() -> anyhow::Result<Option<u64>> {
+    const LAST: u64 = 253_402_300_799;
     match std::env::var("SOURCE_DATE_EPOCH") {
-        Ok(v) if !v.is_empty() => v.trim().parse().map(Some).map_err(|_| {
-            anyhow::anyhow!("SOURCE_DATE_EPOCH={v:?} is not a whole number of seconds since 1970")
-        }),
+        Ok(v) if !v.is_empty() => match v.trim().parse::<u64>() {
+            Ok(n) if n <= LAST => Ok(Some(n)),
+            _ => bail!("SOURCE_DATE_EPOCH={v:?} is not a whole number of seconds from 1970 to the year 9999"),
+        },
         _ => Ok(None),
     }
 }
