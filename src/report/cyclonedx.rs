@@ -430,6 +430,38 @@ mod tests {
         assert_eq!(py("Torch.__ROCm", "2.5.1+rocm6.2"), "pkg:pypi/torch-rocm@2.5.1%2Brocm6.2");
     }
 
+    /// The BOM of a snapshot given as JSON.
+    fn bom_of(snap: serde_json::Value) -> serde_json::Value {
+        let snap: Snapshot = serde_json::from_value(snap).expect("a snapshot");
+        let mut out = Vec::new();
+        write_cyclonedx(&snap, &Targets::builtin(), None, &mut out).expect("written");
+        serde_json::from_slice(&out).expect("JSON")
+    }
+
+    /// With --digests, a file without its hash says why, from the problem the scan recorded.
+    #[test]
+    fn a_file_that_could_not_be_hashed_says_why() {
+        let why = format!("{NOT_HASHED}: input/output error");
+        let bom = bom_of(serde_json::json!({
+            "schema_version": 2, "tool": {"name": "gfxscan", "version": "0"}, "roots": ["r"],
+            "summary": {"files": 2, "bytes": 20, "files_with_device_code": 0, "code_objects": 0,
+                        "symlinks": 0, "kinds": {}},
+            "files": [
+                {"root": 0, "path": "a.hsaco", "kind": "amdgpu-elf", "size": 10, "code_objects": [],
+                 "sha256": "ab"},
+                {"root": 0, "path": "b.hsaco", "kind": "amdgpu-elf", "size": 10, "code_objects": []}
+            ],
+            "targets": {}, "problems": [{"root": 0, "path": "b.hsaco", "message": why}]
+        }));
+        let c = &bom["components"];
+        assert_eq!(c[0]["hashes"], serde_json::json!([{"alg": "SHA-256", "content": "ab"}]));
+        assert!(c[1].get("hashes").is_none());
+        let props = c[1]["properties"].as_array().expect("properties");
+        let missing = props.iter().find(|p| p["name"] == "gfxscan:sha256-missing").expect("said");
+        assert_eq!(missing["value"], why.as_str());
+        assert_eq!(bom["metadata"]["properties"][0]["value"], "1", "one problem");
+    }
+
     #[test]
     fn times_are_utc_in_rfc3339() {
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
