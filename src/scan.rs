@@ -181,7 +181,7 @@ fn read_file(c: &Candidate, disk: &Path, reading: Reading<'_>) -> (Read, Option<
 /// With `--digests`, a listed file's outcome with its SHA-256 (or the problem saying why not).
 fn hashed(mut outcome: FileOutcome, src: &dyn ByteSource, reading: Reading<'_>) -> FileOutcome {
     if reading.digests && outcome.record.is_some() {
-        archive::add_digest(&mut outcome, crate::source::digest::sha256_of(src));
+        outcome.set_digest(crate::source::digest::sha256_of(src));
     }
     outcome
 }

@@ -37,7 +37,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::decode::Budget;
 use crate::families;
-use crate::inspect::{inspect, FileOutcome, Found, LinkSeen, Reading};
+use crate::inspect::{inspect, Found, LinkSeen, Reading};
 use crate::model::{ArchiveRecord, Package, RelPath};
 use crate::parse::archive::{parse_ar, parse_tar_header, TarBlock, TAR_BLOCK};
 use crate::parse::magic::{classify, Kind};
@@ -462,17 +462,8 @@ fn visit(origin: &Arc<Origin>, bytes: Bytes, path: &Path, ctx: &Ctx) -> Found {
         } else {
             sha256_of(&*src)
         };
-        add_digest(&mut outcome, hash);
+        outcome.set_digest(hash);
     }
     found.files.push(outcome);
     found
-}
-
-/// Puts a listed file's SHA-256 in its record, or says why there is none.
-pub fn add_digest(outcome: &mut FileOutcome, hash: Result<String, String>) {
-    match (hash, &mut outcome.record) {
-        (Ok(h), Some(r)) => r.sha256 = Some(h),
-        (Err(e), _) => outcome.problems.push(e),
-        (Ok(_), None) => {}
-    }
 }

@@ -29,6 +29,15 @@ pub struct FileOutcome {
 }
 
 impl FileOutcome {
+    /// Puts a listed file's SHA-256 (`scan --digests`) in its record, or says why there is none.
+    pub fn set_digest(&mut self, hash: Result<String, String>) {
+        match (hash, &mut self.record) {
+            (Ok(h), Some(r)) => r.sha256 = Some(h),
+            (Err(e), _) => self.problems.push(e),
+            (Ok(_), None) => {}
+        }
+    }
+
     /// The same outcome under another path (a hard link's).
     pub fn set_path(&mut self, path: RelPath) {
         if let Some(r) = &mut self.record {
