@@ -1066,3 +1066,52 @@ fn real_debs_carry_the_purl_dpkg_deb_reads() {
         assert_eq!(c["hashes"][0]["content"], want.as_str(), "{member} of {}", deb.display());
     }
 }
+
+/// Every real wheel of the corpus (`<GFXSCAN_DEBIAN_CORPUS>/wheels/`) is a component with the
+/// purl its file name states (`{distribution}-{version}-…whl`, the binary distribution format;
+/// purl spec, types/pypi-definition.json: the name normalised), read from its METADATA; each
+/// file read from it carries that purl.
+#[test]
+fn real_wheels_carry_the_purl_their_names_state() {
+    let Some(dir) = std::env::var_os("GFXSCAN_DEBIAN_CORPUS").filter(|d| !d.is_empty()) else {
+        skipped("set GFXSCAN_DEBIAN_CORPUS to the DIR of fetch-debian.sh");
+        return;
+    };
+    let wheels = PathBuf::from(dir).join("wheels");
+    let Ok(entries) = std::fs::read_dir(&wheels) else {
+        skipped(&format!("no {}", wheels.display()));
+        return;
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(|e| e.ok().and_then(|e| e.file_name().into_string().ok()))
+        .filter(|n| n.ends_with(".whl"))
+        .collect();
+    names.sort();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gfxscan"))
+        .args(["scan", "-q", "--format", "cyclonedx"])
+        .arg(&wheels)
+        .output()
+        .expect("runs");
+    let bom: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a BOM");
+    let components = bom["components"].as_array().expect("components");
+    let at = |c: &serde_json::Value| {
+        let props = c["properties"].as_array().expect("properties");
+        let p = props.iter().find(|p| p["name"] == "syft:location:0:path").expect("a location");
+        p["value"].as_str().expect("text").to_string()
+    };
+    assert!(!names.is_empty(), "wheels in {}", wheels.display());
+    for name in &names {
+        let mut parts = name.splitn(3, '-');
+        let (dist, version) = (parts.next().expect("a name"), parts.next().expect("a version"));
+        let want = format!(
+            "pkg:pypi/{}@{}",
+            dist.to_lowercase().replace(['_', '.'], "-"),
+            version.replace('+', "%2B")
+        );
+        let package = components.iter().find(|c| at(c) == format!("/{name}")).expect("a component per wheel");
+        assert_eq!(package["purl"], want.as_str(), "{name}");
+        for c in components.iter().filter(|c| at(c).starts_with(&format!("/{name}!/"))) {
+            assert_eq!(c["purl"], want.as_str(), "{}", at(c));
+        }
+    }
+}
