@@ -117,6 +117,9 @@ pub enum OutputFormat {
     Jsonl,
     /// One `file://PATH#offset=N&size=M` URI per code object, as roc-obj-ls prints them.
     Uris,
+    /// A CycloneDX 1.6 JSON SBOM: a component per file with device code or GPU data (`scan`
+    /// only; docs/usage.md).
+    Cyclonedx,
 }
 
 impl OutputFormat {
@@ -130,6 +133,7 @@ impl OutputFormat {
         Self::Prometheus,
         Self::Jsonl,
         Self::Uris,
+        Self::Cyclonedx,
     ];
     /// What `scan --keep` (the prune report) writes.
     pub const PRUNE: &[OutputFormat] = &[Self::Table, Self::Json, Self::Markdown, Self::Csv];
@@ -152,12 +156,18 @@ impl OutputFormat {
             Self::Prometheus => "prometheus",
             Self::Jsonl => "jsonl",
             Self::Uris => "uris",
+            Self::Cyclonedx => "cyclonedx",
         }
     }
 
-    /// The format a file name's ending stands for (`.json`, `.html`/`.htm`, `.md`/`.markdown`,
-    /// `.csv`, `.prom`, `.jsonl`/`.ndjson`).
+    /// The format a file name's ending stands for (`.cdx.json`, the name CycloneDX recommends
+    /// for a BOM in JSON; `.json`, `.html`/`.htm`, `.md`/`.markdown`, `.csv`, `.prom`,
+    /// `.jsonl`/`.ndjson`).
     fn of_extension(path: &std::path::Path) -> Option<OutputFormat> {
+        let name = path.file_name()?.to_str()?.to_ascii_lowercase();
+        if name.ends_with(".cdx.json") {
+            return Some(Self::Cyclonedx);
+        }
         let ext = path.extension()?.to_str()?.to_ascii_lowercase();
         match ext.as_str() {
             "json" => Some(Self::Json),
@@ -246,9 +256,16 @@ fn checked(f: OutputFormat, takes: &[OutputFormat]) -> Result<OutputFormat, Stri
     if takes.contains(&f) {
         return Ok(f);
     }
+    if f == OutputFormat::Cyclonedx {
+        return Err(NO_SBOM.into());
+    }
     let names: Vec<&str> = takes.iter().map(|t| t.name()).collect();
     Err(format!("no {} output for this command's result: use {}", f.name(), names.join(", ")))
 }
+
+/// Why a command other than `scan` refuses CycloneDX.
+pub const NO_SBOM: &str =
+    "no CycloneDX for this command's result: an SBOM describes a tree, `gfxscan scan ROOT --format cyclonedx`";
 
 /// Which table `scan` shows (`--by`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
@@ -332,8 +349,8 @@ pub struct ScanOpts {
 pub struct ScanArgs {
     #[command(flatten)]
     pub opts: ScanOpts,
-    /// Output format (default: what -o FILE's extension says — .json, .html, .md, .csv,
-    /// .prom, .jsonl — else a table).
+    /// Output format (default: what -o FILE's extension says — .cdx.json, .json, .html, .md,
+    /// .csv, .prom, .jsonl — else a table).
     #[arg(long, value_parser = format_parser(OutputFormat::SCAN))]
     pub format: Option<OutputFormat>,
     /// Short for --format json.
@@ -359,6 +376,10 @@ pub struct ScanArgs {
     /// list per library each whole file that could go (JSON always lists them).
     #[arg(short, long)]
     pub verbose: bool,
+    /// Take the SHA-256 of each listed file (archive members as extracted): the CycloneDX
+    /// components' hashes, `sha256` in JSON. Reads those files whole.
+    #[arg(long)]
+    pub digests: bool,
     /// Exit 5 when the install is broken as shipped (findings), every file having been read.
     #[arg(long)]
     pub fail_on_findings: bool,

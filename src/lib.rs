@@ -70,6 +70,7 @@ fn scan_roots(
     targets: &Targets,
     check_for: Option<Vec<String>>,
     parts: Option<Vec<std::path::PathBuf>>,
+    digests: bool,
 ) -> anyhow::Result<model::Snapshot> {
     let config = scan::ScanConfig {
         roots,
@@ -79,6 +80,7 @@ fn scan_roots(
         max_memory: opts.resources.max_memory,
         check_for,
         parts,
+        digests,
     };
     let bar = report::progress::Bar::new(opts.quiet);
     let snap = scan::scan(&config, targets, &bar);
@@ -88,8 +90,9 @@ fn scan_roots(
     Ok(snap)
 }
 
-/// Scans what `opts` names (or the default roots), with a progress bar.
-fn scan_for(opts: &ScanOpts, targets: &Targets) -> anyhow::Result<model::Snapshot> {
+/// Scans what `opts` names (or the default roots), with a progress bar; with `digests`, each
+/// listed file's SHA-256 is taken.
+fn scan_for(opts: &ScanOpts, targets: &Targets, digests: bool) -> anyhow::Result<model::Snapshot> {
     let roots = if opts.roots.is_empty() {
         let found = source::walk::default_roots();
         if found.is_empty() {
@@ -102,7 +105,7 @@ fn scan_for(opts: &ScanOpts, targets: &Targets) -> anyhow::Result<model::Snapsho
     } else {
         opts.roots.clone()
     };
-    scan_roots(roots, opts, targets, None, None)
+    scan_roots(roots, opts, targets, None, None, digests)
 }
 
 /// The processors whose entries a scanned side of `diff --only` reads whole (see
@@ -179,8 +182,11 @@ fn run_scan(mut args: ScanArgs, color: cli::ColorChoice) -> anyhow::Result<ExitS
             e.context("--keep")
         }
     })?;
+    // The time an SBOM states, checked before the scan.
+    let sbom = outputs.iter().any(|o| o.format == OutputFormat::Cyclonedx);
+    let created = if sbom { source_date_epoch()? } else { None };
     args.opts.resources.max_memory = Some(memory_aim(&args.opts.resources, args.verbose));
-    let snap = scan_for(&args.opts, &targets)?;
+    let snap = scan_for(&args.opts, &targets, args.digests)?;
     // Files not read come first: findings from a partial read are not trusted to gate on.
     let status = match (snap.problems.is_empty(), snap.findings.is_empty()) {
         (false, _) => ExitStatus::Problems,
@@ -188,8 +194,10 @@ fn run_scan(mut args: ScanArgs, color: cli::ColorChoice) -> anyhow::Result<ExitS
         _ => ExitStatus::Clean,
     };
     let view = match &args.compare {
-        Some(chosen) => report::ScanView { view: cli::View::Layer, only: distinct(chosen), wide: args.wide },
-        None => report::ScanView { view: args.by, only: distinct(&args.only), wide: args.wide },
+        Some(chosen) => {
+            report::ScanView { view: cli::View::Layer, only: distinct(chosen), wide: args.wide, created }
+        }
+        None => report::ScanView { view: args.by, only: distinct(&args.only), wide: args.wide, created },
     };
     if !args.keep.is_empty() {
         let report = check::prune::prune(&snap, &distinct(&args.keep), &targets);
@@ -201,6 +209,20 @@ fn run_scan(mut args: ScanArgs, color: cli::ColorChoice) -> anyhow::Result<ExitS
     deliver_all(outputs, status, |format, style, w| {
         report::write_scan(&snap, &targets, &matrix, &view, format, style, w)
     })
+}
+
+/// `SOURCE_DATE_EPOCH` (reproducible-builds.org): the time a reproducible output may state,
+/// in seconds since 1970; a value that is not one is refused, as that specification asks, and
+/// so is one past the last time RFC 3339 writes (9999-12-31T23:59:59Z).
+fn source_date_epoch() -> anyhow::Result<Option<u64>> {
+    const LAST: u64 = 253_402_300_799;
+    match std::env::var("SOURCE_DATE_EPOCH") {
+        Ok(v) if !v.is_empty() => match v.trim().parse::<u64>() {
+            Ok(n) if n <= LAST => Ok(Some(n)),
+            _ => bail!("SOURCE_DATE_EPOCH={v:?} is not a whole number of seconds from 1970 to the year 9999"),
+        },
+        _ => Ok(None),
+    }
 }
 
 fn run_check(mut args: CheckArgs, color: cli::ColorChoice) -> anyhow::Result<ExitStatus> {
@@ -277,7 +299,7 @@ fn run_check(mut args: CheckArgs, color: cli::ColorChoice) -> anyhow::Result<Exi
     processors.dedup();
     args.opts.resources.max_memory = Some(memory_aim(&args.opts.resources, false));
     let parts = program.as_ref().map(|(loads, _, real, _)| loads.files(real));
-    let mut snap = scan_roots(roots.clone(), &args.opts, &targets, Some(processors), parts)?;
+    let mut snap = scan_roots(roots.clone(), &args.opts, &targets, Some(processors), parts, false)?;
     snap.one_program = program.is_some();
     let libpaths = pending.into_iter().map(|p| p.place_in(&roots)).collect();
     let mut result = check::check(&snap, &found, &targets, check::CheckOptions { not_checked, libpaths });
@@ -421,7 +443,14 @@ fn run_diff(mut args: DiffArgs, color: cli::ColorChoice) -> anyhow::Result<ExitS
             // Asked about some targets only, a side is read as `check` reads it for them: their
             // entries whole, the others' from bundle tables (losses are verdicts).
             None => Ok((
-                scan_roots(vec![p.to_path_buf()], &opts(p), &targets, diff_reads_for(&args.only), None)?,
+                scan_roots(
+                    vec![p.to_path_buf()],
+                    &opts(p),
+                    &targets,
+                    diff_reads_for(&args.only),
+                    None,
+                    false,
+                )?,
                 diff::SideSource::Scan,
             )),
         }
@@ -437,6 +466,7 @@ fn run_diff(mut args: DiffArgs, color: cli::ColorChoice) -> anyhow::Result<ExitS
 
 fn run_merge(mut args: MergeArgs, color: cli::ColorChoice) -> anyhow::Result<ExitStatus> {
     let targets = load_targets(&args.table)?;
+    let outputs = open_outputs(color, args.json, args.format, &args.outputs, OutputFormat::MERGE)?;
     args.only = known_targets("--only", &args.only, &targets)?;
     if !aggregate::layers().iter().any(|l| l.header == args.layer) {
         let names: Vec<&str> = aggregate::layers().iter().map(|l| l.header).collect();
@@ -454,7 +484,6 @@ fn run_merge(mut args: MergeArgs, color: cli::ColorChoice) -> anyhow::Result<Exi
         let given: Vec<String> = args.inputs.iter().map(|p| p.display().to_string()).collect();
         bail!("no snapshot in {} (*.json, *.json.zst, *.json.xz): nothing to merge", given.join(", "));
     }
-    let outputs = open_outputs(color, args.json, args.format, &args.outputs, OutputFormat::MERGE)?;
     let pool = rayon::ThreadPoolBuilder::new().num_threads(args.threads.unwrap_or(0)).build()?;
     let fleet = pool.install(|| {
         let g = gpus.as_ref().map(|g| (g, args.gpus.clone()));

@@ -484,6 +484,10 @@ pub struct FileRecord {
     /// path order. Its bytes are on disk once, under that name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hard_link_of: Option<RelPath>,
+    /// With `scan --digests`: the SHA-256 of the file's bytes (an archive member's, as
+    /// extracted), lowercase hex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
 }
 
 /// The `.rocm_kpack_ref` of a kpack-split host library, and its code-object indexes.
@@ -1038,6 +1042,34 @@ pub struct ArchiveRecord {
     /// Layers, for container images.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layers: Option<u32>,
+    /// The package the archive is, as its own metadata names it: a `.deb`'s `control`, a
+    /// wheel's `*.dist-info/METADATA`. Absent for other archives, and when that metadata could
+    /// not be read (a problem then says why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package: Option<Package>,
+}
+
+/// The packaging system a [`Package`] belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Ecosystem {
+    /// A Debian binary package (`.deb`).
+    Deb,
+    /// A Python wheel.
+    Pypi,
+}
+
+/// A package's identity, as its metadata states it (not normalised: `purl`s are made from it).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Package {
+    pub ecosystem: Ecosystem,
+    /// `Package:` of a `.deb`, `Name:` of a wheel.
+    pub name: String,
+    /// `Version:`.
+    pub version: String,
+    /// A `.deb`'s `Architecture:` (`amd64`, `all`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arch: Option<String>,
 }
 
 #[cfg(test)]

@@ -46,6 +46,8 @@ pub struct ScanConfig {
     /// Only these files and folders (real paths inside the roots) are walked, each under the
     /// root it is in: what a program loads (`check --exe`); `None` walks each root whole.
     pub parts: Option<Vec<PathBuf>>,
+    /// `scan --digests`: take each listed file's SHA-256 (reads listed files whole).
+    pub digests: bool,
 }
 
 impl ScanConfig {
@@ -169,11 +171,20 @@ fn read_file(c: &Candidate, disk: &Path, reading: Reading<'_>) -> (Read, Option<
                 None,
             );
         }
-        let found = Found::one(inspect(&*src, &head, disk, Some(disk), path, reading));
+        let found =
+            Found::one(hashed(inspect(&*src, &head, disk, Some(disk), path, reading), &*src, reading));
         return (Read::Done(found), Some(Opened::new(src.id, head)));
     }
-    let found = Found::one(inspect(&src, &head, disk, Some(disk), path, reading));
+    let found = Found::one(hashed(inspect(&src, &head, disk, Some(disk), path, reading), &src, reading));
     (Read::Done(found), Some(Opened::new(src.id, head)))
+}
+
+/// With `--digests`, a listed file's outcome with its SHA-256 (or the problem saying why not).
+fn hashed(mut outcome: FileOutcome, src: &dyn ByteSource, reading: Reading<'_>) -> FileOutcome {
+    if reading.digests && outcome.record.is_some() {
+        outcome.set_digest(crate::source::digest::sha256_of(src));
+    }
+    outcome
 }
 
 /// For each candidate, the candidate it may be a hard link to: of the names with the same
@@ -285,7 +296,8 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
     // Decoders share this scan's memory budget, sized for the threads that may hold them.
     let target = config.max_memory.unwrap_or(crate::decode::MEMORY_TARGET);
     let decoding = Decoding::new(pool.current_num_threads(), target);
-    let reading = Reading { targets, depth: config.depth(targets), decoding: &decoding };
+    let reading =
+        Reading { targets, depth: config.depth(targets), decoding: &decoding, digests: config.digests };
     let reader = Reader { reading, progress, given: &given, roots: &roots };
     let mut tally = pool.install(|| {
         let Part { mut tally, mut pending, .. } = reader.read_files(&walked.candidates);
@@ -440,7 +452,7 @@ mod tests {
     #[test]
     fn a_new_file_on_a_reused_inode_is_read_not_given_the_old_result() {
         let (targets, decoding) = (Targets::builtin(), Decoding::default());
-        let reading = Reading { targets: &targets, depth: Depth::Facts, decoding: &decoding };
+        let reading = Reading { targets: &targets, depth: Depth::Facts, decoding: &decoding, digests: false };
         let dir = tempfile::tempdir().unwrap();
         let (a, b) = (dir.path().join("a/lib/k.co"), dir.path().join("b/lib/k.co"));
         for p in [&a, &b] {

@@ -708,6 +708,7 @@ fn scan_for(
         max_memory: None,
         check_for,
         parts: None,
+        digests: false,
     };
     crate::scan::scan(&config, targets, &crate::scan::Silent).expect("scan")
 }

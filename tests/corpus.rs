@@ -30,6 +30,7 @@ fn whole_tree(root: &Path) -> ScanConfig {
         max_memory: None,
         check_for: None,
         parts: None,
+        digests: false,
     }
 }
 
@@ -235,6 +236,7 @@ fn negatives_hold_no_device_code() {
         max_memory: None,
         check_for: None,
         parts: None,
+        digests: false,
     };
     let snap = scan(&config, &Targets::builtin(), &Silent).expect("scan runs");
     for neg in ["libbitsandbytes_cuda130.so", "libbitsandbytes_xpu2025.so"] {
@@ -954,4 +956,162 @@ fn check_exe_follows_llama_cli_to_its_gpu_code() {
     assert_eq!(p["starts"], false, "{p}");
     assert_eq!(p["missing"][0]["name"], "libllama.so.0");
     assert_eq!(p["missing"][0]["needed_by"], serde_json::json!(["libllama-cli-impl.so", "llama-cli"]));
+}
+
+/// The real `.deb` files of the Debian corpus (`<GFXSCAN_DEBIAN_CORPUS>/debs/<suite>/`).
+fn corpus_debs() -> Option<(PathBuf, Vec<PathBuf>)> {
+    let Some(dir) = std::env::var_os("GFXSCAN_DEBIAN_CORPUS").filter(|d| !d.is_empty()) else {
+        skipped("set GFXSCAN_DEBIAN_CORPUS to the DIR of fetch-debian.sh");
+        return None;
+    };
+    let debs = PathBuf::from(dir).join("debs");
+    let mut found: Vec<PathBuf> = walkdir::WalkDir::new(&debs)
+        .into_iter()
+        .filter_map(Result::ok)
+        .map(|e| e.into_path())
+        .filter(|p| p.extension().is_some_and(|x| x == "deb"))
+        .collect();
+    found.sort();
+    if found.is_empty() {
+        skipped(&format!("no .deb under {}", debs.display()));
+        return None;
+    }
+    Some((debs, found))
+}
+
+/// `dpkg-deb -f FILE Package Version Architecture`, the purl it stands for (purl spec,
+/// types/deb-definition.json: name lowercased, the version's `+` percent-encoded).
+fn dpkg_purl(deb: &Path) -> String {
+    let out = std::process::Command::new("dpkg-deb")
+        .arg("-f")
+        .arg(deb)
+        .args(["Package", "Version", "Architecture"])
+        .output()
+        .expect("dpkg-deb runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let field = |name: &str| {
+        let line = text.lines().find_map(|l| l.strip_prefix(&format!("{name}: "))).expect("the field");
+        line.trim().to_string()
+    };
+    let encode = |s: String| s.replace('+', "%2B");
+    format!(
+        "pkg:deb/debian/{}@{}?arch={}",
+        field("Package").to_lowercase(),
+        encode(field("Version")),
+        encode(field("Architecture"))
+    )
+}
+
+/// Every real `.deb` of the corpus is a component with the purl `dpkg-deb` reads from it, and
+/// each file read from it carries that purl; a member's digest is what `sha256sum` gives of it
+/// as `dpkg-deb` extracts it.
+#[test]
+fn real_debs_carry_the_purl_dpkg_deb_reads() {
+    let Some((debs, files)) = corpus_debs() else { return };
+    if std::process::Command::new("dpkg-deb").arg("--version").output().is_err() {
+        skipped("no dpkg-deb");
+        return;
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gfxscan"))
+        .args(["scan", "-q", "--format", "cyclonedx"])
+        .arg(&debs)
+        .output()
+        .expect("runs");
+    let bom: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a BOM");
+    let components = bom["components"].as_array().expect("components");
+    let location = |c: &serde_json::Value| {
+        let props = c["properties"].as_array().expect("properties");
+        let p = props.iter().find(|p| p["name"] == "syft:location:0:path").expect("a location");
+        p["value"].as_str().expect("text").to_string()
+    };
+    let mut members = 0;
+    let mut with_members = Vec::new();
+    for deb in &files {
+        let at = format!("/{}", deb.strip_prefix(&debs).expect("under debs").display());
+        let want = dpkg_purl(deb);
+        let package = components.iter().find(|c| location(c) == at).expect("a component per .deb");
+        assert_eq!(package["purl"], want.as_str(), "{at}");
+        for c in components.iter().filter(|c| location(c).starts_with(&format!("{at}!/"))) {
+            assert_eq!(c["purl"], want.as_str(), "{}", location(c));
+            members += 1;
+            with_members.push(deb);
+        }
+    }
+    assert!(members > 0, "the corpus .deb files hold listed files");
+
+    // The smallest .deb with a listed member, with digests: its members as dpkg-deb extracts them.
+    let deb = with_members
+        .into_iter()
+        .min_by_key(|d| std::fs::metadata(d).map(|m| m.len()).unwrap_or(u64::MAX))
+        .expect("one");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gfxscan"))
+        .args(["scan", "-q", "--digests", "--format", "cyclonedx"])
+        .arg(deb)
+        .output()
+        .expect("runs");
+    let bom: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a BOM");
+    let listed: Vec<&serde_json::Value> =
+        bom["components"].as_array().expect("components").iter().filter(|c| c["hashes"].is_array()).collect();
+    assert!(!listed.is_empty(), "{} has hashed members", deb.display());
+    for c in listed {
+        let member = c["name"].as_str().expect("a name").trim_start_matches('/');
+        let script = r#"set -o pipefail; dpkg-deb --fsys-tarfile "$1" | tar -xO -f - "./$2" | sha256sum"#;
+        let r = std::process::Command::new("bash")
+            .args(["-c", script, "bash"])
+            .arg(deb)
+            .arg(member)
+            .output()
+            .expect("bash runs");
+        let want = String::from_utf8_lossy(&r.stdout).split_whitespace().next().unwrap_or("").to_string();
+        assert_eq!(c["hashes"][0]["content"], want.as_str(), "{member} of {}", deb.display());
+    }
+}
+
+/// Every real wheel of the corpus (`<GFXSCAN_DEBIAN_CORPUS>/wheels/`) is a component with the
+/// purl its file name states (`{distribution}-{version}-…whl`, the binary distribution format;
+/// purl spec, types/pypi-definition.json: the name normalised), read from its METADATA; each
+/// file read from it carries that purl.
+#[test]
+fn real_wheels_carry_the_purl_their_names_state() {
+    let Some(dir) = std::env::var_os("GFXSCAN_DEBIAN_CORPUS").filter(|d| !d.is_empty()) else {
+        skipped("set GFXSCAN_DEBIAN_CORPUS to the DIR of fetch-debian.sh");
+        return;
+    };
+    let wheels = PathBuf::from(dir).join("wheels");
+    let Ok(entries) = std::fs::read_dir(&wheels) else {
+        skipped(&format!("no {}", wheels.display()));
+        return;
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(|e| e.ok().and_then(|e| e.file_name().into_string().ok()))
+        .filter(|n| n.ends_with(".whl"))
+        .collect();
+    names.sort();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gfxscan"))
+        .args(["scan", "-q", "--format", "cyclonedx"])
+        .arg(&wheels)
+        .output()
+        .expect("runs");
+    let bom: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a BOM");
+    let components = bom["components"].as_array().expect("components");
+    let at = |c: &serde_json::Value| {
+        let props = c["properties"].as_array().expect("properties");
+        let p = props.iter().find(|p| p["name"] == "syft:location:0:path").expect("a location");
+        p["value"].as_str().expect("text").to_string()
+    };
+    assert!(!names.is_empty(), "wheels in {}", wheels.display());
+    for name in &names {
+        let mut parts = name.splitn(3, '-');
+        let (dist, version) = (parts.next().expect("a name"), parts.next().expect("a version"));
+        let want = format!(
+            "pkg:pypi/{}@{}",
+            dist.to_lowercase().replace(['_', '.'], "-"),
+            version.replace('+', "%2B")
+        );
+        let package = components.iter().find(|c| at(c) == format!("/{name}")).expect("a component per wheel");
+        assert_eq!(package["purl"], want.as_str(), "{name}");
+        for c in components.iter().filter(|c| at(c).starts_with(&format!("/{name}!/"))) {
+            assert_eq!(c["purl"], want.as_str(), "{}", at(c));
+        }
+    }
 }

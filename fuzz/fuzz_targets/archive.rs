@@ -38,7 +38,8 @@ fuzz_target!(|data: &[u8]| {
     let head: Vec<u8> = data.iter().take(512).copied().collect();
     if let Some(format) = detect(classify(&head), &head, &origin, &budget) {
         let decoding = Decoding::default();
-        let reading = Reading { targets: &targets, depth: Default::default(), decoding: &decoding };
+        // Digests on: members are hashed too, live ones through the stream's tee.
+        let reading = Reading { targets: &targets, depth: Default::default(), decoding: &decoding, digests: true };
         let ctx = Ctx { reading, budget, depth: 0, base: RelPath::new(0, "".as_ref()) };
         if expand_if_image(&origin, &ctx).is_none() {
             std::hint::black_box(expand(origin, format, &ctx));

@@ -36,7 +36,7 @@ fuzz_target!(|data: &[u8]| {
     let targets = common::targets();
     let depth = if pick & 0x80 == 0 { Depth::Facts } else { Depth::Tables { wanted: &wanted, targets } };
     let decoding = Decoding::default();
-    let reading = Reading { targets: common::targets(), depth, decoding: &decoding };
+    let reading = Reading { targets: common::targets(), depth, decoding: &decoding, digests: false };
     let out = inspect(&bytes, head, name, None, RelPath::new(0, OsStr::new("x")), reading);
     std::hint::black_box(format!("{out:?}"));
 });

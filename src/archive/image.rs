@@ -203,6 +203,7 @@ pub(super) fn image_record(ctx: &Ctx, format: &str, layers: usize) -> ArchiveRec
         format: format.to_string(),
         members: 0,
         layers: Some(layers as u32),
+        package: None,
     }
 }
 

@@ -38,10 +38,12 @@ use std::sync::{Arc, Mutex};
 use crate::decode::Budget;
 use crate::families;
 use crate::inspect::{inspect, Found, LinkSeen, Reading};
-use crate::model::{ArchiveRecord, RelPath};
+use crate::model::{ArchiveRecord, Package, RelPath};
 use crate::parse::archive::{parse_ar, parse_tar_header, TarBlock, TAR_BLOCK};
 use crate::parse::magic::{classify, Kind};
+use crate::parse::package::{parse_deb_control, MAX_METADATA};
 use crate::parse::ByteSource;
+use crate::source::digest::{sha256_of, Tee};
 use crate::source::origin::Origin;
 use crate::vocab::codec::Codec;
 pub use image::{expand_if_image, expand_layout_dir, is_layout_dir, layout_size};
@@ -301,7 +303,13 @@ impl Gather {
 
 /// Expands one archive into what its members hold.
 pub fn expand(origin: Arc<Origin>, format: ArchiveFormat, ctx: &Ctx) -> Found {
-    let record = |format: String| ArchiveRecord { path: ctx.base.clone(), format, members: 0, layers: None };
+    let record = |format: String| ArchiveRecord {
+        path: ctx.base.clone(),
+        format,
+        members: 0,
+        layers: None,
+        package: None,
+    };
     let result = match format {
         ArchiveFormat::Deb => expand_deb(&origin, ctx),
         ArchiveFormat::Zip => expand_zip(&origin, ctx, record("zip".into())),
@@ -343,8 +351,37 @@ fn expand_deb(origin: &Arc<Origin>, ctx: &Ctx) -> Result<Found, String> {
     let stream = tar_stream(&inner, &ctx.budget)?
         .ok_or_else(|| format!("Debian package: {} is neither tar nor gzip, zstd or xz", data.name))?;
     let name = format!("deb:{}", data.name);
-    let record = ArchiveRecord { path: ctx.base.clone(), format: name, members: 0, layers: None };
-    expand_tar(&stream, ctx, record)
+    let (package, problem) = match deb_package(origin, &members, ctx) {
+        Ok(p) => (Some(p), None),
+        Err((at, why)) => (None, Some((ctx.member(Path::new(&at)), why))),
+    };
+    let record = ArchiveRecord { path: ctx.base.clone(), format: name, members: 0, layers: None, package };
+    let mut found = expand_tar(&stream, ctx, record)?;
+    if let Some((at, why)) = problem {
+        found.problem(at, format!("no package identity: {why}"));
+    }
+    Ok(found)
+}
+
+/// A `.deb`'s identity from the `control` file of its `control.tar[.gz|.xz|.zst]`, read up to
+/// [`MAX_METADATA`] bytes (inflation counted against the archive's budget); or where in the
+/// package it went wrong and why.
+fn deb_package(
+    origin: &Arc<Origin>,
+    members: &[crate::parse::archive::ArMember],
+    ctx: &Ctx,
+) -> Result<Package, (String, String)> {
+    let control = members
+        .iter()
+        .find(|m| m.name.starts_with("control.tar"))
+        .ok_or(("control.tar".to_string(), "no control.tar member".to_string()))?;
+    let at = |why: String| (format!("{}!/control", control.name), why);
+    let inner = Arc::new(origin.range(control.offset, control.size));
+    let stream = tar_stream(&inner, &ctx.budget)
+        .map_err(at)?
+        .ok_or_else(|| at("neither tar nor gzip, zstd or xz".into()))?;
+    let bytes = tar::read_file(&stream, Path::new("control"), MAX_METADATA).map_err(at)?;
+    parse_deb_control(&bytes).map_err(at)
 }
 
 fn read_head(origin: &Origin) -> Result<Vec<u8>, String> {
@@ -375,7 +412,16 @@ fn visit(origin: &Arc<Origin>, bytes: Bytes, path: &Path, ctx: &Ctx) -> Found {
         Bytes::InPlace => (None, None),
     };
     let origin = memory.as_ref().unwrap_or(origin);
-    let src = origin.source(live);
+    // With --digests, a live member is hashed as the parsers read it, then to its end.
+    let (mut tee, live) = match live {
+        Some(r) if ctx.reading.digests => (Some(Tee::new(r)), None),
+        other => (None, other),
+    };
+    let teed = tee.is_some();
+    let src = origin.source(match tee.as_mut() {
+        Some(t) => Some(Box::new(t) as Box<dyn Read + '_>),
+        None => live,
+    });
     let head = match src.read_up_to(0, TAR_BLOCK) {
         Ok(h) => h.into_owned(),
         Err(e) => {
@@ -408,6 +454,16 @@ fn visit(origin: &Arc<Origin>, bytes: Bytes, path: &Path, ctx: &Ctx) -> Found {
     }
     let mut found = Found::default();
     let name = crate::families::member_name(&ctx.base.path, path);
-    found.files.push(inspect(&*src, &head, &name, None, at, ctx.reading));
+    let mut outcome = inspect(&*src, &head, &name, None, at, ctx.reading);
+    if ctx.reading.digests && outcome.record.is_some() {
+        let hash = if teed {
+            drop(src);
+            tee.map_or_else(|| Err("no stream".into()), Tee::finish)
+        } else {
+            sha256_of(&*src)
+        };
+        outcome.set_digest(hash);
+    }
+    found.files.push(outcome);
     found
 }

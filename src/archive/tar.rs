@@ -474,6 +474,26 @@ pub(super) fn list_tar(stream: &Arc<Origin>) -> Result<BTreeMap<String, Arc<Orig
     Ok(out)
 }
 
+/// The first `max` bytes of the regular member at `path` of a tar stream (read in one pass,
+/// the rest left unread), or why there are none.
+pub(super) fn read_file(stream: &Arc<Origin>, path: &Path, max: u64) -> Result<Vec<u8>, String> {
+    let mut tar = TarStream { origin: stream, reader: stream.open().map_err(|e| e.to_string())?, pos: 0 };
+    while let Some(e) = next_entry(&mut tar)? {
+        let h = &e.header;
+        if h.kind == TarType::File && member_path(&h.name).ok().flatten().as_deref() == Some(path) {
+            let mut data = Vec::new();
+            let n = h.size.min(max);
+            (&mut tar.reader).take(n).read_to_end(&mut data).map_err(|e| e.to_string())?;
+            if (data.len() as u64) < n {
+                return Err(format!("{}: truncated", path.display()));
+            }
+            return Ok(data);
+        }
+        tar.skip(e.stored).map_err(|e| e.to_string())?;
+    }
+    Err(format!("no {} in it", path.display()))
+}
+
 /// How a tar stream whose first bytes are `head` is stored: plain (`Some(None)`), compressed
 /// whole (`Some(Some(codec))`), or not a tar stream at all (`None`).
 pub(super) fn layer_codec(head: &[u8]) -> Option<Option<Codec>> {

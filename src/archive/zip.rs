@@ -9,8 +9,9 @@ use std::sync::Arc;
 
 use super::{visit, Bytes, Ctx, Gather, IN_MEMORY};
 use crate::inspect::Found;
-use crate::model::ArchiveRecord;
+use crate::model::{ArchiveRecord, Package};
 use crate::parse::archive::{link_escapes, member_path};
+use crate::parse::package::{parse_wheel_metadata, MAX_METADATA};
 use crate::source::origin::{Origin, SourceReader};
 use crate::vocab::codec::Codec;
 
@@ -95,6 +96,12 @@ pub(super) fn expand_zip(origin: &Arc<Origin>, ctx: &Ctx, record: ArchiveRecord)
         members.push((i as u64, path, Arc::new(member)));
     }
     drop(zip);
+    let mut record = record;
+    match wheel_package(&members) {
+        Some(Ok(p)) => record.package = Some(p),
+        Some(Err((at, why))) => gather.problem(ctx, at, format!("no package identity: {why}")),
+        None => {}
+    }
     use rayon::prelude::*;
     members.par_iter().for_each(|(seq, path, member)| {
         let bytes = if member.random().is_some() { Ok(Bytes::InPlace) } else { read_member(member) };
@@ -104,6 +111,32 @@ pub(super) fn expand_zip(origin: &Arc<Origin>, ctx: &Ctx, record: ArchiveRecord)
         }
     });
     Ok(gather.finish(ctx, record))
+}
+
+/// A wheel's identity from its one `<name>-<version>.dist-info/METADATA` (Python's binary
+/// distribution format), read up to [`MAX_METADATA`] bytes; `None` for a zip without one (not
+/// a wheel); or where it went wrong and why.
+fn wheel_package(members: &[(u64, PathBuf, Arc<Origin>)]) -> Option<Result<Package, (&Path, String)>> {
+    let is_metadata = |p: &Path| {
+        let parts: Vec<_> = p.components().collect();
+        matches!(parts.as_slice(), [dir, file]
+            if dir.as_os_str().as_bytes().ends_with(b".dist-info") && file.as_os_str() == "METADATA")
+    };
+    let found: Vec<&(u64, PathBuf, Arc<Origin>)> =
+        members.iter().filter(|(_, p, _)| is_metadata(p)).collect();
+    let (_, path, origin) = found.first()?;
+    if found.len() > 1 {
+        return Some(Err((
+            path,
+            format!("{} .dist-info/METADATA files: which is the wheel's is unclear", found.len()),
+        )));
+    }
+    let mut data = Vec::new();
+    let read = origin.open().and_then(|r| r.take(MAX_METADATA).read_to_end(&mut data));
+    Some(match read {
+        Ok(_) => parse_wheel_metadata(&data).map_err(|why| (path.as_path(), why)),
+        Err(e) => Err((path.as_path(), e.to_string())),
+    })
 }
 
 /// A small compressed member read into memory (checked to inflate to exactly its declared

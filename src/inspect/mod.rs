@@ -31,6 +31,15 @@ pub struct FileOutcome {
 }
 
 impl FileOutcome {
+    /// Puts a listed file's SHA-256 (`scan --digests`) in its record, or says why there is none.
+    pub fn set_digest(&mut self, hash: Result<String, String>) {
+        match (hash, &mut self.record) {
+            (Ok(h), Some(r)) => r.sha256 = Some(h),
+            (Err(e), _) => self.problems.push(e),
+            (Ok(_), None) => {}
+        }
+    }
+
     /// The same outcome under another path (a hard link's).
     pub fn set_path(&mut self, path: RelPath) {
         if let Some(r) = &mut self.record {
@@ -88,6 +97,8 @@ pub struct Reading<'t> {
     pub targets: &'t Targets,
     pub depth: Depth<'t>,
     pub decoding: &'t Decoding,
+    /// `scan --digests`: each listed file's SHA-256 is taken (`source::digest`).
+    pub digests: bool,
 }
 
 /// Where a TheRock install declares the targets it was built for.
@@ -116,7 +127,7 @@ pub fn inspect<'t>(
     path: RelPath,
     reading: Reading<'t>,
 ) -> FileOutcome {
-    let Reading { targets, depth, decoding } = reading;
+    let Reading { targets, depth, decoding, .. } = reading;
     // Headers at the start (a CCOB's, its zstd frame's, an ELF's) are read from the head.
     let pre = Prefetched::already(src, head);
     let src: &dyn ByteSource = &pre;
@@ -174,6 +185,7 @@ pub fn inspect<'t>(
             artifact,
             kpack_ref: col.kpack_ref,
             hard_link_of: None,
+            sha256: None,
         });
     }
     out

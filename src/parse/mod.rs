@@ -22,6 +22,7 @@ pub mod magic;
 pub mod miopen;
 pub mod msgpack;
 pub mod offload;
+pub mod package;
 pub mod pe;
 pub mod tensile;
 pub mod therock;

@@ -5,6 +5,7 @@
 //! when stderr is a terminal.
 
 pub mod check;
+pub mod cyclonedx;
 pub mod diff;
 pub mod html;
 pub mod jsonl;

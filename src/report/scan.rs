@@ -31,6 +31,8 @@ pub struct ScanView {
     pub only: Vec<String>,
     /// `--wide`: every row and column (kernels, bytes, files), no width limit.
     pub wide: bool,
+    /// `SOURCE_DATE_EPOCH`, the one time a CycloneDX BOM states (none without it).
+    pub created: Option<u64>,
 }
 
 /// Writes a scan result in the chosen format and view.
@@ -62,6 +64,7 @@ pub fn write_scan(
             };
             super::uris::write_uris(snap, &shown, out)
         }
+        OutputFormat::Cyclonedx => super::cyclonedx::write_cyclonedx(snap, targets, view.created, out),
         OutputFormat::Table | OutputFormat::Markdown => {
             let md = format == OutputFormat::Markdown;
             writeln!(out, "{}", wrap(&headline(snap), "", "  ", style.width))?;

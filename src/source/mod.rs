@@ -3,6 +3,7 @@
 //! saved snapshots, and how much memory the process may use. With KFD's sysfs (`check::devices`), the only code that reads the file
 //! system.
 
+pub mod digest;
 pub mod dlopen;
 pub mod file;
 pub mod loader;

@@ -63,6 +63,7 @@ fn library_snapshots_are_equal_across_thread_counts() {
             max_memory: None,
             check_for: None,
             parts: None,
+            digests: false,
         };
         scan(&cfg, &Targets::builtin(), &Silent).expect("scan runs")
     };

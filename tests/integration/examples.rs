@@ -179,7 +179,7 @@ fn output(ex: &Example, dir: &Path) -> String {
     let mut c = Command::new(env!("CARGO_BIN_EXE_gfxscan"));
     // `-q` right after the subcommand: never after a `--`.
     c.arg(&ex.args[0]).arg("-q").args(&ex.args[1..]).current_dir(dir);
-    c.env_remove("COLUMNS").env_remove("NO_COLOR").env_remove("TERM");
+    c.env_remove("COLUMNS").env_remove("NO_COLOR").env_remove("TERM").env_remove("SOURCE_DATE_EPOCH");
     let r = run(c);
     let cmd = ex.args.join(" ");
     assert!(r.code == 0 || r.code == 1, "{}: gfxscan {cmd}: exit {}: {}", ex.at, r.code, r.stderr);

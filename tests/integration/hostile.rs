@@ -235,6 +235,7 @@ fn non_utf8_file_name() {
         max_memory: None,
         check_for: None,
         parts: None,
+        digests: false,
     };
     let lib = scan(&cfg, &Targets::builtin(), &Silent).expect("scan runs");
     assert_eq!(lib.files[0].path.bytes(), name);
@@ -273,6 +274,7 @@ fn every_truncation_is_a_problem() {
         max_memory: None,
         check_for: None,
         parts: None,
+        digests: false,
     };
     let snap = scan(&cfg, &Targets::builtin(), &Silent).expect("scan runs");
     assert_eq!(snap.summary.files, expected.len() as u64);
@@ -302,6 +304,7 @@ fn every_truncated_code_object_is_a_problem() {
         max_memory: None,
         check_for: None,
         parts: None,
+        digests: false,
     };
     let snap = scan(&cfg, &Targets::builtin(), &Silent).expect("scan runs");
     assert_eq!(snap.summary.files, expected.len() as u64);
@@ -351,6 +354,7 @@ fn byte_flips_never_panic() {
         max_memory: None,
         check_for: None,
         parts: None,
+        digests: false,
     };
     let snap = scan(&cfg, &Targets::builtin(), &Silent).expect("scan runs");
     assert_eq!(snap.summary.files, n);

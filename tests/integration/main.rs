@@ -5,6 +5,7 @@ mod aotriton;
 mod archives;
 mod check;
 mod commands;
+mod cyclonedx;
 mod deploy;
 mod determinism;
 mod diff;

@@ -26,6 +26,7 @@ fn real_files_give_their_known_facts() {
         max_memory: None,
         check_for: None,
         parts: None,
+        digests: false,
     };
     let snap = scan(&config, &Targets::builtin(), &Silent).expect("scan runs");
     assert!(snap.problems.is_empty(), "{:?}", snap.problems);

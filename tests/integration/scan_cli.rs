@@ -349,6 +349,7 @@ fn library_scan_matches_binary() {
         max_memory: None,
         check_for: None,
         parts: None,
+        digests: false,
     };
     let snap =
         gfxscan::scan::scan(&cfg, &gfxscan::vocab::targets::Targets::builtin(), &gfxscan::scan::Silent)
