@@ -152,7 +152,7 @@ fn via_of(listed: &[String], side: &BTreeMap<String, Option<String>>) -> BTreeMa
 }
 
 /// A change of what a unit serves.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Coverage {
     /// The unit's identity (`librocblas.so`, `tensile:rocblas`, `firmware:amdgpu`).
     pub library: String,
@@ -168,7 +168,7 @@ pub struct Coverage {
 }
 
 /// How a unit is there across the two sides.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum UnitChange {
     /// Nothing of it before (no device code, files or databases at all).
@@ -180,7 +180,7 @@ pub enum UnitChange {
 }
 
 /// A library whose code objects or bundles changed in number.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LibraryChange {
     pub library: String,
     /// Code objects per code object version (`v4`: 26), old and new.
@@ -191,7 +191,7 @@ pub struct LibraryChange {
 }
 
 /// Target IDs that changed while every device variant stays served.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct IdChange {
     pub library: String,
     pub processor: String,
@@ -200,7 +200,7 @@ pub struct IdChange {
 }
 
 /// One family × target count, old and new.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CountChange {
     pub family: String,
     pub target: String,
@@ -209,7 +209,7 @@ pub struct CountChange {
 }
 
 /// A file present on both sides, changed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FileChange {
     pub identity: String,
     pub old_path: String,
@@ -229,7 +229,7 @@ pub struct FileChange {
 }
 
 /// A file on one side only.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FileOnly {
     pub identity: String,
     pub path: String,
@@ -238,7 +238,7 @@ pub struct FileOnly {
 }
 
 /// Where a side of a diff came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SideSource {
     /// A root scanned now.
@@ -248,7 +248,7 @@ pub enum SideSource {
 }
 
 /// One side of a diff.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Side {
     pub source: SideSource,
     pub roots: Vec<String>,
@@ -262,14 +262,14 @@ pub struct Side {
 }
 
 /// A file one side could not read.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SideProblem {
     pub path: String,
     pub message: String,
 }
 
 /// The overall answer of a diff, and its exit code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum DiffOutcome {
     /// Nothing differs.
@@ -283,7 +283,7 @@ pub enum DiffOutcome {
 }
 
 /// Everything that changed, most important first.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SnapshotDiff {
     pub schema_version: u32,
     pub tool: Tool,

@@ -22,7 +22,7 @@ use crate::vocab::target_id::{DeviceTarget, Setting};
 use crate::vocab::targets::Targets;
 
 /// Bytes on disk and inflated.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Bytes {
     pub stored: u64,
     pub inflated: u64,
@@ -40,7 +40,7 @@ impl Bytes {
 }
 
 /// One library (a host library, or an artifact folder) and what of it could go or must stay.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct PruneRow {
     pub library: RelPath,
     /// Device code and files serving only other targets.
@@ -64,7 +64,7 @@ pub struct PruneRow {
 pub const PRUNE_SCHEMA_VERSION: u32 = 1;
 
 /// The whole report.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct PruneReport {
     pub schema_version: u32,
     pub tool: crate::model::Tool,
@@ -79,7 +79,7 @@ pub struct PruneReport {
 }
 
 /// Files the rows leave out, by name (a hard link among them counts under each name).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Untied {
     pub files: u64,
     pub bytes: u64,
