@@ -388,7 +388,8 @@ pub struct DiffArgs {
 /// `gfxscan man`.
 #[derive(Debug, Args)]
 pub struct ManArgs {
-    /// The subcommand whose page to print (scan, check, diff, merge, targets, completions).
+    /// The subcommand whose page to print (scan, check, diff, merge, targets, schema,
+    /// completions).
     #[arg(value_name = "SUBCOMMAND")]
     pub subcommand: Option<String>,
 }

@@ -49,7 +49,9 @@ pub struct Source {
 /// The merged matrix.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Fleet {
+    /// The version of the merge document ([`MERGE_SCHEMA_VERSION`]).
     pub schema_version: u32,
+    /// The tool that wrote it.
     pub tool: Tool,
     /// The layers, in column order.
     pub layers: Vec<String>,

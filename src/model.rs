@@ -32,7 +32,9 @@ pub const READS: [u32; 2] = [1, SCHEMA_VERSION];
 /// The tool that wrote a snapshot.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Tool {
+    /// `gfxscan`.
     pub name: String,
+    /// Its version.
     pub version: String,
 }
 
@@ -955,10 +957,13 @@ pub fn is_zero(n: &u64) -> bool {
 /// The whole result of a scan: the JSON contract.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Snapshot {
+    /// The version of the snapshot contract ([`SCHEMA_VERSION`]).
     pub schema_version: u32,
+    /// The tool that wrote it.
     pub tool: Tool,
     /// The roots as given (or as found by default).
     pub roots: Vec<String>,
+    /// Counts over everything the scan looked at.
     pub summary: Summary,
     /// Files holding device code, sorted by root and path.
     pub files: Vec<FileRecord>,

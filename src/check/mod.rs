@@ -114,8 +114,11 @@ pub enum Outcome {
 /// The result of `gfxscan check`.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct CheckReport {
+    /// The version of the check document ([`CHECK_SCHEMA_VERSION`]).
     pub schema_version: u32,
+    /// The tool that wrote it.
     pub tool: Tool,
+    /// The overall answer, and the exit code it gives.
     pub outcome: Outcome,
     /// The HIP runtime whose matching rules the verdicts follow (`vocab::runtime`).
     pub runtime: &'static str,

@@ -168,6 +168,11 @@ fn man_examples(subcommand: Option<&str>) -> Vec<(&'static str, &'static str)> {
             "a fleet of snapshots, a verdict per node per GPU",
         ),
         ("targets", "gfxscan targets", "every GPU target gfxscan knows, with its products"),
+        (
+            "schema",
+            "gfxscan schema snapshot > snapshot.schema.json",
+            "the JSON Schema of the snapshot, for any JSON Schema validator (docs/schema/ holds every kind's)",
+        ),
         ("completions", "gfxscan completions bash > /etc/bash_completion.d/gfxscan", "shell completions"),
     ];
     ALL.iter()

@@ -8,6 +8,8 @@ mod commands;
 mod deploy;
 mod determinism;
 mod diff;
+#[path = "../documents.rs"]
+mod documents;
 mod examples;
 mod families;
 mod findings;
@@ -24,6 +26,7 @@ mod prune;
 mod real_files;
 mod report;
 mod scan_cli;
+mod schema;
 mod signals;
 mod util;
 mod verdicts;
