@@ -59,6 +59,7 @@ pub struct RelPath {
     pub path: String,
     /// Exact bytes of a path that is not UTF-8, as lowercase hex.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(r"^([0-9a-f]{2})+$"))]
     pub path_hex: Option<String>,
 }
 
