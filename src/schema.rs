@@ -141,4 +141,17 @@ mod tests {
             snap.get("properties").and_then(|p| p.get("schema_version")).and_then(|v| v.get("const"));
         assert_eq!(version, Some(&crate::model::SCHEMA_VERSION.into()));
     }
+
+    /// A field always written keeps its `null` (`kernels`: not known); one left out when unset
+    /// loses it (`generic_version`), whether typed inline or by reference (`artifact`).
+    #[test]
+    fn only_fields_left_out_when_unset_lose_their_null() {
+        let snap = serde_json::to_value(Document::Snapshot.schema()).expect("a schema is JSON");
+        let code = &snap["$defs"]["CodeObjectRecord"]["properties"];
+        assert_eq!(code["kernels"]["type"], serde_json::json!(["integer", "null"]));
+        assert_eq!(code["generic_version"]["type"], "integer");
+        let file = &snap["$defs"]["FileRecord"]["properties"];
+        assert_eq!(file["artifact"]["$ref"], "#/$defs/Artifact");
+        assert!(file["artifact"].get("anyOf").is_none(), "{}", file["artifact"]);
+    }
 }
