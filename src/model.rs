@@ -947,6 +947,7 @@ pub struct Summary {
     #[serde(default, skip_serializing_if = "is_zero")]
     pub special_files: u64,
     /// Files per kind, by magic.
+    #[schemars(with = "crate::schema::MapKeyedBy<Kind, u64>")]
     pub kinds: BTreeMap<Kind, u64>,
 }
 

@@ -63,8 +63,8 @@ fn fails_at(kind: &str, doc: &Value, at: &str) {
 
 /// The schemas are strict where the types are: a missing required field, a version this build
 /// does not write, a place or status word that does not exist, a `null` where the field is
-/// left out instead, a count of the wrong type or sign, a path's bytes not in hex: each fails,
-/// at its place.
+/// left out instead, a count of the wrong type or sign, a path's bytes not in hex, a count of
+/// files of a kind that does not exist: each fails, at its place.
 #[test]
 fn a_wrong_document_fails_its_schema() {
     let good = sample_snapshot();
@@ -84,6 +84,7 @@ fn a_wrong_document_fails_its_schema() {
     fails_at("snapshot", &changed(&|d| d["summary"]["files"] = json!("1")), "/summary/files");
     fails_at("snapshot", &changed(&|d| d["files"][0]["size"] = json!(-1)), "/files/0/size");
     fails_at("snapshot", &changed(&|d| d["files"][0]["path_hex"] = json!("zz")), "/files/0/path_hex");
+    fails_at("snapshot", &changed(&|d| d["summary"]["kinds"]["elf-ish"] = json!(1)), "/summary/kinds");
     let format = changed(&|d| d["files"][0]["code_objects"][0]["location"]["format"] = json!("ccob"));
     fails_at("snapshot", &format, "/files/0/code_objects/0/location");
 
