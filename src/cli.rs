@@ -52,6 +52,10 @@ pub enum Command {
     Merge(MergeArgs),
     /// Print the table of GPU targets in use (built-in, or --targets FILE).
     Targets(TargetsArgs),
+    /// Print the JSON Schema (draft 2020-12) of a JSON document gfxscan writes.
+    ///
+    /// For example: `gfxscan schema snapshot > snapshot.schema.json`; docs/schema/ holds them all.
+    Schema(SchemaArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     ///
     /// For example: `gfxscan completions bash > /etc/bash_completion.d/gfxscan`.
@@ -59,6 +63,14 @@ pub enum Command {
     /// Print a manual page (roff): gfxscan(1), or with a subcommand's name its own page
     /// (gfxscan-scan(1), …), e.g. `gfxscan man scan > gfxscan-scan.1 && man ./gfxscan-scan.1`.
     Man(ManArgs),
+}
+
+/// Arguments of `gfxscan schema`.
+#[derive(Debug, Args)]
+pub struct SchemaArgs {
+    /// The document whose schema to print.
+    #[arg(value_enum, value_name = "KIND")]
+    pub kind: crate::schema::Document,
 }
 
 /// Arguments of `gfxscan completions`.
@@ -477,7 +489,8 @@ pub struct DiffArgs {
 /// `gfxscan man`.
 #[derive(Debug, Args)]
 pub struct ManArgs {
-    /// The subcommand whose page to print (scan, check, diff, merge, targets, completions).
+    /// The subcommand whose page to print (scan, check, diff, merge, targets, schema,
+    /// completions).
     #[arg(value_name = "SUBCOMMAND")]
     pub subcommand: Option<String>,
 }

@@ -152,7 +152,7 @@ fn via_of(listed: &[String], side: &BTreeMap<String, Option<String>>) -> BTreeMa
 }
 
 /// A change of what a unit serves.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Coverage {
     /// The unit's identity (`librocblas.so`, `tensile:rocblas`, `firmware:amdgpu`).
     pub library: String,
@@ -168,7 +168,7 @@ pub struct Coverage {
 }
 
 /// How a unit is there across the two sides.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum UnitChange {
     /// Nothing of it before (no device code, files or databases at all).
@@ -180,7 +180,7 @@ pub enum UnitChange {
 }
 
 /// A library whose code objects or bundles changed in number.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LibraryChange {
     pub library: String,
     /// Code objects per code object version (`v4`: 26), old and new.
@@ -191,25 +191,32 @@ pub struct LibraryChange {
 }
 
 /// Target IDs that changed while every device variant stays served.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct IdChange {
+    /// The unit's identity.
     pub library: String,
     pub processor: String,
+    /// Its target IDs on the old side.
     pub old: Vec<String>,
+    /// Its target IDs on the new side.
     pub new: Vec<String>,
 }
 
 /// One family × target count, old and new.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CountChange {
+    /// A `families` row of the snapshot, or `code-objects` for all code objects.
     pub family: String,
+    /// The processor.
     pub target: String,
+    /// The count on the old side.
     pub old: u64,
+    /// The count on the new side.
     pub new: u64,
 }
 
 /// A file present on both sides, changed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FileChange {
     pub identity: String,
     pub old_path: String,
@@ -229,16 +236,20 @@ pub struct FileChange {
 }
 
 /// A file on one side only.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FileOnly {
+    /// The identity of the unit it belongs to (`librocblas.so`, `tensile:rocblas`).
     pub identity: String,
+    /// Its path, relative to its root.
     pub path: String,
+    /// Its size in bytes.
     pub size: u64,
+    /// The targets it serves.
     pub targets: Vec<String>,
 }
 
 /// Where a side of a diff came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SideSource {
     /// A root scanned now.
@@ -248,11 +259,15 @@ pub enum SideSource {
 }
 
 /// One side of a diff.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Side {
+    /// A root scanned now, or a snapshot read back.
     pub source: SideSource,
+    /// Its roots, as given (a snapshot's: as its scan gave them).
     pub roots: Vec<String>,
+    /// Regular files looked at.
     pub files: u64,
+    /// Code objects in all.
     pub code_objects: u64,
     /// Files of this side that could not be read (paths joined with their roots).
     pub problems: Vec<SideProblem>,
@@ -262,14 +277,16 @@ pub struct Side {
 }
 
 /// A file one side could not read.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SideProblem {
+    /// The file, joined with its root.
     pub path: String,
+    /// One line: what went wrong.
     pub message: String,
 }
 
 /// The overall answer of a diff, and its exit code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum DiffOutcome {
     /// Nothing differs.
@@ -283,26 +300,37 @@ pub enum DiffOutcome {
 }
 
 /// Everything that changed, most important first.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SnapshotDiff {
+    /// The version of the diff document ([`DIFF_SCHEMA_VERSION`]).
     pub schema_version: u32,
+    /// The tool that wrote it.
     pub tool: Tool,
+    /// The overall answer, and the exit code it gives.
     pub outcome: DiffOutcome,
+    /// The old side: where it came from and what it held.
     pub old: Side,
+    /// The new side.
     pub new: Side,
     /// Targets compared, when a side was written filtered (`scan --only`): only these.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compared_targets: Option<Vec<String>>,
+    /// Units in which a device's (or variant's) code is worse on the new side.
     pub losses: Vec<Coverage>,
+    /// Units in which a device's (or variant's) code is better on the new side.
     pub gains: Vec<Coverage>,
+    /// Target IDs that changed while every device variant stays served.
     pub target_id_changes: Vec<IdChange>,
     /// Libraries whose code objects (per version) or bundles changed in number.
     pub libraries: Vec<LibraryChange>,
     /// Per family and target, old and new counts for every target whose counts changed in
     /// some family (`code-objects` counts all code objects); equal rows give context.
     pub counts: Vec<CountChange>,
+    /// Files on the new side only.
     pub files_added: Vec<FileOnly>,
+    /// Files on the old side only.
     pub files_removed: Vec<FileOnly>,
+    /// Files on both sides that changed.
     pub files_changed: Vec<FileChange>,
     /// `diff --only`: the targets this diff was cut to; absent when it covers every target.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -22,6 +22,7 @@ pub mod model;
 pub mod parse;
 pub mod report;
 pub mod scan;
+pub mod schema;
 pub mod source;
 #[cfg(any(test, feature = "fixtures"))]
 pub mod testing;
@@ -529,6 +530,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
             let mut page = Vec::new();
             report::write_man(args.subcommand.as_deref(), &mut page)?;
             Output::Stdout.deliver(ExitStatus::Clean, |w| Ok(w.write_all(&page)?))
+        }
+        Command::Schema(args) => {
+            Output::Stdout.deliver(ExitStatus::Clean, |w| report::write_schema(args.kind, w))
         }
         Command::Targets(args) => {
             let targets = load_targets(&args.table)?;

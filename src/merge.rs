@@ -21,7 +21,7 @@ use crate::vocab::targets::Targets;
 pub const MERGE_SCHEMA_VERSION: u32 = 1;
 
 /// One source: where its snapshot came from, what it held, and its verdict.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Source {
     /// The snapshot file's name without its extensions (`node-17` for `node-17.json.zst`).
     pub name: String,
@@ -47,9 +47,11 @@ pub struct Source {
 }
 
 /// The merged matrix.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Fleet {
+    /// The version of the merge document ([`MERGE_SCHEMA_VERSION`]).
     pub schema_version: u32,
+    /// The tool that wrote it.
     pub tool: Tool,
     /// The layers, in column order.
     pub layers: Vec<String>,

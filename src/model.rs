@@ -30,9 +30,11 @@ pub const SCHEMA_VERSION: u32 = 2;
 pub const READS: [u32; 2] = [1, SCHEMA_VERSION];
 
 /// The tool that wrote a snapshot.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Tool {
+    /// `gfxscan`.
     pub name: String,
+    /// Its version.
     pub version: String,
 }
 
@@ -47,7 +49,9 @@ impl Tool {
 ///
 /// `path` is the UTF-8 text; when the bytes are not UTF-8 it is a lossy rendering for people
 /// and `path_hex` holds the exact bytes, hex-encoded.
-#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct RelPath {
     /// Index into `roots`.
     pub root: usize,
@@ -55,6 +59,7 @@ pub struct RelPath {
     pub path: String,
     /// Exact bytes of a path that is not UTF-8, as lowercase hex.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(r"^([0-9a-f]{2})+$"))]
     pub path_hex: Option<String>,
 }
 
@@ -166,7 +171,9 @@ impl Snapshot {
 }
 
 /// What kind of place a code object sits in (derived from its [`Location`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Container {
     /// The file is the code object.
@@ -192,6 +199,20 @@ impl Serialize for BundleFormat {
     }
 }
 
+impl schemars::JsonSchema for BundleFormat {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "BundleFormat".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A bundle's format: `plain`, or `ccob-v<version>` for a compressed one.",
+            "type": "string",
+            "pattern": "^(plain|ccob-v[0-9]+)$"
+        })
+    }
+}
+
 impl<'de> Deserialize<'de> for BundleFormat {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let text = String::deserialize(d)?;
@@ -204,8 +225,10 @@ impl<'de> Deserialize<'de> for BundleFormat {
 }
 
 /// One AMDGPU code object.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(try_from = "AnyCodeObject")]
+// The schema is of what is written; version 1's form is read too (`AnyCodeObject`).
+#[schemars(!try_from)]
 pub struct CodeObjectRecord {
     /// Processor (`gfx90a`, `gfx11-generic`, `unknown-0x5c`).
     pub processor: String,
@@ -249,7 +272,7 @@ impl CodeObjectRecord {
 }
 
 /// Where a code object sits in its file: one variant per kind of place, each with its own facts.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "in", rename_all = "kebab-case")]
 pub enum Location {
     /// The file is the code object.
@@ -439,7 +462,7 @@ impl TryFrom<AnyCodeObject> for CodeObjectRecord {
 }
 
 /// A HIP runtime library a tree ships, and its version as its file name gives it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HipRuntime {
     #[serde(flatten)]
     pub path: RelPath,
@@ -449,7 +472,7 @@ pub struct HipRuntime {
 }
 
 /// The targets an install declares it was built for: TheRock's `dist_info.json`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DeclaredTargets {
     /// The file that declares them (`…/share/therock/dist_info.json`).
     #[serde(flatten)]
@@ -459,7 +482,7 @@ pub struct DeclaredTargets {
 }
 
 /// A file that holds device code.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FileRecord {
     /// Root index and relative path.
     #[serde(flatten)]
@@ -491,7 +514,7 @@ pub struct FileRecord {
 }
 
 /// The `.rocm_kpack_ref` of a kpack-split host library, and its code-object indexes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct KpackRef {
     /// The library's key in the archives' tables (`lib/librocblas.so.5`).
     pub kernel_name: String,
@@ -504,7 +527,20 @@ pub struct KpackRef {
 }
 
 /// What a file is within its artifact family.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Role {
     /// Firmware: a blob the kernel driver loads.
@@ -657,6 +693,22 @@ impl Serialize for Storage {
     }
 }
 
+impl schemars::JsonSchema for Storage {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Storage".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let plain = Storage::PLAIN.iter().map(|(s, _)| *s).chain([Storage::Link]);
+        let names: Vec<&str> = plain.chain(Codec::ALL.map(Storage::Compressed)).map(Storage::name).collect();
+        schemars::json_schema!({
+            "description": "How an artifact file is stored; a compressed file's storage is its codec's name.",
+            "type": "string",
+            "enum": names
+        })
+    }
+}
+
 impl<'de> Deserialize<'de> for Storage {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let text = String::deserialize(d)?;
@@ -669,8 +721,10 @@ pub use crate::vocab::library::{Component, Family};
 /// A file's place in an artifact family and the facts that decide which targets it serves:
 /// what every family's files have, and each family's own facts as its own type (read by its
 /// cataloger from the file: `families::<family>`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(try_from = "AnyArtifact")]
+// The schema is of what is written; version 1's flat form is read too (`AnyArtifact`).
+#[schemars(!try_from)]
 pub struct Artifact {
     pub family: Option<Family>,
     /// What the file is within its family.
@@ -857,7 +911,7 @@ impl Artifact {
 }
 
 /// A symbolic link met during the walk (followed only with `--follow-links`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LinkRecord {
     #[serde(flatten)]
     pub path: RelPath,
@@ -869,7 +923,7 @@ pub struct LinkRecord {
 }
 
 /// A file (or link) whose name claims one target while its content serves others.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Mismatch {
     #[serde(flatten)]
     pub path: RelPath,
@@ -887,7 +941,7 @@ pub struct Mismatch {
 pub type TargetMap<V> = IndexMap<String, V>;
 
 /// Totals for one processor.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TargetCounts {
     /// Code objects for this processor.
     pub code_objects: u64,
@@ -902,7 +956,7 @@ pub struct TargetCounts {
 }
 
 /// Something that could not be read or made sense of; the scan went on.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Problem {
     /// Root index and relative path (empty for a root itself).
     #[serde(flatten)]
@@ -912,7 +966,7 @@ pub struct Problem {
 }
 
 /// Counts over everything the scan looked at.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Summary {
     /// Regular files looked at.
     pub files: u64,
@@ -928,6 +982,7 @@ pub struct Summary {
     #[serde(default, skip_serializing_if = "is_zero")]
     pub special_files: u64,
     /// Files per kind, by magic.
+    #[schemars(with = "crate::schema::MapKeyedBy<Kind, u64>")]
     pub kinds: BTreeMap<Kind, u64>,
 }
 
@@ -937,12 +992,15 @@ pub fn is_zero(n: &u64) -> bool {
 }
 
 /// The whole result of a scan: the JSON contract.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Snapshot {
+    /// The version of the snapshot contract ([`SCHEMA_VERSION`]).
     pub schema_version: u32,
+    /// The tool that wrote it.
     pub tool: Tool,
     /// The roots as given (or as found by default).
     pub roots: Vec<String>,
+    /// Counts over everything the scan looked at.
     pub summary: Summary,
     /// Files holding device code, sorted by root and path.
     pub files: Vec<FileRecord>,
@@ -992,7 +1050,9 @@ pub struct Snapshot {
 }
 
 /// What kind of inconsistency a finding is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum FindingKind {
     /// A library's host code objects cover targets its Tensile library does not, or the
@@ -1014,7 +1074,7 @@ pub enum FindingKind {
 }
 
 /// One way an install is broken as shipped: what, where, and why it breaks a run.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Finding {
     pub kind: FindingKind,
     /// The library (or folder, ending in `/`) it is about.
@@ -1028,7 +1088,7 @@ pub struct Finding {
 }
 
 /// An archive whose members were read in place of the archive itself.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ArchiveRecord {
     /// Root index and path; members are reported under it (`<path>!/<member>`, or just
     /// `<member>` when the archive is the root).
@@ -1050,7 +1110,9 @@ pub struct ArchiveRecord {
 }
 
 /// The packaging system a [`Package`] belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Ecosystem {
     /// A Debian binary package (`.deb`).
@@ -1060,7 +1122,7 @@ pub enum Ecosystem {
 }
 
 /// A package's identity, as its metadata states it (not normalised: `purl`s are made from it).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Package {
     pub ecosystem: Ecosystem,
     /// `Package:` of a `.deb`, `Name:` of a wheel.

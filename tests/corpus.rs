@@ -18,6 +18,9 @@ use gfxscan::model::Snapshot;
 use gfxscan::scan::{scan, ScanConfig, Silent};
 use gfxscan::vocab::targets::Targets;
 
+#[path = "documents.rs"]
+mod documents;
+
 type Key = (String, u32, u8, u64);
 
 /// How the corpus tests scan a tree: every default, links not followed.
@@ -289,9 +292,13 @@ fn kernel_counts_match_truth() {
     }
 }
 
+/// The snapshot of `root`, checked against the committed snapshot schema.
 fn scan_dir(root: &Path) -> Snapshot {
     let config = whole_tree(root);
-    scan(&config, &Targets::builtin(), &Silent).expect("scan runs")
+    let snap = scan(&config, &Targets::builtin(), &Silent).expect("scan runs");
+    let doc = serde_json::to_value(&snap).expect("a snapshot is JSON");
+    documents::expect_valid("snapshot", &doc, &format!("the snapshot of {}", root.display()));
+    snap
 }
 
 fn tsv(table: &Path) -> Vec<BTreeMap<String, String>> {
@@ -476,13 +483,17 @@ fn firmware_prefix_counts_match_truth() {
     }
 }
 
+/// The diff of two trees, checked against the committed diff schema.
 fn diff_of(old: &Path, new: &Path) -> gfxscan::diff::SnapshotDiff {
-    gfxscan::diff::diff(
+    let d = gfxscan::diff::diff(
         &scan_dir(old),
         &scan_dir(new),
         (gfxscan::diff::SideSource::Scan, gfxscan::diff::SideSource::Scan),
         &Targets::builtin(),
-    )
+    );
+    let doc = serde_json::to_value(&d).expect("a diff is JSON");
+    documents::expect_valid("diff", &doc, &format!("diff {} {}", old.display(), new.display()));
+    d
 }
 
 fn lib<'a>(d: &'a gfxscan::diff::SnapshotDiff, name: &str) -> &'a gfxscan::diff::LibraryChange {
@@ -713,6 +724,7 @@ fn check_verdicts(args: &[&str]) -> Vec<(String, String, String)> {
         .output()
         .expect("gfxscan runs");
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("check JSON");
+    documents::expect_valid("check", &report, &format!("check --json {}", args.join(" ")));
     let mut got = Vec::new();
     for gpu in report["installs"]
         .as_array()
@@ -873,10 +885,13 @@ fn check_exe_follows_llama_cli_to_its_gpu_code() {
         skipped(&format!("{} not present (run scripts/fetch-debian-llama.sh)", root.display()));
         return;
     }
+    // Every run here writes check JSON: each is checked against its schema.
     let run = |args: &[&str]| {
         let out =
             std::process::Command::new(env!("CARGO_BIN_EXE_gfxscan")).args(args).output().expect("runs");
-        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        documents::expect_valid_text("check", &stdout, &args.join(" "));
+        (out.status.code(), stdout)
     };
     let r = root.to_str().expect("UTF-8");
     let verdicts = |json: &str| -> BTreeMap<String, serde_json::Value> {

@@ -113,7 +113,7 @@ pub fn parse_kfd_properties(text: &str) -> KfdNode {
 }
 
 /// An override in force on a device.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Override {
     /// The variable that set it (`HSA_OVERRIDE_GFX_VERSION` or `HSA_OVERRIDE_GFX_VERSION_<node>`).
     pub variable: String,
@@ -121,7 +121,7 @@ pub struct Override {
 }
 
 /// Where a GPU to check came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum DeviceSource {
     /// The kernel's KFD topology.
@@ -132,7 +132,7 @@ pub enum DeviceSource {
 }
 
 /// A GPU to check.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Device {
     /// Its number among the GPUs checked (the device index the application sees, after
     /// `ROCR_VISIBLE_DEVICES` and `HIP_VISIBLE_DEVICES`).
@@ -156,7 +156,7 @@ pub struct Device {
 }
 
 /// A GPU in the KFD topology whose ISA the target table does not know: reported, not checked.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct UnknownGpu {
     pub node: u32,
     pub gfx_target_version: u32,

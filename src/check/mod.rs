@@ -39,7 +39,7 @@ use devices::{Device, Gpus, UnknownGpu};
 pub const CHECK_SCHEMA_VERSION: u32 = 2;
 
 /// Everything said about one GPU in one install.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct GpuReport {
     pub device: Device,
     pub verdicts: Vec<Verdict>,
@@ -57,7 +57,7 @@ impl GpuReport {
 }
 
 /// The verdicts for one install.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct InstallReport {
     #[serde(flatten)]
     pub install: Install,
@@ -74,7 +74,7 @@ pub struct InstallReport {
 }
 
 /// An install's own HIP runtime.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct InstallRuntime {
     /// The library, as shown (`…/libamdhip64.so.6.4.43484`).
     pub library: String,
@@ -98,7 +98,7 @@ impl InstallReport {
 }
 
 /// The overall answer of a check, and its exit code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Outcome {
     /// Every checked install has every required piece for every GPU (warnings allowed).
@@ -112,10 +112,13 @@ pub enum Outcome {
 }
 
 /// The result of `gfxscan check`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct CheckReport {
+    /// The version of the check document ([`CHECK_SCHEMA_VERSION`]).
     pub schema_version: u32,
+    /// The tool that wrote it.
     pub tool: Tool,
+    /// The overall answer, and the exit code it gives.
     pub outcome: Outcome,
     /// The HIP runtime whose matching rules the verdicts follow (`vocab::runtime`).
     pub runtime: &'static str,

@@ -254,7 +254,7 @@ impl ProgramLoads {
 }
 
 /// What a program loads, for `check --exe` (text and JSON).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ProgramReport {
     /// The program as given.
     pub program: String,
@@ -283,7 +283,7 @@ pub struct ProgramReport {
     pub unread: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct LoadedLibrary {
     /// The name it was asked for by.
     pub name: String,
@@ -297,7 +297,7 @@ pub struct LoadedLibrary {
     pub through: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct MissingLibrary {
     pub name: String,
     /// The object that needs it, then what loaded that, up to the program.
@@ -307,7 +307,7 @@ pub struct MissingLibrary {
     pub other_class: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct RunTimeLibrary {
     /// The call (`ggml's backend registry: ggml backend "hip"`).
     pub what: String,
@@ -324,7 +324,7 @@ pub struct RunTimeLibrary {
     pub gpu: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct MissingData {
     /// The library that reads it, up to the program.
     pub library: Vec<String>,
@@ -335,7 +335,7 @@ pub struct MissingData {
     pub effect: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct DataFolder {
     pub folder: String,
     /// The library that reads it, up to the program.

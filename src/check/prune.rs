@@ -22,9 +22,11 @@ use crate::vocab::target_id::{DeviceTarget, Setting};
 use crate::vocab::targets::Targets;
 
 /// Bytes on disk and inflated.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Bytes {
+    /// Bytes on disk (a compressed bundle's entry: its share of the bundle, an estimate).
     pub stored: u64,
+    /// Bytes inflated.
     pub inflated: u64,
 }
 
@@ -40,7 +42,7 @@ impl Bytes {
 }
 
 /// One library (a host library, or an artifact folder) and what of it could go or must stay.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct PruneRow {
     pub library: RelPath,
     /// Device code and files serving only other targets.
@@ -64,13 +66,17 @@ pub struct PruneRow {
 pub const PRUNE_SCHEMA_VERSION: u32 = 1;
 
 /// The whole report.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct PruneReport {
+    /// The version of the prune document ([`PRUNE_SCHEMA_VERSION`]).
     pub schema_version: u32,
+    /// The tool that wrote it.
     pub tool: crate::model::Tool,
+    /// The targets kept (`--keep`).
     pub keep: Vec<String>,
     /// Libraries with something to drop first, largest first.
     pub libraries: Vec<PruneRow>,
+    /// Every row added up (an empty `library` path, no `files_to_drop`).
     pub total: PruneRow,
     /// Files with nothing a GPU target decides (no device code, no GPU data: libMIOpen,
     /// libamdhip64, headers, tools; and files that could not be read): they stay whatever is
@@ -79,9 +85,11 @@ pub struct PruneReport {
 }
 
 /// Files the rows leave out, by name (a hard link among them counts under each name).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Untied {
+    /// Files.
     pub files: u64,
+    /// Their bytes.
     pub bytes: u64,
 }
 

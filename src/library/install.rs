@@ -10,7 +10,7 @@
 use serde::Serialize;
 
 /// What kind of install a path lies in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum InstallKind {
     /// `/opt/rocm`, `/opt/rocm-7.2.0`.
@@ -29,7 +29,7 @@ pub enum InstallKind {
 }
 
 /// The install a library belongs to.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, schemars::JsonSchema)]
 pub struct Install {
     /// Its path, as shown (the root as given, joined with the folders inside it).
     pub path: String,

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use super::{le32, ByteSource, ParseError, Result};
 
 /// What only an AOTriton file has.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AotritonFacts {
     /// The processors a pack folder serves (`amd-gfx110x` is gfx1100 to gfx1103), when the
     /// folder names a pack rather than one processor.

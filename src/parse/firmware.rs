@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::{le16, le32};
 
 /// What only a firmware file has: its name's prefix, its folder, its common header.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FirmwareFacts {
     /// Name prefix (`vega10`, `gc_11_0_0`, `psp_13_0_0`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -30,7 +30,7 @@ pub struct FirmwareFacts {
 pub const HEADER_LEN: usize = 32;
 
 /// The facts of an amdgpu firmware blob's common header.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FirmwareHeader {
     /// `ucode_version`: what changes between two releases of the same blob.
     pub ucode_version: u32,

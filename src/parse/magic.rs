@@ -7,7 +7,9 @@ use crate::vocab::codec::Codec;
 use serde::{Deserialize, Serialize};
 
 /// What a file is, as far as gfxscan cares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Kind {
     /// An AMDGPU ELF code object (`e_machine` 224).

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::{ByteSource, Result};
 
 /// What only a MIOpen file has.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MiopenFacts {
     /// Compute-unit count from the name (`gfx900_56`: 56).
     #[serde(default, skip_serializing_if = "Option::is_none")]

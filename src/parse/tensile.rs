@@ -17,7 +17,9 @@ use super::{push_unique, ByteSource, ParseError, Result};
 use crate::vocab::library::Component;
 
 /// What only a Tensile file (rocBLAS, hipBLASLt) has.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct TensileFacts {
     /// The library that loads it.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -65,9 +65,7 @@ pub fn write_diff(
 /// Writes the target table: TOML-like lines for people, or JSON.
 pub fn write_targets(targets: &Targets, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
     if json {
-        let list: Vec<_> = targets.iter().collect();
-        write_json(out, &serde_json::json!({"origin": targets.origin, "targets": list}))?;
-        return Ok(());
+        return write_json(out, &targets.document());
     }
     let mut t = Table::new();
     t.load_preset(NOTHING);
@@ -86,6 +84,11 @@ pub fn write_targets(targets: &Targets, json: bool, out: &mut dyn Write) -> anyh
     writeln!(out, "{} targets from {}", targets.len(), targets.origin)?;
     writeln!(out, "{t}")?;
     Ok(())
+}
+
+/// The JSON Schema of a kind of document, as one pretty-printed JSON document.
+pub fn write_schema(kind: crate::schema::Document, out: &mut dyn Write) -> anyhow::Result<()> {
+    write_json(out, &kind.schema())
 }
 
 /// A completion script for `shell`, generated from the command line's own definition.
@@ -169,6 +172,11 @@ fn man_examples(subcommand: Option<&str>) -> Vec<(&'static str, &'static str)> {
             "a fleet of snapshots, a verdict per node per GPU",
         ),
         ("targets", "gfxscan targets", "every GPU target gfxscan knows, with its products"),
+        (
+            "schema",
+            "gfxscan schema snapshot > snapshot.schema.json",
+            "the JSON Schema of the snapshot, for any JSON Schema validator (docs/schema/ holds every kind's)",
+        ),
         ("completions", "gfxscan completions bash > /etc/bash_completion.d/gfxscan", "shell completions"),
     ];
     ALL.iter()

@@ -5,7 +5,9 @@
 use serde::{Deserialize, Serialize};
 
 /// A compression format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Codec {
     Gzip,
@@ -19,6 +21,9 @@ pub enum Codec {
 }
 
 impl Codec {
+    /// Every codec.
+    pub const ALL: [Codec; 5] = [Codec::Gzip, Codec::Zlib, Codec::Deflate, Codec::Zstd, Codec::Xz];
+
     /// Its name in messages and JSON.
     pub fn name(self) -> &'static str {
         match self {
@@ -32,8 +37,6 @@ impl Codec {
 
     /// The codec of a name as [`Codec::name`] gives it.
     pub fn from_name(name: &str) -> Option<Codec> {
-        [Codec::Gzip, Codec::Zlib, Codec::Deflate, Codec::Zstd, Codec::Xz]
-            .into_iter()
-            .find(|c| c.name() == name)
+        Codec::ALL.into_iter().find(|c| c.name() == name)
     }
 }

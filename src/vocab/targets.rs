@@ -21,8 +21,10 @@ pub const SCHEMA: u32 = 1;
 pub const FEATURES: [&str; 2] = ["sramecc", "xnack"];
 
 /// One `[[target]]` as written in the file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+// Strict when read from a file; open when written, as every document is (`crate::schema`).
+#[schemars(!deny_unknown_fields)]
 pub struct Target {
     /// Processor name as LLVM spells it (`gfx90a`, `gfx11-generic`, `cypress`).
     pub name: String,
@@ -104,6 +106,22 @@ pub struct Targets {
     natural: BTreeMap<String, usize>,
     /// Where the table came from: `built-in` or a path.
     pub origin: String,
+}
+
+/// The target table as `targets --json` writes it.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct TargetsDocument<'a> {
+    /// Where the table came from: `built-in`, or the path given with `--targets`.
+    pub origin: &'a str,
+    /// Every target, in the table's order.
+    pub targets: Vec<&'a Target>,
+}
+
+impl Targets {
+    /// The table as its JSON document.
+    pub fn document(&self) -> TargetsDocument<'_> {
+        TargetsDocument { origin: &self.origin, targets: self.list.iter().collect() }
+    }
 }
 
 /// The version a `gfx` processor name spells: `gfx90a` → (9, 0, 10), `gfx1151` → (11, 5, 1).

@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::vocab::library::{Component, Family};
 
 /// A library's verdict for one GPU.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     Ok,
@@ -39,13 +39,34 @@ pub enum LibraryKind {
     Family(Family),
 }
 
+impl LibraryKind {
+    /// Its name in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            LibraryKind::HostLibrary => "host-library",
+            LibraryKind::Bundle => "bundle",
+            LibraryKind::Family(f) => f.name(),
+        }
+    }
+}
+
 impl Serialize for LibraryKind {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            LibraryKind::HostLibrary => s.serialize_str("host-library"),
-            LibraryKind::Bundle => s.serialize_str("bundle"),
-            LibraryKind::Family(f) => f.serialize(s),
-        }
+        s.serialize_str(self.name())
+    }
+}
+
+impl schemars::JsonSchema for LibraryKind {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "LibraryKind".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let family = generator.subschema_for::<Family>();
+        schemars::json_schema!({
+            "description": "What kind of library a verdict is about: a host library, a standalone bundle, or an artifact family's folder.",
+            "anyOf": [{"type": "string", "enum": [LibraryKind::HostLibrary.name(), LibraryKind::Bundle.name()]}, family]
+        })
     }
 }
 
@@ -60,7 +81,7 @@ pub struct GapRule {
 }
 
 /// One library's verdict.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Verdict {
     /// The library: a file, or a folder for Tensile, MIOpen and bitcode.
     pub library: String,

@@ -173,13 +173,9 @@ fn images_alone_are_something_to_check() {
 fn diff_losing_gfx942_images() {
     let old = torch_tree(true);
     let new = torch_tree(false);
-    let out = Command::new(env!("CARGO_BIN_EXE_gfxscan"))
-        .args([OsString::from("diff"), "-q".into(), "--json".into()])
-        .arg(old.root())
-        .arg(new.root())
-        .output()
-        .expect("runs");
-    let report: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gfxscan"));
+    cmd.args([OsString::from("diff"), "-q".into(), "--json".into()]).arg(old.root()).arg(new.root());
+    let report = run(cmd).json();
     let losses = report["losses"].to_string();
     assert!(losses.contains("gfx942") && losses.contains("aotriton"), "{:#}", report["losses"]);
     assert!(!losses.contains("gfx1100"), "{:#}", report["losses"]);

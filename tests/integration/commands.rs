@@ -191,7 +191,7 @@ fn completions_and_man_page_are_generated() {
     for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
         let run = crate::util::gfxscan(["completions", shell]);
         run.expect_code(0);
-        for sub in ["scan", "check", "diff", "targets"] {
+        for sub in ["scan", "check", "diff", "targets", "schema"] {
             assert!(run.stdout.contains(sub), "{shell}: no {sub}");
         }
     }
@@ -206,7 +206,7 @@ fn completions_and_man_page_are_generated() {
     man.expect_code(0);
     assert!(man.stdout.contains(".TH gfxscan 1") && man.stdout.contains("check"), "{}", man.stdout);
     // gfxscan(1) refers to gfxscan-scan(1) and the others: each has its page.
-    for sub in ["scan", "check", "diff", "merge"] {
+    for sub in ["scan", "check", "diff", "merge", "schema"] {
         let page = crate::util::gfxscan(["man", sub]);
         page.expect_code(0);
         assert!(page.stdout.contains(&format!(".TH gfxscan-{sub} 1")), "{}", page.stdout);
@@ -222,7 +222,9 @@ fn completions_and_man_page_are_generated() {
 /// and every subcommand's page.
 #[test]
 fn man_pages_have_exit_status_and_examples() {
-    for sub in [None, Some("scan"), Some("check"), Some("diff"), Some("merge"), Some("targets")] {
+    for sub in
+        [None, Some("scan"), Some("check"), Some("diff"), Some("merge"), Some("targets"), Some("schema")]
+    {
         let mut args = vec!["man"];
         args.extend(sub);
         let run = crate::util::gfxscan(&args);

@@ -184,6 +184,8 @@ fn the_entrypoint_writes_a_snapshot_merge_reads() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     let snap = out.path().join("node-17.json");
     assert!(Path::new(&snap).is_file() && !out.path().join("node-17.json.part").exists());
+    let text = std::fs::read_to_string(&snap).expect("the snapshot");
+    crate::documents::expect_valid_text("snapshot", &text, "the entrypoint's node-17.json");
     let m = gfxscan(["merge", out.path().to_str().unwrap_or_default(), "--json"]);
     m.expect_code(0);
     let fleet = m.json();

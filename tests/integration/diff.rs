@@ -1,7 +1,5 @@
 //! `gfxscan diff`: folders and snapshots in any mix, pairing by identity, losses and exit codes.
 
-use std::process::Command;
-
 use serde_json::Value;
 
 use gfxscan::testing::{bundle, code_object, fatbin, firmware_blob, host_elf, CodeObjectSpec, HostSection};
@@ -21,13 +19,8 @@ fn lib_with(targets: &[(u32, &str)]) -> Vec<u8> {
 }
 
 fn gfxscan(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_gfxscan")).args(args).output().expect("runs");
-    let (so, se) = (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    );
-    assert!(!se.contains("panicked"), "{se}");
-    (out.status.code().unwrap_or(-1), so, se)
+    let r = crate::util::gfxscan(args);
+    (r.code, r.stdout, r.stderr)
 }
 
 fn json_diff(old: &str, new: &str, extra: &[&str]) -> (i32, Value) {

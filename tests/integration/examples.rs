@@ -1,10 +1,15 @@
 //! The examples of the README and of `docs/*.md` are run and compared with the files, so the
 //! docs cannot drift from the binary. Each fenced block says what it is:
 //! - ```` ```console ````: `$ gfxscan <args>` lines, each followed by exactly what it prints,
-//!   run in the checkout (the sample), with no terminal (100 columns, no colour);
+//!   run in the checkout (the sample), with no terminal (100 columns, no colour, `-q` where the
+//!   command takes it);
 //! - ```` ```console corpus ````: the same, run in the Debian corpus folder
 //!   (`GFXSCAN_DEBIAN_CORPUS`, see `../shared/corpus/README.md`) when it is here;
 //! - ```` ```synopsis ````: a command's options, checked against the parser both ways;
+//! - ```` ```shell ````: command lines run one after another by bash in a scratch folder that
+//!   holds links to the checkout's `sample` and `docs`, with `gfxscan` and `check-jsonschema`
+//!   (`GFXSCAN_CHECK_JSONSCHEMA`, else the one on `PATH`) on `PATH`; each must succeed. A block
+//!   that names check-jsonschema is skipped without it;
 //! - ```` ```text ````: diagrams and recorded measurements, not commands to run.
 //!
 //! A command may end in `| head -n N`: its first N lines are compared. A block of any other
@@ -26,6 +31,7 @@ enum Fence {
     Console,
     CorpusConsole,
     Synopsis,
+    Shell,
     Text,
 }
 
@@ -35,6 +41,7 @@ impl Fence {
             "console" => Some(Fence::Console),
             "console corpus" => Some(Fence::CorpusConsole),
             "synopsis" => Some(Fence::Synopsis),
+            "shell" => Some(Fence::Shell),
             "text" => Some(Fence::Text),
             _ => None,
         }
@@ -74,7 +81,7 @@ fn blocks() -> Vec<Block> {
             let Some(info) = line.trim_start().strip_prefix("```") else { continue };
             let at = format!("{name}:{}", n + 1);
             let fence = Fence::from_info(info).unwrap_or_else(|| {
-                panic!("{at}: a ```{info} block: say console, console corpus, synopsis or text")
+                panic!("{at}: a ```{info} block: say console, console corpus, synopsis, shell or text")
             });
             let body = lines.by_ref().map(|(_, l)| l).take_while(|l| !l.trim_start().starts_with("```"));
             let lines = body.map(str::to_string).collect();
@@ -177,8 +184,13 @@ fn check_examples(all: &[Example], dir: &Path) {
 /// What an example prints when run in `dir` (its first N lines with `| head -n N`).
 fn output(ex: &Example, dir: &Path) -> String {
     let mut c = Command::new(env!("CARGO_BIN_EXE_gfxscan"));
-    // `-q` right after the subcommand: never after a `--`.
-    c.arg(&ex.args[0]).arg("-q").args(&ex.args[1..]).current_dir(dir);
+    // `-q` right after the subcommand, when it takes one: never after a `--`.
+    c.arg(&ex.args[0]);
+    let sub = gfxscan::cli::Cli::command().find_subcommand(&ex.args[0]).cloned();
+    if sub.is_some_and(|s| s.get_arguments().any(|a| a.get_long() == Some("quiet"))) {
+        c.arg("-q");
+    }
+    c.args(&ex.args[1..]).current_dir(dir);
     c.env_remove("COLUMNS").env_remove("NO_COLOR").env_remove("TERM").env_remove("SOURCE_DATE_EPOCH");
     let r = run(c);
     let cmd = ex.args.join(" ");
@@ -266,6 +278,57 @@ fn every_gpu_table_row_is_what_check_says() {
         }
     }
     assert!(rows >= 5, "{rows} rows checked");
+}
+
+/// `check-jsonschema`: `GFXSCAN_CHECK_JSONSCHEMA`, else the one on `PATH`.
+fn check_jsonschema() -> Option<PathBuf> {
+    let named = std::env::var_os("GFXSCAN_CHECK_JSONSCHEMA").filter(|s| !s.is_empty()).map(PathBuf::from);
+    named.or_else(|| {
+        let ok = Command::new("check-jsonschema").arg("--version").output().is_ok_and(|o| o.status.success());
+        ok.then(|| PathBuf::from("check-jsonschema"))
+    })
+}
+
+/// Runs a shell block's lines with bash (`-e`, `-u`, `pipefail`) in a scratch folder holding
+/// links to the checkout's `sample` and `docs`, `gfxscan` and `check-jsonschema` first on `PATH`.
+fn run_shell(block: &Block, tool: Option<&Path>) {
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let (dir, bin) = (scratch.path(), scratch.path().join("bin"));
+    std::fs::create_dir(&bin).expect("bin/");
+    let checkout = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let link = |from: &Path, to: PathBuf| std::os::unix::fs::symlink(from, to).expect("a link");
+    link(Path::new(env!("CARGO_BIN_EXE_gfxscan")), bin.join("gfxscan"));
+    for name in ["sample", "docs"] {
+        link(&checkout.join(name), dir.join(name));
+    }
+    if let Some(tool) = tool.filter(|t| t.is_absolute()) {
+        link(tool, bin.join("check-jsonschema"));
+    }
+    let path = std::env::join_paths(
+        std::iter::once(bin).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
+    )
+    .expect("PATH");
+    let script = format!("set -euo pipefail\n{}\n", block.lines.join("\n"));
+    let mut c = Command::new("bash");
+    c.arg("-c").arg(&script).current_dir(dir).env("PATH", path);
+    let r = run(c);
+    assert_eq!(r.code, 0, "{}: the block fails:\n{script}\n{}{}", block.at, r.stdout, r.stderr);
+}
+
+#[test]
+fn every_shell_block_runs() {
+    let all = blocks();
+    let shell: Vec<&Block> = all.iter().filter(|b| b.fence == Fence::Shell).collect();
+    assert!(shell.len() >= 2, "usage.md and schema.md validate a snapshot: {}", shell.len());
+    let tool = check_jsonschema();
+    for block in shell {
+        match &tool {
+            None if block.lines.iter().any(|l| l.contains("check-jsonschema")) => {
+                skipped(&format!("{}: no check-jsonschema (.ci/run installs it)", block.at));
+            }
+            tool => run_shell(block, tool.as_deref()),
+        }
+    }
 }
 
 /// The options a synopsis names, per subcommand: `--long` and `-s` words, and the values of

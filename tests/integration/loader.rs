@@ -223,9 +223,8 @@ fn gpu_lib(b: &Build, rel: &str, soname: &str, bundle: &[u8]) {
 }
 
 fn gfxscan(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_gfxscan")).args(args).output().expect("runs");
-    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-    (out.status.code().unwrap_or(-1), text(&out.stdout), text(&out.stderr))
+    let r = crate::util::gfxscan(args);
+    (r.code, r.stdout, r.stderr)
 }
 
 /// `check --exe` judges exactly the libraries the program loads, found as the loader finds

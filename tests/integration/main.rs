@@ -9,6 +9,8 @@ mod cyclonedx;
 mod deploy;
 mod determinism;
 mod diff;
+#[path = "../documents.rs"]
+mod documents;
 mod examples;
 mod families;
 mod findings;
@@ -26,6 +28,7 @@ mod prune;
 mod real_files;
 mod report;
 mod scan_cli;
+mod schema;
 mod signals;
 mod util;
 mod verdicts;

@@ -1,6 +1,7 @@
 //! Test harness: a scratch tree ([`Tree`], after ripgrep's `Dir` and fd's `TestEnv`) that
 //! holds files made from bytes, and [`gfxscan`], which runs the real binary with a time limit
-//! and returns its exit code, stdout and stderr. Every run is checked not to have panicked.
+//! and returns its exit code, stdout and stderr. Every run is checked not to have panicked, and
+//! the JSON document it writes (to stdout or `-o FILE`) to match its committed schema.
 
 use std::ffi::{CString, OsStr};
 use std::io::Read;
@@ -8,7 +9,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
 use tempfile::TempDir;
@@ -80,6 +81,7 @@ pub fn drain_pipes(child: &mut std::process::Child) -> (JoinHandle<Vec<u8>>, Joi
 /// [`gfxscan`]: no stdin, a time limit, no panic, no death by signal.
 pub fn run(mut cmd: Command) -> Run {
     let what = format!("{cmd:?}");
+    let document = Document::of(&cmd);
     let start = Instant::now();
     let mut child = cmd
         .stdin(Stdio::null())
@@ -104,7 +106,114 @@ pub fn run(mut cmd: Command) -> Run {
     let stderr = String::from_utf8_lossy(&err.join().expect("stderr reader")).into_owned();
     assert!(!stderr.contains("panicked"), "{what} panicked:\n{stderr}");
     let code = status.code().unwrap_or_else(|| panic!("{what} killed by a signal: {status}\n{stderr}"));
+    if let Some(d) = document {
+        d.validate(&what, &stdout);
+    }
     Run { code, stdout, stderr, elapsed }
+}
+
+/// The JSON documents a run of the binary writes, as its arguments say: their kind (the name
+/// of their schema), and where each goes: standard output, or a file with its modification
+/// time before the run.
+struct Document {
+    kind: &'static str,
+    places: Vec<Option<(PathBuf, Option<SystemTime>)>>,
+}
+
+impl Document {
+    /// What `cmd` writes as JSON, if it is gfxscan: each `-o json=FILE`; each plain `-o FILE`
+    /// under `--json` or `--format json`, or named `.json` (not `.cdx.json`) without
+    /// `--format`; standard output under `--json`/`--format json` without `-o`, or `-o -`.
+    /// `scan --keep` writes the prune report.
+    fn of(cmd: &Command) -> Option<Document> {
+        if cmd.get_program() != OsStr::new(env!("CARGO_BIN_EXE_gfxscan")) {
+            return None;
+        }
+        let all: Vec<String> = cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
+        // A program's own arguments (`check --exe P -- ARGS`) say nothing.
+        let args: Vec<&str> = all.iter().map(String::as_str).take_while(|a| *a != "--").collect();
+        let sub =
+            args.iter().position(|a| !a.starts_with('-') && !["always", "never", "auto"].contains(a))?;
+        let (sub, rest) = (args[sub], &args[sub + 1..]);
+        let values = |long: &str, short: &str| -> Vec<&str> {
+            let eq = format!("{long}=");
+            rest.iter()
+                .enumerate()
+                .filter_map(|(i, a)| match *a {
+                    a if a == long || a == short => rest.get(i + 1).copied(),
+                    a => a.strip_prefix(eq.as_str()),
+                })
+                .collect()
+        };
+        let format = values("--format", "--format").first().copied();
+        let json = rest.contains(&"--json") || format == Some("json");
+        let outputs = values("--output", "-o");
+        let mut places: Vec<Option<&str>> = Vec::new();
+        for o in &outputs {
+            let (given, path) = match o.split_once('=') {
+                Some((f, p)) if is_format(f) => (Some(f), p),
+                _ => (None, *o),
+            };
+            let lower = path.to_ascii_lowercase();
+            let by_name = lower.ends_with(".json") && !lower.ends_with(".cdx.json");
+            if given == Some("json") || (given.is_none() && (json || (format.is_none() && by_name))) {
+                places.push((path != "-").then_some(path));
+            }
+        }
+        if outputs.is_empty() && json {
+            places.push(None);
+        }
+        if places.is_empty() {
+            return None;
+        }
+        let kind = match sub {
+            "scan" if rest.iter().any(|a| *a == "--keep" || a.starts_with("--keep=")) => "prune",
+            "scan" => "snapshot",
+            "check" => "check",
+            "diff" => "diff",
+            "merge" => "merge",
+            "targets" => "targets",
+            _ => return None,
+        };
+        let places = places
+            .into_iter()
+            .map(|o| {
+                o.map(|o| {
+                    let path = cmd.get_current_dir().map_or_else(|| PathBuf::from(o), |d| d.join(o));
+                    let before = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
+                    (path, before)
+                })
+            })
+            .collect();
+        Some(Document { kind, places })
+    }
+
+    /// Fails the test unless what the run wrote is a valid document of its kind. Nothing
+    /// written (an error), or a file the run left as it was, is not checked.
+    fn validate(&self, what: &str, stdout: &str) {
+        for place in &self.places {
+            let Some((path, before)) = place else {
+                if !stdout.is_empty() {
+                    crate::documents::expect_valid_text(self.kind, stdout, what);
+                }
+                continue;
+            };
+            let Ok(meta) = std::fs::metadata(path) else { continue };
+            if meta.is_file() && meta.modified().ok() != *before {
+                let text = std::fs::read_to_string(path).expect("a written document");
+                crate::documents::expect_valid_text(
+                    self.kind,
+                    &text,
+                    &format!("{what} -> {}", path.display()),
+                );
+            }
+        }
+    }
+}
+
+/// True for a format name `-o FORMAT=FILE` takes.
+fn is_format(name: &str) -> bool {
+    <gfxscan::cli::OutputFormat as clap::ValueEnum>::from_str(name, true).is_ok()
 }
 
 /// A scratch folder to scan, deleted when dropped.
