@@ -20,6 +20,7 @@ pub mod library;
 pub mod merge;
 pub mod model;
 pub mod parse;
+pub mod records;
 pub mod report;
 pub mod scan;
 pub mod schema;

@@ -30,6 +30,8 @@ pub enum Document {
     Prune,
     /// `targets --json`: the target table.
     Targets,
+    /// `scan --format jsonl`, `check --format jsonl`: one line's record.
+    Record,
 }
 
 impl Document {
@@ -56,6 +58,7 @@ impl Document {
                 (g.root_schema_for::<check::prune::PruneReport>(), Some(check::prune::PRUNE_SCHEMA_VERSION))
             }
             Document::Targets => (g.root_schema_for::<TargetsDocument<'static>>(), None),
+            Document::Record => (g.root_schema_for::<crate::records::Record<'static>>(), None),
         }
     }
 
@@ -158,7 +161,8 @@ mod tests {
             assert_eq!(s.get("$id"), Some(&format!("urn:gfxscan:schema:{}", kind.name()).into()));
             assert_eq!(s.get("$schema"), Some(&"https://json-schema.org/draft/2020-12/schema".into()));
             let version = s.get("properties").and_then(|p| p.get("schema_version"));
-            assert_eq!(version.is_some(), kind != Document::Targets, "{kind:?}");
+            let versioned = !matches!(kind, Document::Targets | Document::Record);
+            assert_eq!(version.is_some(), versioned, "{kind:?}");
         }
         let snap = Document::Snapshot.schema();
         let version =

@@ -10,110 +10,11 @@
 
 use std::io::Write;
 
-use serde::Serialize;
-
-use crate::check::devices::Device;
-use crate::check::{CheckReport, GpuReport, Outcome, Status, Verdict};
-use crate::model::{
-    Artifact, CodeObjectRecord, FileRecord, Finding, KpackRef, Problem, RelPath, Snapshot, Summary, Tool,
-};
-
-use crate::parse::magic::Kind;
+use crate::check::{CheckReport, GpuReport};
+use crate::model::{FileRecord, Snapshot};
+use crate::records::{Begin, CodeObjectLine, End, FileLine, GpuLine, Record, VerdictLine};
 
 use super::uris::code_object_uri;
-
-/// One line of `--format jsonl`.
-#[derive(Serialize)]
-#[serde(tag = "type", content = "data", rename_all = "snake_case")]
-pub enum Record<'a> {
-    /// First: what wrote the stream and what it covers.
-    Begin(Begin<'a>),
-    /// A file holding device code or GPU data (its code objects follow as their own records).
-    File(FileLine<'a>),
-    /// A code object, with its file's path.
-    CodeObject(CodeObjectLine<'a>),
-    /// A way the install is broken as shipped.
-    Finding(&'a Finding),
-    /// A file that could not be read in full.
-    Problem(&'a Problem),
-    /// `check`: a GPU in an install, with its worst status.
-    Gpu(GpuLine<'a>),
-    /// `check`: one library's verdict for one GPU.
-    Verdict(VerdictLine<'a>),
-    /// Last: the totals (`scan`) or the outcome (`check`).
-    End(End<'a>),
-}
-
-/// The first record.
-#[derive(Serialize)]
-pub struct Begin<'a> {
-    /// `scan` or `check`.
-    pub command: &'static str,
-    /// The version of the JSON document the records come from (`scan`: the snapshot's).
-    pub schema_version: u32,
-    pub tool: &'a Tool,
-    pub roots: &'a [String],
-}
-
-/// A file, as the snapshot records it, less its code objects.
-#[derive(Serialize)]
-pub struct FileLine<'a> {
-    #[serde(flatten)]
-    pub path: &'a RelPath,
-    pub kind: Kind,
-    pub size: u64,
-    pub bundles: u64,
-    /// How many code object records follow for it.
-    pub code_objects: usize,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub artifact: Option<&'a Artifact>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub kpack_ref: Option<&'a KpackRef>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub hard_link_of: Option<&'a RelPath>,
-}
-
-/// A code object and the file it is in.
-#[derive(Serialize)]
-pub struct CodeObjectLine<'a> {
-    pub file: &'a RelPath,
-    #[serde(flatten)]
-    pub object: &'a CodeObjectRecord,
-    /// `file://PATH#offset=N&size=M` when a range of a file on disk is the object (`uris`).
-    pub uri: Option<String>,
-}
-
-/// A GPU of a check, in one install.
-#[derive(Serialize)]
-pub struct GpuLine<'a> {
-    pub install: &'a str,
-    pub device: &'a Device,
-    pub status: Status,
-    pub hints: &'a [String],
-    pub warnings: &'a [String],
-}
-
-/// One verdict, with the install and GPU it is for.
-#[derive(Serialize)]
-pub struct VerdictLine<'a> {
-    pub install: &'a str,
-    /// The GPU's index among those checked.
-    pub gpu: u32,
-    /// The target ID the runtime treats the GPU as.
-    pub target: &'a str,
-    #[serde(flatten)]
-    pub verdict: &'a Verdict,
-}
-
-/// The last record.
-#[derive(Serialize)]
-#[serde(untagged)]
-pub enum End<'a> {
-    /// `scan`: the snapshot's totals.
-    Scan { summary: &'a Summary },
-    /// `check`: the overall outcome.
-    Check { outcome: Outcome },
-}
 
 /// Writes records, one JSON document a line.
 fn write_records<'a>(records: impl Iterator<Item = Record<'a>>, out: &mut dyn Write) -> anyhow::Result<()> {

@@ -117,7 +117,18 @@ pub fn run(mut cmd: Command) -> Run {
 /// time before the run.
 struct Document {
     kind: &'static str,
-    places: Vec<Option<(PathBuf, Option<SystemTime>)>>,
+    places: Vec<(Place, Option<Written>)>,
+}
+
+/// A file a run writes, and its modification time before the run.
+type Written = (PathBuf, Option<SystemTime>);
+
+/// What one place of a run holds: a JSON document, or JSON Lines of records (`--format
+/// jsonl`), each line a `record`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Place {
+    Document,
+    Lines,
 }
 
 impl Document {
@@ -148,7 +159,7 @@ impl Document {
         let format = values("--format", "--format").first().copied();
         let json = rest.contains(&"--json") || format == Some("json");
         let outputs = values("--output", "-o");
-        let mut places: Vec<Option<&str>> = Vec::new();
+        let mut places: Vec<(Place, Option<&str>)> = Vec::new();
         for o in &outputs {
             let (given, path) = match o.split_once('=') {
                 Some((f, p)) if is_format(f) => (Some(f), p),
@@ -156,12 +167,21 @@ impl Document {
             };
             let lower = path.to_ascii_lowercase();
             let by_name = lower.ends_with(".json") && !lower.ends_with(".cdx.json");
+            let lines_by_name = lower.ends_with(".jsonl") || lower.ends_with(".ndjson");
+            let to = (path != "-").then_some(path);
             if given == Some("json") || (given.is_none() && (json || (format.is_none() && by_name))) {
-                places.push((path != "-").then_some(path));
+                places.push((Place::Document, to));
+            } else if given == Some("jsonl")
+                || (given.is_none() && (format == Some("jsonl") || (format.is_none() && lines_by_name)))
+            {
+                places.push((Place::Lines, to));
             }
         }
         if outputs.is_empty() && json {
-            places.push(None);
+            places.push((Place::Document, None));
+        }
+        if outputs.is_empty() && format == Some("jsonl") {
+            places.push((Place::Lines, None));
         }
         if places.is_empty() {
             return None;
@@ -177,12 +197,13 @@ impl Document {
         };
         let places = places
             .into_iter()
-            .map(|o| {
-                o.map(|o| {
+            .map(|(place, o)| {
+                let file = o.map(|o| {
                     let path = cmd.get_current_dir().map_or_else(|| PathBuf::from(o), |d| d.join(o));
                     let before = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
                     (path, before)
-                })
+                });
+                (place, file)
             })
             .collect();
         Some(Document { kind, places })
@@ -191,21 +212,29 @@ impl Document {
     /// Fails the test unless what the run wrote is a valid document of its kind. Nothing
     /// written (an error), or a file the run left as it was, is not checked.
     fn validate(&self, what: &str, stdout: &str) {
-        for place in &self.places {
-            let Some((path, before)) = place else {
+        for (place, file) in &self.places {
+            let check = |text: &str, what: &str| match place {
+                Place::Document => crate::documents::expect_valid_text(self.kind, text, what),
+                Place::Lines => {
+                    for (i, line) in text.lines().enumerate() {
+                        crate::documents::expect_valid_text(
+                            "record",
+                            line,
+                            &format!("{what}, line {}", i + 1),
+                        );
+                    }
+                }
+            };
+            let Some((path, before)) = file else {
                 if !stdout.is_empty() {
-                    crate::documents::expect_valid_text(self.kind, stdout, what);
+                    check(stdout, what);
                 }
                 continue;
             };
             let Ok(meta) = std::fs::metadata(path) else { continue };
             if meta.is_file() && meta.modified().ok() != *before {
                 let text = std::fs::read_to_string(path).expect("a written document");
-                crate::documents::expect_valid_text(
-                    self.kind,
-                    &text,
-                    &format!("{what} -> {}", path.display()),
-                );
+                check(&text, &format!("{what} -> {}", path.display()));
             }
         }
     }
