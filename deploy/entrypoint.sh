@@ -51,8 +51,10 @@ if [ -n "${METRICS_DIR:-}" ]; then
 else
   "$GFXSCAN" scan -q -o "json=$out" "$@" || status=$?
 fi
-# 0: every file read; 1: some not (listed in the snapshot). Anything else: no snapshot.
+# 0: every file read; 1: some not (listed in the snapshot). Anything else: nothing written,
+# and no old metrics are left to say what this run could not.
 if [ "$status" -gt 1 ]; then
+  [ -n "${METRICS_DIR:-}" ] && rm -f "$METRICS_DIR/gfxscan_scan.prom" "$METRICS_DIR/gfxscan_check.prom"
   exit "$status"
 fi
 echo "gfxscan: $out ($status)"

@@ -59,6 +59,9 @@ pub struct FileLine<'a> {
     pub kpack_ref: Option<&'a KpackRef>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hard_link_of: Option<&'a RelPath>,
+    /// With `--digests`: the file's SHA-256, lower-case hex.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<&'a String>,
 }
 
 /// A code object and the file it is in.

@@ -332,11 +332,12 @@ fn strtol_whole(token: &str) -> Option<i64> {
     Some(if negative { -magnitude } else { magnitude })
 }
 
-/// A GPU's UUID as `ROCR_VISIBLE_DEVICES` names it: `GPU-` and its KFD unique ID in 16
-/// upper-case hex digits (amd_filter_device.cpp `RvdFilter`); none for a unique ID of 0 (the
-/// driver gives none, and ROCr matches nothing).
+/// A GPU's UUID as ROCr gives it and rocminfo prints it: `GPU-` and its KFD unique ID in 16
+/// lower-case hex digits (amd_gpu_agent.cpp `GpuAgent::GetInfo`, `HSA_AMD_AGENT_INFO_UUID`,
+/// `std::hex`); none for a unique ID of 0 (the driver gives none: ROCr says `GPU-XX`, and
+/// `ROCR_VISIBLE_DEVICES` matches nothing).
 pub fn rocr_uuid(unique_id: u64) -> Option<String> {
-    (unique_id != 0).then(|| format!("GPU-{unique_id:016X}"))
+    (unique_id != 0).then(|| format!("GPU-{unique_id:016x}"))
 }
 
 /// The GPUs `ROCR_VISIBLE_DEVICES` keeps, in its order, as ROCr reads it (rocr-runtime
@@ -349,7 +350,9 @@ pub fn rocr_uuid(unique_id: u64) -> Option<String> {
 /// already named, ends the list (`BuildUsrDeviceList`). `None` when the variable is unset.
 pub fn rocr_visible(list: Option<&str>, uuids: &[u64]) -> Option<Vec<usize>> {
     let list = list?;
-    let names: Vec<Option<String>> = uuids.iter().map(|&u| rocr_uuid(u)).collect();
+    // Tokens are upper-cased before they are matched, and so are the UUIDs.
+    let names: Vec<Option<String>> =
+        uuids.iter().map(|&u| rocr_uuid(u).map(|n| n.to_ascii_uppercase())).collect();
     let mut out = Vec::new();
     if list.is_empty() {
         return Some(out);
@@ -527,5 +530,7 @@ mod tests {
         let p = parse_kfd_properties(&text);
         assert_eq!(p.pci_address().as_deref(), Some("0001:c3:1f.2"));
         assert_eq!(p.uuid().as_deref(), Some("GPU-0000000000000011"));
+        let p = parse_kfd_properties("gfx_target_version 110000\nunique_id 16045690984503098046\n");
+        assert_eq!(p.uuid().as_deref(), Some("GPU-deadbeefcafebabe"), "lower case, as rocminfo prints");
     }
 }

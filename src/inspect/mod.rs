@@ -101,9 +101,6 @@ pub struct Reading<'t> {
     pub digests: bool,
 }
 
-/// Where a TheRock install declares the targets it was built for.
-pub const DIST_INFO: &str = "share/therock/dist_info.json";
-
 /// The targets a TheRock `dist_info.json` declares (`parse::therock`), read whole if small.
 fn dist_info(src: &dyn ByteSource) -> Result<Vec<String>, String> {
     let max = crate::parse::therock::MAX_DIST_INFO;
@@ -168,7 +165,7 @@ pub fn inspect<'t>(
             "not read: {format} (gfxscan does not open {format} data; unpack it and scan the result)"
         ));
     }
-    if name.ends_with(DIST_INFO) {
+    if name.ends_with(crate::parse::therock::DIST_INFO) {
         match dist_info(src) {
             Ok(t) => out.declared_targets = Some(t),
             Err(e) => col.problems.push(e),

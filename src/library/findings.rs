@@ -65,20 +65,27 @@ pub fn findings(snap: &Snapshot, targets: &Targets) -> Vec<Finding> {
     out
 }
 
-/// A TheRock install whose declared targets (`dist_info.json`) and device code differ: a
-/// declared target no code serves (its own or its generic target's, as the runtime falls back,
-/// `vocab::runtime::generic_of`) fails on that GPU; code for targets it does not declare is
-/// code the build was not asked for. The HSA runtime's own code objects serve every target the
-/// runtime knows and say nothing of the build.
+/// A TheRock install whose declared targets (`dist_info.json`) and the device code of its
+/// libraries differ: a declared target no code serves (its own or its generic target's, as the
+/// runtime falls back, `vocab::runtime::generic_of`) fails on that GPU; code for targets it
+/// does not declare is code the build was not asked for. Only the install's `lib/` counts:
+/// TheRock builds its tests for every target whatever it declares (therock_subproject.cmake
+/// `USE_TEST_AMDGPU_TARGETS`, which "does not affect dist_info.json"), and the HSA runtime's
+/// own code objects serve every target the runtime knows. An install with no library code
+/// (a runtime-only copy, a wheel of the core) says nothing.
 fn declared_differ(snap: &Snapshot, d: &DeclaredTargets, targets: &Targets) -> Option<Finding> {
-    let prefix = d.path.path.strip_suffix(crate::inspect::DIST_INFO)?;
+    let prefix = d.path.path.strip_suffix(crate::parse::therock::DIST_INFO)?;
+    let lib = format!("{prefix}lib/");
     let found: BTreeSet<&str> = snap
         .files
         .iter()
-        .filter(|f| f.path.root == d.path.root && f.path.path.starts_with(prefix))
+        .filter(|f| f.path.root == d.path.root && f.path.path.starts_with(&lib))
         .flat_map(|f| f.code_objects.iter().filter(move |c| !crate::families::runtime_own(f, c)))
         .map(|c| c.processor.as_str())
         .collect();
+    if found.is_empty() {
+        return None;
+    }
     let served = |t: &str| found.contains(t) || generic_of(t, targets).is_some_and(|g| found.contains(g));
     let lacking: Vec<String> = d.targets.iter().filter(|t| !served(t)).cloned().collect();
     let serves_declared = |g: &str| d.targets.iter().any(|t| generic_of(t, targets) == Some(g));

@@ -7,6 +7,9 @@
 //! `THEROCK_DIST_AMDGPU_TARGETS-NOTFOUND`, which declares nothing. TheRock's own reader
 //! (build_tools `check_profile_arch`) splits on all three.
 
+/// Where a TheRock install declares the targets it was built for, from the install's top.
+pub const DIST_INFO: &str = "share/therock/dist_info.json";
+
 /// The most of the file read: a real one is a few hundred bytes.
 pub const MAX_DIST_INFO: u64 = 64 << 10;
 

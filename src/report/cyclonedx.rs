@@ -14,17 +14,19 @@
 //! Components are flat, as syft writes them. Each archive gfxscan read is a component too: a
 //! `.deb` or a wheel a `library` with its `purl` (the purl spec's `deb` and `pypi` types), any
 //! other archive a `file`; `dependencies` tie an archive to its members. A member's own
-//! component carries the `purl` of the package it came from. GPU facts are properties in the
+//! component names the package it came from in `gfxscan:package-purl`, not as its `purl`: a
+//! purl is the package's identity, and a vulnerability scanner would report one advisory per
+//! file that claimed it. GPU facts are properties in the
 //! `gfxscan:` namespace: one `gfxscan:target` per processor served, in the natural target
 //! order, then target IDs, family, role and counts.
 //!
 //! The BOM is deterministic: the timestamp is `SOURCE_DATE_EPOCH`'s when it is set, and absent
-//! otherwise; the serial number is a UUID made from the SHA-256 of the rest of the BOM.
+//! otherwise. It has no `serialNumber` (optional in 1.6): the specification asks a serial
+//! number to be unique even for unchanged content, which a deterministic output cannot be.
 
 use std::io::Write;
 
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 use crate::model::{ArchiveRecord, Ecosystem, Family, FileRecord, Package, RelPath, Snapshot};
 use crate::source::digest::NOT_HASHED;
@@ -36,8 +38,6 @@ use crate::vocab::targets::Targets;
 struct Bom {
     bom_format: &'static str,
     spec_version: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    serial_number: Option<String>,
     version: u32,
     metadata: Metadata,
     components: Vec<Component>,
@@ -139,27 +139,15 @@ pub fn write_cyclonedx(
     let holders = Holders::new(snap);
     let mut components: Vec<Component> = snap.archives.iter().map(|a| archive_component(snap, a)).collect();
     components.extend(snap.files.iter().map(|f| file_component(snap, f, &holders, targets)));
-    let mut bom = Bom {
+    let bom = Bom {
         bom_format: "CycloneDX",
         spec_version: "1.6",
-        serial_number: None,
         version: 1,
         metadata: metadata(snap, created),
         components,
         dependencies: dependencies(snap, &holders),
     };
-    bom.serial_number = Some(serial_number(&serde_json::to_vec(&bom)?));
     super::write_json(out, &bom)
-}
-
-/// `urn:uuid:` of a UUID version 8 made from the SHA-256 of `content` (RFC 9562, B.2: a
-/// name-based UUID with SHA-256): the same BOM, the same serial number.
-fn serial_number(content: &[u8]) -> String {
-    let mut b: [u8; 16] = Sha256::digest(content)[..16].try_into().unwrap_or_default();
-    b[6] = (b[6] & 0x0f) | 0x80;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!("urn:uuid:{}-{}-{}-{}-{}", &hex[..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..])
 }
 
 fn metadata(snap: &Snapshot, created: Option<u64>) -> Metadata {
@@ -269,7 +257,9 @@ fn json_name(v: &impl Serialize) -> String {
 fn file_component(snap: &Snapshot, f: &FileRecord, holders: &Holders, targets: &Targets) -> Component {
     let name = syft_path(snap, &f.path);
     let mut c = Component::new(component_type(f), Some(file_ref(&f.path)), name.clone());
-    c.purl = holders.owner(&f.path).map(purl);
+    if let Some(p) = holders.owner(&f.path) {
+        c.property("gfxscan:package-purl", purl(p));
+    }
     if let Some(h) = &f.sha256 {
         c.hashes.push(Hash { alg: "SHA-256", content: h.clone() });
     }
@@ -468,16 +458,5 @@ mod tests {
         assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
         assert_eq!(rfc3339(1_700_000_000), "2023-11-14T22:13:20Z");
         assert_eq!(rfc3339(253_402_300_799), "9999-12-31T23:59:59Z");
-    }
-
-    #[test]
-    fn serial_numbers_are_version_8_uuids_of_the_content() {
-        let a = serial_number(b"bom");
-        assert_eq!(a, serial_number(b"bom"));
-        assert_ne!(a, serial_number(b"other"));
-        let hex = a.strip_prefix("urn:uuid:").expect("urn");
-        assert_eq!(hex.len(), 36);
-        assert_eq!(&hex[14..15], "8");
-        assert!(matches!(&hex[19..20], "8" | "9" | "a" | "b"), "{a}");
     }
 }

@@ -59,6 +59,7 @@ fn file_records<'a>(snap: &'a Snapshot, f: &'a FileRecord) -> impl Iterator<Item
         artifact: f.artifact.as_ref(),
         kpack_ref: f.kpack_ref.as_ref(),
         hard_link_of: f.hard_link_of.as_ref(),
+        sha256: f.sha256.as_ref(),
     });
     let objects = f.code_objects.iter().map(move |o| {
         Record::CodeObject(CodeObjectLine { file: &f.path, object: o, uri: code_object_uri(snap, f, o) })

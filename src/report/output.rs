@@ -95,14 +95,21 @@ impl Output {
         status: ExitStatus,
         write: impl FnOnce(&mut dyn Write) -> anyhow::Result<()>,
     ) -> anyhow::Result<ExitStatus> {
+        self.fill(write)?.put_in_place()?;
+        Ok(status)
+    }
+
+    /// Writes the result with `write`: standard output and an existing device at once, a
+    /// staged file whole and synced to disk but not yet in place.
+    fn fill(self, write: impl FnOnce(&mut dyn Write) -> anyhow::Result<()>) -> anyhow::Result<Filled> {
         match self {
             Output::Stdout => {
                 let mut out = BufWriter::new(io::stdout().lock());
                 let done = write(&mut out).and_then(|()| out.flush().map_err(anyhow::Error::from));
                 match done {
-                    Err(e) if is_broken_pipe(&e) => Ok(status),
+                    Err(e) if is_broken_pipe(&e) => Ok(Filled::Done),
                     Err(e) => Err(e.context("cannot write standard output")),
-                    Ok(()) => Ok(status),
+                    Ok(()) => Ok(Filled::Done),
                 }
             }
             Output::InPlace { path, file } => {
@@ -110,24 +117,37 @@ impl Output {
                 write(&mut out)
                     .and_then(|()| out.flush().map_err(anyhow::Error::from))
                     .with_context(|| format!("cannot write {}", path.display()))?;
-                Ok(status)
+                Ok(Filled::Done)
             }
             Output::Staged { path, temp } => {
-                let part = temp.path().to_path_buf();
-                // In place or removed (a failure drops the temporary file): nothing for a signal.
-                let forget = || staged().retain(|p| p != &part);
                 let mut out = BufWriter::new(temp);
+                // A failure drops the temporary file, which removes it.
                 write(&mut out)
                     .and_then(|()| out.flush().map_err(anyhow::Error::from))
                     .with_context(|| format!("cannot write {}", path.display()))?;
                 let temp = out.into_inner().map_err(|e| e.into_error())?;
                 temp.as_file().sync_all().with_context(|| format!("cannot write {}", path.display()))?;
-                let kept = temp.persist(&path).with_context(|| format!("cannot write {}", path.display()));
-                forget();
-                kept?;
-                Ok(status)
+                Ok(Filled::Staged { path, temp })
             }
         }
+    }
+}
+
+/// An output written in full: done, or a staged file to rename into place.
+enum Filled {
+    Done,
+    Staged { path: PathBuf, temp: tempfile::NamedTempFile },
+}
+
+impl Filled {
+    /// Renames a staged file into place (nothing for a signal to remove afterwards).
+    fn put_in_place(self) -> anyhow::Result<()> {
+        let Filled::Staged { path, temp } = self else { return Ok(()) };
+        let part = temp.path().to_path_buf();
+        let kept = temp.persist(&path).with_context(|| format!("cannot write {}", path.display()));
+        staged().retain(|p| p != &part);
+        kept?;
+        Ok(())
     }
 }
 
@@ -145,15 +165,23 @@ pub struct Planned {
     pub style: crate::report::Style,
 }
 
-/// Writes the run's result to each planned output in turn, each in its own format; the first
-/// that cannot be written ends the run (the staged files not yet in place are removed).
+/// Writes the run's result to every planned output, each in its own format, as one: every
+/// file is written whole and synced first, then standard output, and only then are the files
+/// renamed into place. An output that cannot be written fails the run before any file has
+/// been replaced (the staged ones are removed).
 pub fn deliver_all(
     planned: Vec<Planned>,
     status: ExitStatus,
     write: impl Fn(crate::cli::OutputFormat, crate::report::Style, &mut dyn Write) -> anyhow::Result<()>,
 ) -> anyhow::Result<ExitStatus> {
-    for p in planned {
-        p.output.deliver(status, |w| write(p.format, p.style, w))?;
+    let (to_stdout, to_files): (Vec<Planned>, Vec<Planned>) =
+        planned.into_iter().partition(|p| matches!(p.output, Output::Stdout));
+    let mut filled = Vec::new();
+    for p in to_files.into_iter().chain(to_stdout) {
+        filled.push(p.output.fill(|w| write(p.format, p.style, w))?);
+    }
+    for f in filled {
+        f.put_in_place()?;
     }
     Ok(status)
 }

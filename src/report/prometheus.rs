@@ -9,13 +9,14 @@
 //! GPUs carry their PCI address and ROCr UUID when detected, to join with amd-smi and AMD's
 //! device-metrics-exporter. The output is a function of the result: same result, same bytes.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::Write;
 
 use crate::aggregate::{layer_count, layers};
 use crate::check::devices::Device;
 use crate::check::{CheckReport, Outcome, Status};
-use crate::model::Snapshot;
+use crate::model::{IndexMap, Snapshot};
 use crate::vocab::targets::Targets;
 
 use super::json_word;
@@ -86,9 +87,11 @@ fn escape_help(v: &str) -> String {
     v.replace('\\', "\\\\").replace('\n', "\\n")
 }
 
-/// `gfxscan_info`: which gfxscan wrote the file.
-fn info() -> Family {
-    let mut f = Family::new("gfxscan_info", "The gfxscan that wrote these metrics (always 1).");
+/// `gfxscan_scan_info` or `gfxscan_check_info`: which gfxscan wrote the file. Each command has
+/// its own, so the two files in one textfile folder never repeat a series (node-exporter
+/// refuses a series collected twice).
+fn info(name: &'static str) -> Family {
+    let mut f = Family::new(name, "The gfxscan that wrote these metrics (always 1).");
     f.add(vec![("version", env!("CARGO_PKG_VERSION").to_string())], 1);
     f
 }
@@ -138,11 +141,18 @@ pub fn write_check_metrics(report: &CheckReport, out: &mut dyn Write) -> anyhow:
             let mut labels = at.clone();
             labels.extend(gpu_labels(&g.device));
             gpu.states(&labels, "status", &STATUSES, g.status(), json_word);
+            // One series per library: where a library has two verdicts (two Tensile folders
+            // of one component), the worse one is its status.
+            let mut worst: IndexMap<(&str, String), Status> = IndexMap::new();
             for v in &g.verdicts {
+                let s = worst.entry((v.library.as_str(), json_word(v.kind))).or_insert(v.status);
+                *s = (*s).max(v.status);
+            }
+            for ((lib, kind), status) in worst {
                 let mut l = labels.clone();
-                l.push(("library", v.library.clone()));
-                l.push(("kind", json_word(v.kind)));
-                library.states(&l, "status", &STATUSES, v.status, json_word);
+                l.push(("library", lib.to_string()));
+                l.push(("kind", kind));
+                library.states(&l, "status", &STATUSES, status, json_word);
             }
         }
     }
@@ -150,7 +160,7 @@ pub fn write_check_metrics(report: &CheckReport, out: &mut dyn Write) -> anyhow:
         Family::new("gfxscan_check_problems", "Files the check could not read in full, over every install.");
     problems.add(Vec::new(), report.problems.len() as u64);
     let mut text = String::new();
-    for f in [info(), outcome, gpu, library, unread, problems] {
+    for f in [info("gfxscan_check_info"), outcome, gpu, library, unread, problems] {
         f.write(&mut text);
     }
     out.write_all(text.as_bytes())?;
@@ -191,16 +201,17 @@ pub fn write_scan_metrics(
     files.add(Vec::new(), snap.files.len() as u64);
     let mut findings =
         Family::new("gfxscan_scan_findings", "Ways the install is broken as shipped, per kind.");
-    let mut kinds: Vec<String> = snap.findings.iter().map(|f| json_word(f.kind)).collect();
-    kinds.dedup();
-    for k in kinds {
-        let n = snap.findings.iter().filter(|f| json_word(f.kind) == k).count();
-        findings.add(vec![("kind", k)], n as u64);
+    let mut kinds: BTreeMap<String, u64> = BTreeMap::new();
+    for f in &snap.findings {
+        *kinds.entry(json_word(f.kind)).or_default() += 1;
+    }
+    for (k, n) in kinds {
+        findings.add(vec![("kind", k)], n);
     }
     let mut problems = Family::new("gfxscan_scan_problems", "Files that could not be read in full.");
     problems.add(Vec::new(), snap.problems.len() as u64);
     let mut text = String::new();
-    for f in [info(), layer, objects, kernels, bytes, files, findings, problems] {
+    for f in [info("gfxscan_scan_info"), layer, objects, kernels, bytes, files, findings, problems] {
         f.write(&mut text);
     }
     out.write_all(text.as_bytes())?;

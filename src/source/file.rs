@@ -56,6 +56,8 @@ impl ByteSource for FileSource {
                 }
             }
         }
+        // pread fills all the spare capacity, which may be more than was asked for.
+        buf.truncate(len);
         Ok(Cow::Owned(buf))
     }
 

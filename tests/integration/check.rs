@@ -400,13 +400,13 @@ fn two_gpus_from_kfd_each_judged_on_its_own() {
         g[0]["device"],
         json!({"index": 0, "node": 1, "source": "kfd", "native": target("gfx1100", "gfx1100"), "override": null,
                "effective": target("gfx1100", "gfx1100"), "pci_address": "0000:04:00.0",
-               "uuid": "GPU-5AC0000000000001"})
+               "uuid": "GPU-5ac0000000000001"})
     );
     assert_eq!(
         g[1]["device"],
         json!({"index": 1, "node": 2, "source": "kfd", "native": target("gfx1036", "gfx1036"), "override": null,
                "effective": target("gfx1036", "gfx1036"), "pci_address": "0000:05:00.0",
-               "uuid": "GPU-5AC0000000000002"})
+               "uuid": "GPU-5ac0000000000002"})
     );
     assert_eq!(statuses(g[0]), vec![(lib.clone(), "ok".to_string())]);
     assert_eq!(verdict(g[0], &tree, "lib/libfoo.so")["loads"], hip("gfx1100"));

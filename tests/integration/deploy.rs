@@ -162,6 +162,8 @@ fn the_entrypoint_writes_metrics_for_the_textfile_collector() {
         for text in [&scan, &check] {
             crate::outputs::promtool_accepts(&tool, text);
         }
+        // The collector reads both files as one exposition: no series may repeat.
+        crate::outputs::promtool_accepts(&tool, &format!("{scan}{check}"));
     }
     let none = crate::util::Tree::new();
     let r = entry(&none.root_str());

@@ -357,6 +357,12 @@ fn therock_declared_targets_are_held_against_its_code() {
     assert_eq!(f[0]["targets"], serde_json::json!(["gfx942", "gfx1151"]));
     let why = f[0]["why"].as_str().unwrap_or_default();
     assert!(why.contains("declares gfx1151 but no library") && why.contains("code for gfx942"), "{why}");
+    // Tests in bin/ built for every target, and an install with no library code: nothing said.
+    let tree = Tree::new();
+    tree.file("rocm/share/therock/dist_info.json", info);
+    tree.file("rocm/bin/test_foo", &host_lib(&[("gfx942", &co(GFX942, 0, 1))]));
+    let (_, snap) = tree.scan_json(&[]);
+    assert!(findings(&snap, "declared-targets-differ").is_empty(), "{:#}", snap["findings"]);
 }
 
 /// A `dist_info.json` that is not TheRock's document is a problem with its path; the scan goes on.

@@ -176,7 +176,7 @@ fn metrics_name_gpus_by_pci_address_and_escape_labels() {
     let gpu = samples(&r.stdout, "gfxscan_check_gpu_status");
     let (labels, _) = gpu.iter().find(|(l, v)| *v == 1 && l["status"] == "ok").expect("the GPU is OK");
     assert_eq!(labels["pci_address"], "0000:2d:00.0");
-    assert_eq!(labels["uuid"], "GPU-00000000000000FF");
+    assert_eq!(labels["uuid"], "GPU-00000000000000ff");
     assert_eq!(labels["node"], "1");
     assert!(r.stdout.contains("we\\\"ird\\\\na\\nme/libfoo.so"), "{}", r.stdout);
     if let Some(tool) = promtool() {
@@ -362,4 +362,29 @@ fn outputs_get_the_mode_the_umask_gives() {
             assert_eq!(got, mode, "umask {umask}: {}", p.display());
         }
     }
+}
+
+/// Several outputs are one result: when one cannot be written (here `/dev/full`), none of the
+/// others replaces what was there, and no staged file is left behind.
+#[test]
+fn an_output_that_fails_leaves_the_others_as_they_were() {
+    if !std::path::Path::new("/dev/full").exists() {
+        skipped("no /dev/full");
+        return;
+    }
+    let m = mixed();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let old = dir.path().join("snap.json");
+    std::fs::write(&old, "the snapshot of before\n").expect("write");
+    let fresh = dir.path().join("new.html");
+    let root = m.tree.root_str();
+    let json = format!("json={}", old.display());
+    let html = format!("html={}", fresh.display());
+    let r = gfxscan(["scan", "-q", &root, "-o", &json, "-o", &html, "-o", "prometheus=/dev/full"]);
+    r.expect_code(2);
+    assert!(r.stderr.contains("/dev/full"), "{}", r.stderr);
+    assert_eq!(std::fs::read_to_string(&old).expect("kept"), "the snapshot of before\n");
+    assert!(!fresh.exists(), "nothing new put in place");
+    let left: Vec<_> = std::fs::read_dir(dir.path()).expect("dir").flatten().map(|e| e.file_name()).collect();
+    assert_eq!(left.len(), 1, "no staged file left: {left:?}");
 }
