@@ -132,81 +132,50 @@ enum Place {
 }
 
 impl Document {
-    /// What `cmd` writes as JSON, if it is gfxscan: each `-o json=FILE`; each plain `-o FILE`
-    /// under `--json` or `--format json`, or named `.json` (not `.cdx.json`) without
-    /// `--format`; standard output under `--json`/`--format json` without `-o`, or `-o -`.
-    /// `scan --keep` writes the prune report.
+    /// What `cmd` writes as JSON or JSON Lines, if it is gfxscan: its command line parsed as
+    /// the binary parses it, its outputs resolved by the binary's own rule
+    /// (`cli::resolve_outputs`), so the hook cannot read a format otherwise than the binary
+    /// does. `scan --keep` writes the prune report.
     fn of(cmd: &Command) -> Option<Document> {
+        use gfxscan::cli::{Cli, Command as Sub, OutputFormat};
         if cmd.get_program() != OsStr::new(env!("CARGO_BIN_EXE_gfxscan")) {
             return None;
         }
-        let all: Vec<String> = cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
-        // A program's own arguments (`check --exe P -- ARGS`) say nothing.
-        let args: Vec<&str> = all.iter().map(String::as_str).take_while(|a| *a != "--").collect();
-        let sub =
-            args.iter().position(|a| !a.starts_with('-') && !["always", "never", "auto"].contains(a))?;
-        let (sub, rest) = (args[sub], &args[sub + 1..]);
-        let values = |long: &str, short: &str| -> Vec<&str> {
-            let eq = format!("{long}=");
-            rest.iter()
-                .enumerate()
-                .filter_map(|(i, a)| match *a {
-                    a if a == long || a == short => rest.get(i + 1).copied(),
-                    a => a.strip_prefix(eq.as_str()),
-                })
-                .collect()
-        };
-        let format = values("--format", "--format").first().copied();
-        let json = rest.contains(&"--json") || format == Some("json");
-        let outputs = values("--output", "-o");
-        let mut places: Vec<(Place, Option<&str>)> = Vec::new();
-        for o in &outputs {
-            let (given, path) = match o.split_once('=') {
-                Some((f, p)) if is_format(f) => (Some(f), p),
-                _ => (None, *o),
-            };
-            let lower = path.to_ascii_lowercase();
-            let by_name = lower.ends_with(".json") && !lower.ends_with(".cdx.json");
-            let lines_by_name = lower.ends_with(".jsonl") || lower.ends_with(".ndjson");
-            let to = (path != "-").then_some(path);
-            if given == Some("json") || (given.is_none() && (json || (format.is_none() && by_name))) {
-                places.push((Place::Document, to));
-            } else if given == Some("jsonl")
-                || (given.is_none() && (format == Some("jsonl") || (format.is_none() && lines_by_name)))
-            {
-                places.push((Place::Lines, to));
+        let cli = <Cli as clap::Parser>::try_parse_from(
+            std::iter::once(OsStr::new("gfxscan")).chain(cmd.get_args()),
+        )
+        .ok()?;
+        let (kind, json, format, outputs, takes) = match &cli.command {
+            Sub::Scan(a) if !a.keep.is_empty() => {
+                ("prune", a.json, a.format, &a.opts.outputs, OutputFormat::PRUNE)
             }
-        }
-        if outputs.is_empty() && json {
-            places.push((Place::Document, None));
-        }
-        if outputs.is_empty() && format == Some("jsonl") {
-            places.push((Place::Lines, None));
-        }
-        if places.is_empty() {
-            return None;
-        }
-        let kind = match sub {
-            "scan" if rest.iter().any(|a| *a == "--keep" || a.starts_with("--keep=")) => "prune",
-            "scan" => "snapshot",
-            "check" => "check",
-            "diff" => "diff",
-            "merge" => "merge",
-            "targets" => "targets",
+            Sub::Scan(a) => ("snapshot", a.json, a.format, &a.opts.outputs, OutputFormat::SCAN),
+            Sub::Check(a) => ("check", a.json, a.format, &a.opts.outputs, OutputFormat::CHECK),
+            Sub::Diff(a) => ("diff", a.json, a.format, &a.outputs, OutputFormat::DIFF),
+            Sub::Merge(a) => ("merge", a.json, a.format, &a.outputs, OutputFormat::MERGE),
+            Sub::Targets(a) if a.json => {
+                return Some(Document { kind: "targets", places: vec![(Place::Document, None)] })
+            }
             _ => return None,
         };
-        let places = places
+        let planned = gfxscan::cli::resolve_outputs(json, format, outputs, takes).ok()?;
+        let places: Vec<(Place, Option<Written>)> = planned
             .into_iter()
-            .map(|(place, o)| {
-                let file = o.map(|o| {
-                    let path = cmd.get_current_dir().map_or_else(|| PathBuf::from(o), |d| d.join(o));
+            .filter_map(|(f, path)| {
+                let place = match f {
+                    OutputFormat::Json => Place::Document,
+                    OutputFormat::Jsonl => Place::Lines,
+                    _ => return None,
+                };
+                let file = path.map(|p| {
+                    let path = cmd.get_current_dir().map_or_else(|| p.clone(), |d| d.join(&p));
                     let before = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
                     (path, before)
                 });
-                (place, file)
+                Some((place, file))
             })
             .collect();
-        Some(Document { kind, places })
+        (!places.is_empty()).then_some(Document { kind, places })
     }
 
     /// Fails the test unless what the run wrote is a valid document of its kind. Nothing
@@ -238,11 +207,6 @@ impl Document {
             }
         }
     }
-}
-
-/// True for a format name `-o FORMAT=FILE` takes.
-fn is_format(name: &str) -> bool {
-    <gfxscan::cli::OutputFormat as clap::ValueEnum>::from_str(name, true).is_ok()
 }
 
 /// A scratch folder to scan, deleted when dropped.
