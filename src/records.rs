@@ -5,7 +5,8 @@
 
 use serde::Serialize;
 
-use crate::check::devices::Device;
+use crate::check::devices::{Device, UnknownGpu};
+use crate::check::program::ProgramReport;
 use crate::check::{Outcome, Status, Verdict};
 use crate::model::{Artifact, CodeObjectRecord, Finding, KpackRef, Problem, RelPath, Summary, Tool};
 use crate::parse::magic::Kind;
@@ -28,6 +29,13 @@ pub enum Record<'a> {
     Gpu(GpuLine<'a>),
     /// `check`: one library's verdict for one GPU.
     Verdict(VerdictLine<'a>),
+    /// `check --exe`, `--pid`: what the program loads and whether it starts (the check
+    /// document's `program`).
+    Program(&'a ProgramReport),
+    /// `check`: a GPU of the KFD topology whose ISA the target table does not know: not checked.
+    UnknownGpu(&'a UnknownGpu),
+    /// `check`: an install that exists but was not checked.
+    NotChecked(NotChecked<'a>),
     /// Last: the totals (`scan`) or the outcome (`check`).
     End(End<'a>),
 }
@@ -94,6 +102,12 @@ pub struct VerdictLine<'a> {
     pub target: &'a str,
     #[serde(flatten)]
     pub verdict: &'a Verdict,
+}
+
+/// An install left out of a check.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct NotChecked<'a> {
+    pub install: &'a str,
 }
 
 /// The last record.

@@ -5,14 +5,14 @@
 //! 'select(.type == "code_object")'` or `grep '"type":"verdict"'` without reading a whole
 //! snapshot into memory. The records carry the snapshot's and the check document's own types
 //! (docs/schema.md): a file (without its code objects), each code object with its file's path
-//! and its URI, each finding and problem; a check's GPUs and each verdict with its install and
-//! GPU. Records come in the documents' order, so the same result gives the same bytes.
+//! and its URI, each finding and problem; a check's program (`--exe`, `--pid`), unknown GPUs,
+//! GPUs and each verdict with its install and GPU, installs not checked. Records come in the documents' order, so the same result gives the same bytes.
 
 use std::io::Write;
 
 use crate::check::{CheckReport, GpuReport};
 use crate::model::{FileRecord, Snapshot};
-use crate::records::{Begin, CodeObjectLine, End, FileLine, GpuLine, Record, VerdictLine};
+use crate::records::{Begin, CodeObjectLine, End, FileLine, GpuLine, NotChecked, Record, VerdictLine};
 
 use super::uris::code_object_uri;
 
@@ -79,9 +79,18 @@ pub fn write_check_jsonl(report: &CheckReport, out: &mut dyn Write) -> anyhow::R
         let at = i.install.path.as_str();
         i.gpus.iter().flat_map(move |g| gpu_records(at, g))
     });
+    let unknown = report.unknown_gpus.iter().map(Record::UnknownGpu);
+    let program = report.program.iter().map(Record::Program);
+    let not_checked = report.not_checked.iter().map(|i| Record::NotChecked(NotChecked { install: i }));
     let problems = report.problems.iter().map(Record::Problem);
     let end = Record::End(End::Check { outcome: report.outcome });
-    let all = std::iter::once(begin).chain(gpus).chain(problems).chain(std::iter::once(end));
+    let all = std::iter::once(begin)
+        .chain(unknown)
+        .chain(program)
+        .chain(gpus)
+        .chain(not_checked)
+        .chain(problems)
+        .chain(std::iter::once(end));
     write_records(all, out)
 }
 

@@ -388,3 +388,38 @@ fn an_output_that_fails_leaves_the_others_as_they_were() {
     let left: Vec<_> = std::fs::read_dir(dir.path()).expect("dir").flatten().map(|e| e.file_name()).collect();
     assert_eq!(left.len(), 1, "no staged file left: {left:?}");
 }
+
+/// `check --format jsonl` says all that the check document says of a run: a program's loads
+/// (`--exe`) and a KFD GPU the target table does not know are records too, each the
+/// document's own.
+#[test]
+fn check_lines_hold_the_program_and_unknown_gpus() {
+    let Ok(true_bin) = std::fs::read("/bin/true") else {
+        skipped("no /bin/true to load");
+        return;
+    };
+    let root = Tree::new();
+    root.file("usr/bin/prog", &true_bin);
+    let r = root.root_str();
+    let args = ["check", "-q", "--gpu", "gfx1100", "--exe", "/usr/bin/prog", "--root", r.as_str()];
+    let report = gfxscan(args.iter().copied().chain(["--json"])).json();
+    let recs = lines(&gfxscan(args.iter().copied().chain(["--format", "jsonl"])).stdout);
+    let program: Vec<&Value> = recs.iter().filter(|r| r["type"] == "program").map(|r| &r["data"]).collect();
+    assert_eq!(program, vec![&report["program"]], "one program record, the document's");
+    assert_eq!(recs.last().expect("end")["data"]["outcome"], report["outcome"]);
+
+    let m = mixed();
+    let sys = Tree::new();
+    for (node, version) in [(1, 110000), (2, 990900)] {
+        let props = format!("simd_count 96\ngfx_target_version {version}\ncapability 0\n");
+        sys.file(format!("sys/class/kfd/kfd/topology/nodes/{node}/properties"), props.as_bytes());
+    }
+    let (root, sysfs) = (m.tree.root_str(), sys.root_str());
+    let args = ["check", "-q", root.as_str(), "--sysfs-root", sysfs.as_str()];
+    let report = gfxscan(args.iter().copied().chain(["--json"])).json();
+    let recs = lines(&gfxscan(args.iter().copied().chain(["--format", "jsonl"])).stdout);
+    let unknown: Vec<Value> =
+        recs.iter().filter(|r| r["type"] == "unknown_gpu").map(|r| r["data"].clone()).collect();
+    assert!(!unknown.is_empty(), "{:#}", report["unknown_gpus"]);
+    assert_eq!(Value::Array(unknown), report["unknown_gpus"]);
+}
