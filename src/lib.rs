@@ -537,7 +537,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
         }
         Command::Targets(args) => {
             let targets = load_targets(&args.table)?;
-            Output::Stdout.deliver(ExitStatus::Clean, |w| report::write_targets(&targets, args.json, w))
+            let style = style_for(cli.color, None);
+            Output::Stdout
+                .deliver(ExitStatus::Clean, |w| report::write_targets(&targets, args.json, style, w))
         }
     }
 }

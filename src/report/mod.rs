@@ -26,9 +26,6 @@ pub use style::Style;
 
 use std::io::Write;
 
-use comfy_table::presets::NOTHING;
-use comfy_table::Table;
-
 use crate::vocab::targets::Targets;
 
 /// Writes one pretty-printed JSON document and a newline. Serialized first, then written, so a
@@ -62,27 +59,49 @@ pub fn write_diff(
     }
 }
 
-/// Writes the target table: TOML-like lines for people, or JSON.
-pub fn write_targets(targets: &Targets, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
+/// Writes the target table, fitted to the reader's width (the least needed columns go first,
+/// and a note names them), or JSON. A target's products are its first product and how many
+/// more `targets.toml` lists (`--json` has them all).
+pub fn write_targets(targets: &Targets, json: bool, style: Style, out: &mut dyn Write) -> anyhow::Result<()> {
     if json {
         return write_json(out, &targets.document());
     }
-    let mut t = Table::new();
-    t.load_preset(NOTHING);
-    t.set_header(["NAME", "MACH", "FAMILY", "GENERIC", "FEATURES", "KFD VERSION", "ISA-COMPATIBLE"]);
-    for x in targets.iter() {
-        t.add_row(vec![
-            x.name.clone(),
-            format!("{:#05x}", x.mach),
-            x.family.clone(),
-            x.generic.clone().unwrap_or_default(),
-            x.features.join(","),
-            x.gfx_target_version.map(|v| v.to_string()).unwrap_or_default(),
-            x.isa_compatible.clone().unwrap_or_default(),
-        ]);
-    }
+    let rows: Vec<_> = targets.iter().collect();
+    let cells = |f: &dyn Fn(&crate::vocab::targets::Target) -> String| rows.iter().map(|t| f(t)).collect();
+    let products = |t: &crate::vocab::targets::Target| match t.products.as_slice() {
+        [] => String::new(),
+        [one] => one.clone(),
+        [first, rest @ ..] => format!("{first} (+{} more)", rest.len()),
+    };
+    let cols = vec![
+        table::Column::left("NAME", cells(&|t| t.name.clone()), None),
+        table::Column::left("MACH", cells(&|t| format!("{:#05x}", t.mach)), None),
+        table::Column::left("FAMILY", cells(&|t| t.family.clone()), Some(6)),
+        table::Column::left("GENERIC", cells(&|t| t.generic.clone().unwrap_or_default()), Some(3)),
+        table::Column::left("FEATURES", cells(&|t| t.features.join(",")), Some(4)),
+        table::Column::right(
+            "KFD VERSION",
+            cells(&|t| t.gfx_target_version.map(|v| v.to_string()).unwrap_or_default()),
+            Some(2),
+        ),
+        table::Column::left(
+            "ISA-COMPATIBLE",
+            cells(&|t| t.isa_compatible.clone().unwrap_or_default()),
+            Some(1),
+        ),
+        table::Column::left("PRODUCTS", cells(&products), Some(5)),
+    ];
+    let (text, dropped) = table::fit(cols, false, style);
     writeln!(out, "{} targets from {}", targets.len(), targets.origin)?;
-    writeln!(out, "{t}")?;
+    writeln!(out, "{text}")?;
+    if !dropped.is_empty() {
+        let width = style.width.unwrap_or_default();
+        writeln!(
+            out,
+            "Not shown, to fit {width} columns: {} (--json shows every field).",
+            dropped.join(", ")
+        )?;
+    }
     Ok(())
 }
 

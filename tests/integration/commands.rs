@@ -7,7 +7,10 @@ use crate::util::{gfxscan, Tree};
 
 #[test]
 fn targets_table() {
-    let run = gfxscan(["targets"]);
+    // Into a pipe, 100 columns, whatever width the test runner's terminal had.
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_gfxscan"));
+    cmd.arg("targets").env_remove("COLUMNS");
+    let run = crate::util::run(cmd);
     run.expect_code(0);
     let mut lines = run.stdout.lines();
     let first = lines.next().expect("first line");
@@ -21,6 +24,14 @@ fn targets_table() {
         .unwrap_or_else(|| panic!("no gfx90a row:\n{}", run.stdout));
     let cells: Vec<&str> = row.split_whitespace().collect();
     assert_eq!(&cells[..4], ["gfx90a", "0x03f", "gfx9", "sramecc,xnack"], "{row}");
+    // Each target's products as targets.toml lists them: the first, and how many more.
+    let json = gfxscan(["targets", "--json"]).json();
+    let gfx1100 = json["targets"].as_array().expect("targets").iter().find(|t| t["name"] == "gfx1100");
+    let products = gfx1100.and_then(|t| t["products"].as_array()).expect("gfx1100 has products");
+    let want = format!("{} (+{} more)", products[0].as_str().expect("a name"), products.len() - 1);
+    let row = run.stdout.lines().find(|l| l.split_whitespace().next() == Some("gfx1100")).expect("gfx1100");
+    assert!(row.ends_with(&want), "{row}");
+    assert!(run.stdout.lines().all(|l| !l.ends_with(' ')), "no line ends in a space:\n{}", run.stdout);
 }
 
 #[test]
