@@ -135,11 +135,22 @@ impl Snapshot {
         self.roots.get(root).map_or("", String::as_str)
     }
 
-    /// True for a member of an archive read as a tree (`pkg.deb!/usr/lib/x.so`, or any file
-    /// of a root that is an archive itself): it has no path of its own on disk.
+    /// The archives read as trees that hold `path` (`pkg.deb!/usr/lib/x.so`; any file of a
+    /// root that is an archive itself), innermost first.
+    pub fn archives_holding(&self, path: &RelPath) -> Vec<&ArchiveRecord> {
+        let mut out: Vec<&ArchiveRecord> = self
+            .archives
+            .iter()
+            .filter(|a| a.path.root == path.root && a.path.path != path.path)
+            .filter(|a| a.path.path.is_empty() || path.path.starts_with(&format!("{}!/", a.path.path)))
+            .collect();
+        out.sort_by_key(|a| std::cmp::Reverse(a.path.path.len()));
+        out
+    }
+
+    /// True for a member of an archive read as a tree: it has no path of its own on disk.
     pub fn is_archive_member(&self, path: &RelPath) -> bool {
-        path.path.contains("!/")
-            || self.archives.iter().any(|a| a.path.root == path.root && a.path.path.is_empty())
+        !self.archives_holding(path).is_empty()
     }
 
     /// What a snapshot read back must hold to be judged (a hand-edited one may not): at least

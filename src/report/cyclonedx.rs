@@ -136,16 +136,15 @@ pub fn write_cyclonedx(
     created: Option<u64>,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
-    let holders = Holders::new(snap);
     let mut components: Vec<Component> = snap.archives.iter().map(|a| archive_component(snap, a)).collect();
-    components.extend(snap.files.iter().map(|f| file_component(snap, f, &holders, targets)));
+    components.extend(snap.files.iter().map(|f| file_component(snap, f, targets)));
     let bom = Bom {
         bom_format: "CycloneDX",
         spec_version: "1.6",
         version: 1,
         metadata: metadata(snap, created),
         components,
-        dependencies: dependencies(snap, &holders),
+        dependencies: dependencies(snap),
     };
     super::write_json(out, &bom)
 }
@@ -205,38 +204,6 @@ fn archive_ref(p: &RelPath) -> String {
     format!("archive:{}:/{}", p.root, p.path)
 }
 
-/// The archives read, with the prefix their members' paths start with (`<archive>!/`, or
-/// nothing for an archive that is a root), longest prefix first.
-struct Holders<'s>(Vec<(String, &'s ArchiveRecord)>);
-
-impl<'s> Holders<'s> {
-    fn new(snap: &'s Snapshot) -> Self {
-        let mut list: Vec<(String, &ArchiveRecord)> = snap
-            .archives
-            .iter()
-            .map(|a| (if a.path.path.is_empty() { String::new() } else { format!("{}!/", a.path.path) }, a))
-            .collect();
-        list.sort_by_key(|(prefix, _)| std::cmp::Reverse(prefix.len()));
-        Holders(list)
-    }
-
-    /// The archives holding `p`, innermost first.
-    fn of(&self, p: &RelPath) -> impl Iterator<Item = &'s ArchiveRecord> + '_ {
-        let p = p.clone();
-        self.0
-            .iter()
-            .filter(move |(prefix, a)| {
-                a.path.root == p.root && a.path.path != p.path && p.path.starts_with(prefix.as_str())
-            })
-            .map(|(_, a)| *a)
-    }
-
-    /// The package a file came from: the innermost package among the archives holding it.
-    fn owner(&self, p: &RelPath) -> Option<&'s Package> {
-        self.of(p).find_map(|a| a.package.as_ref())
-    }
-}
-
 /// What a file is, as CycloneDX types components.
 fn component_type(f: &FileRecord) -> ComponentType {
     let family = f.artifact.as_ref().and_then(|a| a.family);
@@ -254,10 +221,11 @@ fn json_name(v: &impl Serialize) -> String {
     serde_json::to_value(v).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
 }
 
-fn file_component(snap: &Snapshot, f: &FileRecord, holders: &Holders, targets: &Targets) -> Component {
+fn file_component(snap: &Snapshot, f: &FileRecord, targets: &Targets) -> Component {
     let name = syft_path(snap, &f.path);
     let mut c = Component::new(component_type(f), Some(file_ref(&f.path)), name.clone());
-    if let Some(p) = holders.owner(&f.path) {
+    // The package a file came from: the innermost package among the archives holding it.
+    if let Some(p) = snap.archives_holding(&f.path).into_iter().find_map(|a| a.package.as_ref()) {
         c.property("gfxscan:package-purl", purl(p));
     }
     if let Some(h) = &f.sha256 {
@@ -332,13 +300,13 @@ fn archive_component(snap: &Snapshot, a: &ArchiveRecord) -> Component {
 }
 
 /// Each archive and what it holds directly: its listed files and the archives inside it.
-fn dependencies(snap: &Snapshot, holders: &Holders) -> Vec<Dependency> {
+fn dependencies(snap: &Snapshot) -> Vec<Dependency> {
     let mut deps: Vec<Dependency> = snap
         .archives
         .iter()
         .map(|a| Dependency { reference: archive_ref(&a.path), depends_on: Vec::new() })
         .collect();
-    let innermost = |p: &RelPath| holders.of(p).next().map(|a| archive_ref(&a.path));
+    let innermost = |p: &RelPath| snap.archives_holding(p).first().map(|a| archive_ref(&a.path));
     let held = snap
         .archives
         .iter()

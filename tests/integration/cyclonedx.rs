@@ -13,7 +13,7 @@ use gfxscan::testing::firmware_blob;
 
 use crate::archives::{ar, file, gz, xz, zip_of, Entry, RawTar};
 use crate::fixtures::{co, host_lib, GFX1030, GFX1100, GFX900, GFX90A};
-use crate::util::{gfxscan, problems, run, skipped, Tree};
+use crate::util::{gfxscan, problems, run, Tree};
 
 /// The `control` of the test package: mixed case and a `+` in its version, as Debian's
 /// binNMUs have.
@@ -339,15 +339,8 @@ fn other_commands_refuse_cyclonedx() {
 /// strict JSON validator with its bundled bom-1.6.schema.json): `GFXSCAN_CYCLONEDX_VALIDATE`,
 /// else `cyclonedx-validate` on `PATH`.
 fn validator() -> Option<String> {
-    let named = std::env::var("GFXSCAN_CYCLONEDX_VALIDATE").ok().filter(|s| !s.is_empty());
-    let found = named.or_else(|| {
-        let ok = Command::new("cyclonedx-validate").arg("--help").output().is_ok_and(|o| o.status.success());
-        ok.then(|| "cyclonedx-validate".to_string())
-    });
-    if found.is_none() {
-        skipped("no CycloneDX validator (.ci/run installs .ci/cyclonedx-validate)");
-    }
-    found
+    let hint = ".ci/run installs .ci/cyclonedx-validate";
+    crate::util::tool_or_skip("GFXSCAN_CYCLONEDX_VALIDATE", "cyclonedx-validate", "--help", hint)
 }
 
 #[test]

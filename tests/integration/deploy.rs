@@ -227,16 +227,12 @@ fn the_entrypoint_writes_a_snapshot_merge_reads() {
 /// The Kubernetes validator `.ci/run` installs (`kubernetes-validate`, which holds the
 /// Kubernetes JSON schemas): `GFXSCAN_KUBE_VALIDATE`, else the one on `PATH`.
 fn kube_validator() -> Option<String> {
-    let named = std::env::var("GFXSCAN_KUBE_VALIDATE").ok().filter(|s| !s.is_empty());
-    let found = named.or_else(|| {
-        let ok =
-            Command::new("kubernetes-validate").arg("--version").output().is_ok_and(|o| o.status.success());
-        ok.then(|| "kubernetes-validate".to_string())
-    });
-    if found.is_none() {
-        crate::util::skipped("no kubernetes-validate (.ci/run installs it)");
-    }
-    found
+    crate::util::tool_or_skip(
+        "GFXSCAN_KUBE_VALIDATE",
+        "kubernetes-validate",
+        "--version",
+        ".ci/run installs it",
+    )
 }
 
 /// Runs the validator, strict (unknown fields are errors), on `files`.

@@ -282,11 +282,7 @@ fn every_gpu_table_row_is_what_check_says() {
 
 /// `check-jsonschema`: `GFXSCAN_CHECK_JSONSCHEMA`, else the one on `PATH`.
 fn check_jsonschema() -> Option<PathBuf> {
-    let named = std::env::var_os("GFXSCAN_CHECK_JSONSCHEMA").filter(|s| !s.is_empty()).map(PathBuf::from);
-    named.or_else(|| {
-        let ok = Command::new("check-jsonschema").arg("--version").output().is_ok_and(|o| o.status.success());
-        ok.then(|| PathBuf::from("check-jsonschema"))
-    })
+    crate::util::find_tool("GFXSCAN_CHECK_JSONSCHEMA", "check-jsonschema", "--version").map(PathBuf::from)
 }
 
 /// Runs a shell block's lines with bash (`-e`, `-u`, `pipefail`) in a scratch folder holding

@@ -71,15 +71,8 @@ fn outputs_are_checked_before_the_scan() {
 
 /// The promtool `.ci/run` installs (`GFXSCAN_PROMTOOL`), else one on `PATH`.
 pub fn promtool() -> Option<String> {
-    let named = std::env::var("GFXSCAN_PROMTOOL").ok().filter(|s| !s.is_empty());
-    let found = named.or_else(|| {
-        let ok = Command::new("promtool").arg("--version").output().is_ok_and(|o| o.status.success());
-        ok.then(|| "promtool".to_string())
-    });
-    if found.is_none() {
-        skipped("no promtool (.ci/run installs it from Debian's prometheus package)");
-    }
-    found
+    let hint = ".ci/run installs it from Debian's prometheus package";
+    crate::util::tool_or_skip("GFXSCAN_PROMTOOL", "promtool", "--version", hint)
 }
 
 /// `promtool check metrics` on `text`: its lint finds no problem.

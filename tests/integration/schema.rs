@@ -10,7 +10,7 @@ use gfxscan::schema::Document;
 use serde_json::{json, Value};
 
 use crate::documents::{errors, schema_path};
-use crate::util::{gfxscan, run, skipped, Run};
+use crate::util::{gfxscan, run, Run};
 
 /// The command that rewrites the committed schemas from the binary.
 const BLESS: &str = "GFXSCAN_BLESS=1 cargo test --test integration schema";
@@ -98,15 +98,8 @@ fn a_wrong_document_fails_its_schema() {
 /// `check-jsonschema` as `.ci/run` installs it: `GFXSCAN_CHECK_JSONSCHEMA`, else the one on
 /// `PATH`.
 fn check_jsonschema() -> Option<String> {
-    let named = std::env::var("GFXSCAN_CHECK_JSONSCHEMA").ok().filter(|s| !s.is_empty());
-    let found = named.or_else(|| {
-        let ok = Command::new("check-jsonschema").arg("--version").output().is_ok_and(|o| o.status.success());
-        ok.then(|| "check-jsonschema".to_string())
-    });
-    if found.is_none() {
-        skipped("no check-jsonschema (.ci/run installs it; or set GFXSCAN_CHECK_JSONSCHEMA)");
-    }
-    found
+    let hint = ".ci/run installs it; or set GFXSCAN_CHECK_JSONSCHEMA";
+    crate::util::tool_or_skip("GFXSCAN_CHECK_JSONSCHEMA", "check-jsonschema", "--version", hint)
 }
 
 /// `tool ARGS…`, under the same watch as gfxscan's runs.

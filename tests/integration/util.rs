@@ -336,3 +336,22 @@ pub fn skipped(why: &str) {
     let name = std::thread::current().name().unwrap_or("a test").to_string();
     let _ = writeln!(std::io::stderr(), "test {name} ... skipped: {why}");
 }
+
+/// An outside tool a test runs (a validator `.ci/run` installs): the path the variable `var`
+/// names, else `name` when it is on `PATH` and answers `probe` (`--version`, `--help`).
+pub fn find_tool(var: &str, name: &str, probe: &str) -> Option<String> {
+    let named = std::env::var(var).ok().filter(|s| !s.is_empty());
+    named.or_else(|| {
+        let ok = Command::new(name).arg(probe).output().is_ok_and(|o| o.status.success());
+        ok.then(|| name.to_string())
+    })
+}
+
+/// [`find_tool`], saying the test is skipped (with `hint`, where to get it) when there is none.
+pub fn tool_or_skip(var: &str, name: &str, probe: &str, hint: &str) -> Option<String> {
+    let found = find_tool(var, name, probe);
+    if found.is_none() {
+        skipped(&format!("no {name} ({hint})"));
+    }
+    found
+}
