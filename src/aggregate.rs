@@ -9,7 +9,7 @@ use std::path::{Component, Path};
 use crate::families::{self, cataloger, Row, FAMILY_ROWS};
 use crate::inspect::{Found, LinkSeen};
 use crate::model::{
-    ArchiveRecord, DeclaredTargets, FileRecord, HipRuntime, IndexMap, LinkRecord, Mismatch, Problem, RelPath,
+    ArchiveRecord, DeclaredTargets, FileRecord, HipRuntime, ReleaseMark, ReleaseSignal, IndexMap, LinkRecord, Mismatch, Problem, RelPath,
     Snapshot, Summary, TargetCounts, TargetMap, Tool, SCHEMA_VERSION,
 };
 use crate::vocab::runtime::hip_runtime_version;
@@ -27,6 +27,8 @@ pub struct Tally {
     pub hip_runtimes: Vec<HipRuntime>,
     /// TheRock installs' declared targets.
     pub declared_targets: Vec<DeclaredTargets>,
+    /// Files that state their install's ROCm release.
+    pub rocm_releases: Vec<ReleaseMark>,
     /// Links followed out of their root (`--follow-links`), with the real path each leads to.
     pub links_out_of_root: Vec<LinkRecord>,
 }
@@ -43,6 +45,13 @@ impl Tally {
                 if let Some(version) = hip_runtime_version(o.path.file_name()) {
                     self.hip_runtimes.push(HipRuntime { path: o.path.clone(), version });
                 }
+                if let Some(version) = crate::parse::release::rocm_core_version(o.path.file_name()) {
+                    let signal = ReleaseSignal::RocmCoreLibrary;
+                    self.rocm_releases.push(ReleaseMark { path: o.path.clone(), version, signal });
+                }
+            }
+            if let Some((signal, version)) = o.release {
+                self.rocm_releases.push(ReleaseMark { path: o.path.clone(), version, signal });
             }
             if let Some(targets) = o.declared_targets {
                 self.declared_targets.push(DeclaredTargets { path: o.path.clone(), targets });
@@ -72,6 +81,7 @@ impl Tally {
         self.archives.extend(other.archives);
         self.hip_runtimes.extend(other.hip_runtimes);
         self.declared_targets.extend(other.declared_targets);
+        self.rocm_releases.extend(other.rocm_releases);
         self.links_out_of_root.extend(other.links_out_of_root);
         self
     }
@@ -87,9 +97,11 @@ pub fn snapshot(tally: Tally, roots: Vec<String>, targets: &Targets) -> Snapshot
         mut archives,
         mut hip_runtimes,
         mut declared_targets,
+        mut rocm_releases,
         mut links_out_of_root,
     } = tally;
     declared_targets.sort_by_cached_key(|d| d.path.sort_key());
+    rocm_releases.sort_by_cached_key(|r| (r.path.sort_key(), r.signal));
     links_out_of_root.sort_by_cached_key(|l| l.path.sort_key());
     hip_runtimes.sort_by_cached_key(|r| r.path.sort_key());
     files.sort_by_cached_key(|f| f.path.sort_key());
@@ -122,6 +134,7 @@ pub fn snapshot(tally: Tally, roots: Vec<String>, targets: &Targets) -> Snapshot
         findings: Vec::new(),
         hip_runtimes,
         declared_targets,
+        rocm_releases,
         links_out_of_root,
         one_program: false,
     }

@@ -50,6 +50,16 @@ pub enum Command {
     /// or 3 when some snapshot could not be read (its row says why), or 1 with --gpu when some
     /// source lacks a required piece.
     Merge(MergeArgs),
+    /// One target's gate matrix: vendor policy beside what the install serves.
+    ///
+    /// Side by side, each saying "blocks", "allows" or "unknown" and where its fact comes from:
+    /// AMD's support list for the install's ROCm release (read from .info/version,
+    /// rocm_version.h, librocm-core's or libamdhip64's name) and the newest ones, TheRock's
+    /// targets, Ollama's and llama.cpp's default builds (targets.toml), what the roots ship per
+    /// layer (scan's counts), each library's verdict for a GPU of the target (check's), and what
+    /// HSA_OVERRIDE_GFX_VERSION to the ISA-compatible target would give. With no ROOT, the
+    /// installs `check` takes, if any. Exit codes are check's for a GPU of the target.
+    Explain(ExplainArgs),
     /// Print the table of GPU targets in use (built-in, or --targets FILE).
     Targets(TargetsArgs),
     /// Print the JSON Schema (draft 2020-12) of a JSON document gfxscan writes.
@@ -152,6 +162,8 @@ impl OutputFormat {
     /// What `check` writes.
     pub const CHECK: &[OutputFormat] =
         &[Self::Table, Self::Json, Self::Markdown, Self::Html, Self::Prometheus, Self::Jsonl];
+    /// What `explain` writes.
+    pub const EXPLAIN: &[OutputFormat] = &[Self::Table, Self::Json, Self::Markdown, Self::Html];
     /// What `diff` writes.
     pub const DIFF: &[OutputFormat] = &[Self::Table, Self::Json, Self::Markdown, Self::Html];
     /// What `merge` writes.
@@ -443,6 +455,25 @@ pub struct CheckArgs {
     /// Short for --format json.
     #[arg(long, conflicts_with = "format")]
     pub json: bool,
+}
+
+/// `gfxscan explain`.
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// The target: a processor (`gfx1031`), a target ID or a product (`"RX 6700 XT"`).
+    #[arg(value_name = "TARGET")]
+    pub target: String,
+    #[command(flatten)]
+    pub opts: ScanOpts,
+    /// Output format (default: what -o FILE's extension says, else a table).
+    #[arg(long, value_parser = format_parser(OutputFormat::EXPLAIN))]
+    pub format: Option<OutputFormat>,
+    /// Short for --format json.
+    #[arg(long, conflicts_with = "format")]
+    pub json: bool,
+    /// Every library's verdict as its own row (without it, the OK ones are counted in one).
+    #[arg(short, long)]
+    pub verbose: bool,
 }
 
 /// `gfxscan diff`.

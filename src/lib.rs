@@ -14,6 +14,7 @@ pub mod cli;
 pub mod decode;
 pub mod diff;
 pub mod exit;
+pub mod explain;
 pub mod families;
 pub mod inspect;
 pub mod library;
@@ -31,7 +32,7 @@ pub mod vocab;
 
 use anyhow::bail;
 
-use cli::{CheckArgs, Cli, Command, DiffArgs, MergeArgs, OutputFormat, ScanArgs, ScanOpts, TableArgs};
+use cli::{CheckArgs, Cli, Command, DiffArgs, ExplainArgs, MergeArgs, OutputFormat, ScanArgs, ScanOpts, TableArgs};
 use exit::ExitStatus;
 use report::output::{deliver_all, Output, Planned};
 use source::snapshot;
@@ -313,6 +314,58 @@ fn run_check(mut args: CheckArgs, color: cli::ColorChoice) -> anyhow::Result<Exi
     })
 }
 
+/// `gfxscan explain`: the target as `--gpu` takes it, the roots as `check` takes them (none
+/// found: vendor policy alone), one whole scan for scan's counts, and check's verdicts for a
+/// GPU of the target, without and with the override `targets.toml` records. This process's
+/// environment is not read: the matrix is about the target, not this shell.
+fn run_explain(mut args: ExplainArgs, color: cli::ColorChoice) -> anyhow::Result<ExitStatus> {
+    let targets = load_targets(&args.opts.table)?;
+    let none = check::devices::Env::default();
+    let gpus = check::devices::from_args(std::slice::from_ref(&args.target), &none, &targets)
+        .map_err(anyhow::Error::msg)?;
+    let processor = gpus.devices.first().map(|d| d.native.processor.clone()).unwrap_or_default();
+    let Some(target) = targets.by_name(&processor).cloned() else {
+        bail!("{}: not a target in the table", args.target);
+    };
+    let outputs = open_outputs(color, args.json, args.format, &args.opts.outputs, OutputFormat::EXPLAIN)?;
+    let (roots, not_checked) = if args.opts.roots.is_empty() {
+        let (checked, not) = source::walk::check_roots_under(std::path::Path::new("/"));
+        (checked, not.iter().map(|p| p.display().to_string()).collect())
+    } else {
+        (args.opts.roots.clone(), Vec::new())
+    };
+    let (snap, report, with_override) = if roots.is_empty() {
+        (None, None, None)
+    } else {
+        args.opts.resources.max_memory = Some(memory_aim(&args.opts.resources, false));
+        let snap = scan_roots(roots, &args.opts, &targets, None, None, false)?;
+        let report = check::check(&snap, &gpus, &targets, check::CheckOptions { not_checked, libpaths: Vec::new() });
+        let over = override_gpus(&args.target, &target, &targets)?
+            .map(|g| check::check(&snap, &g, &targets, check::CheckOptions::default()));
+        (Some(snap), Some(report), over)
+    };
+    let inputs = explain::Inputs { snap: snap.as_ref(), check: report.as_ref(), with_override: with_override.as_ref() };
+    let e = explain::explain(&target, &targets, inputs);
+    let status = report.as_ref().map_or(ExitStatus::Clean, check::CheckReport::exit_status);
+    deliver_all(outputs, status, |format, style, w| {
+        report::explain::write_explain(&e, &targets, format, args.verbose, style, w)
+    })
+}
+
+/// The GPU of `given` with HSA_OVERRIDE_GFX_VERSION set to its ISA-compatible target's
+/// version (`targets.toml` isa_compatible), as `check` would see it; `None` without one.
+fn override_gpus(
+    given: &str,
+    target: &vocab::targets::Target,
+    targets: &Targets,
+) -> anyhow::Result<Option<check::devices::Gpus>> {
+    let Some(alt) = target.isa_compatible.as_deref().and_then(|a| targets.by_name(a)) else { return Ok(None) };
+    let Some(value) = check::override_value(alt) else { return Ok(None) };
+    let env = check::devices::Env { vars: vec![("HSA_OVERRIDE_GFX_VERSION".to_string(), value)] };
+    let gpus = check::devices::from_args(&[given.to_string()], &env, targets).map_err(anyhow::Error::msg)?;
+    Ok(Some(gpus))
+}
+
 /// The program's environment — `base` (a process's), else this process's — with `--env
 /// NAME=VALUE` settings on top, sorted by name.
 fn program_env(
@@ -521,6 +574,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
     match cli.command {
         Command::Scan(args) => run_scan(args, cli.color),
         Command::Check(args) => run_check(args, cli.color),
+        Command::Explain(args) => run_explain(args, cli.color),
         Command::Diff(args) => run_diff(args, cli.color),
         Command::Merge(args) => run_merge(args, cli.color),
         Command::Completions(args) => {

@@ -482,6 +482,28 @@ pub struct HipRuntime {
     pub version: String,
 }
 
+/// How an install states its ROCm release (`parse::release`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReleaseSignal {
+    /// rocm-core's `.info/version`.
+    InfoVersion,
+    /// rocm-core's `include/rocm-core/rocm_version.h`.
+    VersionHeader,
+    /// The name of rocm-core's library, `librocm-core.so.1.0.<LIBPATCH>`.
+    RocmCoreLibrary,
+}
+
+/// A file that states the ROCm release of its install.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ReleaseMark {
+    #[serde(flatten)]
+    pub path: RelPath,
+    /// The release it states (`6.4.1`).
+    pub version: String,
+    pub signal: ReleaseSignal,
+}
+
 /// The targets an install declares it was built for: TheRock's `dist_info.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DeclaredTargets {
@@ -1050,6 +1072,10 @@ pub struct Snapshot {
     /// (`share/therock/dist_info.json`); absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub declared_targets: Vec<DeclaredTargets>,
+    /// Files that state their install's ROCm release (rocm-core's version file, header and
+    /// library name); absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rocm_releases: Vec<ReleaseMark>,
     /// With `--follow-links`: links followed to a place outside their root, with the real path
     /// each leads to. What lies there was scanned as part of the root. Absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

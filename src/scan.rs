@@ -132,6 +132,7 @@ fn read_file(c: &Candidate, disk: &Path, reading: Reading<'_>) -> (Read, Option<
             record: None,
             problems: vec![message],
             declared_targets: None,
+            release: None,
         }))
     };
     let src = match open_file(disk, c.followed) {

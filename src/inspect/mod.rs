@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::decode::Decoding;
 use crate::families;
-use crate::model::{ArchiveRecord, FileRecord, Problem, RelPath};
+use crate::model::{ArchiveRecord, FileRecord, Problem, RelPath, ReleaseSignal};
 use crate::parse::bundle::parse_bundles_to;
 use crate::parse::magic::{classify, Kind};
 use crate::parse::offload::parse_offload_binaries_with;
@@ -28,6 +28,8 @@ pub struct FileOutcome {
     pub problems: Vec<String>,
     /// For TheRock's `share/therock/dist_info.json`: the targets it declares.
     pub declared_targets: Option<Vec<String>>,
+    /// For rocm-core's version file or header: the release it states.
+    pub release: Option<(ReleaseSignal, String)>,
 }
 
 impl FileOutcome {
@@ -111,6 +113,27 @@ fn dist_info(src: &dyn ByteSource) -> Result<Vec<String>, String> {
     crate::parse::therock::dist_info_targets(&bytes)
 }
 
+/// The release rocm-core's version file or header states (`parse::release`), read whole if
+/// small; `None` for other files and for one that states no release (a stub, a template): it
+/// only leaves the release unknown. A file that cannot be read is a problem.
+fn release_file(src: &dyn ByteSource, name: &Path) -> Option<Result<(ReleaseSignal, String), String>> {
+    use crate::parse::release::{info_version, version_header, INFO_VERSION, MAX_VERSION_FILE, VERSION_HEADER};
+    let (signal, parse): (_, fn(&[u8]) -> Result<String, String>) = if name.ends_with(INFO_VERSION) {
+        (ReleaseSignal::InfoVersion, info_version)
+    } else if name.ends_with(VERSION_HEADER) {
+        (ReleaseSignal::VersionHeader, version_header)
+    } else {
+        return None;
+    };
+    if src.len() > MAX_VERSION_FILE {
+        return Some(Err(format!("ROCm version file of {} bytes: not read (more than {MAX_VERSION_FILE})", src.len())));
+    }
+    match src.read_at(0, src.len() as usize) {
+        Ok(bytes) => parse(&bytes).ok().map(|v| Ok((signal, v))),
+        Err(e) => Some(Err(e.to_string())),
+    }
+}
+
 /// Bytes of the head that family detection and firmware headers look at.
 pub const FAMILY_HEAD: usize = 64;
 
@@ -131,7 +154,12 @@ pub fn inspect<'t>(
     let size = src.len();
     let kind = classify(head);
     let mut out =
-        FileOutcome { path, kind, size, record: None, problems: Vec::new(), declared_targets: None };
+        FileOutcome { path, kind, size, record: None, problems: Vec::new(), declared_targets: None, release: None };
+    match release_file(src, name) {
+        Some(Ok(r)) => out.release = Some(r),
+        Some(Err(e)) => out.problems.push(e),
+        None => {}
+    }
     if size < 4 {
         out.kind = Kind::Other;
         return out;

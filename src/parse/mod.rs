@@ -24,6 +24,7 @@ pub mod msgpack;
 pub mod offload;
 pub mod package;
 pub mod pe;
+pub mod release;
 pub mod tensile;
 pub mod therock;
 

@@ -7,6 +7,7 @@
 pub mod check;
 pub mod cyclonedx;
 pub mod diff;
+pub mod explain;
 pub mod html;
 pub mod jsonl;
 pub mod merge;
@@ -26,6 +27,7 @@ pub use style::Style;
 
 use std::io::Write;
 
+use crate::vocab::policy::Platform;
 use crate::vocab::targets::Targets;
 
 /// Writes one pretty-printed JSON document and a newline. Serialized first, then written, so a
@@ -67,6 +69,7 @@ pub fn write_targets(targets: &Targets, json: bool, style: Style, out: &mut dyn 
         return write_json(out, &targets.document());
     }
     let rows: Vec<_> = targets.iter().collect();
+    let policy = targets.policy();
     let cells = |f: &dyn Fn(&crate::vocab::targets::Target) -> String| rows.iter().map(|t| f(t)).collect();
     let products = |t: &crate::vocab::targets::Target| match t.products.as_slice() {
         [] => String::new(),
@@ -90,10 +93,16 @@ pub fn write_targets(targets: &Targets, json: bool, style: Style, out: &mut dyn 
             Some(1),
         ),
         table::Column::left("PRODUCTS", cells(&products), Some(5)),
+        table::Column::left("ROCM LINUX", cells(&|t| policy.supported_in(Platform::Linux, &t.name)), Some(7)),
+        table::Column::left("ROCM WINDOWS", cells(&|t| policy.supported_in(Platform::Windows, &t.name)), Some(0)),
     ];
     let (text, dropped) = table::fit(cols, false, style);
     writeln!(out, "{} targets from {}", targets.len(), targets.origin)?;
     writeln!(out, "{text}")?;
+    writeln!(
+        out,
+        "ROCM LINUX, ROCM WINDOWS: the releases whose support list names the target (deprecated included; Windows: HIP runtime or SDK), as targets.toml records them from AMD's documentation; `gfxscan explain TARGET` says how and cites each."
+    )?;
     if !dropped.is_empty() {
         let width = style.width.unwrap_or_default();
         writeln!(

@@ -11,6 +11,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::policy::Policy;
+
 /// The built-in table's text.
 pub const BUILTIN: &str = include_str!("../../targets.toml");
 
@@ -93,6 +95,14 @@ pub struct RawTargets {
     schema: u32,
     #[serde(default)]
     target: Vec<Target>,
+    #[serde(default)]
+    release: Vec<super::policy::Release>,
+    #[serde(default)]
+    therock: Vec<super::policy::TheRockRelease>,
+    #[serde(default)]
+    therock_exclusion: Vec<super::policy::TheRockExclusion>,
+    #[serde(default)]
+    build_filter: Vec<super::policy::BuildFilter>,
 }
 
 /// A validated table with its indexes.
@@ -104,6 +114,8 @@ pub struct Targets {
     by_v2_isa: BTreeMap<(u32, u32, u32), (usize, String)>,
     /// Each target's place in the natural order ([`natural_order`]).
     natural: BTreeMap<String, usize>,
+    /// Vendor policy: releases, TheRock, build filters.
+    policy: Policy,
     /// Where the table came from: `built-in` or a path.
     pub origin: String,
 }
@@ -115,12 +127,19 @@ pub struct TargetsDocument<'a> {
     pub origin: &'a str,
     /// Every target, in the table's order.
     pub targets: Vec<&'a Target>,
+    /// Vendor policy: which releases list which targets, TheRock's targets, build filters.
+    pub policy: &'a Policy,
 }
 
 impl Targets {
     /// The table as its JSON document.
     pub fn document(&self) -> TargetsDocument<'_> {
-        TargetsDocument { origin: &self.origin, targets: self.list.iter().collect() }
+        TargetsDocument { origin: &self.origin, targets: self.list.iter().collect(), policy: &self.policy }
+    }
+
+    /// Vendor policy (`vocab::policy`).
+    pub fn policy(&self) -> &Policy {
+        &self.policy
     }
 }
 
@@ -277,12 +296,19 @@ impl RawTargets {
                 }
             }
         }
+        let policy = Policy {
+            releases: self.release,
+            therock: self.therock,
+            therock_exclusions: self.therock_exclusion,
+            build_filters: self.build_filter,
+        };
+        errs.extend(policy.errors(&|n| by_name.contains_key(n)));
         if !errs.is_empty() {
             return Err(errs);
         }
         let natural =
             natural_order(&self.target).into_iter().enumerate().map(|(i, n)| (n.to_string(), i)).collect();
-        Ok(Targets { list: self.target, by_mach, by_name, by_v2_isa, natural, origin: origin.to_string() })
+        Ok(Targets { list: self.target, by_mach, by_name, by_v2_isa, natural, policy, origin: origin.to_string() })
     }
 }
 

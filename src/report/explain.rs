@@ -1,0 +1,299 @@
+//! `explain` for people: one target's gates, section by section, each with its verdict
+//! (blocks, allows, unknown) and its source; as a table, Markdown, JSON or an HTML page, and
+//! the cross-target gate matrix the HTML scan page shows.
+
+use std::fmt::Write as _;
+use std::io::Write;
+
+use comfy_table::{Cell, Color};
+
+use crate::cli::OutputFormat;
+use crate::explain::{Explanation, Gate, GateRow, InstallGates, Section};
+use crate::vocab::targets::Targets;
+use crate::vocab::units::count;
+
+use super::html::{esc, page_end, page_start};
+use super::style::{fill_cell, wrap, Style};
+use super::write_json;
+
+/// Writes an explanation in the chosen format; `verbose` gives every library its own row.
+pub fn write_explain(
+    e: &Explanation,
+    targets: &Targets,
+    format: OutputFormat,
+    verbose: bool,
+    style: Style,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    match format {
+        OutputFormat::Json => write_json(out, e),
+        OutputFormat::Html => write_explain_html(e, out),
+        _ => {
+            let md = format == OutputFormat::Markdown;
+            let style = if md { Style { color: false, width: None } } else { style };
+            write_text(e, targets, md, verbose, style, out)
+        }
+    }
+}
+
+/// The colour of a verdict word.
+fn gate_color(g: Gate) -> Color {
+    match g {
+        Gate::Allows => Color::Green,
+        Gate::Blocks => Color::Red,
+        Gate::Unknown => Color::Yellow,
+    }
+}
+
+/// The target's line: name, products, family, generic and ISA-compatible targets.
+fn headline(e: &Explanation) -> String {
+    let t = &e.target;
+    let mut parts = vec![t.name.clone()];
+    match t.products.as_slice() {
+        [] => {}
+        [one] => parts.push(one.clone()),
+        [first, rest @ ..] => parts.push(format!("{first} (+{} more)", rest.len())),
+    }
+    parts.push(t.family.clone());
+    if let Some(g) = &t.generic {
+        parts.push(format!("generic {g}"));
+    }
+    if let Some(c) = &t.isa_compatible {
+        parts.push(format!("ISA-compatible with {c}"));
+    }
+    parts.join(" · ")
+}
+
+/// Rows as shown: without `verbose`, the OK library verdicts are one counted row.
+fn shown_rows(rows: &[GateRow], verbose: bool) -> Vec<GateRow> {
+    let ok = |r: &GateRow| r.section == Section::Runtime && r.verdict == Gate::Allows && r.says.starts_with("OK");
+    if verbose || rows.iter().filter(|r| ok(r)).count() < 2 {
+        return rows.to_vec();
+    }
+    let n = rows.iter().filter(|r| ok(r)).count();
+    let mut out: Vec<GateRow> = Vec::new();
+    for r in rows {
+        if !ok(r) {
+            out.push(r.clone());
+        } else if !out.iter().any(|o| o.section == Section::Runtime && o.gate.ends_with("(OK)")) {
+            out.push(GateRow {
+                gate: format!("{} (OK)", count(n as u64, "library")),
+                says: "each finds code for the target (--verbose lists them)".to_string(),
+                ..r.clone()
+            });
+        }
+    }
+    out
+}
+
+/// The widths of the gate, says and source cells in `width` columns.
+fn widths(width: usize) -> (usize, usize, usize) {
+    // Four columns, one space of padding each side; VERDICT is 7 wide.
+    let room = width.saturating_sub(8 + 7);
+    let gate = (room * 3 / 10).clamp(12, 36);
+    let source = (room * 22 / 100).max(12);
+    (gate, room.saturating_sub(gate + source).max(16), source)
+}
+
+/// A source as a table cites it: each part up to its comment in parentheses (JSON and HTML
+/// keep it whole).
+fn short_source(source: &str) -> String {
+    let parts: Vec<&str> = source.split("; ").map(|p| p.split(" (").next().unwrap_or(p)).collect();
+    parts.join("; ")
+}
+
+/// One section's rows as a table.
+fn rows_table(rows: &[GateRow], md: bool, style: Style) -> String {
+    let mut t = super::table::styled(md, style);
+    t.set_header(if md { ["gate", "verdict", "says", "source"] } else { ["GATE", "VERDICT", "SAYS", "SOURCE"] });
+    let w = (!md).then_some(style.width).flatten().map(widths);
+    for r in rows {
+        let word = Cell::new(r.verdict.word());
+        let word = if style.color { word.fg(gate_color(r.verdict)) } else { word };
+        let source = short_source(&r.source);
+        let cells = match w {
+            Some((g, s, src)) => (fill_cell(&r.gate, g), fill_cell(&r.says, s), fill_cell(&source, src)),
+            None => (r.gate.clone(), r.says.clone(), source),
+        };
+        t.add_row(vec![Cell::new(cells.0), word, Cell::new(cells.1), Cell::new(cells.2)]);
+    }
+    t.to_string().lines().map(str::trim_end).collect::<Vec<_>>().join("\n")
+}
+
+/// Writes the rows of each section in turn, under its title.
+fn write_sections(rows: &[GateRow], md: bool, style: Style, out: &mut dyn Write) -> std::io::Result<()> {
+    let mut sections: Vec<Section> = Vec::new();
+    for r in rows {
+        if !sections.contains(&r.section) {
+            sections.push(r.section);
+        }
+    }
+    for s in sections {
+        let these: Vec<GateRow> = rows.iter().filter(|r| r.section == s).cloned().collect();
+        writeln!(out, "{}{}", if md { "### " } else { "" }, s.title())?;
+        if md {
+            writeln!(out)?;
+        }
+        writeln!(out, "{}", rows_table(&these, md, style))?;
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
+/// The install's answer in one line: what the vendor says, what the runtime finds.
+fn install_summary(i: &InstallGates) -> String {
+    let vendor = i.rows.iter().find(|r| r.section == Section::Vendor).map_or("unknown", |r| r.verdict.word());
+    let runtime: Vec<&GateRow> = i.rows.iter().filter(|r| r.section == Section::Runtime).collect();
+    let blocked = runtime.iter().filter(|r| r.verdict == Gate::Blocks).count();
+    format!(
+        "support list of its release: {vendor}; libraries finding code for {}: {} of {}{}",
+        i.check.device.native.processor,
+        runtime.len() - blocked,
+        runtime.len(),
+        if blocked > 0 { format!(" ({blocked} missing)") } else { String::new() }
+    )
+}
+
+fn write_text(
+    e: &Explanation,
+    _targets: &Targets,
+    md: bool,
+    verbose: bool,
+    style: Style,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let h = if md { "## " } else { "" };
+    writeln!(out, "{h}{}", headline(e))?;
+    if !e.roots.is_empty() {
+        writeln!(out, "{}", wrap(&format!("Roots: {}", e.roots.join(", ")), "", "  ", style.width))?;
+    }
+    writeln!(out)?;
+    write_sections(&e.policy, md, style, out)?;
+    if e.roots.is_empty() {
+        let line = "No install found (no /opt/rocm, no Ollama folder): vendor policy only. Name a ROOT to see what an install ships and serves.";
+        writeln!(out, "{}", wrap(line, "", "  ", style.width))?;
+        return Ok(());
+    }
+    write_sections(&e.ships, md, style, out)?;
+    for i in &e.installs {
+        let head = format!("Install {} ({})", i.install.path, super::json_word(i.install.kind));
+        writeln!(out, "{}", wrap(&format!("{h}{head}"), "", "  ", style.width))?;
+        writeln!(out, "{}", wrap(&install_summary(i), if md { "" } else { "  " }, "    ", style.width))?;
+        for w in i.check.hints.iter().chain(&i.check.warnings) {
+            writeln!(out, "{}", wrap(w, if md { "- " } else { "  " }, "    ", style.width))?;
+        }
+        writeln!(out)?;
+        write_sections(&shown_rows(&i.rows, verbose), md, style, out)?;
+    }
+    if e.installs.is_empty() {
+        writeln!(out, "No library with device code under the roots: nothing for the runtime to find.")?;
+    }
+    for n in &e.not_checked {
+        writeln!(out, "{}", wrap(&format!("Not checked: {n}"), "", "  ", style.width))?;
+    }
+    for p in &e.problems {
+        let line = format!("Could not be read: {}: {}", p.path.display(&e.roots), p.message);
+        writeln!(out, "{}", wrap(&line, "", "  ", style.width))?;
+    }
+    Ok(())
+}
+
+/// The HTML class of a verdict.
+fn gate_class(g: Gate) -> &'static str {
+    match g {
+        Gate::Allows => "ok",
+        Gate::Blocks => "missing",
+        Gate::Unknown => "warn",
+    }
+}
+
+/// One section's rows as an HTML table.
+fn rows_html(out: &mut String, title: &str, rows: &[GateRow]) {
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "<h2>{}</h2>", esc(title));
+    super::html::table_head(out, &[("gate", true), ("verdict", true), ("says", true), ("source", true)]);
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "<tr><td class=\"l\">{}</td><td class=\"l {}\">{}</td><td class=\"detail\">{}</td><td class=\"l\">{}</td></tr>",
+            esc(&r.gate),
+            gate_class(r.verdict),
+            r.verdict.word(),
+            esc(&r.says),
+            esc(&r.source)
+        );
+    }
+    out.push_str("</table>\n");
+}
+
+fn write_explain_html(e: &Explanation, w: &mut dyn Write) -> anyhow::Result<()> {
+    let mut out = String::new();
+    page_start(&mut out, &format!("gfxscan explain {}", e.target.name));
+    let _ = writeln!(out, "<h1>{}</h1><p class=\"sub\">{}</p>", esc(&headline(e)), esc(&e.roots.join(", ")));
+    rows_html(&mut out, Section::Vendor.title(), &e.policy.iter().filter(|r| r.section == Section::Vendor).cloned().collect::<Vec<_>>());
+    rows_html(&mut out, Section::Build.title(), &e.policy.iter().filter(|r| r.section == Section::Build).cloned().collect::<Vec<_>>());
+    rows_html(&mut out, Section::Ships.title(), &e.ships);
+    for i in &e.installs {
+        let title = format!("Install {} — {}", i.install.path, install_summary(i));
+        rows_html(&mut out, &title, &i.rows);
+    }
+    page_end(&mut out);
+    w.write_all(out.as_bytes())?;
+    Ok(())
+}
+
+/// The gate matrix across targets, for the HTML scan page: a row per gate, a column per
+/// target, each cell its verdict (the title says what the gate says).
+pub fn gate_matrix_html(out: &mut String, all: &[Explanation]) {
+    if all.is_empty() {
+        return;
+    }
+    out.push_str("<h2>Gates per target: vendor policy beside what this tree serves</h2>\n<div class=\"matrix\">");
+    let mut heads: Vec<(&str, bool)> = vec![("gate", true)];
+    heads.extend(all.iter().map(|e| (e.target.name.as_str(), false)));
+    super::html::table_head(out, &heads);
+    let first = &all[0];
+    let rows = |e: &Explanation| -> Vec<GateRow> {
+        let mut r: Vec<GateRow> = e.policy.clone();
+        r.extend(e.ships.iter().cloned());
+        for i in &e.installs {
+            r.extend(i.rows.iter().filter(|r| r.section == Section::Vendor).cloned());
+            let blocked = i.rows.iter().any(|r| r.section == Section::Runtime && r.verdict == Gate::Blocks);
+            r.push(GateRow {
+                section: Section::Runtime,
+                gate: format!("runtime: the libraries of {}", i.install.path),
+                says: install_summary(i),
+                verdict: if blocked { Gate::Blocks } else { Gate::Allows },
+                source: "check".to_string(),
+                count: None,
+            });
+            r.extend(i.rows.iter().filter(|r| r.section == Section::Override).cloned());
+        }
+        r
+    };
+    let each: Vec<Vec<GateRow>> = all.iter().map(rows).collect();
+    for (k, g) in rows(first).iter().enumerate() {
+        let _ = write!(out, "<tr><td class=\"l\">{}</td>", esc(&gate_label(g)));
+        for rows in &each {
+            match rows.get(k) {
+                Some(r) => {
+                    let _ = write!(out, "<td class=\"m {}\" title=\"{}\">{}</td>", gate_class(r.verdict), esc(&r.says), r.verdict.word());
+                }
+                None => out.push_str("<td></td>"),
+            }
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</table></div>\n");
+}
+
+/// A gate's name in the cross-target matrix: the same for every target.
+fn gate_label(g: &GateRow) -> String {
+    match g.section {
+        Section::Override => "HSA_OVERRIDE_GFX_VERSION to the ISA-compatible target".to_string(),
+        Section::Ships => format!("ships: {}", g.gate),
+        _ => g.gate.clone(),
+    }
+}

@@ -1,0 +1,409 @@
+//! Vendor policy, as `targets.toml` records it: which ROCm releases list a target as supported
+//! (and how), which targets each TheRock release builds, and which targets a project's default
+//! HIP build keeps. Data only, each entry citing its source; what an install ships is never
+//! read from here.
+
+use serde::{Deserialize, Serialize};
+
+/// The operating system a list is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Platform {
+    Linux,
+    Windows,
+}
+
+impl Platform {
+    pub fn name(self) -> &'static str {
+        match self {
+            Platform::Linux => "Linux",
+            Platform::Windows => "Windows",
+        }
+    }
+}
+
+/// How a release's documentation lists a target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Level {
+    /// Listed as supported (the HIP SDK column on Windows).
+    Supported,
+    /// Windows: the HIP runtime only, not the HIP SDK's libraries.
+    RuntimeOnly,
+    /// Listed, to be removed in a future release.
+    Deprecated,
+    /// Listed as not enabled in AMD's distributions.
+    Unsupported,
+    /// Not on the release's list: "not officially supported by AMD".
+    NotListed,
+}
+
+impl Level {
+    /// The words a table shows.
+    pub fn words(self) -> &'static str {
+        match self {
+            Level::Supported => "supported",
+            Level::RuntimeOnly => "runtime only (no HIP SDK libraries)",
+            Level::Deprecated => "deprecated",
+            Level::Unsupported => "listed as unsupported",
+            Level::NotListed => "not listed",
+        }
+    }
+
+    /// True when official support covers the target (deprecated still does).
+    pub fn supported(self) -> bool {
+        matches!(self, Level::Supported | Level::RuntimeOnly | Level::Deprecated)
+    }
+}
+
+/// One `[[release]]`: a ROCm release (or several with one list) on one platform.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(!deny_unknown_fields)]
+pub struct Release {
+    pub platform: Platform,
+    /// The releases this list is for (`6.4.2`), the first the newest.
+    pub versions: Vec<String>,
+    /// The HIP runtime's version in these releases (`6.4.43484`), as its library is named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hip: Option<String>,
+    /// Targets listed as supported.
+    #[serde(default)]
+    pub listed: Vec<String>,
+    /// Windows: targets with the runtime only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runtime_only: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deprecated: Vec<String>,
+    /// Targets listed as unsupported.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unsupported: Vec<String>,
+    /// Restrictions the source adds (operating systems, products).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    pub source: String,
+}
+
+impl Release {
+    /// How this release lists `target` (a processor name).
+    pub fn level(&self, target: &str) -> Level {
+        let has = |l: &[String]| l.iter().any(|t| t == target);
+        if has(&self.deprecated) {
+            Level::Deprecated
+        } else if has(&self.unsupported) {
+            Level::Unsupported
+        } else if has(&self.runtime_only) {
+            Level::RuntimeOnly
+        } else if has(&self.listed) {
+            Level::Supported
+        } else {
+            Level::NotListed
+        }
+    }
+
+    /// `ROCm 6.4.2` or `ROCm 7.0.0, 7.0.1`, with ` (Windows)` for a Windows list.
+    pub fn label(&self) -> String {
+        let mut versions = self.versions.clone();
+        versions.sort_by_key(|v| version_key(v));
+        let os = if self.platform == Platform::Windows { " (Windows)" } else { "" };
+        format!("ROCm {}{os}", versions.join(", "))
+    }
+}
+
+/// One `[[therock]]`: the targets a TheRock release builds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(!deny_unknown_fields)]
+pub struct TheRockRelease {
+    pub tag: String,
+    pub targets: Vec<String>,
+    pub source: String,
+}
+
+/// One `[[therock_exclusion]]`: projects TheRock does not build for some targets.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(!deny_unknown_fields)]
+pub struct TheRockExclusion {
+    pub targets: Vec<String>,
+    pub projects: Vec<String>,
+    pub source: String,
+}
+
+/// One `[[build_filter]]`: the targets a project's build keeps, between two of its tags.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(!deny_unknown_fields)]
+pub struct BuildFilter {
+    pub project: String,
+    /// Which build (`official Linux builds`, `source builds without AMDGPU_TARGETS`).
+    pub what: String,
+    /// The preset, variable or file that says it.
+    pub name: String,
+    /// The first tag it holds in, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
+    /// The tag that changed it; absent while it holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platform: Option<Platform>,
+    /// A regular expression the processor name must match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regex: Option<String>,
+    /// The targets built (target IDs as written).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<String>,
+    /// Built for the GPUs of the machine that builds it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub build_host: bool,
+    pub source: String,
+}
+
+/// What a build filter says of a target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kept {
+    Yes,
+    No,
+    /// Kept when the build machine has that GPU.
+    OnBuildHost,
+}
+
+impl BuildFilter {
+    /// Whether the filter keeps `processor` (its regex was checked when the table loaded).
+    pub fn keeps(&self, processor: &str) -> Kept {
+        if self.build_host {
+            return Kept::OnBuildHost;
+        }
+        let yes = match &self.regex {
+            Some(r) => regex::Regex::new(r).is_ok_and(|re| re.is_match(processor)),
+            None => self.targets.iter().any(|t| t.split(':').next() == Some(processor)),
+        };
+        if yes {
+            Kept::Yes
+        } else {
+            Kept::No
+        }
+    }
+
+    /// `v0.12.4–v0.30.0`, `v0.31.2–`, or empty when the source gives no tag.
+    pub fn span(&self) -> String {
+        match (&self.since, &self.until) {
+            (Some(a), Some(b)) => format!("{a}–{b}"),
+            (Some(a), None) => format!("{a}–"),
+            (None, Some(b)) => format!("–{b}"),
+            (None, None) => String::new(),
+        }
+    }
+}
+
+/// The policy tables of `targets.toml`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Policy {
+    /// ROCm releases, newest first per platform.
+    #[serde(default, rename = "release")]
+    pub releases: Vec<Release>,
+    /// TheRock releases, newest first.
+    #[serde(default, rename = "therock")]
+    pub therock: Vec<TheRockRelease>,
+    #[serde(default, rename = "therock_exclusion")]
+    pub therock_exclusions: Vec<TheRockExclusion>,
+    /// Build filters, newest first within each project's `what`.
+    #[serde(default, rename = "build_filter")]
+    pub build_filters: Vec<BuildFilter>,
+}
+
+/// `6.4.2` → [6, 4, 2]; parts that are not numbers count as 0.
+pub fn version_key(v: &str) -> Vec<u64> {
+    v.split('.').map(|p| p.parse().unwrap_or(0)).collect()
+}
+
+/// True for `N.N.N` (or `N.N.N.N`).
+fn is_version(v: &str) -> bool {
+    let parts: Vec<&str> = v.split('.').collect();
+    (3..=4).contains(&parts.len()) && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+}
+
+impl Policy {
+    /// The release list for `version` on `platform` (`6.4.2`; a fourth part is ignored).
+    pub fn release(&self, platform: Platform, version: &str) -> Option<&Release> {
+        let three: Vec<&str> = version.split('.').take(3).collect();
+        let three = three.join(".");
+        self.releases.iter().find(|r| r.platform == platform && r.versions.iter().any(|v| *v == three))
+    }
+
+    /// The Linux releases whose HIP runtime has version `hip` (`6.4.43484`: 6.4.3 and 6.4.2).
+    pub fn releases_with_hip(&self, hip: &str) -> Vec<&Release> {
+        self.releases.iter().filter(|r| r.platform == Platform::Linux && r.hip.as_deref() == Some(hip)).collect()
+    }
+
+    /// The newest list for `platform`.
+    pub fn newest(&self, platform: Platform) -> Option<&Release> {
+        self.releases
+            .iter()
+            .filter(|r| r.platform == platform)
+            .max_by_key(|r| r.versions.iter().map(|v| version_key(v)).max())
+    }
+
+    /// Every list for `platform`, oldest first.
+    pub fn history(&self, platform: Platform) -> Vec<&Release> {
+        let mut out: Vec<&Release> = self.releases.iter().filter(|r| r.platform == platform).collect();
+        out.sort_by_key(|r| r.versions.iter().map(|v| version_key(v)).max());
+        out
+    }
+
+    /// The releases of `platform` whose list supports `target` (deprecated included), as runs
+    /// over every release the table has: `6.0.0–7.2.0`, `6.3.0, 6.4.1–7.2.0`; empty for none.
+    /// A release known only from the compatibility matrix (no per-GPU page: 6.1.5, 6.3.1 on)
+    /// supports only the targets the matrix names, so gfx906 has a gap at 6.1.5: what the
+    /// sources say, not a guess.
+    pub fn supported_in(&self, platform: Platform, target: &str) -> String {
+        let mut all: Vec<(&String, bool)> = self
+            .releases
+            .iter()
+            .filter(|r| r.platform == platform)
+            .flat_map(|r| r.versions.iter().map(move |v| (v, r.level(target).supported())))
+            .collect();
+        all.sort_by_key(|(v, _)| version_key(v));
+        let mut runs: Vec<(String, String)> = Vec::new();
+        let mut open = false;
+        for (v, yes) in all {
+            match (yes, open, runs.last_mut()) {
+                (true, true, Some((_, end))) => *end = v.clone(),
+                (true, _, _) => runs.push((v.clone(), v.clone())),
+                _ => {}
+            }
+            open = yes;
+        }
+        let told: Vec<String> =
+            runs.iter().map(|(a, b)| if a == b { a.clone() } else { format!("{a}–{b}") }).collect();
+        told.join(", ")
+    }
+
+    /// Every broken rule: unknown targets (`known` says which names exist), bad versions,
+    /// regexes that do not compile, a filter that is not exactly one of regex, targets or
+    /// build host, and two filters in force for one build.
+    pub fn errors(&self, known: &dyn Fn(&str) -> bool) -> Vec<String> {
+        let mut errs = Vec::new();
+        let mut names = |who: &str, list: &[String]| {
+            for t in list {
+                let processor = t.split(':').next().unwrap_or(t);
+                if !known(processor) {
+                    errs.push(format!("{who}: target {t:?} is not in the table"));
+                }
+            }
+        };
+        for r in &self.releases {
+            let who = format!("release {}", r.label());
+            for l in [&r.listed, &r.runtime_only, &r.deprecated, &r.unsupported] {
+                names(&who, l);
+            }
+        }
+        for t in &self.therock {
+            names(&format!("therock {}", t.tag), &t.targets);
+        }
+        for x in &self.therock_exclusions {
+            names("therock_exclusion", &x.targets);
+        }
+        for f in &self.build_filters {
+            names(&format!("build_filter {} {}", f.project, f.name), &f.targets);
+        }
+        for r in &self.releases {
+            let who = format!("release {}", r.label());
+            if r.versions.is_empty() || !r.versions.iter().all(|v| is_version(v)) {
+                errs.push(format!("{who}: versions must be N.N.N"));
+            }
+            if r.hip.as_deref().is_some_and(|h| !is_version(h)) {
+                errs.push(format!("{who}: hip must be N.N.N"));
+            }
+        }
+        for f in &self.build_filters {
+            let who = format!("build_filter {} {}", f.project, f.name);
+            let rules = [f.regex.is_some(), !f.targets.is_empty(), f.build_host];
+            if rules.iter().filter(|x| **x).count() != 1 {
+                errs.push(format!("{who}: give exactly one of regex, targets, build_host"));
+            }
+            if let Some(Err(e)) = f.regex.as_deref().map(regex::Regex::new) {
+                errs.push(format!("{who}: regex does not compile: {e}"));
+            }
+            let current = |g: &BuildFilter| g.project == f.project && g.what == f.what && g.until.is_none();
+            if f.until.is_none() && self.build_filters.iter().filter(|g| current(g)).count() > 1 {
+                errs.push(format!("{who}: two filters without `until` for {} {}", f.project, f.what));
+            }
+        }
+        errs
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vocab::targets::Targets;
+
+    #[test]
+    fn the_builtin_policy_reads_as_its_sources_say() {
+        let t = Targets::builtin();
+        let p = t.policy();
+        // compat-matrix 7.2.0: nine targets, gfx900 and gfx1031 not among them.
+        let newest = p.newest(Platform::Linux).unwrap();
+        assert_eq!(newest.versions, ["7.2.0"]);
+        assert_eq!(newest.level("gfx1100"), Level::Supported);
+        assert_eq!(newest.level("gfx900"), Level::NotListed);
+        // linux-gpus docs/6.2.4: gfx900 ❌, gfx906 ⚠️.
+        let r = p.release(Platform::Linux, "6.2.4").unwrap();
+        assert_eq!(r.level("gfx900"), Level::Unsupported);
+        assert_eq!(r.level("gfx906"), Level::Deprecated);
+        // One HIP version, two releases (compat-matrix HIP row).
+        let both = p.releases_with_hip("6.4.43484");
+        assert_eq!(both.len(), 2);
+        // windows-gpus docs/6.2.4: RX 6700 XT runtime only.
+        let w = p.release(Platform::Windows, "6.2.4").unwrap();
+        assert_eq!(w.level("gfx1031"), Level::RuntimeOnly);
+        assert_eq!(p.release(Platform::Linux, "6.4.1.60401").unwrap().versions, ["6.4.1"]);
+        assert_eq!(p.supported_in(Platform::Linux, "gfx1100"), "6.0.0–7.2.0");
+        assert_eq!(p.supported_in(Platform::Linux, "gfx1101"), "6.3.0, 6.4.1–7.2.0");
+        assert_eq!(p.supported_in(Platform::Linux, "gfx906"), "6.0.0–6.1.2, 6.2.0–6.3.0");
+        assert_eq!(p.supported_in(Platform::Linux, "gfx900"), "");
+        assert_eq!(p.supported_in(Platform::Windows, "gfx1031"), "6.0.0–6.2.4");
+    }
+
+    #[test]
+    fn ollamas_filter_keeps_what_its_regex_matches() {
+        let t = Targets::builtin();
+        let current = t
+            .policy()
+            .build_filters
+            .iter()
+            .find(|f| f.project == "Ollama" && f.name == "CMakeLists.txt filter" && f.until.as_deref() == Some("v0.30.0"))
+            .unwrap();
+        assert_eq!(current.keeps("gfx1030"), Kept::Yes);
+        assert_eq!(current.keeps("gfx1031"), Kept::No);
+        assert_eq!(current.keeps("gfx900"), Kept::No);
+        assert_eq!(current.keeps("gfx9000"), Kept::No);
+        let preset = t.policy().build_filters.iter().find(|f| f.project == "Ollama" && f.until.is_none()).unwrap();
+        assert_eq!(preset.keeps("gfx90a"), Kept::Yes, "gfx90a:xnack+ keeps gfx90a");
+    }
+
+    #[test]
+    fn broken_policy_entries_are_named() {
+        let bad = Policy {
+            build_filters: vec![BuildFilter {
+                project: "p".into(),
+                what: "w".into(),
+                name: "n".into(),
+                since: None,
+                until: None,
+                platform: None,
+                regex: Some("(".into()),
+                targets: vec!["gfx9999".into()],
+                build_host: false,
+                source: "s".into(),
+            }],
+            ..Policy::default()
+        };
+        let errs = bad.errors(&|n| n == "gfx900");
+        assert!(errs.iter().any(|e| e.contains("gfx9999")), "{errs:?}");
+        assert!(errs.iter().any(|e| e.contains("exactly one")), "{errs:?}");
+        assert!(errs.iter().any(|e| e.contains("does not compile")), "{errs:?}");
+    }
+}
