@@ -9,8 +9,8 @@ use std::path::{Component, Path};
 use crate::families::{self, cataloger, Row, FAMILY_ROWS};
 use crate::inspect::{Found, LinkSeen};
 use crate::model::{
-    ArchiveRecord, DeclaredTargets, FileRecord, HipRuntime, ReleaseMark, ReleaseSignal, IndexMap, LinkRecord, Mismatch, Problem, RelPath,
-    Snapshot, Summary, TargetCounts, TargetMap, Tool, SCHEMA_VERSION,
+    ArchiveRecord, DeclaredTargets, FileRecord, HipRuntime, IndexMap, LinkRecord, Mismatch, Problem, RelPath,
+    ReleaseMark, ReleaseSignal, Snapshot, Summary, TargetCounts, TargetMap, Tool, SCHEMA_VERSION,
 };
 use crate::vocab::runtime::hip_runtime_version;
 use crate::vocab::targets::Targets;

@@ -182,7 +182,12 @@ pub fn policy_rows(policy: &Policy, target: &str) -> Vec<GateRow> {
     let mut rows = Vec::new();
     for platform in [Platform::Linux, Platform::Windows] {
         if let Some(r) = policy.newest(platform) {
-            rows.push(support_row(policy, &[r], target, &format!("{} support list (newest known)", r.label())));
+            rows.push(support_row(
+                policy,
+                &[r],
+                target,
+                &format!("{} support list (newest known)", r.label()),
+            ));
         }
     }
     rows.extend(therock_row(policy, target));
@@ -212,39 +217,40 @@ fn support_row(policy: &Policy, releases: &[&Release], target: &str, gate: &str)
         says.push_str(&format!(" ({n})"));
     }
     let sources: Vec<&str> = releases.iter().map(|r| r.source.as_str()).collect();
-    GateRow { section: Section::Vendor, gate: gate.to_string(), says, verdict, source: sources.join("; "), count: None }
+    GateRow {
+        section: Section::Vendor,
+        gate: gate.to_string(),
+        says,
+        verdict,
+        source: sources.join("; "),
+        count: None,
+    }
 }
 
-/// Which releases of `platform` list `target`, and how, in runs (`supported in 6.0.0–7.2.0`).
-/// A release whose list gives no levels (no per-GPU page: 6.1.5, 6.3.1 on) neither breaks
-/// nor extends a run of a level only such pages give.
+/// Which releases of `platform` list `target`, and how (`Policy::runs`), level by level:
+/// `Linux listed as unsupported in 6.0.0–6.1.2, 6.2.0–6.3.0`.
 pub fn history(policy: &Policy, platform: Platform, target: &str) -> String {
-    use crate::vocab::policy::version_key;
-    let lists = policy.history(platform);
-    let mut runs: Vec<(Level, String, String)> = Vec::new();
-    for r in &lists {
-        let level = r.level(target);
-        let mut versions = r.versions.clone();
-        versions.sort_by_key(|v| version_key(v));
-        let (first, last) = (versions.first().cloned().unwrap_or_default(), versions.last().cloned().unwrap_or_default());
-        let no_levels = r.deprecated.is_empty() && r.unsupported.is_empty();
-        match runs.last_mut() {
-            Some((l, _, end)) if *l == level => *end = last,
-            Some((l, _, _)) if no_levels && level == Level::NotListed && matches!(l, Level::Deprecated | Level::Unsupported) => {}
-            _ => runs.push((level, first, last)),
+    let runs = policy.runs(platform, target);
+    let mut levels: Vec<Level> = Vec::new();
+    for (l, _, _) in &runs {
+        if *l != Level::NotListed && !levels.contains(l) {
+            levels.push(*l);
         }
     }
-    let told: Vec<String> = runs
+    let told: Vec<String> = levels
         .iter()
-        .filter(|(l, _, _)| *l != Level::NotListed)
-        .map(|(l, a, b)| if a == b { format!("{} in {a}", l.words()) } else { format!("{} in {a}–{b}", l.words()) })
+        .map(|l| {
+            let these: Vec<(String, String)> =
+                runs.iter().filter(|(x, _, _)| x == l).map(|(_, a, b)| (a.clone(), b.clone())).collect();
+            format!("{} in {}", l.words(), crate::vocab::policy::spans(&these))
+        })
         .collect();
-    let all: Vec<&String> = lists.iter().flat_map(|r| &r.versions).collect();
-    let oldest = all.iter().min_by_key(|v| version_key(v)).map_or("", |v| v.as_str());
-    let newest = all.iter().max_by_key(|v| version_key(v)).map_or("", |v| v.as_str());
-    match told.is_empty() {
-        true => format!("listed by none of {} {oldest}–{newest}", platform.name()),
-        false => format!("{} {}", platform.name(), told.join(", ")),
+    match (told.is_empty(), runs.first(), runs.last()) {
+        (true, Some((_, first, _)), Some((_, _, last))) => {
+            format!("listed by none of {} {first}–{last}", platform.name())
+        }
+        (true, _, _) => format!("no {} lists recorded", platform.name()),
+        (false, _, _) => format!("{} {}", platform.name(), told.join("; ")),
     }
 }
 
@@ -307,19 +313,16 @@ fn build_row(shown: &BuildFilter, entries: &[&BuildFilter], target: &str) -> Gat
     };
     let span = shown.span();
     let span = if span.is_empty() { String::new() } else { format!(", {span}") };
-    let word = match kept {
-        Kept::Yes => "kept",
-        Kept::No => "not kept",
-        Kept::OnBuildHost => "built for the build machine's GPUs: kept where it builds on one",
+    let mut says = match kept {
+        Kept::Yes => format!("kept by {rule}{span}"),
+        Kept::No => format!("not kept by {rule}{span}"),
+        Kept::OnBuildHost => format!("built for the GPUs of the machine that builds it ({rule}{span})"),
     };
-    let mut says = format!("{word} by {rule}{span}");
-    let other: Vec<String> = entries
-        .iter()
-        .filter(|f| !std::ptr::eq(**f, shown) && f.keeps(target) == Kept::Yes && kept != Kept::Yes)
-        .map(|f| f.span())
-        .collect();
-    if !other.is_empty() {
-        says.push_str(&format!("; kept in {}", other.join(", ")));
+    if kept == Kept::No {
+        let kept_in = kept_spans(entries, target);
+        if !kept_in.is_empty() {
+            says.push_str(&format!("; kept in {kept_in}"));
+        }
     }
     let verdict = match kept {
         Kept::Yes | Kept::OnBuildHost => Gate::Allows,
@@ -335,6 +338,21 @@ fn build_row(shown: &BuildFilter, entries: &[&BuildFilter], target: &str) -> Gat
     }
 }
 
+/// The tags of one build's history that kept `target`, adjacent spans joined: entries are
+/// newest first, each `since` the `until` of the one before it.
+fn kept_spans(entries: &[&BuildFilter], target: &str) -> String {
+    let mut runs: Vec<(String, String)> = Vec::new();
+    for f in entries.iter().rev().filter(|f| f.keeps(target) == Kept::Yes) {
+        let (since, until) = (f.since.clone().unwrap_or_default(), f.until.clone().unwrap_or_default());
+        match runs.last_mut() {
+            Some((_, end)) if *end == since && !since.is_empty() => *end = until,
+            _ => runs.push((since, until)),
+        }
+    }
+    let told: Vec<String> = runs.iter().map(|(a, b)| format!("{a}–{b}")).collect();
+    told.join(", ")
+}
+
 /// The layers, with the scan's counts for the target (`aggregate::layer_count`, as `scan`'s
 /// per-target table counts them).
 fn shipped(snap: &Snapshot, target: &Target, targets: &Targets) -> (Vec<GateRow>, Vec<LayerCount>) {
@@ -347,15 +365,27 @@ fn shipped(snap: &Snapshot, target: &Target, targets: &Targets) -> (Vec<GateRow>
         let families = layer
             .rows
             .iter()
-            .map(|r| (r.key.to_string(), snap.families.get(r.key).and_then(|m| m.get(&target.name)).copied().unwrap_or(0)))
+            .map(|r| {
+                (
+                    r.key.to_string(),
+                    snap.families.get(r.key).and_then(|m| m.get(&target.name)).copied().unwrap_or(0),
+                )
+            })
             .collect();
         counts.push(LayerCount { layer: layer.header.to_string(), count, families });
-        if !present {
+        // Only layers a run reads gate it; the others are counted above all the same.
+        if !present || !layer.rows.iter().any(|r| r.needed) {
             continue;
         }
         let via = generic.map(|g| (g, layer_count(snap, &layer, g))).filter(|(_, n)| *n > 0);
         let (says, verdict) = match (count, via) {
-            (0, Some((g, n))) => (format!("none of its own; {} for {g}, which the runtime loads for it", crate::vocab::units::thousands(n)), Gate::Allows),
+            (0, Some((g, n))) => (
+                format!(
+                    "none of its own; {} for {g}, which the runtime loads for it",
+                    crate::vocab::units::thousands(n)
+                ),
+                Gate::Allows,
+            ),
             (0, None) => ("none (the roots have this layer for other targets)".to_string(), Gate::Blocks),
             (n, _) => (crate::vocab::units::thousands(n), Gate::Allows),
         };
@@ -391,7 +421,13 @@ fn install_gates(
             let mut rows = vec![release_row(targets.policy(), release.as_ref(), &target.name)];
             rows.extend(gpu.verdicts.iter().map(|v| verdict_row(v, &inst.install)));
             rows.push(override_row(target, &gpu, over.as_ref()));
-            Some(InstallGates { install: inst.install.clone(), release, rows, check: gpu, with_override: over })
+            Some(InstallGates {
+                install: inst.install.clone(),
+                release,
+                rows,
+                check: gpu,
+                with_override: over,
+            })
         })
         .collect()
 }
@@ -408,14 +444,22 @@ fn release_row(policy: &Policy, release: Option<&InstallRelease>, target: &str) 
     };
     let Some(r) = release else {
         return unknown(
-            format!("not stated (no .info/version, rocm_version.h, librocm-core or versioned libamdhip64); {}", history(policy, Platform::Linux, target)),
+            format!(
+                "not stated (no .info/version, rocm_version.h, librocm-core or versioned libamdhip64); {}",
+                history(policy, Platform::Linux, target)
+            ),
             "the install's files".to_string(),
         );
     };
     let lists: Vec<&Release> = r.releases.iter().filter_map(|v| policy.release(Platform::Linux, v)).collect();
     if lists.is_empty() {
         return unknown(
-            format!("{} ({}) is not in targets.toml's release table; {}", r.stated, r.path, history(policy, Platform::Linux, target)),
+            format!(
+                "{} ({}) is not in targets.toml's release table; {}",
+                r.stated,
+                r.path,
+                history(policy, Platform::Linux, target)
+            ),
             r.path.clone(),
         );
     }
@@ -477,7 +521,10 @@ fn override_row(target: &Target, gpu: &GpuReport, over: Option<&GpuReport>) -> G
     let (before, after) = (missing(gpu), missing(o));
     let says = match (before, after) {
         (0, 0) => format!("not needed: {} finds its own code; as {alt} too", target.name),
-        (b, 0) => format!("{} missing → none; a widely used workaround, not support", crate::vocab::units::count(b as u64, "library")),
+        (b, 0) => format!(
+            "{} missing → none; a widely used workaround, not support",
+            crate::vocab::units::count(b as u64, "library")
+        ),
         (b, a) => format!("{} missing → {a} still missing", crate::vocab::units::count(b as u64, "library")),
     };
     row(gate, says, if after == 0 { Gate::Allows } else { Gate::Blocks })

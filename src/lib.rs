@@ -32,7 +32,9 @@ pub mod vocab;
 
 use anyhow::bail;
 
-use cli::{CheckArgs, Cli, Command, DiffArgs, ExplainArgs, MergeArgs, OutputFormat, ScanArgs, ScanOpts, TableArgs};
+use cli::{
+    CheckArgs, Cli, Command, DiffArgs, ExplainArgs, MergeArgs, OutputFormat, ScanArgs, ScanOpts, TableArgs,
+};
 use exit::ExitStatus;
 use report::output::{deliver_all, Output, Planned};
 use source::snapshot;
@@ -197,11 +199,33 @@ fn run_scan(mut args: ScanArgs, color: cli::ColorChoice) -> anyhow::Result<ExitS
         _ => ExitStatus::Clean,
     };
     let view = match &args.compare {
-        Some(chosen) => {
-            report::ScanView { view: cli::View::Layer, only: distinct(chosen), wide: args.wide, created }
-        }
-        None => report::ScanView { view: args.by, only: distinct(&args.only), wide: args.wide, created },
+        Some(chosen) => report::ScanView {
+            view: cli::View::Layer,
+            only: distinct(chosen),
+            wide: args.wide,
+            created,
+            gates: Vec::new(),
+        },
+        None => report::ScanView {
+            view: args.by,
+            only: distinct(&args.only),
+            wide: args.wide,
+            created,
+            gates: Vec::new(),
+        },
     };
+    let mut view = view;
+    if outputs.iter().any(|o| o.format == OutputFormat::Html) {
+        // The targets the per-target table shows as rows: without --only, not those with only
+        // the runtime's own code (a text table folds them into a note).
+        let shown = report::views::shown_targets(&snap, &targets, &view.only);
+        let names: Vec<String> = shown
+            .into_iter()
+            .map(|(t, _)| t)
+            .filter(|t| !view.only.is_empty() || !report::views::runtime_only(&snap, &targets, t))
+            .collect();
+        view.gates = gates_for(&snap, &targets, &names)?;
+    }
     if !args.keep.is_empty() {
         let report = check::prune::prune(&snap, &distinct(&args.keep), &targets);
         return deliver_all(outputs, status, |format, style, w| {
@@ -339,17 +363,43 @@ fn run_explain(mut args: ExplainArgs, color: cli::ColorChoice) -> anyhow::Result
     } else {
         args.opts.resources.max_memory = Some(memory_aim(&args.opts.resources, false));
         let snap = scan_roots(roots, &args.opts, &targets, None, None, false)?;
-        let report = check::check(&snap, &gpus, &targets, check::CheckOptions { not_checked, libpaths: Vec::new() });
+        let report =
+            check::check(&snap, &gpus, &targets, check::CheckOptions { not_checked, libpaths: Vec::new() });
         let over = override_gpus(&args.target, &target, &targets)?
             .map(|g| check::check(&snap, &g, &targets, check::CheckOptions::default()));
         (Some(snap), Some(report), over)
     };
-    let inputs = explain::Inputs { snap: snap.as_ref(), check: report.as_ref(), with_override: with_override.as_ref() };
+    let inputs = explain::Inputs {
+        snap: snap.as_ref(),
+        check: report.as_ref(),
+        with_override: with_override.as_ref(),
+    };
     let e = explain::explain(&target, &targets, inputs);
     let status = report.as_ref().map_or(ExitStatus::Clean, check::CheckReport::exit_status);
     deliver_all(outputs, status, |format, style, w| {
         report::explain::write_explain(&e, &targets, format, args.verbose, style, w)
     })
+}
+
+/// The gates of each of `names` that is a processor of the table (generic targets and unknown
+/// names have no GPU to explain), as `explain` gives them for the scanned roots.
+fn gates_for(
+    snap: &model::Snapshot,
+    targets: &Targets,
+    names: &[String],
+) -> anyhow::Result<Vec<explain::Explanation>> {
+    let none = check::devices::Env::default();
+    let mut out = Vec::new();
+    for t in names.iter().filter_map(|n| targets.by_name(n)).filter(|t| !t.is_generic()) {
+        let gpus = check::devices::from_args(std::slice::from_ref(&t.name), &none, targets)
+            .map_err(anyhow::Error::msg)?;
+        let report = check::check(snap, &gpus, targets, check::CheckOptions::default());
+        let over = override_gpus(&t.name, t, targets)?
+            .map(|g| check::check(snap, &g, targets, check::CheckOptions::default()));
+        let inputs = explain::Inputs { snap: Some(snap), check: Some(&report), with_override: over.as_ref() };
+        out.push(explain::explain(t, targets, inputs));
+    }
+    Ok(out)
 }
 
 /// The GPU of `given` with HSA_OVERRIDE_GFX_VERSION set to its ISA-compatible target's
@@ -359,7 +409,9 @@ fn override_gpus(
     target: &vocab::targets::Target,
     targets: &Targets,
 ) -> anyhow::Result<Option<check::devices::Gpus>> {
-    let Some(alt) = target.isa_compatible.as_deref().and_then(|a| targets.by_name(a)) else { return Ok(None) };
+    let Some(alt) = target.isa_compatible.as_deref().and_then(|a| targets.by_name(a)) else {
+        return Ok(None);
+    };
     let Some(value) = check::override_value(alt) else { return Ok(None) };
     let env = check::devices::Env { vars: vec![("HSA_OVERRIDE_GFX_VERSION".to_string(), value)] };
     let gpus = check::devices::from_args(&[given.to_string()], &env, targets).map_err(anyhow::Error::msg)?;

@@ -483,7 +483,9 @@ pub struct HipRuntime {
 }
 
 /// How an install states its ROCm release (`parse::release`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum ReleaseSignal {
     /// rocm-core's `.info/version`.

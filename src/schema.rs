@@ -28,6 +28,8 @@ pub enum Document {
     Merge,
     /// `scan --keep TARGETS --json`: the prune report.
     Prune,
+    /// `explain TARGET --json`: one target's gate matrix.
+    Explain,
     /// `targets --json`: the target table.
     Targets,
     /// `scan --format jsonl`, `check --format jsonl`: one line's record.
@@ -57,6 +59,10 @@ impl Document {
             Document::Prune => {
                 (g.root_schema_for::<check::prune::PruneReport>(), Some(check::prune::PRUNE_SCHEMA_VERSION))
             }
+            Document::Explain => (
+                g.root_schema_for::<crate::explain::Explanation>(),
+                Some(crate::explain::EXPLAIN_SCHEMA_VERSION),
+            ),
             Document::Targets => (g.root_schema_for::<TargetsDocument<'static>>(), None),
             Document::Record => (g.root_schema_for::<crate::records::Record<'static>>(), None),
         }

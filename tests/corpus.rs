@@ -20,6 +20,8 @@ use gfxscan::vocab::targets::Targets;
 
 #[path = "documents.rs"]
 mod documents;
+#[path = "explain_agrees.rs"]
+mod explain_agrees;
 
 type Key = (String, u32, u8, u64);
 
@@ -1134,6 +1136,48 @@ fn real_wheels_carry_the_purl_their_names_state() {
         assert_eq!(package["purl"], want.as_str(), "{name}");
         for c in components.iter().filter(|c| at(c).starts_with(&format!("/{name}!/"))) {
             assert_eq!(package_purl(c), want.as_str(), "{}", at(c));
+        }
+    }
+}
+
+/// Issue 27: on Debian's ROCm 6.4 tree, `explain` for gfx900, gfx1031 and gfx1100 holds
+/// scan's counts and check's verdicts (with and without the override), reads the release from
+/// the HIP runtime's name (6.4.43484: ROCm 6.4.3 or 6.4.2, compat-matrix's HIP row) and gives
+/// those releases' support list, cited.
+#[test]
+fn rocm64_explain_agrees_with_scan_and_check() {
+    let Some(root) = rocm64_tree() else { return };
+    let runner = |args: &[&str], env: &[(&str, &str)]| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_gfxscan"));
+        cmd.args(args);
+        for (k, _) in std::env::vars_os() {
+            if k.to_string_lossy().starts_with("HSA_") {
+                cmd.env_remove(&k);
+            }
+        }
+        cmd.envs(env.iter().copied());
+        let out = cmd.output().expect("gfxscan runs");
+        let stdout = String::from_utf8(out.stdout).expect("UTF-8");
+        if args.first() == Some(&"explain") {
+            documents::expect_valid_text("explain", &stdout, &args.join(" "));
+        }
+        (out.status.code().expect("an exit code"), stdout)
+    };
+    for (target, listed) in [("gfx900", "blocks"), ("gfx1031", "blocks"), ("gfx1100", "allows")] {
+        let doc = explain_agrees::assert_explain_agrees(&root, target, &runner);
+        let install = &doc["installs"][0];
+        assert_eq!(install["release"]["releases"], serde_json::json!(["6.4.3", "6.4.2"]), "{target}");
+        assert_eq!(install["release"]["source"], "hip-runtime");
+        let row = &install["rows"][0];
+        assert_eq!(row["gate"], "ROCm 6.4.3 or 6.4.2 support list (this install's release)");
+        assert_eq!(row["verdict"], listed, "{target}: {row}");
+        let source = row["source"].as_str().expect("a source");
+        assert!(
+            source.contains("compat-matrix 6.4.3") && source.contains("libamdhip64.so.6.4.43484"),
+            "{source}"
+        );
+        for r in doc["policy"].as_array().expect("policy rows") {
+            assert!(!r["source"].as_str().unwrap_or("").is_empty(), "{r}");
         }
     }
 }

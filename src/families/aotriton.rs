@@ -58,6 +58,7 @@ const ROWS: &[Row] = &[Row {
     label: "AOTriton kernel archives (AKS2)",
     column: "aotriton",
     within: None,
+    needed: true,
 }];
 
 /// The `amd-<pack>` folder right under `aotriton.images` in `path`, with the file below it:

@@ -23,8 +23,13 @@ pub const NO_BITCODE: GapRule = GapRule {
     consequence: "runtime compilation (hipRTC, OpenCL, MIOpen's kernels) fails for this GPU; prebuilt code is unaffected",
 };
 
-const ROWS: &[Row] =
-    &[Row { key: "device-lib-bitcode", label: "device-lib bitcode files", column: "bitcode", within: None }];
+const ROWS: &[Row] = &[Row {
+    key: "device-lib-bitcode",
+    label: "device-lib bitcode files",
+    column: "bitcode",
+    within: None,
+    needed: true,
+}];
 
 impl Cataloger for Bitcode {
     fn family(&self) -> Family {

@@ -54,7 +54,7 @@ fn firmware_dir(path: &Path) -> Option<String> {
 }
 
 const ROWS: &[Row] =
-    &[Row { key: "firmware-blobs", label: "firmware blobs", column: "firmware", within: None }];
+    &[Row { key: "firmware-blobs", label: "firmware blobs", column: "firmware", within: None, needed: true }];
 
 impl Cataloger for Firmware {
     fn family(&self) -> Family {

@@ -41,20 +41,40 @@ const SUFFIXES: &[(&str, Role)] = &[
 ];
 
 const ROWS: &[Row] = &[
-    Row { key: "miopen-perf-db-records", label: "MIOpen perf-DB records", column: "perf-db", within: None },
-    Row { key: "miopen-find-db-records", label: "MIOpen find-DB records", column: "find-db", within: None },
+    Row {
+        key: "miopen-perf-db-records",
+        label: "MIOpen perf-DB records",
+        column: "perf-db",
+        within: None,
+        needed: true,
+    },
+    Row {
+        key: "miopen-find-db-records",
+        label: "MIOpen find-DB records",
+        column: "find-db",
+        within: None,
+        needed: true,
+    },
     Row {
         key: "miopen-kernel-db-entries",
         label: "MIOpen kernel-DB entries",
         column: "kernel-db",
         within: None,
+        needed: true,
     },
-    Row { key: "miopen-tuning-models", label: "MIOpen tuning models", column: "tn models", within: None },
+    Row {
+        key: "miopen-tuning-models",
+        label: "MIOpen tuning models",
+        column: "tn models",
+        within: None,
+        needed: true,
+    },
     Row {
         key: "miopen-unread-find-db-records",
         label: "MIOpen find-DB records HIP never reads (OpenCL, no suffix)",
         column: "unread fdb",
         within: None,
+        needed: false,
     },
 ];
 

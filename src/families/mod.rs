@@ -207,18 +207,21 @@ const CODE_ROWS: &[Row] = &[
         label: "device code in host libraries (code objects; the runtime's own included)",
         column: "library code",
         within: None,
+        needed: true,
     },
     Row {
         key: "standalone-code-objects",
         label: "standalone code objects (outside Tensile folders)",
         column: "library code",
         within: None,
+        needed: true,
     },
     Row {
         key: "runtime-internal-code-objects",
         label: "runtime-internal code objects (HSA runtime image blit kernels, trap handlers)",
         column: "runtime",
         within: Some("host-library-code-objects"),
+        needed: false,
     },
 ];
 
@@ -234,6 +237,10 @@ pub struct Row {
     /// The row that also counts what this one does: the per-target table shows this part
     /// apart, taking it out of that row's column.
     pub within: Option<&'static str>,
+    /// True when an application's run reads what it counts; false for what only the runtime
+    /// itself uses (its blit kernels) or no HIP run reads (OpenCL find-DBs): those count what
+    /// is there, but gate nothing (`explain`).
+    pub needed: bool,
 }
 
 /// Rows of the families table, in display order (the families in `Family` order).

@@ -95,8 +95,20 @@ pub const HIPBLASLT_DEFAULT_GAP: GapRule = GapRule {
 };
 
 const ROWS: &[Row] = &[
-    Row { key: "rocblas-files", label: "rocBLAS Tensile files", column: "rocblas", within: None },
-    Row { key: "hipblaslt-files", label: "hipBLASLt Tensile files", column: "hipblaslt", within: None },
+    Row {
+        key: "rocblas-files",
+        label: "rocBLAS Tensile files",
+        column: "rocblas",
+        within: None,
+        needed: true,
+    },
+    Row {
+        key: "hipblaslt-files",
+        label: "hipBLASLt Tensile files",
+        column: "hipblaslt",
+        within: None,
+        needed: true,
+    },
 ];
 
 const EXTENSIONS: [&str; 6] = [".dat", ".dat.zlib", ".co", ".hsaco", ".yaml", ".txt"];

@@ -117,8 +117,11 @@ fn dist_info(src: &dyn ByteSource) -> Result<Vec<String>, String> {
 /// small; `None` for other files and for one that states no release (a stub, a template): it
 /// only leaves the release unknown. A file that cannot be read is a problem.
 fn release_file(src: &dyn ByteSource, name: &Path) -> Option<Result<(ReleaseSignal, String), String>> {
-    use crate::parse::release::{info_version, version_header, INFO_VERSION, MAX_VERSION_FILE, VERSION_HEADER};
-    let (signal, parse): (_, fn(&[u8]) -> Result<String, String>) = if name.ends_with(INFO_VERSION) {
+    use crate::parse::release::{
+        info_version, version_header, INFO_VERSION, MAX_VERSION_FILE, VERSION_HEADER,
+    };
+    type Parser = fn(&[u8]) -> Result<String, String>;
+    let (signal, parse): (ReleaseSignal, Parser) = if name.ends_with(INFO_VERSION) {
         (ReleaseSignal::InfoVersion, info_version)
     } else if name.ends_with(VERSION_HEADER) {
         (ReleaseSignal::VersionHeader, version_header)
@@ -126,7 +129,10 @@ fn release_file(src: &dyn ByteSource, name: &Path) -> Option<Result<(ReleaseSign
         return None;
     };
     if src.len() > MAX_VERSION_FILE {
-        return Some(Err(format!("ROCm version file of {} bytes: not read (more than {MAX_VERSION_FILE})", src.len())));
+        return Some(Err(format!(
+            "ROCm version file of {} bytes: not read (more than {MAX_VERSION_FILE})",
+            src.len()
+        )));
     }
     match src.read_at(0, src.len() as usize) {
         Ok(bytes) => parse(&bytes).ok().map(|v| Ok((signal, v))),
@@ -153,8 +159,15 @@ pub fn inspect<'t>(
     let src: &dyn ByteSource = &pre;
     let size = src.len();
     let kind = classify(head);
-    let mut out =
-        FileOutcome { path, kind, size, record: None, problems: Vec::new(), declared_targets: None, release: None };
+    let mut out = FileOutcome {
+        path,
+        kind,
+        size,
+        record: None,
+        problems: Vec::new(),
+        declared_targets: None,
+        release: None,
+    };
     match release_file(src, name) {
         Some(Ok(r)) => out.release = Some(r),
         Some(Err(e)) => out.problems.push(e),

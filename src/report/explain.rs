@@ -66,7 +66,8 @@ fn headline(e: &Explanation) -> String {
 
 /// Rows as shown: without `verbose`, the OK library verdicts are one counted row.
 fn shown_rows(rows: &[GateRow], verbose: bool) -> Vec<GateRow> {
-    let ok = |r: &GateRow| r.section == Section::Runtime && r.verdict == Gate::Allows && r.says.starts_with("OK");
+    let ok =
+        |r: &GateRow| r.section == Section::Runtime && r.verdict == Gate::Allows && r.says.starts_with("OK");
     if verbose || rows.iter().filter(|r| ok(r)).count() < 2 {
         return rows.to_vec();
     }
@@ -86,34 +87,52 @@ fn shown_rows(rows: &[GateRow], verbose: bool) -> Vec<GateRow> {
     out
 }
 
-/// The widths of the gate, says and source cells in `width` columns.
-fn widths(width: usize) -> (usize, usize, usize) {
-    // Four columns, one space of padding each side; VERDICT is 7 wide.
-    let room = width.saturating_sub(8 + 7);
-    let gate = (room * 3 / 10).clamp(12, 36);
-    let source = (room * 22 / 100).max(12);
-    (gate, room.saturating_sub(gate + source).max(16), source)
+/// The widths of the gate and says cells in `width` columns, beside the verdict and a source
+/// reference (`[12]`).
+fn widths(width: usize) -> (usize, usize) {
+    // Four columns, one space of padding each side; VERDICT is 7 wide, a reference 4.
+    let room = width.saturating_sub(8 + 7 + 4);
+    let gate = (room * 3 / 10).clamp(12, 34);
+    (gate, room.saturating_sub(gate).max(16))
 }
 
-/// A source as a table cites it: each part up to its comment in parentheses (JSON and HTML
-/// keep it whole).
-fn short_source(source: &str) -> String {
-    let parts: Vec<&str> = source.split("; ").map(|p| p.split(" (").next().unwrap_or(p)).collect();
-    parts.join("; ")
+/// The sources a text report cites, numbered in order of first use.
+#[derive(Default)]
+struct Sources(Vec<String>);
+
+impl Sources {
+    /// The reference of `source` (`[3]`), numbering it when new.
+    fn cite(&mut self, source: &str) -> String {
+        let n = match self.0.iter().position(|s| s == source) {
+            Some(i) => i + 1,
+            None => {
+                self.0.push(source.to_string());
+                self.0.len()
+            }
+        };
+        format!("[{n}]")
+    }
 }
 
-/// One section's rows as a table.
-fn rows_table(rows: &[GateRow], md: bool, style: Style) -> String {
+/// Text for a Markdown table cell: its pipes escaped.
+fn md_cell(text: &str) -> String {
+    text.replace('|', "\\|")
+}
+
+/// One section's rows as a table: in Markdown with each source whole; for people with a
+/// reference into the list of sources that ends the report.
+fn rows_table(rows: &[GateRow], md: bool, style: Style, sources: &mut Sources) -> String {
     let mut t = super::table::styled(md, style);
-    t.set_header(if md { ["gate", "verdict", "says", "source"] } else { ["GATE", "VERDICT", "SAYS", "SOURCE"] });
+    t.set_header(if md { ["gate", "verdict", "says", "source"] } else { ["GATE", "VERDICT", "SAYS", "SRC"] });
     let w = (!md).then_some(style.width).flatten().map(widths);
     for r in rows {
         let word = Cell::new(r.verdict.word());
         let word = if style.color { word.fg(gate_color(r.verdict)) } else { word };
-        let source = short_source(&r.source);
-        let cells = match w {
-            Some((g, s, src)) => (fill_cell(&r.gate, g), fill_cell(&r.says, s), fill_cell(&source, src)),
-            None => (r.gate.clone(), r.says.clone(), source),
+        let cells = match (md, w) {
+            // A `|` inside a Markdown cell (a regex) would end it.
+            (true, _) => (md_cell(&r.gate), md_cell(&r.says), md_cell(&r.source)),
+            (false, Some((g, s))) => (fill_cell(&r.gate, g), fill_cell(&r.says, s), sources.cite(&r.source)),
+            (false, None) => (r.gate.clone(), r.says.clone(), sources.cite(&r.source)),
         };
         t.add_row(vec![Cell::new(cells.0), word, Cell::new(cells.1), Cell::new(cells.2)]);
     }
@@ -121,7 +140,13 @@ fn rows_table(rows: &[GateRow], md: bool, style: Style) -> String {
 }
 
 /// Writes the rows of each section in turn, under its title.
-fn write_sections(rows: &[GateRow], md: bool, style: Style, out: &mut dyn Write) -> std::io::Result<()> {
+fn write_sections(
+    rows: &[GateRow],
+    md: bool,
+    style: Style,
+    sources: &mut Sources,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
     let mut sections: Vec<Section> = Vec::new();
     for r in rows {
         if !sections.contains(&r.section) {
@@ -134,10 +159,51 @@ fn write_sections(rows: &[GateRow], md: bool, style: Style, out: &mut dyn Write)
         if md {
             writeln!(out)?;
         }
-        writeln!(out, "{}", rows_table(&these, md, style))?;
+        writeln!(out, "{}", rows_table(&these, md, style, sources))?;
         writeln!(out)?;
     }
     Ok(())
+}
+
+/// How many of `rows` allow, and which: `2 of 6 allow (a, b)`.
+fn allowing(rows: &[&GateRow], noun: &str) -> String {
+    let yes: Vec<&str> = rows.iter().filter(|r| r.verdict == Gate::Allows).map(|r| r.gate.as_str()).collect();
+    let which = if yes.is_empty() { String::new() } else { format!(": {}", yes.join(", ")) };
+    format!("{} of {} {noun}{which}", yes.len(), rows.len())
+}
+
+/// The matrix at a glance, a line per section and per install, before the tables.
+fn glance(e: &Explanation) -> Vec<String> {
+    fn of(rows: &[GateRow], s: Section) -> Vec<&GateRow> {
+        rows.iter().filter(|r| r.section == s).collect()
+    }
+    let mut out = vec![
+        format!("Vendor policy: {}", allowing(&of(&e.policy, Section::Vendor), "allow")),
+        format!("Default builds: {}", allowing(&of(&e.policy, Section::Build), "keep it")),
+    ];
+    if !e.roots.is_empty() {
+        out.push(format!("The roots ship: {}", allowing(&of(&e.ships, Section::Ships), "layers")));
+    }
+    for i in &e.installs {
+        let release =
+            i.rows.iter().find(|r| r.section == Section::Vendor).map_or("unknown", |r| r.verdict.word());
+        let runtime: Vec<&GateRow> = i.rows.iter().filter(|r| r.section == Section::Runtime).collect();
+        let missing: Vec<&str> =
+            runtime.iter().filter(|r| r.verdict == Gate::Blocks).map(|r| r.gate.as_str()).collect();
+        let missing =
+            if missing.is_empty() { String::new() } else { format!(" (missing: {})", missing.join(", ")) };
+        let over = match i.rows.iter().find(|r| r.section == Section::Override) {
+            Some(r) if r.verdict != Gate::Unknown => format!("{} {}", r.gate, r.verdict.word()),
+            _ => "no override known".to_string(),
+        };
+        out.push(format!(
+            "{}: its release's list {release}; code found by {} of {}{missing}; {over}",
+            i.install.path,
+            runtime.len() - runtime.iter().filter(|r| r.verdict == Gate::Blocks).count(),
+            count(runtime.len() as u64, "library"),
+        ));
+    }
+    out
 }
 
 /// The install's answer in one line: what the vendor says, what the runtime finds.
@@ -163,27 +229,31 @@ fn write_text(
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
     let h = if md { "## " } else { "" };
-    writeln!(out, "{h}{}", headline(e))?;
+    writeln!(out, "{}", wrap(&format!("{h}{}", headline(e)), "", "  ", style.width))?;
     if !e.roots.is_empty() {
         writeln!(out, "{}", wrap(&format!("Roots: {}", e.roots.join(", ")), "", "  ", style.width))?;
     }
     writeln!(out)?;
-    write_sections(&e.policy, md, style, out)?;
+    for line in glance(e) {
+        writeln!(out, "{}", wrap(&line, if md { "- " } else { "" }, "  ", style.width))?;
+    }
+    writeln!(out)?;
+    let mut sources = Sources::default();
+    write_sections(&e.policy, md, style, &mut sources, out)?;
     if e.roots.is_empty() {
         let line = "No install found (no /opt/rocm, no Ollama folder): vendor policy only. Name a ROOT to see what an install ships and serves.";
         writeln!(out, "{}", wrap(line, "", "  ", style.width))?;
-        return Ok(());
+        return write_sources(&sources, style, out);
     }
-    write_sections(&e.ships, md, style, out)?;
+    write_sections(&e.ships, md, style, &mut sources, out)?;
     for i in &e.installs {
         let head = format!("Install {} ({})", i.install.path, super::json_word(i.install.kind));
         writeln!(out, "{}", wrap(&format!("{h}{head}"), "", "  ", style.width))?;
-        writeln!(out, "{}", wrap(&install_summary(i), if md { "" } else { "  " }, "    ", style.width))?;
         for w in i.check.hints.iter().chain(&i.check.warnings) {
             writeln!(out, "{}", wrap(w, if md { "- " } else { "  " }, "    ", style.width))?;
         }
         writeln!(out)?;
-        write_sections(&shown_rows(&i.rows, verbose), md, style, out)?;
+        write_sections(&shown_rows(&i.rows, verbose), md, style, &mut sources, out)?;
     }
     if e.installs.is_empty() {
         writeln!(out, "No library with device code under the roots: nothing for the runtime to find.")?;
@@ -194,6 +264,18 @@ fn write_text(
     for p in &e.problems {
         let line = format!("Could not be read: {}: {}", p.path.display(&e.roots), p.message);
         writeln!(out, "{}", wrap(&line, "", "  ", style.width))?;
+    }
+    write_sources(&sources, style, out)
+}
+
+/// The sources the tables refer to, one a line (targets.toml's header says what each names).
+fn write_sources(sources: &Sources, style: Style, out: &mut dyn Write) -> anyhow::Result<()> {
+    if sources.0.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "Sources (targets.toml's header names each; scan and check: this run):")?;
+    for (i, s) in sources.0.iter().enumerate() {
+        writeln!(out, "{}", wrap(&format!("[{}] {s}", i + 1), "", "    ", style.width))?;
     }
     Ok(())
 }
@@ -232,8 +314,16 @@ fn write_explain_html(e: &Explanation, w: &mut dyn Write) -> anyhow::Result<()> 
     let mut out = String::new();
     page_start(&mut out, &format!("gfxscan explain {}", e.target.name));
     let _ = writeln!(out, "<h1>{}</h1><p class=\"sub\">{}</p>", esc(&headline(e)), esc(&e.roots.join(", ")));
-    rows_html(&mut out, Section::Vendor.title(), &e.policy.iter().filter(|r| r.section == Section::Vendor).cloned().collect::<Vec<_>>());
-    rows_html(&mut out, Section::Build.title(), &e.policy.iter().filter(|r| r.section == Section::Build).cloned().collect::<Vec<_>>());
+    rows_html(
+        &mut out,
+        Section::Vendor.title(),
+        &e.policy.iter().filter(|r| r.section == Section::Vendor).cloned().collect::<Vec<_>>(),
+    );
+    rows_html(
+        &mut out,
+        Section::Build.title(),
+        &e.policy.iter().filter(|r| r.section == Section::Build).cloned().collect::<Vec<_>>(),
+    );
     rows_html(&mut out, Section::Ships.title(), &e.ships);
     for i in &e.installs {
         let title = format!("Install {} — {}", i.install.path, install_summary(i));
@@ -244,49 +334,63 @@ fn write_explain_html(e: &Explanation, w: &mut dyn Write) -> anyhow::Result<()> 
     Ok(())
 }
 
+/// Target columns per block of the gate matrix: with the gate column, a block fits the page.
+const GATE_TARGETS: usize = 7;
+
 /// The gate matrix across targets, for the HTML scan page: a row per gate, a column per
-/// target, each cell its verdict (the title says what the gate says).
+/// target in blocks that fit, each cell its verdict (its title says what the gate says).
 pub fn gate_matrix_html(out: &mut String, all: &[Explanation]) {
     if all.is_empty() {
         return;
     }
-    out.push_str("<h2>Gates per target: vendor policy beside what this tree serves</h2>\n<div class=\"matrix\">");
-    let mut heads: Vec<(&str, bool)> = vec![("gate", true)];
-    heads.extend(all.iter().map(|e| (e.target.name.as_str(), false)));
-    super::html::table_head(out, &heads);
-    let first = &all[0];
-    let rows = |e: &Explanation| -> Vec<GateRow> {
-        let mut r: Vec<GateRow> = e.policy.clone();
-        r.extend(e.ships.iter().cloned());
-        for i in &e.installs {
-            r.extend(i.rows.iter().filter(|r| r.section == Section::Vendor).cloned());
-            let blocked = i.rows.iter().any(|r| r.section == Section::Runtime && r.verdict == Gate::Blocks);
-            r.push(GateRow {
-                section: Section::Runtime,
-                gate: format!("runtime: the libraries of {}", i.install.path),
-                says: install_summary(i),
-                verdict: if blocked { Gate::Blocks } else { Gate::Allows },
-                source: "check".to_string(),
-                count: None,
-            });
-            r.extend(i.rows.iter().filter(|r| r.section == Section::Override).cloned());
-        }
-        r
-    };
-    let each: Vec<Vec<GateRow>> = all.iter().map(rows).collect();
-    for (k, g) in rows(first).iter().enumerate() {
-        let _ = write!(out, "<tr><td class=\"l\">{}</td>", esc(&gate_label(g)));
-        for rows in &each {
-            match rows.get(k) {
-                Some(r) => {
-                    let _ = write!(out, "<td class=\"m {}\" title=\"{}\">{}</td>", gate_class(r.verdict), esc(&r.says), r.verdict.word());
+    out.push_str("<h2>Gates per target: vendor policy beside what this tree serves</h2>\n");
+    let each: Vec<Vec<GateRow>> = all.iter().map(matrix_rows).collect();
+    for (block, rows) in all.chunks(GATE_TARGETS).zip(each.chunks(GATE_TARGETS)) {
+        out.push_str("<div class=\"matrix\">");
+        let mut heads: Vec<(&str, bool)> = vec![("gate", true)];
+        heads.extend(block.iter().map(|e| (e.target.name.as_str(), false)));
+        super::html::table_head(out, &heads);
+        for (k, g) in each[0].iter().enumerate() {
+            let _ = write!(out, "<tr><td class=\"l\">{}</td>", esc(&gate_label(g)));
+            for r in rows {
+                match r.get(k) {
+                    Some(r) => {
+                        let _ = write!(
+                            out,
+                            "<td class=\"m {}\" title=\"{}\">{}</td>",
+                            gate_class(r.verdict),
+                            esc(&r.says),
+                            r.verdict.word()
+                        );
+                    }
+                    None => out.push_str("<td></td>"),
                 }
-                None => out.push_str("<td></td>"),
             }
+            out.push_str("</tr>\n");
         }
-        out.push_str("</tr>\n");
+        out.push_str("</table></div>\n");
     }
-    out.push_str("</table></div>\n");
+}
+
+/// One target's rows in the cross-target matrix: policy, layers, and per install its release's
+/// list, one row for its libraries (blocks when any misses code) and the override.
+fn matrix_rows(e: &Explanation) -> Vec<GateRow> {
+    let mut r: Vec<GateRow> = e.policy.clone();
+    r.extend(e.ships.iter().cloned());
+    for i in &e.installs {
+        r.extend(i.rows.iter().filter(|r| r.section == Section::Vendor).cloned());
+        let blocked = i.rows.iter().any(|r| r.section == Section::Runtime && r.verdict == Gate::Blocks);
+        r.push(GateRow {
+            section: Section::Runtime,
+            gate: format!("runtime: the libraries of {}", i.install.path),
+            says: install_summary(i),
+            verdict: if blocked { Gate::Blocks } else { Gate::Allows },
+            source: "check".to_string(),
+            count: None,
+        });
+        r.extend(i.rows.iter().filter(|r| r.section == Section::Override).cloned());
+    }
+    r
 }
 
 /// A gate's name in the cross-target matrix: the same for every target.

@@ -1,6 +1,6 @@
 //! The report to look at: one self-contained HTML page (no network, no external assets) with
 //! an SVG bar chart per layer across the targets, the per-target table, the library × target
-//! matrix, and for `check` the verdicts, for `diff` the summary and the target × layer pivot.
+//! matrix and each target's gates (`explain`), and for `check` the verdicts, for `diff` the summary and the target × layer pivot.
 //!
 //! A small inline script measures what the browser drew (bars with a width, labels that do not
 //! overflow) and records it on `<body data-rendered=…>`, so a test can ask a real browser
@@ -293,6 +293,7 @@ pub fn write_scan_html(
     targets: &Targets,
     matrix: &[LibraryRow],
     only: &[String],
+    gates: &[crate::explain::Explanation],
     w: &mut dyn Write,
 ) -> anyhow::Result<()> {
     let mut out = String::new();
@@ -342,6 +343,7 @@ pub fn write_scan_html(
     charts(&mut out, snap, targets, only);
     target_table(&mut out, snap, targets, only);
     matrix_table(&mut out, snap, matrix, targets, only);
+    super::explain::gate_matrix_html(&mut out, gates);
 
     page_end(&mut out);
     w.write_all(out.as_bytes())?;

@@ -94,7 +94,11 @@ pub fn write_targets(targets: &Targets, json: bool, style: Style, out: &mut dyn 
         ),
         table::Column::left("PRODUCTS", cells(&products), Some(5)),
         table::Column::left("ROCM LINUX", cells(&|t| policy.supported_in(Platform::Linux, &t.name)), Some(7)),
-        table::Column::left("ROCM WINDOWS", cells(&|t| policy.supported_in(Platform::Windows, &t.name)), Some(0)),
+        table::Column::left(
+            "ROCM WINDOWS",
+            cells(&|t| policy.supported_in(Platform::Windows, &t.name)),
+            Some(0),
+        ),
     ];
     let (text, dropped) = table::fit(cols, false, style);
     writeln!(out, "{} targets from {}", targets.len(), targets.origin)?;
@@ -188,6 +192,11 @@ fn man_examples(subcommand: Option<&str>) -> Vec<(&'static str, &'static str)> {
             "check",
             "gfxscan check --json -o verdicts.json",
             "the GPUs of this machine, every install, as JSON",
+        ),
+        (
+            "explain",
+            "gfxscan explain gfx900 /opt/rocm",
+            "gfx900's gates: the support lists, default builds, what the install ships and serves, the override",
         ),
         (
             "diff",

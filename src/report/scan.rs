@@ -33,6 +33,9 @@ pub struct ScanView {
     pub wide: bool,
     /// `SOURCE_DATE_EPOCH`, the one time a CycloneDX BOM states (none without it).
     pub created: Option<u64>,
+    /// For the HTML page: each shown target's gates (`explain`), made only when a page is
+    /// written.
+    pub gates: Vec<crate::explain::Explanation>,
 }
 
 /// Writes a scan result in the chosen format and view.
@@ -54,7 +57,9 @@ pub fn write_scan(
     match format {
         OutputFormat::Json => write_json(out, &json_view(snap, targets, view)),
         OutputFormat::Csv => write_csv(snap, targets, matrix, view, out),
-        OutputFormat::Html => super::html::write_scan_html(snap, targets, matrix, &view.only, out),
+        OutputFormat::Html => {
+            super::html::write_scan_html(snap, targets, matrix, &view.only, &view.gates, out)
+        }
         OutputFormat::Prometheus => super::prometheus::write_scan_metrics(snap, targets, &view.only, out),
         OutputFormat::Jsonl => super::jsonl::write_scan_jsonl(&json_view(snap, targets, view), out),
         OutputFormat::Uris => {

@@ -6,7 +6,9 @@
 use serde::{Deserialize, Serialize};
 
 /// The operating system a list is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Platform {
     Linux,
@@ -213,6 +215,13 @@ pub struct Policy {
     pub build_filters: Vec<BuildFilter>,
 }
 
+/// Runs of releases as people write them: `6.0.0–6.1.2, 6.2.0`.
+pub fn spans(runs: &[(String, String)]) -> String {
+    let told: Vec<String> =
+        runs.iter().map(|(a, b)| if a == b { a.clone() } else { format!("{a}–{b}") }).collect();
+    told.join(", ")
+}
+
 /// `6.4.2` → [6, 4, 2]; parts that are not numbers count as 0.
 pub fn version_key(v: &str) -> Vec<u64> {
     v.split('.').map(|p| p.parse().unwrap_or(0)).collect()
@@ -221,7 +230,8 @@ pub fn version_key(v: &str) -> Vec<u64> {
 /// True for `N.N.N` (or `N.N.N.N`).
 fn is_version(v: &str) -> bool {
     let parts: Vec<&str> = v.split('.').collect();
-    (3..=4).contains(&parts.len()) && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+    (3..=4).contains(&parts.len())
+        && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
 }
 
 impl Policy {
@@ -229,12 +239,15 @@ impl Policy {
     pub fn release(&self, platform: Platform, version: &str) -> Option<&Release> {
         let three: Vec<&str> = version.split('.').take(3).collect();
         let three = three.join(".");
-        self.releases.iter().find(|r| r.platform == platform && r.versions.iter().any(|v| *v == three))
+        self.releases.iter().find(|r| r.platform == platform && r.versions.contains(&three))
     }
 
     /// The Linux releases whose HIP runtime has version `hip` (`6.4.43484`: 6.4.3 and 6.4.2).
     pub fn releases_with_hip(&self, hip: &str) -> Vec<&Release> {
-        self.releases.iter().filter(|r| r.platform == Platform::Linux && r.hip.as_deref() == Some(hip)).collect()
+        self.releases
+            .iter()
+            .filter(|r| r.platform == Platform::Linux && r.hip.as_deref() == Some(hip))
+            .collect()
     }
 
     /// The newest list for `platform`.
@@ -252,32 +265,42 @@ impl Policy {
         out
     }
 
-    /// The releases of `platform` whose list supports `target` (deprecated included), as runs
-    /// over every release the table has: `6.0.0–7.2.0`, `6.3.0, 6.4.1–7.2.0`; empty for none.
-    /// A release known only from the compatibility matrix (no per-GPU page: 6.1.5, 6.3.1 on)
-    /// supports only the targets the matrix names, so gfx906 has a gap at 6.1.5: what the
-    /// sources say, not a guess.
-    pub fn supported_in(&self, platform: Platform, target: &str) -> String {
-        let mut all: Vec<(&String, bool)> = self
+    /// How the lists of `platform` name `target`, release by release in order, as runs of one
+    /// level: (level, first release, last release). A release known only from the
+    /// compatibility matrix (no per-GPU page: 6.1.5, 6.3.1 on) names only the targets the
+    /// matrix lists, so gfx906 has a gap at 6.1.5: what the sources say, not a guess.
+    pub fn runs(&self, platform: Platform, target: &str) -> Vec<(Level, String, String)> {
+        let mut all: Vec<(&String, Level)> = self
             .releases
             .iter()
             .filter(|r| r.platform == platform)
-            .flat_map(|r| r.versions.iter().map(move |v| (v, r.level(target).supported())))
+            .flat_map(|r| r.versions.iter().map(move |v| (v, r.level(target))))
             .collect();
         all.sort_by_key(|(v, _)| version_key(v));
-        let mut runs: Vec<(String, String)> = Vec::new();
+        let mut runs: Vec<(Level, String, String)> = Vec::new();
+        for (v, level) in all {
+            match runs.last_mut() {
+                Some((l, _, end)) if *l == level => *end = v.clone(),
+                _ => runs.push((level, v.clone(), v.clone())),
+            }
+        }
+        runs
+    }
+
+    /// The releases of `platform` whose list supports `target` (deprecated included), as
+    /// runs: `6.0.0–7.2.0`, `6.3.0, 6.4.1–7.2.0`; empty for none.
+    pub fn supported_in(&self, platform: Platform, target: &str) -> String {
+        let mut out: Vec<(String, String)> = Vec::new();
         let mut open = false;
-        for (v, yes) in all {
-            match (yes, open, runs.last_mut()) {
-                (true, true, Some((_, end))) => *end = v.clone(),
-                (true, _, _) => runs.push((v.clone(), v.clone())),
+        for (level, a, b) in self.runs(platform, target) {
+            match (level.supported(), open, out.last_mut()) {
+                (true, true, Some((_, end))) => *end = b,
+                (true, _, _) => out.push((a, b)),
                 _ => {}
             }
-            open = yes;
+            open = level.supported();
         }
-        let told: Vec<String> =
-            runs.iter().map(|(a, b)| if a == b { a.clone() } else { format!("{a}–{b}") }).collect();
-        told.join(", ")
+        spans(&out)
     }
 
     /// Every broken rule: unknown targets (`known` says which names exist), bad versions,
@@ -374,13 +397,18 @@ mod tests {
             .policy()
             .build_filters
             .iter()
-            .find(|f| f.project == "Ollama" && f.name == "CMakeLists.txt filter" && f.until.as_deref() == Some("v0.30.0"))
+            .find(|f| {
+                f.project == "Ollama"
+                    && f.name == "CMakeLists.txt filter"
+                    && f.until.as_deref() == Some("v0.30.0")
+            })
             .unwrap();
         assert_eq!(current.keeps("gfx1030"), Kept::Yes);
         assert_eq!(current.keeps("gfx1031"), Kept::No);
         assert_eq!(current.keeps("gfx900"), Kept::No);
         assert_eq!(current.keeps("gfx9000"), Kept::No);
-        let preset = t.policy().build_filters.iter().find(|f| f.project == "Ollama" && f.until.is_none()).unwrap();
+        let preset =
+            t.policy().build_filters.iter().find(|f| f.project == "Ollama" && f.until.is_none()).unwrap();
         assert_eq!(preset.keeps("gfx90a"), Kept::Yes, "gfx90a:xnack+ keeps gfx90a");
     }
 

@@ -308,7 +308,15 @@ impl RawTargets {
         }
         let natural =
             natural_order(&self.target).into_iter().enumerate().map(|(i, n)| (n.to_string(), i)).collect();
-        Ok(Targets { list: self.target, by_mach, by_name, by_v2_isa, natural, policy, origin: origin.to_string() })
+        Ok(Targets {
+            list: self.target,
+            by_mach,
+            by_name,
+            by_v2_isa,
+            natural,
+            policy,
+            origin: origin.to_string(),
+        })
     }
 }
 

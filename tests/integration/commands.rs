@@ -16,21 +16,37 @@ fn targets_table() {
     let first = lines.next().expect("first line");
     assert!(first.ends_with("targets from built-in"), "{first}");
     let header = lines.next().expect("header");
-    assert!(header.contains("NAME") && header.contains("MACH") && header.contains("FEATURES"), "{header}");
+    // At 100 columns the products and the Linux releases stay; machine values give way, and a
+    // note names them.
+    assert!(header.contains("NAME") && header.contains("MACH") && header.contains("PRODUCTS"), "{header}");
+    assert!(header.contains("ROCM"), "{header}");
+    assert!(run.stdout.contains("Not shown, to fit 100 columns: "), "{}", run.stdout);
     let row = run
         .stdout
         .lines()
         .find(|l| l.split_whitespace().next() == Some("gfx90a"))
         .unwrap_or_else(|| panic!("no gfx90a row:\n{}", run.stdout));
     let cells: Vec<&str> = row.split_whitespace().collect();
-    assert_eq!(&cells[..4], ["gfx90a", "0x03f", "gfx9", "sramecc,xnack"], "{row}");
-    // Each target's products as targets.toml lists them: the first, and how many more.
+    assert_eq!(&cells[..3], ["gfx90a", "0x03f", "gfx9"], "{row}");
+    // Each target's products as targets.toml lists them: the first, and how many more; then
+    // the Linux releases that list it (compat-matrix: gfx1100 in every one of 6.0.0–7.2.0).
     let json = gfxscan(["targets", "--json"]).json();
     let gfx1100 = json["targets"].as_array().expect("targets").iter().find(|t| t["name"] == "gfx1100");
     let products = gfx1100.and_then(|t| t["products"].as_array()).expect("gfx1100 has products");
     let want = format!("{} (+{} more)", products[0].as_str().expect("a name"), products.len() - 1);
     let row = run.stdout.lines().find(|l| l.split_whitespace().next() == Some("gfx1100")).expect("gfx1100");
-    assert!(row.ends_with(&want), "{row}");
+    assert!(row.contains(&want) && row.ends_with(" 6.0.0–7.2.0"), "{row}");
+    let row = run.stdout.lines().find(|l| l.split_whitespace().next() == Some("gfx1101")).expect("gfx1101");
+    assert!(row.ends_with(" 6.3.0, 6.4.1–7.2.0"), "{row}");
+    // Wide enough, every column: the machine values and the Windows lists too.
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_gfxscan"));
+    cmd.arg("targets").env("COLUMNS", "250");
+    let wide = crate::util::run(cmd);
+    let row = wide.stdout.lines().find(|l| l.split_whitespace().next() == Some("gfx1031")).expect("gfx1031");
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(&cells[..5], ["gfx1031", "0x037", "gfx10.3", "gfx10-3-generic", "100301"], "{row}");
+    assert!(row.ends_with(" 6.0.0–6.2.4"), "Windows, runtime only: {row}");
+    assert!(!wide.stdout.contains("Not shown"), "{}", wide.stdout);
     assert!(run.stdout.lines().all(|l| !l.ends_with(' ')), "no line ends in a space:\n{}", run.stdout);
 }
 
@@ -217,7 +233,7 @@ fn completions_and_man_page_are_generated() {
     man.expect_code(0);
     assert!(man.stdout.contains(".TH gfxscan 1") && man.stdout.contains("check"), "{}", man.stdout);
     // gfxscan(1) refers to gfxscan-scan(1) and the others: each has its page.
-    for sub in ["scan", "check", "diff", "merge", "schema"] {
+    for sub in ["scan", "check", "explain", "diff", "merge", "schema"] {
         let page = crate::util::gfxscan(["man", sub]);
         page.expect_code(0);
         assert!(page.stdout.contains(&format!(".TH gfxscan-{sub} 1")), "{}", page.stdout);

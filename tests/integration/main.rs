@@ -12,6 +12,9 @@ mod diff;
 #[path = "../documents.rs"]
 mod documents;
 mod examples;
+mod explain;
+#[path = "../explain_agrees.rs"]
+mod explain_agrees;
 mod families;
 mod findings;
 mod fixtures;

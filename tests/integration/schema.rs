@@ -114,12 +114,13 @@ fn validator(tool: &str, args: &[&Path]) -> Run {
 fn sample_documents(dir: &Path) -> Vec<(String, PathBuf)> {
     let at = |kind: &str| dir.join(format!("{kind}.json"));
     let snapshot = at("snapshot").to_string_lossy().into_owned();
-    let commands: [(&str, Vec<&str>); 5] = [
+    let commands: [(&str, Vec<&str>); 6] = [
         ("snapshot", vec!["scan", "-q", "sample"]),
         ("check", vec!["check", "-q", "sample", "--gpu", "gfx1100,gfx90a", "--json"]),
         ("diff", vec!["diff", "-q", "sample/opt/rocm", &snapshot, "--json"]),
         ("merge", vec!["merge", &snapshot, "--gpu", "gfx1100", "--json"]),
         ("prune", vec!["scan", "-q", "sample", "--keep", "gfx1100", "--json"]),
+        ("explain", vec!["explain", "-q", "gfx1031", "sample", "--json"]),
     ];
     let mut written = Vec::new();
     for (kind, args) in commands {

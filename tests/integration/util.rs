@@ -153,6 +153,7 @@ impl Document {
             Sub::Check(a) => ("check", a.json, a.format, &a.opts.outputs, OutputFormat::CHECK),
             Sub::Diff(a) => ("diff", a.json, a.format, &a.outputs, OutputFormat::DIFF),
             Sub::Merge(a) => ("merge", a.json, a.format, &a.outputs, OutputFormat::MERGE),
+            Sub::Explain(a) => ("explain", a.json, a.format, &a.opts.outputs, OutputFormat::EXPLAIN),
             Sub::Targets(a) if a.json => {
                 return Some(Document { kind: "targets", places: vec![(Place::Document, None)] })
             }

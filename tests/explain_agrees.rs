@@ -1,0 +1,80 @@
+//! The agreement `gfxscan explain` owes `scan` and `check` (issue 27): shared by the
+//! integration tests (the sample, fixtures) and the corpus tests (Debian's ROCm 6.4 tree).
+
+use std::path::Path;
+
+use serde_json::Value;
+
+/// Runs gfxscan with these arguments, every `HSA_*` variable of the test process removed and
+/// these set: (exit code, standard output).
+pub type Runner<'a> = &'a dyn Fn(&[&str], &[(&str, &str)]) -> (i32, String);
+
+fn json(out: &(i32, String), what: &str) -> Value {
+    serde_json::from_str(&out.1).unwrap_or_else(|e| panic!("{what}: not JSON ({e}): {}", out.1))
+}
+
+/// Holds `explain TARGET ROOT --json` equal to `scan ROOT --json` (every family count of the
+/// target) and to `check --gpu TARGET ROOT --json` (each install's whole GPU report, and the
+/// exit code), and with the override to check under HSA_OVERRIDE_GFX_VERSION; returns the
+/// explanation.
+pub fn assert_explain_agrees(root: &Path, target: &str, gfxscan: Runner) -> Value {
+    let root = root.to_str().expect("a UTF-8 path");
+    let e = gfxscan(&["explain", "-q", target, root, "--json"], &[]);
+    let doc = json(&e, "explain");
+    let scan = json(&gfxscan(&["scan", "-q", root, "--json"], &[]), "scan");
+    let check = gfxscan(&["check", "-q", "--gpu", target, root, "--json"], &[]);
+    assert_eq!(e.0, check.0, "{root} {target}: explain's exit code is check's");
+    for layer in doc["layers"].as_array().expect("layers") {
+        for (key, n) in layer["families"].as_object().expect("families") {
+            let scanned = scan["families"][key][target].as_u64().unwrap_or(0);
+            assert_eq!(
+                n.as_u64(),
+                Some(scanned),
+                "{root} {target}: {key} as explain counts it and as scan does"
+            );
+        }
+    }
+    let check = json(&check, "check");
+    let gpu_of = |c: &Value, path: &str| -> Value {
+        let installs = c["installs"].as_array().expect("installs");
+        installs.iter().find(|i| i["path"] == path).expect("the install")["gpus"][0].clone()
+    };
+    let installs = doc["installs"].as_array().expect("installs");
+    assert_eq!(installs.len(), check["installs"].as_array().map_or(0, Vec::len), "{root} {target}: installs");
+    let table = json(&gfxscan(&["targets", "--json"], &[]), "targets");
+    let version = doc["target"]["isa_compatible"].as_str().map(|alt| {
+        let all = table["targets"].as_array().expect("targets");
+        let v = all.iter().find(|t| t["name"] == alt).expect("the ISA-compatible target")
+            ["gfx_target_version"]
+            .as_u64()
+            .expect("its KFD version");
+        format!("{}.{}.{}", v / 10000, v / 100 % 100, v % 100)
+    });
+    let over = version.map(|v| {
+        let args = ["check", "-q", "--gpu", target, root, "--json"];
+        json(&gfxscan(&args, &[("HSA_OVERRIDE_GFX_VERSION", &v)]), "check with the override")
+    });
+    for i in installs {
+        let path = i["path"].as_str().expect("a path");
+        assert_eq!(
+            i["check"],
+            gpu_of(&check, path),
+            "{root} {target}: {path}: explain's verdicts are check's"
+        );
+        match &over {
+            Some(o) => {
+                assert_eq!(i["with_override"], gpu_of(o, path), "{path}: the override's verdicts are check's")
+            }
+            None => assert!(i.get("with_override").is_none()),
+        }
+        let rows = i["rows"].as_array().expect("rows");
+        let verdicts = i["check"]["verdicts"].as_array().expect("verdicts");
+        let runtime: Vec<&Value> = rows.iter().filter(|r| r["section"] == "runtime").collect();
+        assert_eq!(runtime.len(), verdicts.len(), "a row per verdict");
+        for (r, v) in runtime.iter().zip(verdicts) {
+            let blocks = v["status"] == "missing";
+            assert_eq!(r["verdict"], if blocks { "blocks" } else { "allows" }, "{r} for {v}");
+        }
+    }
+    doc
+}

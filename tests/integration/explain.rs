@@ -1,0 +1,187 @@
+//! `gfxscan explain`: the gate matrix holds scan's counts and check's verdicts (the same
+//! answers, not a second judgement), reads the install's ROCm release from its own files, cites
+//! a source on every vendor row, and reads as a table, Markdown, JSON and HTML.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::util::{gfxscan, run, Run, Tree};
+
+/// The three targets the issue names: left the support list, never on it, on it.
+const TARGETS: [&str; 3] = ["gfx900", "gfx1031", "gfx1100"];
+
+/// Runs gfxscan with every `HSA_*` variable of the test process removed and `env` set.
+fn gfxscan_env(args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gfxscan"));
+    cmd.args(args);
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("HSA_") {
+            cmd.env_remove(&k);
+        }
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    run(cmd)
+}
+
+/// [`crate::explain_agrees::assert_explain_agrees`] through this suite's runner, which
+/// validates every JSON document against its schema.
+pub fn assert_explain_agrees(root: &Path, target: &str) -> Value {
+    crate::explain_agrees::assert_explain_agrees(root, target, &|args, env| {
+        let r = gfxscan_env(args, env);
+        (r.code, r.stdout)
+    })
+}
+
+#[test]
+fn explain_on_the_sample_counts_as_scan_and_judges_as_check() {
+    for t in TARGETS {
+        let doc = assert_explain_agrees(Path::new("sample"), t);
+        // Every vendor and build row cites where its fact comes from.
+        for r in doc["policy"].as_array().expect("policy rows") {
+            assert!(!r["source"].as_str().unwrap_or("").is_empty(), "{r}");
+            assert!(["allows", "blocks", "unknown"].contains(&r["verdict"].as_str().unwrap()), "{r}");
+        }
+    }
+}
+
+#[test]
+fn vendor_rows_say_what_the_cited_lists_say() {
+    let doc = gfxscan(["explain", "-q", "gfx900", "sample", "--json"]).json();
+    let policy = doc["policy"].as_array().unwrap();
+    let linux = &policy[0];
+    assert_eq!(linux["gate"], "ROCm 7.2.0 support list (newest known)");
+    assert_eq!(linux["verdict"], "blocks");
+    assert!(linux["says"].as_str().unwrap().contains("listed as unsupported in 6.0.0–6.1.2"), "{linux}");
+    assert!(linux["source"].as_str().unwrap().starts_with("compat-matrix 7.2.0"));
+    let therock = policy.iter().find(|r| r["gate"].as_str().unwrap().starts_with("TheRock")).unwrap();
+    assert_eq!(therock["verdict"], "allows");
+    assert!(therock["says"].as_str().unwrap().contains("since therock-7.13"), "{therock}");
+    assert!(therock["says"].as_str().unwrap().contains("without hipBLASLt"), "{therock}");
+    let ollama = policy.iter().find(|r| r["gate"] == "Ollama source builds without AMDGPU_TARGETS").unwrap();
+    assert_eq!(ollama["verdict"], "blocks");
+    assert!(ollama["says"].as_str().unwrap().ends_with("; kept in v0.5.8–v0.12.4"), "{ollama}");
+    // gfx1100 is on every list; gfx1031 only on Windows, runtime only.
+    let doc = gfxscan(["explain", "-q", "gfx1100", "--json", "sample"]).json();
+    assert_eq!(doc["policy"][0]["verdict"], "allows");
+    let doc = gfxscan(["explain", "-q", "RX 6700 XT", "--json", "sample"]).json();
+    assert_eq!(doc["target"]["name"], "gfx1031", "a product names its target, as --gpu takes it");
+    assert_eq!(
+        doc["policy"][1]["says"].as_str().unwrap().split(';').next(),
+        Some("runtime only (no HIP SDK libraries)")
+    );
+}
+
+#[test]
+fn the_release_is_read_from_the_install_and_its_list_applied() {
+    let tree = Tree::new();
+    copy_dir(Path::new("sample/opt/rocm"), &tree.path("opt/rocm"));
+    tree.file("opt/rocm/.info/version", b"6.2.4-120\n");
+    for (t, verdict, says) in [
+        ("gfx900", "blocks", "listed as unsupported"),
+        ("gfx906", "allows", "deprecated"),
+        ("gfx1100", "allows", "supported"),
+        ("gfx1031", "blocks", "not listed"),
+    ] {
+        let doc = assert_explain_agrees(tree.root(), t);
+        let i = &doc["installs"][0];
+        assert_eq!(i["release"]["releases"], serde_json::json!(["6.2.4"]), "{t}");
+        assert_eq!(i["release"]["source"], "info-version");
+        let row = &i["rows"][0];
+        assert_eq!(row["gate"], "ROCm 6.2.4 support list (this install's release)");
+        assert_eq!(row["verdict"], verdict, "{t}: {row}");
+        assert!(row["says"].as_str().unwrap().starts_with(says), "{t}: {row}");
+        assert!(row["source"].as_str().unwrap().contains("linux-gpus docs/6.2.4"), "{row}");
+        assert!(row["source"].as_str().unwrap().contains("opt/rocm/.info/version"), "{row}");
+    }
+    // A release the table does not hold is unknown, and says so.
+    tree.file("opt/rocm/.info/version", b"5.7.1\n");
+    let doc = gfxscan(["explain", "-q", "gfx1100", "--json", &tree.root_str()]).json();
+    let row = &doc["installs"][0]["rows"][0];
+    assert_eq!(row["verdict"], "unknown", "{row}");
+    assert!(row["says"].as_str().unwrap().starts_with("5.7.1 ("), "{row}");
+}
+
+#[test]
+fn the_override_row_is_checks_answer_under_the_override() {
+    let doc = assert_explain_agrees(Path::new("sample"), "gfx1031");
+    let i = &doc["installs"][0];
+    let row = i["rows"].as_array().unwrap().iter().find(|r| r["section"] == "override").unwrap();
+    assert_eq!(row["gate"], "HSA_OVERRIDE_GFX_VERSION=10.3.0 (runs as gfx1030)");
+    let still = i["with_override"]["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|v| v["status"] == "missing")
+        .count();
+    assert_eq!(row["verdict"], if still == 0 { "allows" } else { "blocks" }, "{row}");
+    // No ISA-compatible target recorded: unknown, with no second check.
+    let doc = gfxscan(["explain", "-q", "gfx900", "sample", "--json"]).json();
+    let row = doc["installs"][0]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["section"] == "override")
+        .unwrap()
+        .clone();
+    assert_eq!(row["verdict"], "unknown");
+}
+
+#[test]
+fn explain_reads_as_a_table_markdown_and_a_page() {
+    let text = gfxscan(["explain", "-q", "gfx900", "sample"]);
+    for part in [
+        "gfx900 · Radeon RX Vega 64",
+        "Vendor policy",
+        "Default builds",
+        "What the roots ship",
+        "What the runtime finds",
+        "Override",
+    ] {
+        assert!(text.stdout.contains(part), "{part}:\n{}", text.stdout);
+    }
+    assert!(text.stdout.lines().all(|l| l == l.trim_end()), "no line ends in a space");
+    let narrow = gfxscan_env(&["explain", "-q", "gfx1031", "sample"], &[("COLUMNS", "80")]);
+    for l in narrow.stdout.lines() {
+        assert!(l.chars().count() <= 80, "{} columns: {l}", l.chars().count());
+    }
+    let md = gfxscan(["explain", "-q", "gfx900", "sample", "--format", "markdown"]);
+    assert!(md.stdout.contains("\n| gate "), "{}", md.stdout);
+    // A regex's `|` is escaped: every row of a section's table has its five pipes.
+    for l in md.stdout.lines().filter(|l| l.starts_with('|')) {
+        assert_eq!(l.matches('|').count() - l.matches("\\|").count(), 5, "{l}");
+    }
+    let html = gfxscan(["explain", "-q", "gfx900", "sample", "--format", "html"]);
+    assert!(html.stdout.starts_with("<!DOCTYPE html>") && html.stdout.contains("<h2>Vendor policy</h2>"));
+    // The scan page carries the matrix for the targets it shows.
+    let page = gfxscan(["scan", "-q", "sample", "--format", "html"]);
+    assert!(page.stdout.contains("Gates per target"), "the scan page's gate matrix");
+    assert!(page.stdout.contains("<th>gfx1100</th>") || page.stdout.contains(">gfx1100<"));
+}
+
+#[test]
+fn an_unknown_target_is_an_error_of_the_arguments() {
+    let r = gfxscan(["explain", "-q", "gfx9999", "sample"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("gfx9999"), "{}", r.stderr);
+}
+
+/// Copies a folder's files and links, as `cp -a` would.
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let (src, dst) = (entry.path(), to.join(entry.file_name()));
+        let kind = entry.file_type().unwrap();
+        if kind.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(&src).unwrap(), &dst).unwrap();
+        } else if kind.is_dir() {
+            copy_dir(&src, &dst);
+        } else {
+            std::fs::copy(&src, &dst).unwrap();
+        }
+    }
+}
