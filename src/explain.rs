@@ -419,6 +419,7 @@ fn install_gates(
                 .and_then(|i| i.gpus.first().cloned());
             let release = release_of(snap, &inst.install, targets.policy());
             let mut rows = vec![release_row(targets.policy(), release.as_ref(), &target.name)];
+            rows.extend(declared_row(snap, &inst.install, target, targets));
             rows.extend(gpu.verdicts.iter().map(|v| verdict_row(v, &inst.install)));
             rows.push(override_row(target, &gpu, over.as_ref()));
             Some(InstallGates {
@@ -452,6 +453,18 @@ fn release_row(policy: &Policy, release: Option<&InstallRelease>, target: &str) 
         );
     };
     let lists: Vec<&Release> = r.releases.iter().filter_map(|v| policy.release(Platform::Linux, v)).collect();
+    if let (true, Some(rock)) = (lists.is_empty(), r.releases.first().and_then(|v| policy.therock_release(v)))
+    {
+        let builds = rock.targets.iter().any(|t| t == target);
+        return GateRow {
+            section: Section::Vendor,
+            gate: format!("{} targets (this install's release)", rock.tag),
+            says: if builds { "built".to_string() } else { "not built".to_string() },
+            verdict: if builds { Gate::Allows } else { Gate::Blocks },
+            source: format!("{}; release: {} in {}", rock.source, r.stated, r.path),
+            count: None,
+        };
+    }
     if lists.is_empty() {
         return unknown(
             format!(
@@ -477,6 +490,31 @@ fn release_row(policy: &Policy, release: Option<&InstallRelease>, target: &str) 
     };
     row.source = format!("{}; release: {stated} in {}", row.source, r.path);
     row
+}
+
+/// A TheRock install's own word (`share/therock/dist_info.json`): was it built for the target
+/// (or for a target whose generic code the runtime loads for it)?
+fn declared_row(snap: &Snapshot, install: &Install, target: &Target, targets: &Targets) -> Option<GateRow> {
+    let d = snap.declared_targets.iter().find(|d| {
+        &crate::library::install::install_of(snap.root_given(d.path.root), &d.path.display(&snap.roots))
+            == install
+    })?;
+    let processors: Vec<&str> = d.targets.iter().map(|t| t.split(':').next().unwrap_or(t)).collect();
+    let own = processors.contains(&target.name.as_str());
+    let generic = generic_of(&target.name, targets).filter(|g| processors.contains(g));
+    let (says, verdict) = match (own, generic) {
+        (true, _) => ("declared".to_string(), Gate::Allows),
+        (false, Some(g)) => (format!("{g} declared, whose code the runtime loads for it"), Gate::Allows),
+        (false, None) => (format!("not declared (declares {})", d.targets.join(", ")), Gate::Blocks),
+    };
+    Some(GateRow {
+        section: Section::Vendor,
+        gate: "this install's declared targets".to_string(),
+        says,
+        verdict,
+        source: format!("{} (dist_amdgpu_targets)", d.path.display(&snap.roots)),
+        count: None,
+    })
 }
 
 /// A library's verdict as a gate.

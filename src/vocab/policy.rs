@@ -242,6 +242,17 @@ impl Policy {
         self.releases.iter().find(|r| r.platform == platform && r.versions.contains(&three))
     }
 
+    /// The TheRock release whose version is `version` (`7.11.0` is `therock-7.11`, `7.9.0`
+    /// `therock-7.9.0`: TheRock's version.json `rocm-version` at each tag).
+    pub fn therock_release(&self, version: &str) -> Option<&TheRockRelease> {
+        let want = version_key(version);
+        self.therock.iter().find(|r| {
+            let mut key = version_key(r.tag.strip_prefix("therock-").unwrap_or(&r.tag));
+            key.resize(3, 0);
+            want.get(..3) == Some(&key[..])
+        })
+    }
+
     /// The Linux releases whose HIP runtime has version `hip` (`6.4.43484`: 6.4.3 and 6.4.2).
     pub fn releases_with_hip(&self, hip: &str) -> Vec<&Release> {
         self.releases
@@ -384,6 +395,9 @@ mod tests {
         assert_eq!(w.level("gfx1031"), Level::RuntimeOnly);
         assert_eq!(p.release(Platform::Linux, "6.4.1.60401").unwrap().versions, ["6.4.1"]);
         assert_eq!(p.supported_in(Platform::Linux, "gfx1100"), "6.0.0–7.2.0");
+        assert_eq!(p.therock_release("7.11.0").map(|r| r.tag.as_str()), Some("therock-7.11"));
+        assert_eq!(p.therock_release("7.9.0").map(|r| r.tag.as_str()), Some("therock-7.9.0"));
+        assert!(p.therock_release("7.2.0").is_none());
         assert_eq!(p.supported_in(Platform::Linux, "gfx1101"), "6.3.0, 6.4.1–7.2.0");
         assert_eq!(p.supported_in(Platform::Linux, "gfx906"), "6.0.0–6.1.2, 6.2.0–6.3.0");
         assert_eq!(p.supported_in(Platform::Linux, "gfx900"), "");

@@ -39,6 +39,30 @@ fn thread_count_does_not_change_json() {
     assert!(snap["problems"].as_array().map_or(0, Vec::len) >= 12);
 }
 
+/// `explain`'s document and table too: the same whatever the thread count (issue 27).
+#[test]
+fn explain_is_the_same_whatever_the_threads() {
+    let m = busy_tree();
+    for format in ["json", "table", "html"] {
+        let run = |j: &str| {
+            crate::util::gfxscan([
+                "explain",
+                "-q",
+                "gfx1100",
+                "--format",
+                format,
+                "-j",
+                j,
+                &m.tree.root_str(),
+            ])
+        };
+        let (one, eight) = (run("1"), run("8"));
+        assert_eq!(one.code, eight.code, "{}", one.stderr);
+        assert!(one.stdout == eight.stdout, "explain --format {format}: -j 1 and -j 8 differ");
+        assert!(!one.stdout.is_empty());
+    }
+}
+
 #[test]
 fn two_runs_are_identical() {
     let m = busy_tree();

@@ -106,6 +106,26 @@ fn the_release_is_read_from_the_install_and_its_list_applied() {
 }
 
 #[test]
+fn a_therock_install_is_judged_by_its_own_release_and_declared_targets() {
+    let tree = Tree::new();
+    copy_dir(Path::new("sample/opt/rocm"), &tree.path("opt/rocm"));
+    tree.file("opt/rocm/.info/version", b"7.11.0\n");
+    tree.file("opt/rocm/share/therock/dist_info.json", br#"{"dist_amdgpu_targets": "gfx1100;gfx1151"}"#);
+    for (t, verdict) in [("gfx900", "blocks"), ("gfx1100", "allows")] {
+        let doc = assert_explain_agrees(tree.root(), t);
+        let rows = doc["installs"][0]["rows"].as_array().expect("rows");
+        assert_eq!(rows[0]["gate"], "therock-7.11 targets (this install's release)", "{t}");
+        assert_eq!(rows[0]["verdict"], verdict, "{t}: {}", rows[0]);
+        assert_eq!(rows[1]["gate"], "this install's declared targets");
+        assert_eq!(rows[1]["verdict"], verdict, "{t}: {}", rows[1]);
+        assert!(rows[1]["source"]
+            .as_str()
+            .unwrap()
+            .ends_with("opt/rocm/share/therock/dist_info.json (dist_amdgpu_targets)"));
+    }
+}
+
+#[test]
 fn the_override_row_is_checks_answer_under_the_override() {
     let doc = assert_explain_agrees(Path::new("sample"), "gfx1031");
     let i = &doc["installs"][0];
