@@ -377,7 +377,7 @@ fn run_explain(mut args: ExplainArgs, color: cli::ColorChoice) -> anyhow::Result
     let e = explain::explain(&target, &targets, inputs);
     let status = report.as_ref().map_or(ExitStatus::Clean, check::CheckReport::exit_status);
     deliver_all(outputs, status, |format, style, w| {
-        report::explain::write_explain(&e, &targets, format, args.verbose, style, w)
+        report::explain::write_explain(&e, format, args.verbose, style, w)
     })
 }
 

@@ -1,25 +1,22 @@
-//! `explain` for people: one target's gates, section by section, each with its verdict
-//! (blocks, allows, unknown) and its source; as a table, Markdown, JSON or an HTML page, and
-//! the cross-target gate matrix the HTML scan page shows.
+//! `explain` for people: one target's gates, at a glance and then section by section, each
+//! with its verdict (blocks, allows, unknown) and its source; as a table, Markdown or JSON (the
+//! HTML page, and the scan page's gates per target, are `html`'s).
 
-use std::fmt::Write as _;
 use std::io::Write;
 
 use comfy_table::{Cell, Color};
 
 use crate::cli::OutputFormat;
-use crate::explain::{Explanation, Gate, GateRow, InstallGates, Section};
-use crate::vocab::targets::Targets;
+use crate::explain::{Explanation, Gate, GateRow, Section};
 use crate::vocab::units::count;
 
-use super::html::{esc, page_end, page_start};
 use super::style::{fill_cell, wrap, Style};
+use super::views::target_line;
 use super::write_json;
 
 /// Writes an explanation in the chosen format; `verbose` gives every library its own row.
 pub fn write_explain(
     e: &Explanation,
-    targets: &Targets,
     format: OutputFormat,
     verbose: bool,
     style: Style,
@@ -27,11 +24,11 @@ pub fn write_explain(
 ) -> anyhow::Result<()> {
     match format {
         OutputFormat::Json => write_json(out, e),
-        OutputFormat::Html => write_explain_html(e, out),
+        OutputFormat::Html => super::html::write_explain_html(e, out),
         _ => {
             let md = format == OutputFormat::Markdown;
             let style = if md { Style { color: false, width: None } } else { style };
-            write_text(e, targets, md, verbose, style, out)
+            write_text(e, md, verbose, style, out)
         }
     }
 }
@@ -43,25 +40,6 @@ fn gate_color(g: Gate) -> Color {
         Gate::Blocks => Color::Red,
         Gate::Unknown => Color::Yellow,
     }
-}
-
-/// The target's line: name, products, family, generic and ISA-compatible targets.
-fn headline(e: &Explanation) -> String {
-    let t = &e.target;
-    let mut parts = vec![t.name.clone()];
-    match t.products.as_slice() {
-        [] => {}
-        [one] => parts.push(one.clone()),
-        [first, rest @ ..] => parts.push(format!("{first} (+{} more)", rest.len())),
-    }
-    parts.push(t.family.clone());
-    if let Some(g) = &t.generic {
-        parts.push(format!("generic {g}"));
-    }
-    if let Some(c) = &t.isa_compatible {
-        parts.push(format!("ISA-compatible with {c}"));
-    }
-    parts.join(" · ")
 }
 
 /// Rows as shown: without `verbose`, the OK library verdicts are one counted row.
@@ -206,30 +184,15 @@ fn glance(e: &Explanation) -> Vec<String> {
     out
 }
 
-/// The install's answer in one line: what the vendor says, what the runtime finds.
-fn install_summary(i: &InstallGates) -> String {
-    let vendor = i.rows.iter().find(|r| r.section == Section::Vendor).map_or("unknown", |r| r.verdict.word());
-    let runtime: Vec<&GateRow> = i.rows.iter().filter(|r| r.section == Section::Runtime).collect();
-    let blocked = runtime.iter().filter(|r| r.verdict == Gate::Blocks).count();
-    format!(
-        "support list of its release: {vendor}; libraries finding code for {}: {} of {}{}",
-        i.check.device.native.processor,
-        runtime.len() - blocked,
-        runtime.len(),
-        if blocked > 0 { format!(" ({blocked} missing)") } else { String::new() }
-    )
-}
-
 fn write_text(
     e: &Explanation,
-    _targets: &Targets,
     md: bool,
     verbose: bool,
     style: Style,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
     let h = if md { "## " } else { "" };
-    writeln!(out, "{}", wrap(&format!("{h}{}", headline(e)), "", "  ", style.width))?;
+    writeln!(out, "{}", wrap(&format!("{h}{}", target_line(e)), "", "  ", style.width))?;
     if !e.roots.is_empty() {
         writeln!(out, "{}", wrap(&format!("Roots: {}", e.roots.join(", ")), "", "  ", style.width))?;
     }
@@ -278,126 +241,4 @@ fn write_sources(sources: &Sources, style: Style, out: &mut dyn Write) -> anyhow
         writeln!(out, "{}", wrap(&format!("[{}] {s}", i + 1), "", "    ", style.width))?;
     }
     Ok(())
-}
-
-/// The HTML class of a verdict.
-fn gate_class(g: Gate) -> &'static str {
-    match g {
-        Gate::Allows => "ok",
-        Gate::Blocks => "missing",
-        Gate::Unknown => "warn",
-    }
-}
-
-/// One section's rows as an HTML table.
-fn rows_html(out: &mut String, title: &str, rows: &[GateRow]) {
-    if rows.is_empty() {
-        return;
-    }
-    let _ = writeln!(out, "<h2>{}</h2>", esc(title));
-    super::html::table_head(out, &[("gate", true), ("verdict", true), ("says", true), ("source", true)]);
-    for r in rows {
-        let _ = writeln!(
-            out,
-            "<tr><td class=\"l\">{}</td><td class=\"l {}\">{}</td><td class=\"detail\">{}</td><td class=\"l\">{}</td></tr>",
-            esc(&r.gate),
-            gate_class(r.verdict),
-            r.verdict.word(),
-            esc(&r.says),
-            esc(&r.source)
-        );
-    }
-    out.push_str("</table>\n");
-}
-
-fn write_explain_html(e: &Explanation, w: &mut dyn Write) -> anyhow::Result<()> {
-    let mut out = String::new();
-    page_start(&mut out, &format!("gfxscan explain {}", e.target.name));
-    let _ = writeln!(out, "<h1>{}</h1><p class=\"sub\">{}</p>", esc(&headline(e)), esc(&e.roots.join(", ")));
-    rows_html(
-        &mut out,
-        Section::Vendor.title(),
-        &e.policy.iter().filter(|r| r.section == Section::Vendor).cloned().collect::<Vec<_>>(),
-    );
-    rows_html(
-        &mut out,
-        Section::Build.title(),
-        &e.policy.iter().filter(|r| r.section == Section::Build).cloned().collect::<Vec<_>>(),
-    );
-    rows_html(&mut out, Section::Ships.title(), &e.ships);
-    for i in &e.installs {
-        let title = format!("Install {} — {}", i.install.path, install_summary(i));
-        rows_html(&mut out, &title, &i.rows);
-    }
-    page_end(&mut out);
-    w.write_all(out.as_bytes())?;
-    Ok(())
-}
-
-/// Target columns per block of the gate matrix: with the gate column, a block fits the page.
-const GATE_TARGETS: usize = 7;
-
-/// The gate matrix across targets, for the HTML scan page: a row per gate, a column per
-/// target in blocks that fit, each cell its verdict (its title says what the gate says).
-pub fn gate_matrix_html(out: &mut String, all: &[Explanation]) {
-    if all.is_empty() {
-        return;
-    }
-    out.push_str("<h2>Gates per target: vendor policy beside what this tree serves</h2>\n");
-    let each: Vec<Vec<GateRow>> = all.iter().map(matrix_rows).collect();
-    for (block, rows) in all.chunks(GATE_TARGETS).zip(each.chunks(GATE_TARGETS)) {
-        out.push_str("<div class=\"matrix\">");
-        let mut heads: Vec<(&str, bool)> = vec![("gate", true)];
-        heads.extend(block.iter().map(|e| (e.target.name.as_str(), false)));
-        super::html::table_head(out, &heads);
-        for (k, g) in each[0].iter().enumerate() {
-            let _ = write!(out, "<tr><td class=\"l\">{}</td>", esc(&gate_label(g)));
-            for r in rows {
-                match r.get(k) {
-                    Some(r) => {
-                        let _ = write!(
-                            out,
-                            "<td class=\"m {}\" title=\"{}\">{}</td>",
-                            gate_class(r.verdict),
-                            esc(&r.says),
-                            r.verdict.word()
-                        );
-                    }
-                    None => out.push_str("<td></td>"),
-                }
-            }
-            out.push_str("</tr>\n");
-        }
-        out.push_str("</table></div>\n");
-    }
-}
-
-/// One target's rows in the cross-target matrix: policy, layers, and per install its release's
-/// list, one row for its libraries (blocks when any misses code) and the override.
-fn matrix_rows(e: &Explanation) -> Vec<GateRow> {
-    let mut r: Vec<GateRow> = e.policy.clone();
-    r.extend(e.ships.iter().cloned());
-    for i in &e.installs {
-        r.extend(i.rows.iter().filter(|r| r.section == Section::Vendor).cloned());
-        let blocked = i.rows.iter().any(|r| r.section == Section::Runtime && r.verdict == Gate::Blocks);
-        r.push(GateRow {
-            section: Section::Runtime,
-            gate: format!("runtime: the libraries of {}", i.install.path),
-            says: install_summary(i),
-            verdict: if blocked { Gate::Blocks } else { Gate::Allows },
-            source: "check".to_string(),
-            count: None,
-        });
-        r.extend(i.rows.iter().filter(|r| r.section == Section::Override).cloned());
-    }
-    r
-}
-
-/// A gate's name in the cross-target matrix: the same for every target.
-fn gate_label(g: &GateRow) -> String {
-    match g.section {
-        Section::Override => "HSA_OVERRIDE_GFX_VERSION to the ISA-compatible target".to_string(),
-        Section::Ships => format!("ships: {}", g.gate),
-        _ => g.gate.clone(),
-    }
 }

@@ -11,12 +11,13 @@ use std::io::Write;
 
 use crate::check::{CheckReport, Status};
 use crate::diff::{Coverage, DiffOutcome, SnapshotDiff};
+use crate::explain::{Explanation, Gate, GateRow, Section};
 use crate::library::matrix::{LibraryRow, Mark};
 use crate::model::Snapshot;
 use crate::vocab::targets::Targets;
 use crate::vocab::units::{count, human_bytes, thousands};
 
-use super::views::{headline, library_targets, product, shown_targets};
+use super::views::{headline, install_summary, library_targets, product, shown_targets, target_line};
 use crate::aggregate::{layer_count, layers, Layer};
 
 /// Text made safe for HTML content and attribute values.
@@ -293,7 +294,7 @@ pub fn write_scan_html(
     targets: &Targets,
     matrix: &[LibraryRow],
     only: &[String],
-    gates: &[crate::explain::Explanation],
+    gates: &[Explanation],
     w: &mut dyn Write,
 ) -> anyhow::Result<()> {
     let mut out = String::new();
@@ -343,7 +344,7 @@ pub fn write_scan_html(
     charts(&mut out, snap, targets, only);
     target_table(&mut out, snap, targets, only);
     matrix_table(&mut out, snap, matrix, targets, only);
-    super::explain::gate_matrix_html(&mut out, gates);
+    gate_matrix_html(&mut out, gates);
 
     page_end(&mut out);
     w.write_all(out.as_bytes())?;
@@ -615,5 +616,128 @@ mod tests {
         bar_chart(&mut out, "rocBLAS files", &[("gfx900".into(), 0), ("gfx1100".into(), 1)], 0);
         assert_eq!(out.matches("<rect class=\"bar").count(), 1);
         assert!(out.contains(">0<") && out.contains("width=\"260.0\""), "{out}");
+    }
+}
+
+/// The HTML class of a verdict.
+fn gate_class(g: Gate) -> &'static str {
+    match g {
+        Gate::Allows => "ok",
+        Gate::Blocks => "missing",
+        Gate::Unknown => "warn",
+    }
+}
+
+/// One section's rows as an HTML table.
+fn rows_html(out: &mut String, title: &str, rows: &[GateRow]) {
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "<h2>{}</h2>", esc(title));
+    table_head(out, &[("gate", true), ("verdict", true), ("says", true), ("source", true)]);
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "<tr><td class=\"l\">{}</td><td class=\"l {}\">{}</td><td class=\"detail\">{}</td><td class=\"l\">{}</td></tr>",
+            esc(&r.gate),
+            gate_class(r.verdict),
+            r.verdict.word(),
+            esc(&r.says),
+            esc(&r.source)
+        );
+    }
+    out.push_str("</table>\n");
+}
+
+pub fn write_explain_html(e: &Explanation, w: &mut dyn Write) -> anyhow::Result<()> {
+    let mut out = String::new();
+    page_start(&mut out, &format!("gfxscan explain {}", e.target.name));
+    let _ =
+        writeln!(out, "<h1>{}</h1><p class=\"sub\">{}</p>", esc(&target_line(e)), esc(&e.roots.join(", ")));
+    rows_html(
+        &mut out,
+        Section::Vendor.title(),
+        &e.policy.iter().filter(|r| r.section == Section::Vendor).cloned().collect::<Vec<_>>(),
+    );
+    rows_html(
+        &mut out,
+        Section::Build.title(),
+        &e.policy.iter().filter(|r| r.section == Section::Build).cloned().collect::<Vec<_>>(),
+    );
+    rows_html(&mut out, Section::Ships.title(), &e.ships);
+    for i in &e.installs {
+        let title = format!("Install {} — {}", i.install.path, install_summary(i));
+        rows_html(&mut out, &title, &i.rows);
+    }
+    page_end(&mut out);
+    w.write_all(out.as_bytes())?;
+    Ok(())
+}
+
+/// Target columns per block of the gate matrix: with the gate column, a block fits the page.
+const GATE_TARGETS: usize = 7;
+
+/// The gate matrix across targets, for the HTML scan page: a row per gate, a column per
+/// target in blocks that fit, each cell its verdict (its title says what the gate says).
+pub fn gate_matrix_html(out: &mut String, all: &[Explanation]) {
+    if all.is_empty() {
+        return;
+    }
+    out.push_str("<h2>Gates per target: vendor policy beside what this tree serves</h2>\n");
+    let each: Vec<Vec<GateRow>> = all.iter().map(matrix_rows).collect();
+    for (block, rows) in all.chunks(GATE_TARGETS).zip(each.chunks(GATE_TARGETS)) {
+        out.push_str("<div class=\"matrix\">");
+        let mut heads: Vec<(&str, bool)> = vec![("gate", true)];
+        heads.extend(block.iter().map(|e| (e.target.name.as_str(), false)));
+        table_head(out, &heads);
+        for (k, g) in each[0].iter().enumerate() {
+            let _ = write!(out, "<tr><td class=\"l\">{}</td>", esc(&gate_label(g)));
+            for r in rows {
+                match r.get(k) {
+                    Some(r) => {
+                        let _ = write!(
+                            out,
+                            "<td class=\"m {}\" title=\"{}\">{}</td>",
+                            gate_class(r.verdict),
+                            esc(&r.says),
+                            r.verdict.word()
+                        );
+                    }
+                    None => out.push_str("<td></td>"),
+                }
+            }
+            out.push_str("</tr>\n");
+        }
+        out.push_str("</table></div>\n");
+    }
+}
+
+/// One target's rows in the cross-target matrix: policy, layers, and per install its release's
+/// list, one row for its libraries (blocks when any misses code) and the override.
+fn matrix_rows(e: &Explanation) -> Vec<GateRow> {
+    let mut r: Vec<GateRow> = e.policy.clone();
+    r.extend(e.ships.iter().cloned());
+    for i in &e.installs {
+        r.extend(i.rows.iter().filter(|r| r.section == Section::Vendor).cloned());
+        let blocked = i.rows.iter().any(|r| r.section == Section::Runtime && r.verdict == Gate::Blocks);
+        r.push(GateRow {
+            section: Section::Runtime,
+            gate: format!("runtime: the libraries of {}", i.install.path),
+            says: install_summary(i),
+            verdict: if blocked { Gate::Blocks } else { Gate::Allows },
+            source: "check".to_string(),
+            count: None,
+        });
+        r.extend(i.rows.iter().filter(|r| r.section == Section::Override).cloned());
+    }
+    r
+}
+
+/// A gate's name in the cross-target matrix: the same for every target.
+fn gate_label(g: &GateRow) -> String {
+    match g.section {
+        Section::Override => "HSA_OVERRIDE_GFX_VERSION to the ISA-compatible target".to_string(),
+        Section::Ships => format!("ships: {}", g.gate),
+        _ => g.gate.clone(),
     }
 }

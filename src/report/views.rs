@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::aggregate::{layer_count, layers};
+use crate::explain::{Explanation, Gate, GateRow, InstallGates, Section};
 use crate::library::matrix::LibraryRow;
 use crate::model::Snapshot;
 use crate::vocab::targets::Targets;
@@ -174,4 +175,37 @@ pub fn changed_targets(cells: &BTreeMap<(String, usize), (u64, u64)>, targets: &
         cells.keys().map(|(t, _)| t.clone()).collect::<BTreeSet<_>>().into_iter().collect();
     targets.sort(&mut rows);
     rows
+}
+
+/// The target's line: name, products, family, generic and ISA-compatible targets.
+pub fn target_line(e: &Explanation) -> String {
+    let t = &e.target;
+    let mut parts = vec![t.name.clone()];
+    match t.products.as_slice() {
+        [] => {}
+        [one] => parts.push(one.clone()),
+        [first, rest @ ..] => parts.push(format!("{first} (+{} more)", rest.len())),
+    }
+    parts.push(t.family.clone());
+    if let Some(g) = &t.generic {
+        parts.push(format!("generic {g}"));
+    }
+    if let Some(c) = &t.isa_compatible {
+        parts.push(format!("ISA-compatible with {c}"));
+    }
+    parts.join(" · ")
+}
+
+/// The install's answer in one line: what the vendor says, what the runtime finds.
+pub fn install_summary(i: &InstallGates) -> String {
+    let vendor = i.rows.iter().find(|r| r.section == Section::Vendor).map_or("unknown", |r| r.verdict.word());
+    let runtime: Vec<&GateRow> = i.rows.iter().filter(|r| r.section == Section::Runtime).collect();
+    let blocked = runtime.iter().filter(|r| r.verdict == Gate::Blocks).count();
+    format!(
+        "support list of its release: {vendor}; libraries finding code for {}: {} of {}{}",
+        i.check.device.native.processor,
+        runtime.len() - blocked,
+        runtime.len(),
+        if blocked > 0 { format!(" ({blocked} missing)") } else { String::new() }
+    )
 }
