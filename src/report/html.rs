@@ -549,76 +549,6 @@ fn diff_pivot(out: &mut String, d: &SnapshotDiff, targets: &Targets) {
     out.push_str("</div>\n");
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn escaping_covers_markup_and_quotes() {
-        assert_eq!(esc("<a href=\"x\">'&'</a>"), "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;");
-    }
-
-    #[test]
-    fn a_chart_has_one_bar_per_value_and_labels_escaped() {
-        let mut out = String::new();
-        bar_chart(&mut out, "rocBLAS <files>", &[("gfx900".into(), 128), ("gfx1100".into(), 96)], 0);
-        assert_eq!(out.matches("<rect class=\"bar").count(), 2);
-        assert!(out.contains("rocBLAS &lt;files&gt;") && out.contains(">128<") && out.contains(">96<"));
-        assert!(!out.contains("http://") || out.contains("xmlns=\"http://www.w3.org/2000/svg\""));
-    }
-
-    /// A diff's "before" of nothing is no bar, not a 1-pixel sliver; its value is still shown.
-    #[test]
-    fn layer_colours_are_no_status_colours() {
-        // OK green, WARN amber, MISSING red: a layer's bar must not read as a verdict.
-        let status = ["#1a7f37", "#9a6700", "#d1242f"];
-        for class in LAYER_CLASSES {
-            let rule = format!("svg rect.bar.{class}{{fill:");
-            let at = STYLE.find(&rule).unwrap_or_else(|| panic!("no colour for {class}")) + rule.len();
-            let colour = &STYLE[at..at + 7];
-            assert!(!status.contains(&colour), "{class} is {colour}");
-        }
-    }
-
-    #[test]
-    fn the_matrix_is_cut_into_blocks_that_fit() {
-        use crate::library::install::{Install, InstallKind};
-        let targets = Targets::builtin();
-        let names: Vec<String> = targets
-            .iter()
-            .filter(|t| t.name.starts_with("gfx") && !t.is_generic())
-            .take(27)
-            .map(|t| t.name.clone())
-            .collect();
-        let row = LibraryRow {
-            install: Install { path: "/opt/rocm".into(), kind: InstallKind::Rocm },
-            library: "lib/libx.so".into(),
-            layer: "code".into(),
-            targets: names.clone(),
-        };
-        let snap = crate::aggregate::snapshot(crate::aggregate::Tally::default(), vec!["/".into()], &targets);
-        let mut out = String::new();
-        matrix_table(&mut out, &snap, &[row], &targets, &names);
-        let tables: Vec<&str> = out.split("<table>").skip(1).collect();
-        assert_eq!(tables.len(), 27usize.div_ceil(MATRIX_TARGETS), "{out}");
-        for t in &tables {
-            assert!(t.matches("</th>").count() <= MATRIX_TARGETS + 1, "{t}");
-            // The install is named once per block, the library on its own row.
-            assert_eq!(t.matches("/opt/rocm").count(), 1, "{t}");
-        }
-        // Every target is a column of exactly one block.
-        assert_eq!(out.matches("<th>gfx").count(), 27);
-    }
-
-    #[test]
-    fn a_zero_is_no_bar() {
-        let mut out = String::new();
-        bar_chart(&mut out, "rocBLAS files", &[("gfx900".into(), 0), ("gfx1100".into(), 1)], 0);
-        assert_eq!(out.matches("<rect class=\"bar").count(), 1);
-        assert!(out.contains(">0<") && out.contains("width=\"260.0\""), "{out}");
-    }
-}
-
 /// The HTML class of a verdict.
 fn gate_class(g: Gate) -> &'static str {
     match g {
@@ -739,5 +669,75 @@ fn gate_label(g: &GateRow) -> String {
         Section::Override => "HSA_OVERRIDE_GFX_VERSION to the ISA-compatible target".to_string(),
         Section::Ships => format!("ships: {}", g.gate),
         _ => g.gate.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping_covers_markup_and_quotes() {
+        assert_eq!(esc("<a href=\"x\">'&'</a>"), "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;");
+    }
+
+    #[test]
+    fn a_chart_has_one_bar_per_value_and_labels_escaped() {
+        let mut out = String::new();
+        bar_chart(&mut out, "rocBLAS <files>", &[("gfx900".into(), 128), ("gfx1100".into(), 96)], 0);
+        assert_eq!(out.matches("<rect class=\"bar").count(), 2);
+        assert!(out.contains("rocBLAS &lt;files&gt;") && out.contains(">128<") && out.contains(">96<"));
+        assert!(!out.contains("http://") || out.contains("xmlns=\"http://www.w3.org/2000/svg\""));
+    }
+
+    /// A diff's "before" of nothing is no bar, not a 1-pixel sliver; its value is still shown.
+    #[test]
+    fn layer_colours_are_no_status_colours() {
+        // OK green, WARN amber, MISSING red: a layer's bar must not read as a verdict.
+        let status = ["#1a7f37", "#9a6700", "#d1242f"];
+        for class in LAYER_CLASSES {
+            let rule = format!("svg rect.bar.{class}{{fill:");
+            let at = STYLE.find(&rule).unwrap_or_else(|| panic!("no colour for {class}")) + rule.len();
+            let colour = &STYLE[at..at + 7];
+            assert!(!status.contains(&colour), "{class} is {colour}");
+        }
+    }
+
+    #[test]
+    fn the_matrix_is_cut_into_blocks_that_fit() {
+        use crate::library::install::{Install, InstallKind};
+        let targets = Targets::builtin();
+        let names: Vec<String> = targets
+            .iter()
+            .filter(|t| t.name.starts_with("gfx") && !t.is_generic())
+            .take(27)
+            .map(|t| t.name.clone())
+            .collect();
+        let row = LibraryRow {
+            install: Install { path: "/opt/rocm".into(), kind: InstallKind::Rocm },
+            library: "lib/libx.so".into(),
+            layer: "code".into(),
+            targets: names.clone(),
+        };
+        let snap = crate::aggregate::snapshot(crate::aggregate::Tally::default(), vec!["/".into()], &targets);
+        let mut out = String::new();
+        matrix_table(&mut out, &snap, &[row], &targets, &names);
+        let tables: Vec<&str> = out.split("<table>").skip(1).collect();
+        assert_eq!(tables.len(), 27usize.div_ceil(MATRIX_TARGETS), "{out}");
+        for t in &tables {
+            assert!(t.matches("</th>").count() <= MATRIX_TARGETS + 1, "{t}");
+            // The install is named once per block, the library on its own row.
+            assert_eq!(t.matches("/opt/rocm").count(), 1, "{t}");
+        }
+        // Every target is a column of exactly one block.
+        assert_eq!(out.matches("<th>gfx").count(), 27);
+    }
+
+    #[test]
+    fn a_zero_is_no_bar() {
+        let mut out = String::new();
+        bar_chart(&mut out, "rocBLAS files", &[("gfx900".into(), 0), ("gfx1100".into(), 1)], 0);
+        assert_eq!(out.matches("<rect class=\"bar").count(), 1);
+        assert!(out.contains(">0<") && out.contains("width=\"260.0\""), "{out}");
     }
 }
