@@ -1,12 +1,14 @@
 //! Which ROCm release an install is: what its own files state (rocm-core's version file,
-//! header or library name), else what its HIP runtime's version maps to in `targets.toml`'s
-//! release table (one HIP version can be two releases: 6.4.2 and 6.4.3 both ship 6.4.43484).
+//! header or library name), else the release an AMD package's version carries, else what its
+//! HIP runtime's version maps to in `targets.toml`'s release table (one HIP version can be two
+//! releases: 6.4.2 and 6.4.3 both ship 6.4.43484).
 
 use serde::Serialize;
 
 use super::install::{install_of, Install};
 use super::runtime_of;
-use crate::model::{ReleaseSignal, Snapshot};
+use crate::model::{Ecosystem, ReleaseSignal, Snapshot};
+use crate::parse::release::amd_package_release;
 use crate::vocab::policy::Policy;
 
 /// Where an install's release was read.
@@ -16,6 +18,8 @@ pub enum ReleaseSource {
     InfoVersion,
     VersionHeader,
     RocmCoreLibrary,
+    /// The version of the AMD package (`.deb`) the install was read from.
+    Package,
     /// The HIP runtime's version, looked up in the release table.
     HipRuntime,
 }
@@ -43,9 +47,9 @@ pub struct InstallRelease {
     pub releases: Vec<String>,
 }
 
-/// The release of `install`: its first stated release in path order (a version file before a
-/// header, a header before a library name), else its HIP runtime's; `None` when neither is
-/// there.
+/// The release of `install`: its first stated release (a version file before a header, a
+/// header before a library name), else the version of the AMD package it was read from, else
+/// its HIP runtime's; `None` when none is there.
 pub fn release_of(snap: &Snapshot, install: &Install, policy: &Policy) -> Option<InstallRelease> {
     let in_install =
         |root: usize, path: &str| &install_of(snap.root_given(root), path) == install || snap.one_program;
@@ -63,6 +67,9 @@ pub fn release_of(snap: &Snapshot, install: &Install, policy: &Policy) -> Option
             releases: vec![three.join(".")],
         });
     }
+    if let Some(r) = package_release(snap, install) {
+        return Some(r);
+    }
     let (_, hip) = runtime_of(snap, install);
     let hip = hip?;
     let mut releases: Vec<String> =
@@ -73,5 +80,22 @@ pub fn release_of(snap: &Snapshot, install: &Install, policy: &Policy) -> Option
         path: hip.path.display(&snap.roots),
         source: ReleaseSource::HipRuntime,
         releases,
+    })
+}
+
+/// The release of the AMD `.deb` an install was read from (`rocblas_4.4.1.60401-83…`): an
+/// install inside a package is the package's.
+fn package_release(snap: &Snapshot, install: &Install) -> Option<InstallRelease> {
+    snap.archives.iter().find_map(|a| {
+        let p = a.package.as_ref().filter(|p| p.ecosystem == Ecosystem::Deb)?;
+        let shown = a.path.display(&snap.roots);
+        let inside = install.path == shown || install.path.starts_with(&format!("{shown}!/"));
+        let release = inside.then(|| amd_package_release(&p.version)).flatten()?;
+        Some(InstallRelease {
+            stated: format!("{} {}", p.name, p.version),
+            path: shown,
+            source: ReleaseSource::Package,
+            releases: vec![release],
+        })
     })
 }

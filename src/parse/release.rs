@@ -62,6 +62,23 @@ pub fn rocm_core_version(file_name: &str) -> Option<String> {
     Some(format!("{}.{}.{}", n / 10000, n / 100 % 100, n % 100))
 }
 
+/// The release an AMD ROCm package's version carries: `<module version>.<release version>-<build
+/// id>` (rocm-install-on-linux docs/reference/package-manager-integration.rst @docs/6.2.4:
+/// "`50400` points to the ROCm 5.4.0 release"), as in `4.4.1.60401-83~22.04` → `6.4.1`. `None`
+/// for other versions (Debian's own packages: `6.4.4-4`).
+pub fn amd_package_release(version: &str) -> Option<String> {
+    let upstream = version.split_once(':').map_or(version, |(_, v)| v);
+    let upstream = upstream.split('-').next()?;
+    let parts: Vec<&str> = upstream.split('.').collect();
+    match parts.as_slice() {
+        [_, _, _, .., last] if parts.len() >= 4 => {
+            let name = format!("librocm-core.so.1.0.{last}");
+            rocm_core_version(&name)
+        }
+        _ => None,
+    }
+}
+
 fn shorten(s: &str) -> String {
     s.chars().take(40).collect()
 }
@@ -86,6 +103,15 @@ mod tests {
         assert_eq!(version_header(h).as_deref(), Ok("6.4.1"));
         assert!(version_header(b"#define ROCM_VERSION_MAJOR 6\n").is_err());
         assert!(version_header(b"#define ROCM_VERSION_MAJOR @VERSION_MAJOR@\n#define ROCM_VERSION_MINOR 1\n#define ROCM_VERSION_PATCH 0").is_err());
+    }
+
+    #[test]
+    fn an_amd_package_version_carries_its_release() {
+        assert_eq!(amd_package_release("4.4.1.60401-83~22.04").as_deref(), Some("6.4.1"));
+        assert_eq!(amd_package_release("5.4.22801.50400-72").as_deref(), Some("5.4.0"));
+        assert_eq!(amd_package_release("1:6.4.1.60401-83").as_deref(), Some("6.4.1"));
+        assert_eq!(amd_package_release("6.4.4-4"), None, "Debian's own");
+        assert_eq!(amd_package_release("6.4.4.1-4"), None);
     }
 
     #[test]

@@ -26,7 +26,7 @@ const WHEEL_PURL: &str = "pkg:pypi/torch-rocm@2.5.1%2Brocm6.2";
 
 /// A `.deb` whose `control.tar.xz` holds `control` and whose `data.tar.<codec>` holds the
 /// entries under `./` names, as dpkg-deb writes them.
-fn deb(control: &[u8], entries: &[Entry], gzip: bool) -> Vec<u8> {
+pub(crate) fn deb(control: &[u8], entries: &[Entry], gzip: bool) -> Vec<u8> {
     let control_tar = RawTar::new().dir("./").file("./control", control).finish();
     deb_with(&xz(&control_tar), entries, gzip)
 }

@@ -125,6 +125,28 @@ fn a_therock_install_is_judged_by_its_own_release_and_declared_targets() {
     }
 }
 
+/// An install read from an AMD `.deb` takes its release from the package's version
+/// (`<module version>.<release version>-<build id>`).
+#[test]
+fn an_amd_package_says_its_release() {
+    use crate::archives::file;
+    use crate::fixtures::{co, host_lib, GFX1100};
+    let tree = Tree::new();
+    let control = b"Package: rocblas\nVersion: 4.4.1.60401-83~22.04\nArchitecture: amd64\n";
+    let lib = host_lib(&[("gfx1100", &co(GFX1100, 0, 2))]);
+    let deb = crate::cyclonedx::deb(control, &[file("opt/rocm-6.4.1/lib/librocblas.so.4", lib)], false);
+    tree.file("pkgs/rocblas_4.4.1.60401-83~22.04_amd64.deb", &deb);
+    for (t, verdict) in [("gfx1100", "allows"), ("gfx900", "blocks")] {
+        let doc = assert_explain_agrees(tree.root(), t);
+        let i = &doc["installs"][0];
+        assert_eq!(i["release"]["source"], "package", "{t}: {i}");
+        assert_eq!(i["release"]["releases"], serde_json::json!(["6.4.1"]));
+        assert_eq!(i["rows"][0]["gate"], "ROCm 6.4.1 support list (this install's release)");
+        assert_eq!(i["rows"][0]["verdict"], verdict, "{t}");
+        assert!(i["rows"][0]["source"].as_str().unwrap().contains("rocblas 4.4.1.60401-83~22.04"));
+    }
+}
+
 #[test]
 fn the_override_row_is_checks_answer_under_the_override() {
     let doc = assert_explain_agrees(Path::new("sample"), "gfx1031");
