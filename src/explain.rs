@@ -11,13 +11,14 @@
 use serde::Serialize;
 
 use crate::aggregate::{layer_count, layers};
-use crate::check::{CheckReport, GpuReport, Status};
+use crate::check::{missing_count, CheckReport, GpuReport, Status};
 use crate::library::install::Install;
-use crate::library::release::{release_of, InstallRelease};
+use crate::library::release::{release_of, InstallRelease, ReleaseSource};
 use crate::model::{IndexMap, Problem, Snapshot, Tool};
-use crate::vocab::policy::{BuildFilter, Kept, Level, Platform, Policy, Release};
+use crate::vocab::policy::{spans, BuildFilter, Kept, Level, Platform, Policy, Release};
 use crate::vocab::runtime::generic_of;
 use crate::vocab::targets::{Target, Targets};
+use crate::vocab::units::{count, thousands};
 
 /// Version of the explain JSON document.
 pub const EXPLAIN_SCHEMA_VERSION: u32 = 1;
@@ -84,6 +85,61 @@ pub struct GateRow {
     /// For a layer: the scan's count for the target.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub count: Option<u64>,
+    /// For a library: check's status, whose gate [`gate_of_status`] gives.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<Status>,
+}
+
+impl GateRow {
+    /// A row without a count or a status.
+    pub fn new(
+        section: Section,
+        gate: impl Into<String>,
+        says: impl Into<String>,
+        verdict: Gate,
+        source: impl Into<String>,
+    ) -> GateRow {
+        GateRow {
+            section,
+            gate: gate.into(),
+            says: says.into(),
+            verdict,
+            source: source.into(),
+            count: None,
+            status: None,
+        }
+    }
+}
+
+/// What a support list's word does for a target: supported or deprecated allows; listed as
+/// unsupported or not listed blocks; runtime only (Windows: the HIP runtime, not the HIP SDK's
+/// libraries) and unknown are unknown.
+pub fn gate_of_level(l: Level) -> Gate {
+    match l {
+        Level::Supported | Level::Deprecated => Gate::Allows,
+        Level::Unsupported | Level::NotListed => Gate::Blocks,
+        Level::RuntimeOnly | Level::Unknown => Gate::Unknown,
+    }
+}
+
+/// What check's status for a library does: OK allows, MISSING blocks; a WARN gap (slower, or
+/// an optional path lost: hipBLASLt without an index, no bitcode for runtime compilation)
+/// blocks or not as the program uses that path: unknown.
+pub fn gate_of_status(s: Status) -> Gate {
+    match s {
+        Status::Ok => Gate::Allows,
+        Status::Warn => Gate::Unknown,
+        Status::Missing => Gate::Blocks,
+    }
+}
+
+/// Several gates as one: any that blocks blocks, else any unknown is unknown.
+pub fn all_of(gates: impl Iterator<Item = Gate>) -> Gate {
+    gates.fold(Gate::Allows, |acc, g| match (acc, g) {
+        (Gate::Blocks, _) | (_, Gate::Blocks) => Gate::Blocks,
+        (Gate::Unknown, _) | (_, Gate::Unknown) => Gate::Unknown,
+        _ => Gate::Allows,
+    })
 }
 
 /// The target explained.
@@ -112,6 +168,19 @@ pub struct InstallGates {
     /// `check`'s report with the override in force, when one is recorded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub with_override: Option<GpuReport>,
+}
+
+impl InstallGates {
+    /// What its vendor rows (its release's list, its declared targets) say together.
+    pub fn vendor(&self) -> Gate {
+        all_of(self.rows.iter().filter(|r| r.section == Section::Vendor).map(|r| r.verdict))
+    }
+
+    /// Its libraries by check's status: (OK, WARN, MISSING).
+    pub fn statuses(&self) -> (usize, usize, usize) {
+        let n = |s: Status| self.check.verdicts.iter().filter(|v| v.status == s).count();
+        (n(Status::Ok), n(Status::Warn), n(Status::Missing))
+    }
 }
 
 /// The `families` rows of one layer, with the scan's counts for the target.
@@ -182,12 +251,8 @@ pub fn policy_rows(policy: &Policy, target: &str) -> Vec<GateRow> {
     let mut rows = Vec::new();
     for platform in [Platform::Linux, Platform::Windows] {
         if let Some(r) = policy.newest(platform) {
-            rows.push(support_row(
-                policy,
-                &[r],
-                target,
-                &format!("{} support list (newest known)", r.label()),
-            ));
+            let gate = format!("{} support list (newest known)", r.label());
+            rows.push(support_row(policy, &[r], target, &gate));
         }
     }
     rows.extend(therock_row(policy, target));
@@ -195,35 +260,32 @@ pub fn policy_rows(policy: &Policy, target: &str) -> Vec<GateRow> {
     rows
 }
 
-/// A support list's row for `releases` (one list, or several a HIP version stands for).
+/// A support list's row for `releases` (one list, or the several a HIP version stands for).
 fn support_row(policy: &Policy, releases: &[&Release], target: &str, gate: &str) -> GateRow {
-    let levels: Vec<Level> = releases.iter().map(|r| r.level(target)).collect();
+    let levels: Vec<Level> = releases.iter().map(|r| policy.level(r, target)).collect();
     let (says, verdict) = match levels.as_slice() {
         [] => ("no release list".to_string(), Gate::Unknown),
-        [l, rest @ ..] if rest.iter().all(|x| x == l) => {
-            (l.words().to_string(), if l.supported() { Gate::Allows } else { Gate::Blocks })
-        }
+        [l, rest @ ..] if rest.iter().all(|x| x == l) => (level_words(*l), gate_of_level(*l)),
         _ => {
             let each: Vec<String> =
-                releases.iter().map(|r| format!("{}: {}", r.label(), r.level(target).words())).collect();
+                releases.iter().zip(&levels).map(|(r, l)| format!("{}: {}", r.label(), l.words())).collect();
             (each.join("; "), Gate::Unknown)
         }
     };
     let platform = releases.first().map_or(Platform::Linux, |r| r.platform);
-    let notes: Vec<&str> = releases.iter().filter_map(|r| r.note.as_deref()).take(1).collect();
-    let history = history(policy, platform, target);
-    let mut says = format!("{says}; {history}");
-    if let Some(n) = notes.first().filter(|n| n.contains(target)) {
+    let mut says = format!("{says}; {}", history(policy, platform, target));
+    if let Some(n) = releases.iter().filter_map(|r| r.note.as_deref()).find(|n| n.contains(target)) {
         says.push_str(&format!(" ({n})"));
     }
     let sources: Vec<&str> = releases.iter().map(|r| r.source.as_str()).collect();
-    GateRow {
-        section: Section::Vendor,
-        gate: gate.to_string(),
-        says,
-        verdict,
-        source: sources.join("; "),
-        count: None,
+    GateRow::new(Section::Vendor, gate, says, verdict, sources.join("; "))
+}
+
+/// A level as a row says it, with why an unknown one is unknown.
+fn level_words(l: Level) -> String {
+    match l {
+        Level::Unknown => "unknown: not in the compatibility matrix, which leaves out GPUs the per-GPU pages list (the last one listed it), and no per-GPU page is recorded for this release".to_string(),
+        l => l.words().to_string(),
     }
 }
 
@@ -242,7 +304,7 @@ pub fn history(policy: &Policy, platform: Platform, target: &str) -> String {
         .map(|l| {
             let these: Vec<(String, String)> =
                 runs.iter().filter(|(x, _, _)| x == l).map(|(_, a, b)| (a.clone(), b.clone())).collect();
-            format!("{} in {}", l.words(), crate::vocab::policy::spans(&these))
+            format!("{} in {}", l.words(), spans(&these))
         })
         .collect();
     match (told.is_empty(), runs.first(), runs.last()) {
@@ -254,37 +316,40 @@ pub fn history(policy: &Policy, platform: Platform, target: &str) -> String {
     }
 }
 
-/// TheRock's newest release: does it build the target, since when, and without what.
+/// TheRock's newest release: can it build the target, since when, under which families, and
+/// without which projects.
 fn therock_row(policy: &Policy, target: &str) -> Option<GateRow> {
     let newest = policy.therock.first()?;
     let builds = newest.targets.iter().any(|t| t == target);
     let since = policy.therock.iter().rev().find(|r| r.targets.iter().any(|t| t == target));
+    let has = |list: &[String]| list.iter().any(|t| t == target);
     let without: Vec<&str> = policy
         .therock_exclusions
         .iter()
-        .filter(|x| x.targets.iter().any(|t| t == target))
+        .filter(|x| has(&x.targets))
         .flat_map(|x| x.projects.iter().map(String::as_str))
         .collect();
-    let says = match (builds, since) {
-        (true, Some(s)) if without.is_empty() => format!("built (since {})", s.tag),
-        (true, Some(s)) => format!("built (since {}), without {}", s.tag, without.join(", ")),
-        _ => "not built".to_string(),
+    let families: Vec<&str> =
+        policy.therock_families.iter().filter(|f| has(&f.targets)).map(|f| f.name.as_str()).collect();
+    let mut says = match (builds, since) {
+        (true, Some(s)) => format!("can build it (since {})", s.tag),
+        _ => "does not build it".to_string(),
     };
-    let mut source = newest.source.clone();
-    if let Some(x) = policy.therock_exclusions.iter().find(|x| x.targets.iter().any(|t| t == target)) {
-        source.push_str(&format!("; {}", x.source));
+    if builds && !families.is_empty() {
+        says.push_str(&format!("; families {}", families.join(", ")));
     }
-    Some(GateRow {
-        section: Section::Vendor,
-        gate: format!("TheRock {}", newest.tag),
-        says,
-        verdict: if builds { Gate::Allows } else { Gate::Blocks },
-        source,
-        count: None,
-    })
+    if builds && !without.is_empty() {
+        says.push_str(&format!("; without {}", without.join(", ")));
+    }
+    let mut sources = vec![newest.source.clone()];
+    sources.extend(
+        policy.therock_exclusions.iter().filter(|x| has(&x.targets)).map(|x| x.source.clone()).take(1),
+    );
+    let verdict = if builds { Gate::Allows } else { Gate::Blocks };
+    Some(GateRow::new(Section::Vendor, format!("TheRock {}", newest.tag), says, verdict, sources.join("; ")))
 }
 
-/// One row per project build: the filter in force (else the newest, with when it ended), and
+/// One row per project build: the filter in force, else the newest with when it ended; and
 /// the spans of that build's history that kept the target.
 fn build_rows(policy: &Policy, target: &str) -> Vec<GateRow> {
     let mut groups: Vec<(&str, &str)> = Vec::new();
@@ -304,6 +369,8 @@ fn build_rows(policy: &Policy, target: &str) -> Vec<GateRow> {
         .collect()
 }
 
+/// A build's row. A filter no longer in force says what it did and that none replaced it:
+/// unknown, as is a build for the build machine's own GPUs.
 fn build_row(shown: &BuildFilter, entries: &[&BuildFilter], target: &str) -> GateRow {
     let kept = shown.keeps(target);
     let rule = match (&shown.regex, shown.build_host) {
@@ -311,8 +378,10 @@ fn build_row(shown: &BuildFilter, entries: &[&BuildFilter], target: &str) -> Gat
         (None, true) => shown.name.clone(),
         (None, false) => format!("{} ({} targets)", shown.name, shown.targets.len()),
     };
-    let span = shown.span();
-    let span = if span.is_empty() { String::new() } else { format!(", {span}") };
+    let span = match shown.span() {
+        s if s.is_empty() => String::new(),
+        s => format!(", {s}"),
+    };
     let mut says = match kept {
         Kept::Yes => format!("kept by {rule}{span}"),
         Kept::No => format!("not kept by {rule}{span}"),
@@ -324,22 +393,26 @@ fn build_row(shown: &BuildFilter, entries: &[&BuildFilter], target: &str) -> Gat
             says.push_str(&format!("; kept in {kept_in}"));
         }
     }
-    let verdict = match kept {
-        Kept::Yes | Kept::OnBuildHost => Gate::Allows,
-        Kept::No => Gate::Blocks,
+    let in_force = shown.until.is_none();
+    if let (false, Some(until)) = (in_force, &shown.until) {
+        says.push_str(&format!("; no filter since {until}"));
+    }
+    let verdict = match (kept, in_force) {
+        (Kept::Yes, true) => Gate::Allows,
+        (Kept::No, true) => Gate::Blocks,
+        _ => Gate::Unknown,
     };
-    GateRow {
-        section: Section::Build,
-        gate: format!("{} {}", shown.project, shown.what),
+    GateRow::new(
+        Section::Build,
+        format!("{} {}", shown.project, shown.what),
         says,
         verdict,
-        source: shown.source.clone(),
-        count: None,
-    }
+        shown.source.clone(),
+    )
 }
 
 /// The tags of one build's history that kept `target`, adjacent spans joined: entries are
-/// newest first, each `since` the `until` of the one before it.
+/// newest first, each `since` the `until` of the one before it (`Policy::errors` holds it).
 fn kept_spans(entries: &[&BuildFilter], target: &str) -> String {
     let mut runs: Vec<(String, String)> = Vec::new();
     for f in entries.iter().rev().filter(|f| f.keeps(target) == Kept::Yes) {
@@ -354,54 +427,52 @@ fn kept_spans(entries: &[&BuildFilter], target: &str) -> String {
 }
 
 /// The layers, with the scan's counts for the target (`aggregate::layer_count`, as `scan`'s
-/// per-target table counts them).
+/// per-target table counts them); a row for each layer a run reads that the roots hold.
 fn shipped(snap: &Snapshot, target: &Target, targets: &Targets) -> (Vec<GateRow>, Vec<LayerCount>) {
-    let generic = generic_of(&target.name, targets);
     let mut rows = Vec::new();
     let mut counts = Vec::new();
     for layer in layers() {
-        let present = snap.families.keys().any(|k| layer.rows.iter().any(|r| r.key == k));
         let count = layer_count(snap, &layer, &target.name);
-        let families = layer
-            .rows
-            .iter()
-            .map(|r| {
-                (
-                    r.key.to_string(),
-                    snap.families.get(r.key).and_then(|m| m.get(&target.name)).copied().unwrap_or(0),
-                )
-            })
-            .collect();
+        let of = |key: &str| snap.families.get(key).and_then(|m| m.get(&target.name)).copied().unwrap_or(0);
+        let families = layer.rows.iter().map(|r| (r.key.to_string(), of(r.key))).collect();
         counts.push(LayerCount { layer: layer.header.to_string(), count, families });
+        let present = snap.families.keys().any(|k| layer.rows.iter().any(|r| r.key == k));
         // Only layers a run reads gate it; the others are counted above all the same.
-        if !present || !layer.rows.iter().any(|r| r.needed) {
-            continue;
+        if present && layer.rows.iter().any(|r| r.needed) {
+            rows.push(layer_row(snap, &layer, target, count, targets));
         }
-        let via = generic.map(|g| (g, layer_count(snap, &layer, g))).filter(|(_, n)| *n > 0);
-        let (says, verdict) = match (count, via) {
-            (0, Some((g, n))) => (
-                format!(
-                    "none of its own; {} for {g}, which the runtime loads for it",
-                    crate::vocab::units::thousands(n)
-                ),
-                Gate::Allows,
-            ),
-            (0, None) => ("none (the roots have this layer for other targets)".to_string(), Gate::Blocks),
-            (n, _) => (crate::vocab::units::thousands(n), Gate::Allows),
-        };
-        rows.push(GateRow {
-            section: Section::Ships,
-            gate: layer.header.to_string(),
-            says,
-            verdict,
-            source: "scan".to_string(),
-            count: Some(count),
-        });
     }
     (rows, counts)
 }
 
-/// Per install checked: its release's support list, check's verdicts, the override's.
+/// One layer's row: what the roots hold for the target. None of its own, but code for its
+/// generic target: whether the runtime loads that for this GPU is check's answer, not a
+/// layer's (Tensile and MIOpen look up by the GPU's own name).
+fn layer_row(
+    snap: &Snapshot,
+    layer: &crate::aggregate::Layer,
+    target: &Target,
+    count: u64,
+    targets: &Targets,
+) -> GateRow {
+    let generic = target.generic.as_deref().filter(|g| targets.by_name(g).is_some());
+    let via = generic.map(|g| (g, layer_count(snap, layer, g))).filter(|(_, n)| *n > 0);
+    let (says, verdict) = match (count, via) {
+        (0, Some((g, n))) => (
+            format!(
+                "none of its own; {} for {g} (whether a GPU loads it: the runtime's verdicts below)",
+                thousands(n)
+            ),
+            Gate::Unknown,
+        ),
+        (0, None) => ("none (the roots hold this layer for other targets)".to_string(), Gate::Blocks),
+        (n, _) => (thousands(n), Gate::Allows),
+    };
+    GateRow { count: Some(count), ..GateRow::new(Section::Ships, layer.header, says, verdict, "scan") }
+}
+
+/// Per install checked: its release's support list (and TheRock's declared targets), check's
+/// verdicts, the override's.
 fn install_gates(
     snap: &Snapshot,
     check: &CheckReport,
@@ -433,67 +504,55 @@ fn install_gates(
         .collect()
 }
 
-/// The support list of the install's own release.
+/// The support list of the install's own release: AMD's, else TheRock's for a TheRock
+/// release; unknown when the install does not tell or the table has no such release.
 fn release_row(policy: &Policy, release: Option<&InstallRelease>, target: &str) -> GateRow {
-    let unknown = |says: String, source: String| GateRow {
-        section: Section::Vendor,
-        gate: "this install's ROCm release".to_string(),
-        says,
-        verdict: Gate::Unknown,
-        source,
-        count: None,
-    };
+    let gate = "this install's ROCm release";
     let Some(r) = release else {
-        return unknown(
-            format!(
-                "not stated (no .info/version, rocm_version.h, librocm-core or versioned libamdhip64); {}",
-                history(policy, Platform::Linux, target)
-            ),
-            "the install's files".to_string(),
+        let says = format!(
+            "not stated (no .info/version, rocm_version.h, librocm-core, AMD package version or versioned libamdhip64); {}",
+            history(policy, Platform::Linux, target)
         );
+        return GateRow::new(Section::Vendor, gate, says, Gate::Unknown, "the install's files");
     };
-    let lists: Vec<&Release> = r.releases.iter().filter_map(|v| policy.release(Platform::Linux, v)).collect();
-    if let (true, Some(rock)) = (lists.is_empty(), r.releases.first().and_then(|v| policy.therock_release(v)))
-    {
-        let builds = rock.targets.iter().any(|t| t == target);
-        return GateRow {
-            section: Section::Vendor,
-            gate: format!("{} targets (this install's release)", rock.tag),
-            says: if builds { "built".to_string() } else { "not built".to_string() },
-            verdict: if builds { Gate::Allows } else { Gate::Blocks },
-            source: format!("{}; release: {} in {}", rock.source, r.stated, r.path),
-            count: None,
-        };
-    }
-    if lists.is_empty() {
-        return unknown(
-            format!(
-                "{} ({}) is not in targets.toml's release table; {}",
-                r.stated,
-                r.path,
-                history(policy, Platform::Linux, target)
-            ),
-            r.path.clone(),
-        );
-    }
-    let mut lists_unique: Vec<&Release> = Vec::new();
-    for l in lists {
-        if !lists_unique.iter().any(|u| std::ptr::eq(*u, l)) {
-            lists_unique.push(l);
-        }
-    }
-    let gate = format!("ROCm {} support list (this install's release)", r.releases.join(" or "));
-    let mut row = support_row(policy, &lists_unique, target, &gate);
     let stated = match r.source {
-        crate::library::release::ReleaseSource::HipRuntime => format!("HIP {}", r.stated),
+        ReleaseSource::HipRuntime => format!("HIP {}", r.stated),
         _ => r.stated.clone(),
     };
-    row.source = format!("{}; release: {stated} in {}", row.source, r.path);
-    row
+    let mut lists: Vec<&Release> = Vec::new();
+    for l in r.releases.iter().filter_map(|v| policy.release(Platform::Linux, v)) {
+        if !lists.iter().any(|u| std::ptr::eq(*u, l)) {
+            lists.push(l);
+        }
+    }
+    if !lists.is_empty() {
+        let gate = format!("ROCm {} support list (this install's release)", r.releases.join(" or "));
+        let row = support_row(policy, &lists, target, &gate);
+        return GateRow { source: format!("{}; release: {stated} in {}", row.source, r.path), ..row };
+    }
+    if let Some(rock) = r.releases.first().and_then(|v| policy.therock_release(v)) {
+        let builds = rock.targets.iter().any(|t| t == target);
+        let says = if builds { "can build it" } else { "does not build it" };
+        let gate = format!("{} targets (this install's release)", rock.tag);
+        let source = format!("{}; release: {stated} in {}", rock.source, r.path);
+        return GateRow::new(
+            Section::Vendor,
+            gate,
+            says,
+            if builds { Gate::Allows } else { Gate::Blocks },
+            source,
+        );
+    }
+    let says = format!(
+        "{stated} ({}) is no release in targets.toml's table; {}",
+        r.path,
+        history(policy, Platform::Linux, target)
+    );
+    GateRow::new(Section::Vendor, gate, says, Gate::Unknown, r.path.clone())
 }
 
 /// A TheRock install's own word (`share/therock/dist_info.json`): was it built for the target
-/// (or for a target whose generic code the runtime loads for it)?
+/// (or for its generic target, whose code the runtime may load for it: check's verdicts say)?
 fn declared_row(snap: &Snapshot, install: &Install, target: &Target, targets: &Targets) -> Option<GateRow> {
     let d = snap.declared_targets.iter().find(|d| {
         &crate::library::install::install_of(snap.root_given(d.path.root), &d.path.display(&snap.roots))
@@ -504,66 +563,43 @@ fn declared_row(snap: &Snapshot, install: &Install, target: &Target, targets: &T
     let generic = generic_of(&target.name, targets).filter(|g| processors.contains(g));
     let (says, verdict) = match (own, generic) {
         (true, _) => ("declared".to_string(), Gate::Allows),
-        (false, Some(g)) => (format!("{g} declared, whose code the runtime loads for it"), Gate::Allows),
+        (false, Some(g)) => {
+            (format!("{g} declared (whether a GPU loads it: the runtime's verdicts below)"), Gate::Unknown)
+        }
         (false, None) => (format!("not declared (declares {})", d.targets.join(", ")), Gate::Blocks),
     };
-    Some(GateRow {
-        section: Section::Vendor,
-        gate: "this install's declared targets".to_string(),
-        says,
-        verdict,
-        source: format!("{} (dist_amdgpu_targets)", d.path.display(&snap.roots)),
-        count: None,
-    })
+    let source = format!("{} (dist_amdgpu_targets)", d.path.display(&snap.roots));
+    Some(GateRow::new(Section::Vendor, "this install's declared targets", says, verdict, source))
 }
 
-/// A library's verdict as a gate.
+/// A library's verdict as a gate, with check's status ([`gate_of_status`]).
 fn verdict_row(v: &crate::check::Verdict, install: &Install) -> GateRow {
     let mut says = format!("{}: {}", v.status.word(), v.detail);
     if let Some(c) = &v.consequence {
         says.push_str(&format!(": {c}"));
     }
-    GateRow {
-        section: Section::Runtime,
-        gate: install.inner(&v.library).to_string(),
-        says,
-        verdict: if v.status == Status::Missing { Gate::Blocks } else { Gate::Allows },
-        source: "check".to_string(),
-        count: None,
-    }
-}
-
-fn missing(g: &GpuReport) -> usize {
-    g.verdicts.iter().filter(|v| v.status == Status::Missing).count()
+    let row =
+        GateRow::new(Section::Runtime, install.inner(&v.library), says, gate_of_status(v.status), "check");
+    GateRow { status: Some(v.status), ..row }
 }
 
 /// What the override `targets.toml` records would give, as check judges it.
 fn override_row(target: &Target, gpu: &GpuReport, over: Option<&GpuReport>) -> GateRow {
-    let row = |gate: String, says: String, verdict: Gate| GateRow {
-        section: Section::Override,
-        gate,
-        says,
-        verdict,
-        source: "targets.toml isa_compatible; check".to_string(),
-        count: None,
-    };
+    let source = "targets.toml isa_compatible; check";
     let (Some(alt), Some(o)) = (&target.isa_compatible, over) else {
-        return row(
-            "HSA_OVERRIDE_GFX_VERSION".to_string(),
-            format!("no ISA-compatible target recorded for {}: no override is known to help", target.name),
-            Gate::Unknown,
-        );
+        let says =
+            format!("no ISA-compatible target recorded for {}: no override is known to help", target.name);
+        return GateRow::new(Section::Override, "HSA_OVERRIDE_GFX_VERSION", says, Gate::Unknown, source);
     };
     let value = o.device.r#override.as_ref().map_or(String::new(), |x| x.value.clone());
     let gate = format!("HSA_OVERRIDE_GFX_VERSION={value} (runs as {alt})");
-    let (before, after) = (missing(gpu), missing(o));
+    let (before, after) = (missing_count(&gpu.verdicts), missing_count(&o.verdicts));
     let says = match (before, after) {
         (0, 0) => format!("not needed: {} finds its own code; as {alt} too", target.name),
-        (b, 0) => format!(
-            "{} missing → none; a widely used workaround, not support",
-            crate::vocab::units::count(b as u64, "library")
-        ),
-        (b, a) => format!("{} missing → {a} still missing", crate::vocab::units::count(b as u64, "library")),
+        (b, 0) => {
+            format!("{} missing → none; a widely used workaround, not support", count(b as u64, "library"))
+        }
+        (b, a) => format!("{} missing → {a} still missing", count(b as u64, "library")),
     };
-    row(gate, says, if after == 0 { Gate::Allows } else { Gate::Blocks })
+    GateRow::new(Section::Override, gate, says, if after == 0 { Gate::Allows } else { Gate::Blocks }, source)
 }

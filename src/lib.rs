@@ -216,15 +216,9 @@ fn run_scan(mut args: ScanArgs, color: cli::ColorChoice) -> anyhow::Result<ExitS
     };
     let mut view = view;
     if outputs.iter().any(|o| o.format == OutputFormat::Html) {
-        // The targets the per-target table shows as rows: without --only, not those with only
-        // the runtime's own code (a text table folds them into a note).
+        // A column for each processor the page's per-target table has a row for.
         let shown = report::views::shown_targets(&snap, &targets, &view.only);
-        let names: Vec<String> = shown
-            .into_iter()
-            .map(|(t, _)| t)
-            .filter(|t| !view.only.is_empty() || !report::views::runtime_only(&snap, &targets, t))
-            .collect();
-        view.gates = gates_for(&snap, &targets, &names)?;
+        view.gates = gates_for(&snap, &targets, &shown.into_iter().map(|(t, _)| t).collect::<Vec<_>>());
     }
     if !args.keep.is_empty() {
         let report = check::prune::prune(&snap, &distinct(&args.keep), &targets);
@@ -365,7 +359,7 @@ fn run_explain(mut args: ExplainArgs, color: cli::ColorChoice) -> anyhow::Result
         let snap = scan_roots(roots, &args.opts, &targets, None, None, false)?;
         let report =
             check::check(&snap, &gpus, &targets, check::CheckOptions { not_checked, libpaths: Vec::new() });
-        let over = override_gpus(&args.target, &target, &targets)?
+        let over = override_gpus(&args.target, &target, &targets)
             .map(|g| check::check(&snap, &g, &targets, check::CheckOptions::default()));
         (Some(snap), Some(report), over)
     };
@@ -382,40 +376,36 @@ fn run_explain(mut args: ExplainArgs, color: cli::ColorChoice) -> anyhow::Result
 }
 
 /// The gates of each of `names` that is a processor of the table (generic targets and unknown
-/// names have no GPU to explain), as `explain` gives them for the scanned roots.
-fn gates_for(
-    snap: &model::Snapshot,
-    targets: &Targets,
-    names: &[String],
-) -> anyhow::Result<Vec<explain::Explanation>> {
+/// names have no GPU to explain; one `--gpu` refuses has none either), as `explain` gives them
+/// for the scanned roots.
+fn gates_for(snap: &model::Snapshot, targets: &Targets, names: &[String]) -> Vec<explain::Explanation> {
     let none = check::devices::Env::default();
     let mut out = Vec::new();
     for t in names.iter().filter_map(|n| targets.by_name(n)).filter(|t| !t.is_generic()) {
-        let gpus = check::devices::from_args(std::slice::from_ref(&t.name), &none, targets)
-            .map_err(anyhow::Error::msg)?;
+        let Ok(gpus) = check::devices::from_args(std::slice::from_ref(&t.name), &none, targets) else {
+            continue;
+        };
         let report = check::check(snap, &gpus, targets, check::CheckOptions::default());
-        let over = override_gpus(&t.name, t, targets)?
+        let over = override_gpus(&t.name, t, targets)
             .map(|g| check::check(snap, &g, targets, check::CheckOptions::default()));
         let inputs = explain::Inputs { snap: Some(snap), check: Some(&report), with_override: over.as_ref() };
         out.push(explain::explain(t, targets, inputs));
     }
-    Ok(out)
+    out
 }
 
 /// The GPU of `given` with HSA_OVERRIDE_GFX_VERSION set to its ISA-compatible target's
-/// version (`targets.toml` isa_compatible), as `check` would see it; `None` without one.
+/// version (`targets.toml` isa_compatible), as `check` would see it; `None` without one, or
+/// when the runtime would refuse that value (the override is then unknown).
 fn override_gpus(
     given: &str,
     target: &vocab::targets::Target,
     targets: &Targets,
-) -> anyhow::Result<Option<check::devices::Gpus>> {
-    let Some(alt) = target.isa_compatible.as_deref().and_then(|a| targets.by_name(a)) else {
-        return Ok(None);
-    };
-    let Some(value) = check::override_value(alt) else { return Ok(None) };
+) -> Option<check::devices::Gpus> {
+    let alt = target.isa_compatible.as_deref().and_then(|a| targets.by_name(a))?;
+    let value = check::override_value(alt)?;
     let env = check::devices::Env { vars: vec![("HSA_OVERRIDE_GFX_VERSION".to_string(), value)] };
-    let gpus = check::devices::from_args(&[given.to_string()], &env, targets).map_err(anyhow::Error::msg)?;
-    Ok(Some(gpus))
+    check::devices::from_args(&[given.to_string()], &env, targets).ok()
 }
 
 /// The program's environment — `base` (a process's), else this process's — with `--env

@@ -22,6 +22,7 @@ pub fn assert_explain_agrees(root: &Path, target: &str, gfxscan: Runner) -> Valu
     let e = gfxscan(&["explain", "-q", target, root, "--json"], &[]);
     let doc = json(&e, "explain");
     let scan = json(&gfxscan(&["scan", "-q", root, "--json"], &[]), "scan");
+    assert_layers_are_scans(&doc, root, target, gfxscan);
     let check = gfxscan(&["check", "-q", "--gpu", target, root, "--json"], &[]);
     assert_eq!(e.0, check.0, "{root} {target}: explain's exit code is check's");
     for layer in doc["layers"].as_array().expect("layers") {
@@ -71,10 +72,43 @@ pub fn assert_explain_agrees(root: &Path, target: &str, gfxscan: Runner) -> Valu
         let verdicts = i["check"]["verdicts"].as_array().expect("verdicts");
         let runtime: Vec<&Value> = rows.iter().filter(|r| r["section"] == "runtime").collect();
         assert_eq!(runtime.len(), verdicts.len(), "a row per verdict");
+        // Check's status, and its gate: OK allows, WARN (a gap whose cost depends on the
+        // program) is unknown, MISSING blocks.
         for (r, v) in runtime.iter().zip(verdicts) {
-            let blocks = v["status"] == "missing";
-            assert_eq!(r["verdict"], if blocks { "blocks" } else { "allows" }, "{r} for {v}");
+            assert_eq!(r["status"], v["status"], "{r} for {v}");
+            let gate = match v["status"].as_str() {
+                Some("ok") => "allows",
+                Some("warn") => "unknown",
+                _ => "blocks",
+            };
+            assert_eq!(r["verdict"], gate, "{r} for {v}");
         }
     }
     doc
+}
+
+/// Each layer's count is the number `scan`'s per-target table shows for the target (its
+/// Markdown table: one header line, `—` for none, thousands separated), and each layer row the
+/// explanation shows carries that count.
+fn assert_layers_are_scans(doc: &Value, root: &str, target: &str, gfxscan: Runner) {
+    let md = gfxscan(&["scan", "-q", root, "--only", target, "--wide", "--format", "markdown"], &[]).1;
+    let lines: Vec<&str> = md.lines().filter(|l| l.starts_with('|')).collect();
+    let cells =
+        |l: &str| -> Vec<String> { l.trim_matches('|').split('|').map(|c| c.trim().to_string()).collect() };
+    let header = cells(lines.first().expect("a table"));
+    let row = lines.iter().map(|l| cells(l)).find(|c| c.first().map(String::as_str) == Some(target));
+    let row = row.unwrap_or_else(|| panic!("{root}: no {target} row in\n{md}"));
+    for layer in doc["layers"].as_array().expect("layers") {
+        let name = layer["layer"].as_str().expect("a layer");
+        let count = layer["count"].as_u64().expect("a count");
+        let shown = header.iter().position(|h| h == name).map(|i| row[i].replace(',', ""));
+        match shown.as_deref() {
+            Some("—") | None => assert_eq!(count, 0, "{root} {target}: {name} is not in scan's table"),
+            Some(n) => assert_eq!(n.parse::<u64>().ok(), Some(count), "{root} {target}: {name}"),
+        }
+        let ships = doc["ships"].as_array().expect("ships").iter().find(|r| r["gate"] == name);
+        if let Some(r) = ships {
+            assert_eq!(r["count"], count, "{root} {target}: the {name} row");
+        }
+    }
 }

@@ -297,7 +297,8 @@ pub fn override_value(t: &crate::vocab::targets::Target) -> Option<String> {
     t.gfx_target_version.map(split_version).map(|(a, b, c)| format!("{a}.{b}.{c}"))
 }
 
-fn missing_count(verdicts: &[Verdict]) -> usize {
+/// How many of `verdicts` are MISSING.
+pub fn missing_count(verdicts: &[Verdict]) -> usize {
     verdicts.iter().filter(|v| v.status == Status::Missing).count()
 }
 

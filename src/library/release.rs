@@ -9,7 +9,7 @@ use super::install::{install_of, Install};
 use super::runtime_of;
 use crate::model::{Ecosystem, ReleaseSignal, Snapshot};
 use crate::parse::release::amd_package_release;
-use crate::vocab::policy::Policy;
+use crate::vocab::policy::{Platform, Policy};
 
 /// Where an install's release was read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -67,7 +67,7 @@ pub fn release_of(snap: &Snapshot, install: &Install, policy: &Policy) -> Option
             releases: vec![three.join(".")],
         });
     }
-    if let Some(r) = package_release(snap, install) {
+    if let Some(r) = package_release(snap, install, policy) {
         return Some(r);
     }
     let (_, hip) = runtime_of(snap, install);
@@ -84,13 +84,16 @@ pub fn release_of(snap: &Snapshot, install: &Install, policy: &Policy) -> Option
 }
 
 /// The release of the AMD `.deb` an install was read from (`rocblas_4.4.1.60401-83…`): an
-/// install inside a package is the package's.
-fn package_release(snap: &Snapshot, install: &Install) -> Option<InstallRelease> {
+/// install inside a package is the package's. Only a release the table knows (AMD's or
+/// TheRock's) is taken: any package versioned `a.b.c.NNNNN` would decode to some number.
+fn package_release(snap: &Snapshot, install: &Install, policy: &Policy) -> Option<InstallRelease> {
+    let known =
+        |v: &String| policy.release(Platform::Linux, v).is_some() || policy.therock_release(v).is_some();
     snap.archives.iter().find_map(|a| {
         let p = a.package.as_ref().filter(|p| p.ecosystem == Ecosystem::Deb)?;
         let shown = a.path.display(&snap.roots);
         let inside = install.path == shown || install.path.starts_with(&format!("{shown}!/"));
-        let release = inside.then(|| amd_package_release(&p.version)).flatten()?;
+        let release = inside.then(|| amd_package_release(&p.version)).flatten().filter(known)?;
         Some(InstallRelease {
             stated: format!("{} {}", p.name, p.version),
             path: shown,

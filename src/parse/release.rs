@@ -17,12 +17,7 @@ pub const VERSION_HEADER: &str = "include/rocm-core/rocm_version.h";
 /// The most of either file read: real ones are a few hundred bytes.
 pub const MAX_VERSION_FILE: u64 = 16 << 10;
 
-/// True for `N.N.N` or `N.N.N.N`, each part at most five digits.
-fn is_release(v: &str) -> bool {
-    let parts: Vec<&str> = v.split('.').collect();
-    (3..=4).contains(&parts.len())
-        && parts.iter().all(|p| (1..=5).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_digit()))
-}
+use crate::vocab::policy::is_version as is_release;
 
 /// The release `.info/version` states: its first line, less a `-build` suffix.
 pub fn info_version(bytes: &[u8]) -> Result<String, String> {

@@ -11,7 +11,7 @@ use crate::explain::{Explanation, Gate, GateRow, Section};
 use crate::vocab::units::count;
 
 use super::style::{fill_cell, wrap, Style};
-use super::views::target_line;
+use super::views::{install_summary, target_line};
 use super::write_json;
 
 /// Writes an explanation in the chosen format; `verbose` gives every library its own row.
@@ -44,8 +44,7 @@ fn gate_color(g: Gate) -> Color {
 
 /// Rows as shown: without `verbose`, the OK library verdicts are one counted row.
 fn shown_rows(rows: &[GateRow], verbose: bool) -> Vec<GateRow> {
-    let ok =
-        |r: &GateRow| r.section == Section::Runtime && r.verdict == Gate::Allows && r.says.starts_with("OK");
+    let ok = |r: &GateRow| r.status == Some(crate::check::Status::Ok);
     if verbose || rows.iter().filter(|r| ok(r)).count() < 2 {
         return rows.to_vec();
     }
@@ -70,8 +69,8 @@ fn shown_rows(rows: &[GateRow], verbose: bool) -> Vec<GateRow> {
 fn widths(width: usize) -> (usize, usize) {
     // Four columns, one space of padding each side; VERDICT is 7 wide, a reference 4.
     let room = width.saturating_sub(8 + 7 + 4);
-    let gate = (room * 3 / 10).clamp(12, 34);
-    (gate, room.saturating_sub(gate).max(16))
+    let gate = (room * 3 / 10).clamp(8, 34);
+    (gate, room.saturating_sub(gate).max(8))
 }
 
 /// The sources a text report cites, numbered in order of first use.
@@ -162,25 +161,7 @@ fn glance(e: &Explanation) -> Vec<String> {
     if !e.roots.is_empty() {
         out.push(format!("The roots ship: {}", allowing(&of(&e.ships, Section::Ships), "layers")));
     }
-    for i in &e.installs {
-        let release =
-            i.rows.iter().find(|r| r.section == Section::Vendor).map_or("unknown", |r| r.verdict.word());
-        let runtime: Vec<&GateRow> = i.rows.iter().filter(|r| r.section == Section::Runtime).collect();
-        let missing: Vec<&str> =
-            runtime.iter().filter(|r| r.verdict == Gate::Blocks).map(|r| r.gate.as_str()).collect();
-        let missing =
-            if missing.is_empty() { String::new() } else { format!(" (missing: {})", missing.join(", ")) };
-        let over = match i.rows.iter().find(|r| r.section == Section::Override) {
-            Some(r) if r.verdict != Gate::Unknown => format!("{} {}", r.gate, r.verdict.word()),
-            _ => "no override known".to_string(),
-        };
-        out.push(format!(
-            "{}: its release's list {release}; code found by {} of {}{missing}; {over}",
-            i.install.path,
-            runtime.len() - runtime.iter().filter(|r| r.verdict == Gate::Blocks).count(),
-            count(runtime.len() as u64, "library"),
-        ));
-    }
+    out.extend(e.installs.iter().map(|i| format!("{}: {}", i.install.path, install_summary(i))));
     out
 }
 
@@ -236,7 +217,8 @@ fn write_sources(sources: &Sources, style: Style, out: &mut dyn Write) -> anyhow
     if sources.0.is_empty() {
         return Ok(());
     }
-    writeln!(out, "Sources (targets.toml's header names each; scan and check: this run):")?;
+    let head = "Sources (targets.toml's header names each; scan and check: this run):";
+    writeln!(out, "{}", wrap(head, "", "  ", style.width))?;
     for (i, s) in sources.0.iter().enumerate() {
         writeln!(out, "{}", wrap(&format!("[{}] {s}", i + 1), "", "    ", style.width))?;
     }

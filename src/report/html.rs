@@ -1,6 +1,6 @@
 //! The report to look at: one self-contained HTML page (no network, no external assets) with
 //! an SVG bar chart per layer across the targets, the per-target table, the library × target
-//! matrix and each target's gates (`explain`), and for `check` the verdicts, for `diff` the summary and the target × layer pivot.
+//! matrix and each target's gates (`explain`, whose own page is here too), and for `check` the verdicts, for `diff` the summary and the target × layer pivot.
 //!
 //! A small inline script measures what the browser drew (bars with a width, labels that do not
 //! overflow) and records it on `<body data-rendered=…>`, so a test can ask a real browser
@@ -11,7 +11,7 @@ use std::io::Write;
 
 use crate::check::{CheckReport, Status};
 use crate::diff::{Coverage, DiffOutcome, SnapshotDiff};
-use crate::explain::{Explanation, Gate, GateRow, Section};
+use crate::explain::{all_of, Explanation, Gate, GateRow, Section};
 use crate::library::matrix::{LibraryRow, Mark};
 use crate::model::Snapshot;
 use crate::vocab::targets::Targets;
@@ -559,7 +559,7 @@ fn gate_class(g: Gate) -> &'static str {
 }
 
 /// One section's rows as an HTML table.
-fn rows_html(out: &mut String, title: &str, rows: &[GateRow]) {
+fn rows_html(out: &mut String, title: &str, rows: &[&GateRow]) {
     if rows.is_empty() {
         return;
     }
@@ -579,26 +579,29 @@ fn rows_html(out: &mut String, title: &str, rows: &[GateRow]) {
     out.push_str("</table>\n");
 }
 
+/// The explain page: the target, each section's gates, per install its gates with check's
+/// hints and warnings, then what was not checked or not read.
 pub fn write_explain_html(e: &Explanation, w: &mut dyn Write) -> anyhow::Result<()> {
     let mut out = String::new();
     page_start(&mut out, &format!("gfxscan explain {}", e.target.name));
     let _ =
         writeln!(out, "<h1>{}</h1><p class=\"sub\">{}</p>", esc(&target_line(e)), esc(&e.roots.join(", ")));
-    rows_html(
-        &mut out,
-        Section::Vendor.title(),
-        &e.policy.iter().filter(|r| r.section == Section::Vendor).cloned().collect::<Vec<_>>(),
-    );
-    rows_html(
-        &mut out,
-        Section::Build.title(),
-        &e.policy.iter().filter(|r| r.section == Section::Build).cloned().collect::<Vec<_>>(),
-    );
-    rows_html(&mut out, Section::Ships.title(), &e.ships);
+    fn of(rows: &[GateRow], s: Section) -> Vec<&GateRow> {
+        rows.iter().filter(|r| r.section == s).collect()
+    }
+    rows_html(&mut out, Section::Vendor.title(), &of(&e.policy, Section::Vendor));
+    rows_html(&mut out, Section::Build.title(), &of(&e.policy, Section::Build));
+    rows_html(&mut out, Section::Ships.title(), &e.ships.iter().collect::<Vec<_>>());
     for i in &e.installs {
         let title = format!("Install {} — {}", i.install.path, install_summary(i));
-        rows_html(&mut out, &title, &i.rows);
+        rows_html(&mut out, &title, &i.rows.iter().collect::<Vec<_>>());
+        let said: Vec<String> = i.check.hints.iter().chain(&i.check.warnings).cloned().collect();
+        list(&mut out, "Hints and warnings", &said);
     }
+    list(&mut out, "Installs not checked", &e.not_checked);
+    let problems: Vec<String> =
+        e.problems.iter().map(|p| format!("{}: {}", p.path.display(&e.roots), p.message)).collect();
+    list(&mut out, "Could not be read", &problems);
     page_end(&mut out);
     w.write_all(out.as_bytes())?;
     Ok(())
@@ -607,29 +610,35 @@ pub fn write_explain_html(e: &Explanation, w: &mut dyn Write) -> anyhow::Result<
 /// Target columns per block of the gate matrix: with the gate column, a block fits the page.
 const GATE_TARGETS: usize = 7;
 
-/// The gate matrix across targets, for the HTML scan page: a row per gate, a column per
-/// target in blocks that fit, each cell its verdict (its title says what the gate says).
+/// The gate matrix across targets, for the HTML scan page: a row per gate (the same gate for
+/// every target, matched by its name), a column per target in blocks that fit, each cell its
+/// verdict, its title what the gate says.
 pub fn gate_matrix_html(out: &mut String, all: &[Explanation]) {
-    if all.is_empty() {
+    let each: Vec<Vec<(String, GateRow)>> = all.iter().map(matrix_rows).collect();
+    let mut labels: Vec<&str> = Vec::new();
+    for (label, _) in each.iter().flatten() {
+        if !labels.contains(&label.as_str()) {
+            labels.push(label);
+        }
+    }
+    if labels.is_empty() {
         return;
     }
     out.push_str("<h2>Gates per target: vendor policy beside what this tree serves</h2>\n");
-    let each: Vec<Vec<GateRow>> = all.iter().map(matrix_rows).collect();
     for (block, rows) in all.chunks(GATE_TARGETS).zip(each.chunks(GATE_TARGETS)) {
-        out.push_str("<div class=\"matrix\">");
+        out.push_str("<div class=\"matrix gates\">");
         let mut heads: Vec<(&str, bool)> = vec![("gate", true)];
         heads.extend(block.iter().map(|e| (e.target.name.as_str(), false)));
         table_head(out, &heads);
-        for (k, g) in each[0].iter().enumerate() {
-            let _ = write!(out, "<tr><td class=\"l\">{}</td>", esc(&gate_label(g)));
-            for r in rows {
-                match r.get(k) {
-                    Some(r) => {
+        for label in &labels {
+            let _ = write!(out, "<tr><td class=\"l\">{}</td>", esc(label));
+            for target in rows {
+                match target.iter().find(|(l, _)| l == label) {
+                    Some((_, r)) => {
+                        let (class, title) = (gate_class(r.verdict), esc(&r.says));
                         let _ = write!(
                             out,
-                            "<td class=\"m {}\" title=\"{}\">{}</td>",
-                            gate_class(r.verdict),
-                            esc(&r.says),
+                            "<td class=\"m {class}\" title=\"{title}\">{}</td>",
                             r.verdict.word()
                         );
                     }
@@ -642,34 +651,26 @@ pub fn gate_matrix_html(out: &mut String, all: &[Explanation]) {
     }
 }
 
-/// One target's rows in the cross-target matrix: policy, layers, and per install its release's
-/// list, one row for its libraries (blocks when any misses code) and the override.
-fn matrix_rows(e: &Explanation) -> Vec<GateRow> {
-    let mut r: Vec<GateRow> = e.policy.clone();
-    r.extend(e.ships.iter().cloned());
+/// One target's rows in the cross-target matrix, each under the name its row has for every
+/// target: policy, layers, and per install its vendor rows, one row for its libraries (all of
+/// check's verdicts together) and the override.
+fn matrix_rows(e: &Explanation) -> Vec<(String, GateRow)> {
+    let mut r: Vec<(String, GateRow)> = e.policy.iter().map(|g| (g.gate.clone(), g.clone())).collect();
+    r.extend(e.ships.iter().map(|g| (format!("ships: {}", g.gate), g.clone())));
     for i in &e.installs {
-        r.extend(i.rows.iter().filter(|r| r.section == Section::Vendor).cloned());
-        let blocked = i.rows.iter().any(|r| r.section == Section::Runtime && r.verdict == Gate::Blocks);
-        r.push(GateRow {
-            section: Section::Runtime,
-            gate: format!("runtime: the libraries of {}", i.install.path),
-            says: install_summary(i),
-            verdict: if blocked { Gate::Blocks } else { Gate::Allows },
-            source: "check".to_string(),
-            count: None,
-        });
-        r.extend(i.rows.iter().filter(|r| r.section == Section::Override).cloned());
+        let at = |what: &str| format!("{}: {what}", i.install.path);
+        for g in i.rows.iter().filter(|g| g.section == Section::Vendor) {
+            r.push((at(&g.gate), g.clone()));
+        }
+        let runtime = i.rows.iter().filter(|g| g.section == Section::Runtime).map(|g| g.verdict);
+        let libraries =
+            GateRow::new(Section::Runtime, "libraries", install_summary(i), all_of(runtime), "check");
+        r.push((at("its libraries, as check judges them"), libraries));
+        for g in i.rows.iter().filter(|g| g.section == Section::Override) {
+            r.push((at("HSA_OVERRIDE_GFX_VERSION to the ISA-compatible target"), g.clone()));
+        }
     }
     r
-}
-
-/// A gate's name in the cross-target matrix: the same for every target.
-fn gate_label(g: &GateRow) -> String {
-    match g.section {
-        Section::Override => "HSA_OVERRIDE_GFX_VERSION to the ISA-compatible target".to_string(),
-        Section::Ships => format!("ships: {}", g.gate),
-        _ => g.gate.clone(),
-    }
 }
 
 #[cfg(test)]

@@ -103,10 +103,15 @@ pub fn write_targets(targets: &Targets, json: bool, style: Style, out: &mut dyn 
     let (text, dropped) = table::fit(cols, false, style);
     writeln!(out, "{} targets from {}", targets.len(), targets.origin)?;
     writeln!(out, "{text}")?;
-    writeln!(
-        out,
-        "ROCM LINUX, ROCM WINDOWS: the releases whose support list names the target (deprecated included; Windows: HIP runtime or SDK), as targets.toml records them from AMD's documentation; `gfxscan explain TARGET` says how and cites each."
-    )?;
+    let lists: Vec<&str> =
+        ["ROCM LINUX", "ROCM WINDOWS"].into_iter().filter(|h| !dropped.iter().any(|d| d == h)).collect();
+    if !lists.is_empty() {
+        let note = format!(
+            "{}: the releases whose support list names the target (deprecated included; Windows: HIP runtime or SDK), as targets.toml records them from AMD's documentation; `gfxscan explain TARGET` says how, and cites each.",
+            lists.join(", ")
+        );
+        writeln!(out, "{}", style::wrap(&note, "", "  ", style.width))?;
+    }
     if !dropped.is_empty() {
         let width = style.width.unwrap_or_default();
         writeln!(

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::aggregate::{layer_count, layers};
-use crate::explain::{Explanation, Gate, GateRow, InstallGates, Section};
+use crate::explain::{Explanation, Gate, InstallGates, Section};
 use crate::library::matrix::LibraryRow;
 use crate::model::Snapshot;
 use crate::vocab::targets::Targets;
@@ -196,16 +196,26 @@ pub fn target_line(e: &Explanation) -> String {
     parts.join(" · ")
 }
 
-/// The install's answer in one line: what the vendor says, what the runtime finds.
+/// An install's answer in one line: its vendor rows together, its libraries by check's status
+/// (and which are missing), and the override.
 pub fn install_summary(i: &InstallGates) -> String {
-    let vendor = i.rows.iter().find(|r| r.section == Section::Vendor).map_or("unknown", |r| r.verdict.word());
-    let runtime: Vec<&GateRow> = i.rows.iter().filter(|r| r.section == Section::Runtime).collect();
-    let blocked = runtime.iter().filter(|r| r.verdict == Gate::Blocks).count();
-    format!(
-        "support list of its release: {vendor}; libraries finding code for {}: {} of {}{}",
-        i.check.device.native.processor,
-        runtime.len() - blocked,
-        runtime.len(),
-        if blocked > 0 { format!(" ({blocked} missing)") } else { String::new() }
-    )
+    let (ok, warn, missing) = i.statuses();
+    let mut libraries = format!("{} OK", count(ok as u64, "library"));
+    if warn > 0 {
+        libraries.push_str(&format!(", {warn} WARN"));
+    }
+    if missing > 0 {
+        let which: Vec<&str> = i
+            .rows
+            .iter()
+            .filter(|r| r.section == Section::Runtime && r.verdict == Gate::Blocks)
+            .map(|r| r.gate.as_str())
+            .collect();
+        libraries.push_str(&format!(", {missing} MISSING ({})", which.join(", ")));
+    }
+    let over = match i.rows.iter().find(|r| r.section == Section::Override) {
+        Some(r) if r.verdict != Gate::Unknown => format!("{} {}", r.gate, r.verdict.word()),
+        _ => "no override known".to_string(),
+    };
+    format!("vendor {}; {libraries}; {over}", i.vendor().word())
 }

@@ -38,6 +38,9 @@ pub enum Level {
     Unsupported,
     /// Not on the release's list: "not officially supported by AMD".
     NotListed,
+    /// Left out of a list read from the compatibility matrix alone, though the last per-GPU
+    /// page listed it as supported or deprecated: the matrix leaves such GPUs out.
+    Unknown,
 }
 
 impl Level {
@@ -49,6 +52,7 @@ impl Level {
             Level::Deprecated => "deprecated",
             Level::Unsupported => "listed as unsupported",
             Level::NotListed => "not listed",
+            Level::Unknown => "unknown (not in the compatibility matrix, which leaves out GPUs the per-GPU pages list; no per-GPU page recorded)",
         }
     }
 
@@ -80,6 +84,10 @@ pub struct Release {
     /// Targets listed as unsupported.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unsupported: Vec<String>,
+    /// True when the list was read from a per-GPU page (each GPU's level); false when from
+    /// the compatibility matrix alone.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub levels: bool,
     /// Restrictions the source adds (operating systems, products).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -87,8 +95,9 @@ pub struct Release {
 }
 
 impl Release {
-    /// How this release lists `target` (a processor name).
-    pub fn level(&self, target: &str) -> Level {
+    /// How this release's own list names `target` (a processor name); `Policy::level` is the
+    /// answer, which knows what a list without levels leaves out.
+    fn listed_as(&self, target: &str) -> Level {
         let has = |l: &[String]| l.iter().any(|t| t == target);
         if has(&self.deprecated) {
             Level::Deprecated
@@ -103,12 +112,15 @@ impl Release {
         }
     }
 
-    /// `ROCm 6.4.2` or `ROCm 7.0.0, 7.0.1`, with ` (Windows)` for a Windows list.
+    /// `ROCm 6.4.2`, `ROCm 7.0.0, 7.0.1`; a Windows list by its documentation branch, since
+    /// which HIP SDK release a branch describes is not said (`Windows docs 6.2.0, 6.2.4`).
     pub fn label(&self) -> String {
         let mut versions = self.versions.clone();
         versions.sort_by_key(|v| version_key(v));
-        let os = if self.platform == Platform::Windows { " (Windows)" } else { "" };
-        format!("ROCm {}{os}", versions.join(", "))
+        match self.platform {
+            Platform::Linux => format!("ROCm {}", versions.join(", ")),
+            Platform::Windows => format!("Windows docs {}", versions.join(", ")),
+        }
     }
 }
 
@@ -132,6 +144,16 @@ pub struct TheRockExclusion {
     pub source: String,
 }
 
+/// One `[[therock_family]]`: a name TheRock builds and ships a set of targets under.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(!deny_unknown_fields)]
+pub struct TheRockFamily {
+    pub name: String,
+    pub targets: Vec<String>,
+    pub source: String,
+}
+
 /// One `[[build_filter]]`: the targets a project's build keeps, between two of its tags.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -148,8 +170,6 @@ pub struct BuildFilter {
     /// The tag that changed it; absent while it holds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub platform: Option<Platform>,
     /// A regular expression the processor name must match.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub regex: Option<String>,
@@ -210,6 +230,8 @@ pub struct Policy {
     pub therock: Vec<TheRockRelease>,
     #[serde(default, rename = "therock_exclusion")]
     pub therock_exclusions: Vec<TheRockExclusion>,
+    #[serde(default, rename = "therock_family")]
+    pub therock_families: Vec<TheRockFamily>,
     /// Build filters, newest first within each project's `what`.
     #[serde(default, rename = "build_filter")]
     pub build_filters: Vec<BuildFilter>,
@@ -227,11 +249,11 @@ pub fn version_key(v: &str) -> Vec<u64> {
     v.split('.').map(|p| p.parse().unwrap_or(0)).collect()
 }
 
-/// True for `N.N.N` (or `N.N.N.N`).
-fn is_version(v: &str) -> bool {
+/// True for a release or HIP version: `N.N.N` or `N.N.N.N`, each part one to five digits.
+pub fn is_version(v: &str) -> bool {
     let parts: Vec<&str> = v.split('.').collect();
     (3..=4).contains(&parts.len())
-        && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        && parts.iter().all(|p| (1..=5).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_digit()))
 }
 
 impl Policy {
@@ -240,6 +262,27 @@ impl Policy {
         let three: Vec<&str> = version.split('.').take(3).collect();
         let three = three.join(".");
         self.releases.iter().find(|r| r.platform == platform && r.versions.contains(&three))
+    }
+
+    /// How `release` lists `target`: its own list's word, except that a list without levels
+    /// (the compatibility matrix alone) says nothing of a target it leaves out that the newest
+    /// earlier per-GPU page listed as supported or deprecated (gfx906, deprecated, is never in
+    /// the matrix; gfx1101 was on the 6.3.0 page, not in the 6.3.x matrix): unknown there.
+    pub fn level(&self, release: &Release, target: &str) -> Level {
+        let own = release.listed_as(target);
+        if release.levels || own != Level::NotListed {
+            return own;
+        }
+        let newest = |r: &Release| r.versions.iter().map(|v| version_key(v)).max();
+        let earlier = self
+            .releases
+            .iter()
+            .filter(|r| r.platform == release.platform && r.levels && newest(r) < newest(release))
+            .max_by_key(|r| newest(r));
+        match earlier.map(|r| r.listed_as(target)) {
+            Some(Level::Supported | Level::Deprecated | Level::RuntimeOnly) => Level::Unknown,
+            _ => Level::NotListed,
+        }
     }
 
     /// The TheRock release whose version is `version` (`7.11.0` is `therock-7.11`, `7.9.0`
@@ -285,7 +328,7 @@ impl Policy {
             .releases
             .iter()
             .filter(|r| r.platform == platform)
-            .flat_map(|r| r.versions.iter().map(move |v| (v, r.level(target))))
+            .flat_map(|r| r.versions.iter().map(move |v| (v, self.level(r, target))))
             .collect();
         all.sort_by_key(|(v, _)| version_key(v));
         let mut runs: Vec<(Level, String, String)> = Vec::new();
@@ -339,6 +382,9 @@ impl Policy {
         for x in &self.therock_exclusions {
             names("therock_exclusion", &x.targets);
         }
+        for f in &self.therock_families {
+            names(&format!("therock_family {}", f.name), &f.targets);
+        }
         for f in &self.build_filters {
             names(&format!("build_filter {} {}", f.project, f.name), &f.targets);
         }
@@ -351,6 +397,7 @@ impl Policy {
                 errs.push(format!("{who}: hip must be N.N.N"));
             }
         }
+        errs.extend(self.order_errors());
         for f in &self.build_filters {
             let who = format!("build_filter {} {}", f.project, f.name);
             let rules = [f.regex.is_some(), !f.targets.is_empty(), f.build_host];
@@ -369,6 +416,38 @@ impl Policy {
     }
 }
 
+impl Policy {
+    /// The order the readers rely on: TheRock releases newest first, and each build's filters
+    /// newest first (each `until` the `since` of the one before it).
+    fn order_errors(&self) -> Vec<String> {
+        let mut errs = Vec::new();
+        for w in self.therock.windows(2) {
+            if tag_key(&w[0].tag) <= tag_key(&w[1].tag) {
+                errs.push(format!("therock {}: list TheRock releases newest first", w[1].tag));
+            }
+        }
+        for (i, f) in self.build_filters.iter().enumerate() {
+            let next =
+                self.build_filters[i + 1..].iter().find(|g| g.project == f.project && g.what == f.what);
+            if let Some(g) = next {
+                if g.until.is_none() || g.until != f.since {
+                    errs.push(format!(
+                        "build_filter {} {}: list a build's filters newest first, each `until` the `since` of the one before it",
+                        g.project, g.name
+                    ));
+                }
+            }
+        }
+        errs
+    }
+}
+
+/// A tag's version, for order: `therock-7.10` → [7, 10], `v0.12.4` → [0, 12, 4].
+pub fn tag_key(tag: &str) -> Vec<u64> {
+    let at = tag.find(|c: char| c.is_ascii_digit()).unwrap_or(tag.len());
+    version_key(&tag[at..])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -381,18 +460,24 @@ mod tests {
         // compat-matrix 7.2.0: nine targets, gfx900 and gfx1031 not among them.
         let newest = p.newest(Platform::Linux).unwrap();
         assert_eq!(newest.versions, ["7.2.0"]);
-        assert_eq!(newest.level("gfx1100"), Level::Supported);
-        assert_eq!(newest.level("gfx900"), Level::NotListed);
+        assert_eq!(p.level(newest, "gfx1100"), Level::Supported);
+        // gfx900 was listed as unsupported on the last per-GPU page: not listed either way.
+        assert_eq!(p.level(newest, "gfx900"), Level::NotListed);
+        // gfx906 was deprecated there, and the matrix never lists deprecated GPUs: unknown.
+        assert_eq!(p.level(newest, "gfx906"), Level::Unknown);
+        assert_eq!(p.level(newest, "gfx1031"), Level::NotListed);
+        let r631 = p.release(Platform::Linux, "6.3.1").unwrap();
+        assert_eq!(p.level(r631, "gfx1101"), Level::Unknown, "on the 6.3.0 page, not in the 6.3.1 matrix");
         // linux-gpus docs/6.2.4: gfx900 ❌, gfx906 ⚠️.
         let r = p.release(Platform::Linux, "6.2.4").unwrap();
-        assert_eq!(r.level("gfx900"), Level::Unsupported);
-        assert_eq!(r.level("gfx906"), Level::Deprecated);
+        assert_eq!(p.level(r, "gfx900"), Level::Unsupported);
+        assert_eq!(p.level(r, "gfx906"), Level::Deprecated);
         // One HIP version, two releases (compat-matrix HIP row).
         let both = p.releases_with_hip("6.4.43484");
         assert_eq!(both.len(), 2);
         // windows-gpus docs/6.2.4: RX 6700 XT runtime only.
         let w = p.release(Platform::Windows, "6.2.4").unwrap();
-        assert_eq!(w.level("gfx1031"), Level::RuntimeOnly);
+        assert_eq!(p.level(w, "gfx1031"), Level::RuntimeOnly);
         assert_eq!(p.release(Platform::Linux, "6.4.1.60401").unwrap().versions, ["6.4.1"]);
         assert_eq!(p.supported_in(Platform::Linux, "gfx1100"), "6.0.0–7.2.0");
         assert_eq!(p.therock_release("7.11.0").map(|r| r.tag.as_str()), Some("therock-7.11"));
@@ -435,7 +520,6 @@ mod tests {
                 name: "n".into(),
                 since: None,
                 until: None,
-                platform: None,
                 regex: Some("(".into()),
                 targets: vec!["gfx9999".into()],
                 build_host: false,
@@ -444,6 +528,12 @@ mod tests {
             ..Policy::default()
         };
         let errs = bad.errors(&|n| n == "gfx900");
+        let mut reversed = Targets::builtin().policy().clone();
+        reversed.therock.reverse();
+        reversed.build_filters.reverse();
+        let order = reversed.errors(&|_| true);
+        assert!(order.iter().any(|e| e.contains("TheRock releases newest first")), "{order:?}");
+        assert!(order.iter().any(|e| e.contains("filters newest first")), "{order:?}");
         assert!(errs.iter().any(|e| e.contains("gfx9999")), "{errs:?}");
         assert!(errs.iter().any(|e| e.contains("exactly one")), "{errs:?}");
         assert!(errs.iter().any(|e| e.contains("does not compile")), "{errs:?}");

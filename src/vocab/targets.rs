@@ -102,6 +102,8 @@ pub struct RawTargets {
     #[serde(default)]
     therock_exclusion: Vec<super::policy::TheRockExclusion>,
     #[serde(default)]
+    therock_family: Vec<super::policy::TheRockFamily>,
+    #[serde(default)]
     build_filter: Vec<super::policy::BuildFilter>,
 }
 
@@ -231,6 +233,12 @@ fn entry_errors(t: &Target, who: &str) -> Vec<String> {
     } else if t.generic_version.is_some() {
         errs.push(format!("{who}: generic_version is only for generic targets"));
     }
+    // The override takes the version as libhsakmt does (`check::devices::parse_override`).
+    if let Some((major, _, _)) = t.gfx_target_version.map(super::target_id::split_version) {
+        if major > 63 {
+            errs.push(format!("{who}: gfx_target_version major {major} is out of range (at most 63)"));
+        }
+    }
     if t.hip_generic && t.generic.is_none() {
         errs.push(format!("{who}: hip_generic needs a generic target"));
     }
@@ -300,6 +308,7 @@ impl RawTargets {
             releases: self.release,
             therock: self.therock,
             therock_exclusions: self.therock_exclusion,
+            therock_families: self.therock_family,
             build_filters: self.build_filter,
         };
         errs.extend(policy.errors(&|n| by_name.contains_key(n)));

@@ -48,12 +48,10 @@ impl Fence {
     }
 }
 
-/// A fenced block: its file and first line, its kind and its lines.
+/// A fenced block: its file and where it is, its kind and its lines.
 struct Block {
     at: String,
     path: PathBuf,
-    /// Index of its first line (after the fence) in the document.
-    first: usize,
     fence: Fence,
     lines: Vec<String>,
 }
@@ -85,7 +83,7 @@ fn blocks() -> Vec<Block> {
             });
             let body = lines.by_ref().map(|(_, l)| l).take_while(|l| !l.trim_start().starts_with("```"));
             let lines = body.map(str::to_string).collect();
-            out.push(Block { at, path: path.clone(), first: n + 1, fence, lines });
+            out.push(Block { at, path: path.clone(), fence, lines });
         }
     }
     out
@@ -95,8 +93,6 @@ fn blocks() -> Vec<Block> {
 struct Example {
     at: String,
     path: PathBuf,
-    /// Indexes in the document of the lines of its output: `lines.0..lines.1`.
-    lines: (usize, usize),
     args: Vec<String>,
     head: Option<usize>,
     want: String,
@@ -125,8 +121,7 @@ fn words(line: &str) -> Vec<String> {
 
 fn examples(block: &Block) -> Vec<Example> {
     let mut out: Vec<Example> = Vec::new();
-    for (i, line) in block.lines.iter().enumerate() {
-        let at_line = block.first + i;
+    for line in &block.lines {
         match line.strip_prefix("$ ") {
             Some(cmd) => {
                 let (cmd, head) = match cmd.split_once(" | head -n ") {
@@ -138,7 +133,6 @@ fn examples(block: &Block) -> Vec<Example> {
                 out.push(Example {
                     at: block.at.clone(),
                     path: block.path.clone(),
-                    lines: (at_line + 1, at_line + 1),
                     args: args[1..].to_vec(),
                     head,
                     want: String::new(),
@@ -148,7 +142,6 @@ fn examples(block: &Block) -> Vec<Example> {
                 let ex = out.last_mut().unwrap_or_else(|| panic!("{}: starts with `$ `", block.at));
                 ex.want += line;
                 ex.want.push('\n');
-                ex.lines.1 = at_line + 1;
             }
         }
     }
@@ -171,14 +164,34 @@ fn check_examples(all: &[Example], dir: &Path) {
         }
         return;
     }
-    // From the last example up, so the line indexes of those before stay true.
-    for ex in all.iter().rev() {
+    // One writer at a time (the console and corpus tests update the same documents), each
+    // example found again by its command line in the document as it now is: an update above it
+    // may have moved it.
+    static WRITING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = WRITING.lock().unwrap_or_else(|e| e.into_inner());
+    for ex in all {
+        let got = output(ex, dir);
         let text = std::fs::read_to_string(&ex.path).expect("a doc");
         let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
-        let got = output(ex, dir);
-        lines.splice(ex.lines.0..ex.lines.1, got.lines().map(str::to_string));
+        let is_command = |l: &String| l.strip_prefix("$ ").is_some_and(|c| same_command(c, ex));
+        let at =
+            lines.iter().position(is_command).unwrap_or_else(|| panic!("{}: the command is gone", ex.at));
+        let end = (at + 1..lines.len())
+            .find(|&k| lines[k].starts_with("$ ") || lines[k].starts_with("```"))
+            .unwrap_or(lines.len());
+        lines.splice(at + 1..end, got.lines().map(str::to_string));
         std::fs::write(&ex.path, lines.join("\n") + "\n").expect("write the doc");
     }
+}
+
+/// True when `cmd` (a command line after `$ `) is the example's.
+fn same_command(cmd: &str, ex: &Example) -> bool {
+    let (cmd, head) = match cmd.split_once(" | head -n ") {
+        Some((c, n)) => (c, n.trim().parse().ok()),
+        None => (cmd, None),
+    };
+    let args = words(cmd);
+    head == ex.head && args.first().map(String::as_str) == Some("gfxscan") && args[1..] == ex.args[..]
 }
 
 /// What an example prints when run in `dir` (its first N lines with `| head -n N`).

@@ -59,11 +59,23 @@ fn vendor_rows_say_what_the_cited_lists_say() {
     assert!(linux["source"].as_str().unwrap().starts_with("compat-matrix 7.2.0"));
     let therock = policy.iter().find(|r| r["gate"].as_str().unwrap().starts_with("TheRock")).unwrap();
     assert_eq!(therock["verdict"], "allows");
-    assert!(therock["says"].as_str().unwrap().contains("since therock-7.13"), "{therock}");
-    assert!(therock["says"].as_str().unwrap().contains("without hipBLASLt"), "{therock}");
+    let says = therock["says"].as_str().unwrap();
+    assert!(says.starts_with("can build it (since therock-7.13); families dgpu-all, gfx900-dgpu"), "{says}");
+    assert!(says.contains("without hipBLASLt"), "{therock}");
+    // Ollama's official builds dropped gfx900 in v0.12.4 and the preset in force keeps it out.
+    let official = policy.iter().find(|r| r["gate"] == "Ollama official Linux builds").unwrap();
+    assert_eq!(official["verdict"], "blocks");
+    assert!(official["says"].as_str().unwrap().ends_with("; kept in v0.5.8–v0.12.4"), "{official}");
+    // The source builds' filter was removed in v0.30.0: what it did, and unknown now.
     let ollama = policy.iter().find(|r| r["gate"] == "Ollama source builds without AMDGPU_TARGETS").unwrap();
-    assert_eq!(ollama["verdict"], "blocks");
-    assert!(ollama["says"].as_str().unwrap().ends_with("; kept in v0.5.8–v0.12.4"), "{ollama}");
+    assert_eq!(ollama["verdict"], "unknown");
+    assert!(
+        ollama["says"].as_str().unwrap().ends_with("kept in v0.5.8–v0.12.4; no filter since v0.30.0"),
+        "{ollama}"
+    );
+    // A source build for the build machine's GPUs: unknown.
+    let host = policy.iter().find(|r| r["gate"] == "llama.cpp source builds without GPU_TARGETS").unwrap();
+    assert_eq!(host["verdict"], "unknown");
     // gfx1100 is on every list; gfx1031 only on Windows, runtime only.
     let doc = gfxscan(["explain", "-q", "gfx1100", "--json", "sample"]).json();
     assert_eq!(doc["policy"][0]["verdict"], "allows");
@@ -198,10 +210,42 @@ fn explain_reads_as_a_table_markdown_and_a_page() {
     }
     let html = gfxscan(["explain", "-q", "gfx900", "sample", "--format", "html"]);
     assert!(html.stdout.starts_with("<!DOCTYPE html>") && html.stdout.contains("<h2>Vendor policy</h2>"));
-    // The scan page carries the matrix for the targets it shows.
-    let page = gfxscan(["scan", "-q", "sample", "--format", "html"]);
-    assert!(page.stdout.contains("Gates per target"), "the scan page's gate matrix");
-    assert!(page.stdout.contains("<th>gfx1100</th>") || page.stdout.contains(">gfx1100<"));
+    // The scan page carries the gates of every processor its per-target table shows, and
+    // each cell is the verdict explain gives.
+    let page = gfxscan(["scan", "-q", "sample", "--format", "html"]).stdout;
+    let (table, gates) = page.split_once("Gates per target").expect("the scan page's gate matrix");
+    let heads = |html: &str| -> Vec<String> {
+        html.split("<th")
+            .skip(1)
+            .filter_map(|h| h.split_once('>').map(|(_, r)| r.split('<').next().unwrap_or("").to_string()))
+            .collect()
+    };
+    let per_target = table.rsplit("<h2>Per target</h2>").next().unwrap().split("</table>").next().unwrap();
+    let rows: Vec<String> = per_target
+        .split("<tr><td class=\"l\">")
+        .skip(1)
+        .map(|r| r.split('<').next().unwrap().to_string())
+        .collect();
+    let processors: Vec<&String> = rows.iter().filter(|t| !t.contains("generic")).collect();
+    let columns: Vec<String> = heads(gates).into_iter().filter(|h| !h.is_empty() && h != "gate").collect();
+    assert_eq!(
+        columns.iter().collect::<Vec<_>>(),
+        processors,
+        "a gate column per processor row of the page's table"
+    );
+    for t in ["gfx900", "gfx1031", "gfx1100"] {
+        let doc = gfxscan(["explain", "-q", t, "sample", "--json"]).json();
+        let k = columns.iter().position(|c| c == t).expect("a column") % 7;
+        let block = gates.split("<table").find(|b| heads(b).iter().any(|h| h == t)).expect("its block");
+        for r in doc["policy"].as_array().unwrap() {
+            let gate = r["gate"].as_str().unwrap();
+            let row =
+                block.split("<tr>").find(|x| x.starts_with(&format!("<td class=\"l\">{gate}<"))).expect(gate);
+            let cell = row.split("<td class=\"m ").nth(k + 1).expect("the cell");
+            let word = cell.split('>').nth(1).unwrap().split('<').next().unwrap();
+            assert_eq!(word, r["verdict"].as_str().unwrap(), "{t}: {gate}");
+        }
+    }
 }
 
 #[test]
