@@ -265,7 +265,10 @@ fn support_row(policy: &Policy, releases: &[&Release], target: &str, gate: &str)
     let levels: Vec<Level> = releases.iter().map(|r| policy.level(r, target)).collect();
     let (says, verdict) = match levels.as_slice() {
         [] => ("no release list".to_string(), Gate::Unknown),
-        [l, rest @ ..] if rest.iter().all(|x| x == l) => (level_words(*l), gate_of_level(*l)),
+        [l, rest @ ..] if rest.iter().all(|x| x == l) => {
+            let matrix_only = releases.iter().all(|r| !r.levels);
+            (level_words(*l, matrix_only), gate_of_level(*l))
+        }
         _ => {
             let each: Vec<String> =
                 releases.iter().zip(&levels).map(|(r, l)| format!("{}: {}", r.label(), l.words())).collect();
@@ -281,9 +284,13 @@ fn support_row(policy: &Policy, releases: &[&Release], target: &str, gate: &str)
     GateRow::new(Section::Vendor, gate, says, verdict, sources.join("; "))
 }
 
-/// A level as a row says it, with why an unknown one is unknown.
-fn level_words(l: Level) -> String {
+/// A level as a row says it, with why an unknown one is unknown, and what a list read from
+/// the compatibility matrix alone does not cover.
+fn level_words(l: Level, matrix_only: bool) -> String {
     match l {
+        Level::NotListed if matrix_only => {
+            "not in the compatibility matrix (AMD's separate Radeon and Ryzen pages are not recorded here)".to_string()
+        }
         Level::Unknown => "unknown: not in the compatibility matrix, which leaves out GPUs the per-GPU pages list (the last one listed it), and no per-GPU page is recorded for this release".to_string(),
         l => l.words().to_string(),
     }
