@@ -49,7 +49,12 @@ pub fn version_header(bytes: &[u8]) -> Result<String, String> {
 
 /// The release `librocm-core.so.1.0.<LIBPATCH>` encodes (`60401` → `6.4.1`).
 pub fn rocm_core_version(file_name: &str) -> Option<String> {
-    let libpatch = file_name.strip_prefix("librocm-core.so.1.0.")?;
+    release_of_libpatch(file_name.strip_prefix("librocm-core.so.1.0.")?)
+}
+
+/// The release a LIBPATCH number spells (utils.cmake: major × 10000 + minor × 100 + patch):
+/// five or six digits.
+fn release_of_libpatch(libpatch: &str) -> Option<String> {
     if !(5..=6).contains(&libpatch.len()) || !libpatch.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
@@ -66,10 +71,7 @@ pub fn amd_package_release(version: &str) -> Option<String> {
     let upstream = upstream.split('-').next()?;
     let parts: Vec<&str> = upstream.split('.').collect();
     match parts.as_slice() {
-        [_, _, _, .., last] if parts.len() >= 4 => {
-            let name = format!("librocm-core.so.1.0.{last}");
-            rocm_core_version(&name)
-        }
+        [_, _, _, .., last] if parts.len() >= 4 => release_of_libpatch(last),
         _ => None,
     }
 }

@@ -1,6 +1,7 @@
 //! The report to look at: one self-contained HTML page (no network, no external assets) with
 //! an SVG bar chart per layer across the targets, the per-target table, the library × target
-//! matrix and each target's gates (`explain`, whose own page is here too), and for `check` the verdicts, for `diff` the summary and the target × layer pivot.
+//! matrix and each target's gates (`explain`, whose own page is here too); for `check` the
+//! verdicts, for `diff` the summary and the target × layer pivot.
 //!
 //! A small inline script measures what the browser drew (bars with a width, labels that do not
 //! overflow) and records it on `<body data-rendered=…>`, so a test can ask a real browser
