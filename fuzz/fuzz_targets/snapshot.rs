@@ -46,7 +46,7 @@ fuzz_target!(|data: &[u8]| {
     for f in [OutputFormat::Table, OutputFormat::Json, OutputFormat::Markdown, OutputFormat::Csv, OutputFormat::Html] {
         for view in [View::Target, View::Layer, View::Library] {
             sink.clear();
-            let v = ScanView { view, only: Vec::new(), wide: false, created: None };
+            let v = ScanView { view, ..ScanView::default() };
             let _ = gfxscan::report::write_scan(&s, targets, &matrix, &v, f, style, &mut sink);
         }
         if f != OutputFormat::Csv {
@@ -57,6 +57,6 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     // The SBOM of any snapshot, dated by the latest SOURCE_DATE_EPOCH there is.
-    let v = ScanView { view: View::Target, only: Vec::new(), wide: false, created: Some(u64::MAX) };
+    let v = ScanView { view: View::Target, created: Some(u64::MAX), ..ScanView::default() };
     let _ = gfxscan::report::write_scan(&s, targets, &matrix, &v, OutputFormat::Cyclonedx, style, &mut sink);
 });
