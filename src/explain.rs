@@ -133,13 +133,16 @@ pub fn gate_of_status(s: Status) -> Gate {
     }
 }
 
-/// Several gates as one: any that blocks blocks, else any unknown is unknown.
+/// Several gates as one: any that blocks blocks, else any unknown is unknown; none at all is
+/// unknown.
 pub fn all_of(gates: impl Iterator<Item = Gate>) -> Gate {
-    gates.fold(Gate::Allows, |acc, g| match (acc, g) {
-        (Gate::Blocks, _) | (_, Gate::Blocks) => Gate::Blocks,
-        (Gate::Unknown, _) | (_, Gate::Unknown) => Gate::Unknown,
-        _ => Gate::Allows,
-    })
+    gates
+        .fold(None, |acc, g| match (acc, g) {
+            (Some(Gate::Blocks), _) | (_, Gate::Blocks) => Some(Gate::Blocks),
+            (Some(Gate::Unknown), _) | (_, Gate::Unknown) => Some(Gate::Unknown),
+            _ => Some(Gate::Allows),
+        })
+        .unwrap_or(Gate::Unknown)
 }
 
 /// The target explained.
@@ -284,14 +287,14 @@ fn support_row(policy: &Policy, releases: &[&Release], target: &str, gate: &str)
     GateRow::new(Section::Vendor, gate, says, verdict, sources.join("; "))
 }
 
-/// A level as a row says it, with why an unknown one is unknown, and what a list read from
-/// the compatibility matrix alone does not cover.
+/// A level as a row says it, with why an unknown one is unknown, and where a list read from
+/// the compatibility matrix alone got its "not listed".
 fn level_words(l: Level, matrix_only: bool) -> String {
     match l {
         Level::NotListed if matrix_only => {
-            "not in the compatibility matrix (AMD's separate Radeon and Ryzen pages are not recorded here)".to_string()
+            "not in the compatibility matrix, and listed as unsupported on the last per-GPU page".to_string()
         }
-        Level::Unknown => "unknown: not in the compatibility matrix, which leaves out GPUs the per-GPU pages list (the last one listed it), and no per-GPU page is recorded for this release".to_string(),
+        Level::Unknown => "unknown: the compatibility matrix does not list it, and it does not say that a GPU it leaves out is unsupported (a per-GPU page would; none is recorded for this release, nor AMD's Radeon and Ryzen pages)".to_string(),
         l => l.words().to_string(),
     }
 }
@@ -393,6 +396,9 @@ fn build_row(shown: &BuildFilter, entries: &[&BuildFilter], target: &str) -> Gat
         Kept::Yes => format!("kept by {rule}{span}"),
         Kept::No => format!("not kept by {rule}{span}"),
         Kept::OnBuildHost => format!("built for the GPUs of the machine that builds it ({rule}{span})"),
+        Kept::XnackOnly => {
+            format!("kept for XNACK on only by {rule}{span}: a GPU in the default mode loads none")
+        }
     };
     if kept == Kept::No {
         let kept_in = kept_spans(entries, target);
@@ -496,7 +502,7 @@ fn install_gates(
                 .and_then(|o| o.installs.iter().find(|i| i.install == inst.install))
                 .and_then(|i| i.gpus.first().cloned());
             let release = release_of(snap, &inst.install, targets.policy());
-            let mut rows = vec![release_row(targets.policy(), release.as_ref(), &target.name)];
+            let mut rows = vec![release_row(targets.policy(), release.as_ref(), &inst.install, &target.name)];
             rows.extend(declared_row(snap, &inst.install, target, targets));
             rows.extend(gpu.verdicts.iter().map(|v| verdict_row(v, &inst.install)));
             rows.push(override_row(target, &gpu, over.as_ref()));
@@ -513,7 +519,12 @@ fn install_gates(
 
 /// The support list of the install's own release: AMD's, else TheRock's for a TheRock
 /// release; unknown when the install does not tell or the table has no such release.
-fn release_row(policy: &Policy, release: Option<&InstallRelease>, target: &str) -> GateRow {
+fn release_row(
+    policy: &Policy,
+    release: Option<&InstallRelease>,
+    install: &Install,
+    target: &str,
+) -> GateRow {
     let gate = "this install's ROCm release";
     let Some(r) = release else {
         let says = format!(
@@ -526,6 +537,11 @@ fn release_row(policy: &Policy, release: Option<&InstallRelease>, target: &str) 
         ReleaseSource::HipRuntime => format!("HIP {}", r.stated),
         _ => r.stated.clone(),
     };
+    let source = |of: &str| format!("{of}; release: {stated} in {}", r.path);
+    if r.platform == Platform::Windows {
+        let says = format!("a Windows install (release {stated}): the Windows lists are by documentation branch, and which HIP SDK release a branch describes is not said");
+        return GateRow::new(Section::Vendor, gate, says, Gate::Unknown, source("windows-gpus"));
+    }
     let mut lists: Vec<&Release> = Vec::new();
     for l in r.releases.iter().filter_map(|v| policy.release(Platform::Linux, v)) {
         if !lists.iter().any(|u| std::ptr::eq(*u, l)) {
@@ -535,20 +551,10 @@ fn release_row(policy: &Policy, release: Option<&InstallRelease>, target: &str) 
     if !lists.is_empty() {
         let gate = format!("ROCm {} support list (this install's release)", r.releases.join(" or "));
         let row = support_row(policy, &lists, target, &gate);
-        return GateRow { source: format!("{}; release: {stated} in {}", row.source, r.path), ..row };
+        return GateRow { source: source(&row.source), ..not_amds(row, install) };
     }
     if let Some(rock) = r.releases.first().and_then(|v| policy.therock_release(v)) {
-        let builds = rock.targets.iter().any(|t| t == target);
-        let says = if builds { "can build it" } else { "does not build it" };
-        let gate = format!("{} targets (this install's release)", rock.tag);
-        let source = format!("{}; release: {stated} in {}", rock.source, r.path);
-        return GateRow::new(
-            Section::Vendor,
-            gate,
-            says,
-            if builds { Gate::Allows } else { Gate::Blocks },
-            source,
-        );
+        return therock_release_row(rock, target, source(&rock.source));
     }
     let says = format!(
         "{stated} ({}) is no release in targets.toml's table; {}",
@@ -556,6 +562,38 @@ fn release_row(policy: &Policy, release: Option<&InstallRelease>, target: &str) 
         history(policy, Platform::Linux, target)
     );
     GateRow::new(Section::Vendor, gate, says, Gate::Unknown, r.path.clone())
+}
+
+/// AMD's list is for AMD's packages: a distribution's build, a Python package or an Ollama
+/// bundle chose its own targets, so AMD listing the target allows nothing there (not listing
+/// it still means AMD supports it nowhere).
+fn not_amds(row: GateRow, install: &Install) -> GateRow {
+    use crate::library::install::InstallKind;
+    match (install.kind, row.verdict) {
+        (InstallKind::Rocm | InstallKind::Root, _) | (_, Gate::Blocks | Gate::Unknown) => row,
+        (kind, _) => GateRow {
+            says: format!(
+                "{}; AMD's list is for AMD's packages, and this {} install is built by others, with targets of its own (the runtime's verdicts below)",
+                row.says,
+                kind.word()
+            ),
+            verdict: Gate::Unknown,
+            ..row
+        },
+    }
+}
+
+/// A TheRock release's targets: the release can build the target, but one TheRock tarball or
+/// wheel holds one family, so what this install holds is its declared targets' answer.
+fn therock_release_row(rock: &crate::vocab::policy::TheRockRelease, target: &str, source: String) -> GateRow {
+    let gate = format!("{} targets (this install's release)", rock.tag);
+    match rock.targets.iter().any(|t| t == target) {
+        true => {
+            let says = "can build it; whether this install holds it: its declared targets and the runtime's verdicts";
+            GateRow::new(Section::Vendor, gate, says, Gate::Unknown, source)
+        }
+        false => GateRow::new(Section::Vendor, gate, "does not build it", Gate::Blocks, source),
+    }
 }
 
 /// A TheRock install's own word (`share/therock/dist_info.json`): was it built for the target
@@ -590,23 +628,37 @@ fn verdict_row(v: &crate::check::Verdict, install: &Install) -> GateRow {
     GateRow { status: Some(v.status), ..row }
 }
 
-/// What the override `targets.toml` records would give, as check judges it.
+/// What the override `targets.toml` records would give, as check judges it: every library's
+/// status under it ([`gate_of_status`]: a WARN left is unknown).
 fn override_row(target: &Target, gpu: &GpuReport, over: Option<&GpuReport>) -> GateRow {
     let source = "targets.toml isa_compatible; check";
-    let (Some(alt), Some(o)) = (&target.isa_compatible, over) else {
+    let variable = "HSA_OVERRIDE_GFX_VERSION";
+    let Some(alt) = &target.isa_compatible else {
         let says =
             format!("no ISA-compatible target recorded for {}: no override is known to help", target.name);
-        return GateRow::new(Section::Override, "HSA_OVERRIDE_GFX_VERSION", says, Gate::Unknown, source);
+        return GateRow::new(Section::Override, variable, says, Gate::Unknown, source);
+    };
+    let Some(o) = over else {
+        let says = format!(
+            "{} runs {alt}'s ISA, but no override value for {alt} is one the runtime takes",
+            target.name
+        );
+        return GateRow::new(Section::Override, variable, says, Gate::Unknown, source);
     };
     let value = o.device.r#override.as_ref().map_or(String::new(), |x| x.value.clone());
-    let gate = format!("HSA_OVERRIDE_GFX_VERSION={value} (runs as {alt})");
+    let gate = format!("{variable}={value} (runs as {alt})");
     let (before, after) = (missing_count(&gpu.verdicts), missing_count(&o.verdicts));
-    let says = match (before, after) {
+    let warn = o.verdicts.iter().filter(|v| v.status == Status::Warn).count();
+    let mut says = match (before, after) {
         (0, 0) => format!("not needed: {} finds its own code; as {alt} too", target.name),
         (b, 0) => {
             format!("{} missing → none; a widely used workaround, not support", count(b as u64, "library"))
         }
         (b, a) => format!("{} missing → {a} still missing", count(b as u64, "library")),
     };
-    GateRow::new(Section::Override, gate, says, if after == 0 { Gate::Allows } else { Gate::Blocks }, source)
+    if warn > 0 {
+        says.push_str(&format!("; {warn} WARN under it"));
+    }
+    let verdict = all_of(o.verdicts.iter().map(|v| gate_of_status(v.status)));
+    GateRow::new(Section::Override, gate, says, verdict, source)
 }

@@ -1163,7 +1163,10 @@ fn rocm64_explain_agrees_with_scan_and_check() {
         }
         (out.status.code().expect("an exit code"), stdout)
     };
-    for (target, listed) in [("gfx900", "blocks"), ("gfx1031", "blocks"), ("gfx1100", "allows")] {
+    // gfx900: not in the 6.4 matrix and unsupported on the last per-GPU page: blocks. gfx1031:
+    // the matrix does not say (unknown). gfx1100: AMD lists it, but for AMD's packages, and this
+    // is Debian's build: unknown, the runtime's verdicts decide.
+    for (target, listed) in [("gfx900", "blocks"), ("gfx1031", "unknown"), ("gfx1100", "unknown")] {
         let doc = explain_agrees::assert_explain_agrees(&root, target, &runner);
         let install = &doc["installs"][0];
         assert_eq!(install["release"]["releases"], serde_json::json!(["6.4.3", "6.4.2"]), "{target}");

@@ -28,6 +28,28 @@ pub enum InstallKind {
     Root,
 }
 
+impl InstallKind {
+    /// Its word, as the JSON spells it.
+    pub fn word(self) -> &'static str {
+        match self {
+            InstallKind::Rocm => "rocm",
+            InstallKind::System => "system",
+            InstallKind::Python => "python",
+            InstallKind::RocmSdk => "rocm-sdk",
+            InstallKind::Ollama => "ollama",
+            InstallKind::Root => "root",
+        }
+    }
+}
+
+/// True when `path` (an install's, as shown) is a version folder of AMD's HIP SDK for Windows
+/// (`…/AMD/ROCm/6.2`).
+pub fn is_hip_sdk_install(path: &str) -> bool {
+    let mut parts = path.trim_end_matches('/').rsplit('/');
+    let (name, parent) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    is_hip_sdk_dir(parent, name)
+}
+
 /// The install a library belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, schemars::JsonSchema)]
 pub struct Install {
@@ -154,6 +176,22 @@ mod tests {
 
     /// A folder of wheels is an install per wheel (issue 23: 18 unrelated wheels were judged as
     /// one install), and a wheel named as the root is one Python install.
+    #[test]
+    fn kinds_are_named_as_the_json_names_them() {
+        for k in [
+            InstallKind::Rocm,
+            InstallKind::System,
+            InstallKind::Python,
+            InstallKind::RocmSdk,
+            InstallKind::Ollama,
+            InstallKind::Root,
+        ] {
+            assert_eq!(serde_json::to_value(k).unwrap(), k.word());
+        }
+        assert!(is_hip_sdk_install("C/Program Files/AMD/ROCm/6.2"));
+        assert!(!is_hip_sdk_install("opt/rocm"));
+    }
+
     #[test]
     fn every_wheel_is_its_own_install() {
         let a = install_of("/dl", "/dl/cupy_rocm_5_0-13.3.0.whl/cupy/cuda/cub.so");

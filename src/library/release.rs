@@ -45,12 +45,32 @@ pub struct InstallRelease {
     /// The releases it is, newest first: one for a stated release, those whose HIP runtime
     /// has this version otherwise; empty when the release table has none.
     pub releases: Vec<String>,
+    /// The system it runs on: Windows for AMD's HIP SDK folder or a HIP runtime DLL.
+    pub platform: Platform,
 }
 
 /// The release of `install`: its first stated release (a version file before a header, a
 /// header before a library name), else the version of the AMD package it was read from, else
 /// its HIP runtime's; `None` when none is there.
 pub fn release_of(snap: &Snapshot, install: &Install, policy: &Policy) -> Option<InstallRelease> {
+    let platform = platform_of(snap, install);
+    let mut found = stated_release(snap, install, policy)?;
+    found.platform = platform;
+    Some(found)
+}
+
+/// Windows for AMD's HIP SDK folder (`…/AMD/ROCm/6.2`) or an install whose HIP runtime is a DLL.
+fn platform_of(snap: &Snapshot, install: &Install) -> Platform {
+    let dll = runtime_of(snap, install).1.is_some_and(|r| r.path.file_name().ends_with(".dll"));
+    if dll || crate::library::install::is_hip_sdk_install(&install.path) {
+        Platform::Windows
+    } else {
+        Platform::Linux
+    }
+}
+
+/// [`release_of`] without its platform.
+fn stated_release(snap: &Snapshot, install: &Install, policy: &Policy) -> Option<InstallRelease> {
     let in_install =
         |root: usize, path: &str| &install_of(snap.root_given(root), path) == install || snap.one_program;
     let stated = snap
@@ -65,6 +85,7 @@ pub fn release_of(snap: &Snapshot, install: &Install, policy: &Policy) -> Option
             path: m.path.display(&snap.roots),
             source: m.signal.into(),
             releases: vec![three.join(".")],
+            platform: Platform::Linux,
         });
     }
     if let Some(r) = package_release(snap, install, policy) {
@@ -80,6 +101,7 @@ pub fn release_of(snap: &Snapshot, install: &Install, policy: &Policy) -> Option
         path: hip.path.display(&snap.roots),
         source: ReleaseSource::HipRuntime,
         releases,
+        platform: Platform::Linux,
     })
 }
 
@@ -99,6 +121,7 @@ fn package_release(snap: &Snapshot, install: &Install, policy: &Policy) -> Optio
             path: shown,
             source: ReleaseSource::Package,
             releases: vec![release],
+            platform: Platform::Linux,
         })
     })
 }

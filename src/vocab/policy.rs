@@ -38,8 +38,8 @@ pub enum Level {
     Unsupported,
     /// Not on the release's list: "not officially supported by AMD".
     NotListed,
-    /// Left out of a list read from the compatibility matrix alone, though the last per-GPU
-    /// page listed it as supported or deprecated: the matrix leaves such GPUs out.
+    /// Left out of a list read from the compatibility matrix alone, which, unlike a per-GPU
+    /// page, does not say that a GPU it leaves out is not supported.
     Unknown,
 }
 
@@ -52,7 +52,7 @@ impl Level {
             Level::Deprecated => "deprecated",
             Level::Unsupported => "listed as unsupported",
             Level::NotListed => "not listed",
-            Level::Unknown => "unknown (not in the compatibility matrix, which leaves out GPUs the per-GPU pages list; no per-GPU page recorded)",
+            Level::Unknown => "unknown (not in the compatibility matrix)",
         }
     }
 
@@ -189,6 +189,8 @@ pub enum Kept {
     No,
     /// Kept when the build machine has that GPU.
     OnBuildHost,
+    /// Built only for XNACK on (`gfx90a:xnack+`): a GPU in the default mode loads none of it.
+    XnackOnly,
 }
 
 impl BuildFilter {
@@ -197,14 +199,22 @@ impl BuildFilter {
         if self.build_host {
             return Kept::OnBuildHost;
         }
-        let yes = match &self.regex {
-            Some(r) => regex::Regex::new(r).is_ok_and(|re| re.is_match(processor)),
-            None => self.targets.iter().any(|t| t.split(':').next() == Some(processor)),
-        };
-        if yes {
-            Kept::Yes
-        } else {
-            Kept::No
+        if let Some(r) = &self.regex {
+            let yes = regex::Regex::new(r).is_ok_and(|re| re.is_match(processor));
+            return if yes { Kept::Yes } else { Kept::No };
+        }
+        // Target IDs: a bare processor, or its xnack- build (the mode GPUs run in by default),
+        // serves it; xnack+ alone serves only a GPU running with XNACK on.
+        let ids: Vec<&str> = self
+            .targets
+            .iter()
+            .filter(|t| t.split(':').next() == Some(processor))
+            .map(|t| t.split_once(':').map_or("", |(_, f)| f))
+            .collect();
+        match ids.as_slice() {
+            [] => Kept::No,
+            _ if ids.iter().any(|f| f.is_empty() || f.contains("xnack-")) => Kept::Yes,
+            _ => Kept::XnackOnly,
         }
     }
 
@@ -264,24 +274,26 @@ impl Policy {
         self.releases.iter().find(|r| r.platform == platform && r.versions.contains(&three))
     }
 
-    /// How `release` lists `target`: its own list's word, except that a list without levels
-    /// (the compatibility matrix alone) says nothing of a target it leaves out that the newest
-    /// earlier per-GPU page listed as supported or deprecated (gfx906, deprecated, is never in
-    /// the matrix; gfx1101 was on the 6.3.0 page, not in the 6.3.x matrix): unknown there.
+    /// How `release` lists `target`: its own list's word. A per-GPU page says "if a GPU is not
+    /// listed on this table, it's not officially supported by AMD"; the compatibility matrix
+    /// says no such thing and leaves GPUs out (gfx906, deprecated, is never in it; gfx1101 was
+    /// on the 6.3.0 page, not in the 6.3.x matrix; AMD's Radeon and Ryzen pages list more). So
+    /// a target a matrix-only list leaves out is unknown, unless the last per-GPU page before
+    /// it listed the target as unsupported: not supported either way.
     pub fn level(&self, release: &Release, target: &str) -> Level {
         let own = release.listed_as(target);
         if release.levels || own != Level::NotListed {
             return own;
         }
-        let newest = |r: &Release| r.versions.iter().map(|v| version_key(v)).max();
+        let oldest = |r: &Release| r.versions.iter().map(|v| version_key(v)).min();
         let earlier = self
             .releases
             .iter()
-            .filter(|r| r.platform == release.platform && r.levels && newest(r) < newest(release))
-            .max_by_key(|r| newest(r));
+            .filter(|r| r.platform == release.platform && r.levels && oldest(r) < oldest(release))
+            .max_by_key(|r| oldest(r));
         match earlier.map(|r| r.listed_as(target)) {
-            Some(Level::Supported | Level::Deprecated | Level::RuntimeOnly) => Level::Unknown,
-            _ => Level::NotListed,
+            Some(Level::Unsupported) => Level::NotListed,
+            _ => Level::Unknown,
         }
     }
 
@@ -390,8 +402,16 @@ impl Policy {
         }
         for r in &self.releases {
             let who = format!("release {}", r.label());
-            if r.versions.is_empty() || !r.versions.iter().all(|v| is_version(v)) {
+            if r.versions.is_empty() || !r.versions.iter().all(|v| is_version(v) && v.split('.').count() == 3)
+            {
                 errs.push(format!("{who}: versions must be N.N.N"));
+            }
+            let twice = |v: &String| {
+                self.releases.iter().filter(|o| o.platform == r.platform && o.versions.contains(v)).count()
+                    > 1
+            };
+            if let Some(v) = r.versions.iter().find(|v| twice(v)) {
+                errs.push(format!("{who}: {v} is in two lists of one platform"));
             }
             if r.hip.as_deref().is_some_and(|h| !is_version(h)) {
                 errs.push(format!("{who}: hip must be N.N.N"));
@@ -465,7 +485,10 @@ mod tests {
         assert_eq!(p.level(newest, "gfx900"), Level::NotListed);
         // gfx906 was deprecated there, and the matrix never lists deprecated GPUs: unknown.
         assert_eq!(p.level(newest, "gfx906"), Level::Unknown);
-        assert_eq!(p.level(newest, "gfx1031"), Level::NotListed);
+        // gfx1031 was on no page; the matrix alone does not say AMD does not support it.
+        assert_eq!(p.level(newest, "gfx1031"), Level::Unknown);
+        let r624 = p.release(Platform::Linux, "6.2.4").unwrap();
+        assert_eq!(p.level(r624, "gfx1031"), Level::NotListed, "a per-GPU page: not listed is not supported");
         let r631 = p.release(Platform::Linux, "6.3.1").unwrap();
         assert_eq!(p.level(r631, "gfx1101"), Level::Unknown, "on the 6.3.0 page, not in the 6.3.1 matrix");
         // linux-gpus docs/6.2.4: gfx900 ❌, gfx906 ⚠️.

@@ -123,17 +123,25 @@ fn a_therock_install_is_judged_by_its_own_release_and_declared_targets() {
     copy_dir(Path::new("sample/opt/rocm"), &tree.path("opt/rocm"));
     tree.file("opt/rocm/.info/version", b"7.11.0\n");
     tree.file("opt/rocm/share/therock/dist_info.json", br#"{"dist_amdgpu_targets": "gfx1100;gfx1151"}"#);
-    for (t, verdict) in [("gfx900", "blocks"), ("gfx1100", "allows")] {
+    // The release can build gfx1100 (unknown: one TheRock dist holds one family), and this
+    // dist declares it (allows); gfx900 neither; gfx1030 the release can, the dist does not.
+    for (t, release, declared, vendor) in [
+        ("gfx1100", "unknown", "allows", "unknown"),
+        ("gfx900", "blocks", "blocks", "blocks"),
+        ("gfx1030", "unknown", "blocks", "blocks"),
+    ] {
         let doc = assert_explain_agrees(tree.root(), t);
         let rows = doc["installs"][0]["rows"].as_array().expect("rows");
         assert_eq!(rows[0]["gate"], "therock-7.11 targets (this install's release)", "{t}");
-        assert_eq!(rows[0]["verdict"], verdict, "{t}: {}", rows[0]);
+        assert_eq!(rows[0]["verdict"], release, "{t}: {}", rows[0]);
         assert_eq!(rows[1]["gate"], "this install's declared targets");
-        assert_eq!(rows[1]["verdict"], verdict, "{t}: {}", rows[1]);
+        assert_eq!(rows[1]["verdict"], declared, "{t}: {}", rows[1]);
         assert!(rows[1]["source"]
             .as_str()
             .unwrap()
             .ends_with("opt/rocm/share/therock/dist_info.json (dist_amdgpu_targets)"));
+        let text = gfxscan(["explain", "-q", t, &tree.root_str()]).stdout;
+        assert!(text.contains(&format!("opt/rocm: vendor {vendor};")), "{t}: {text}");
     }
 }
 
@@ -151,12 +159,30 @@ fn an_amd_package_says_its_release() {
     for (t, verdict) in [("gfx1100", "allows"), ("gfx900", "blocks")] {
         let doc = assert_explain_agrees(tree.root(), t);
         let i = &doc["installs"][0];
+        assert_eq!(i["kind"], "rocm", "AMD's own package: AMD's list applies");
         assert_eq!(i["release"]["source"], "package", "{t}: {i}");
         assert_eq!(i["release"]["releases"], serde_json::json!(["6.4.1"]));
         assert_eq!(i["rows"][0]["gate"], "ROCm 6.4.1 support list (this install's release)");
         assert_eq!(i["rows"][0]["verdict"], verdict, "{t}");
         assert!(i["rows"][0]["source"].as_str().unwrap().contains("rocblas 4.4.1.60401-83~22.04"));
     }
+}
+
+/// A Windows HIP SDK install is not judged by a Linux list: the Windows lists are by docs
+/// branch, with no HIP SDK release said.
+#[test]
+fn a_windows_hip_sdk_install_is_not_judged_by_a_linux_list() {
+    let tree = Tree::new();
+    copy_dir(Path::new("sample/opt/rocm/lib/rocblas"), &tree.path("Program Files/AMD/ROCm/6.2/bin/rocblas"));
+    tree.file(
+        "Program Files/AMD/ROCm/6.2/include/rocm-core/rocm_version.h",
+        b"#define ROCM_VERSION_MAJOR 6\n#define ROCM_VERSION_MINOR 2\n#define ROCM_VERSION_PATCH 4\n",
+    );
+    let doc = assert_explain_agrees(tree.root(), "gfx942");
+    let i = &doc["installs"][0];
+    assert_eq!(i["release"]["platform"], "windows", "{i}");
+    assert_eq!(i["rows"][0]["verdict"], "unknown", "{}", i["rows"][0]);
+    assert!(i["rows"][0]["says"].as_str().unwrap().starts_with("a Windows install"), "{}", i["rows"][0]);
 }
 
 #[test]
