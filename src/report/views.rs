@@ -214,7 +214,8 @@ pub fn install_summary(i: &InstallGates) -> String {
         libraries.push_str(&format!(", {missing} MISSING ({})", which.join(", ")));
     }
     let over = match i.rows.iter().find(|r| r.section == Section::Override) {
-        Some(r) if r.verdict != Gate::Unknown => format!("{} {}", r.gate, r.verdict.word()),
+        // A row named with its value is an override check judged; without, none is known.
+        Some(r) if r.gate.contains('=') => format!("{} {}", r.gate, r.verdict.word()),
         _ => "no override known".to_string(),
     };
     format!("vendor {}; {libraries}; {over}", i.vendor().word())
