@@ -352,24 +352,15 @@ fn run_explain(mut args: ExplainArgs, color: cli::ColorChoice) -> anyhow::Result
     } else {
         (args.opts.roots.clone(), Vec::new())
     };
-    let (snap, report, with_override) = if roots.is_empty() {
-        (None, None, None)
+    let (e, status) = if roots.is_empty() {
+        let none = explain::Inputs { snap: None, check: None, with_override: None };
+        (explain::explain(&target, &targets, none), ExitStatus::Clean)
     } else {
         args.opts.resources.max_memory = Some(memory_aim(&args.opts.resources, false));
         let snap = scan_roots(roots, &args.opts, &targets, None, None, false)?;
-        let report =
-            check::check(&snap, &gpus, &targets, check::CheckOptions { not_checked, libpaths: Vec::new() });
-        let over = override_gpus(&args.target, &target, &targets)
-            .map(|g| check::check(&snap, &g, &targets, check::CheckOptions::default()));
-        (Some(snap), Some(report), over)
+        let (e, report) = explain_scanned(&snap, &target, &args.target, &gpus, &targets, not_checked);
+        (e, report.exit_status())
     };
-    let inputs = explain::Inputs {
-        snap: snap.as_ref(),
-        check: report.as_ref(),
-        with_override: with_override.as_ref(),
-    };
-    let e = explain::explain(&target, &targets, inputs);
-    let status = report.as_ref().map_or(ExitStatus::Clean, check::CheckReport::exit_status);
     deliver_all(outputs, status, |format, style, w| {
         report::explain::write_explain(&e, format, args.verbose, style, w)
     })
@@ -380,18 +371,33 @@ fn run_explain(mut args: ExplainArgs, color: cli::ColorChoice) -> anyhow::Result
 /// for the scanned roots.
 fn gates_for(snap: &model::Snapshot, targets: &Targets, names: &[String]) -> Vec<explain::Explanation> {
     let none = check::devices::Env::default();
-    let mut out = Vec::new();
-    for t in names.iter().filter_map(|n| targets.by_name(n)).filter(|t| !t.is_generic()) {
-        let Ok(gpus) = check::devices::from_args(std::slice::from_ref(&t.name), &none, targets) else {
-            continue;
-        };
-        let report = check::check(snap, &gpus, targets, check::CheckOptions::default());
-        let over = override_gpus(&t.name, t, targets)
-            .map(|g| check::check(snap, &g, targets, check::CheckOptions::default()));
-        let inputs = explain::Inputs { snap: Some(snap), check: Some(&report), with_override: over.as_ref() };
-        out.push(explain::explain(t, targets, inputs));
-    }
-    out
+    names
+        .iter()
+        .filter_map(|n| targets.by_name(n))
+        .filter(|t| !t.is_generic())
+        .filter_map(|t| {
+            let gpus = check::devices::from_args(std::slice::from_ref(&t.name), &none, targets).ok()?;
+            Some(explain_scanned(snap, t, &t.name, &gpus, targets, Vec::new()).0)
+        })
+        .collect()
+}
+
+/// `explain`'s matrix for a GPU of `target` (`gpus`, as `--gpu given` makes it) over a scan:
+/// check's report for it and for it under the override, and the gates read from them; with
+/// that report, whose exit status `explain` gives.
+fn explain_scanned(
+    snap: &model::Snapshot,
+    target: &vocab::targets::Target,
+    given: &str,
+    gpus: &check::devices::Gpus,
+    targets: &Targets,
+    not_checked: Vec<String>,
+) -> (explain::Explanation, check::CheckReport) {
+    let report = check::check(snap, gpus, targets, check::CheckOptions { not_checked, libpaths: Vec::new() });
+    let over = override_gpus(given, target, targets)
+        .map(|g| check::check(snap, &g, targets, check::CheckOptions::default()));
+    let inputs = explain::Inputs { snap: Some(snap), check: Some(&report), with_override: over.as_ref() };
+    (explain::explain(target, targets, inputs), report)
 }
 
 /// The GPU of `given` with HSA_OVERRIDE_GFX_VERSION set to its ISA-compatible target's
