@@ -248,8 +248,8 @@ fn output_spec(s: &str) -> Result<OutputSpec, String> {
 
 /// Where each output of a run goes and in which format: each `-o` in its own format (given
 /// as `FORMAT=FILE`, else `--json`/`--format`, else what its extension says, else a table);
-/// no `-o`, standard output. Refused: a format the command does not write, two outputs to the
-/// same place.
+/// no `-o`, standard output. Refused: a format the command does not write (two outputs to one
+/// place are refused by `report::output::one_place_each`, which reads the file system).
 pub fn resolve_outputs(
     json: bool,
     format: Option<OutputFormat>,
@@ -265,12 +265,7 @@ pub fn resolve_outputs(
         let by_name = || OutputFormat::of_extension(&spec.path);
         let f = spec.format.or(chosen).or_else(by_name).unwrap_or(OutputFormat::Table);
         let f = checked(f, takes)?;
-        let path = (!spec.is_stdout()).then(|| spec.path.clone());
-        if planned.iter().any(|(_, p)| *p == path) {
-            let place = path.as_ref().map_or("standard output".into(), |p| p.display().to_string());
-            return Err(format!("-o: two outputs go to {place}"));
-        }
-        planned.push((f, path));
+        planned.push((f, (!spec.is_stdout()).then(|| spec.path.clone())));
     }
     Ok(planned)
 }

@@ -164,6 +164,7 @@ fn open_outputs(
     takes: &[OutputFormat],
 ) -> anyhow::Result<Vec<Planned>> {
     let plan = cli::resolve_outputs(json, format, specs, takes).map_err(anyhow::Error::msg)?;
+    report::output::one_place_each(&plan.iter().map(|(_, p)| p.as_deref()).collect::<Vec<_>>())?;
     plan.into_iter()
         .map(|(format, path)| {
             let style = style_for(color, path.as_deref());

@@ -53,12 +53,14 @@ pub enum Output {
 
 impl Output {
     /// Opens the output `path` names (stdout for none or `-`), failing now if it cannot be made.
+    /// A name that is a symbolic link is written through: the file it leads to is replaced and
+    /// the link stays a link, as a shell's redirection leaves it.
     pub fn open(path: Option<&Path>) -> anyhow::Result<Output> {
-        let Some(path) = path.filter(|p| p.as_os_str() != "-") else { return Ok(Output::Stdout) };
-        let path = path.to_path_buf();
+        let Some(asked) = path.filter(|p| p.as_os_str() != "-") else { return Ok(Output::Stdout) };
+        let path = landing(asked).with_context(|| format!("cannot write {}", asked.display()))?;
         let existing = std::fs::metadata(&path).ok();
         if existing.as_ref().is_some_and(|m| m.is_dir()) {
-            anyhow::bail!("cannot write {}: it is a folder", path.display());
+            anyhow::bail!("cannot write {}: it is a folder", asked.display());
         }
         if existing.as_ref().is_some_and(|m| !m.is_file()) {
             let file = OpenOptions::new()
@@ -67,10 +69,14 @@ impl Output {
                 .with_context(|| format!("cannot write {}", path.display()))?;
             return Ok(Output::InPlace { path, file });
         }
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
+        let dir = folder_of(&path);
+        if !dir.is_dir() {
+            anyhow::bail!(
+                "cannot write {}: the folder {} does not exist (make it first)",
+                asked.display(),
+                dir.display()
+            );
+        }
         // The staging file is ours: an error names the output asked for, not the `.part`.
         // Made with the mode a new file gets (0666 less the umask), not tempfile's 0600.
         let mode = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o666);
@@ -82,7 +88,7 @@ impl Output {
             .map_err(|e| {
                 let cause =
                     e.raw_os_error().map_or_else(|| io::Error::from(e.kind()), io::Error::from_raw_os_error);
-                anyhow::anyhow!("cannot write {}: {cause}", path.display())
+                anyhow::anyhow!("cannot write {}: {cause}", asked.display())
             })?;
         staged().push(temp.path().to_path_buf());
         Ok(Output::Staged { path, temp })
@@ -131,6 +137,99 @@ impl Output {
             }
         }
     }
+}
+
+/// How many symbolic links a name may pass through before it is refused (Linux's own limit,
+/// `MAXSYMLINKS` in fs/namei.c).
+const MAX_LINKS: usize = 40;
+
+/// The file a name lands in: the name itself, or, for a symbolic link to a regular file or to
+/// nothing yet, the file its chain of links leads to (whether or not that file exists yet; a relative link is read from its own
+/// folder).
+fn landing(path: &Path) -> io::Result<PathBuf> {
+    // A device, a FIFO or a pipe (`/dev/stdout` through /proc's magic links) is written in
+    // place through the name as given.
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        return Ok(path.to_path_buf());
+    }
+    let mut at = path.to_path_buf();
+    for _ in 0..MAX_LINKS {
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let to = std::fs::read_link(&at)?;
+                at = if to.is_absolute() { to } else { folder_of(&at).join(to) };
+            }
+            _ => return Ok(at),
+        }
+    }
+    Err(io::Error::other(format!("more than {MAX_LINKS} symbolic links in a row")))
+}
+
+/// The folder a file name is in (`.` for a bare name).
+fn folder_of(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// What makes two outputs one place: standard output, an existing file's device and inode
+/// (hard links, links and every spelling of a name alike), or a file not there yet by its
+/// folder's real path and its name.
+#[derive(Debug, PartialEq, Eq)]
+enum Place {
+    Stdout,
+    Inode(u64, u64),
+    New(PathBuf),
+}
+
+/// The place an output goes to (`None`: standard output).
+fn place_of(path: Option<&Path>) -> Place {
+    use std::os::unix::fs::MetadataExt;
+    let Some(path) = path.filter(|p| p.as_os_str() != "-") else { return Place::Stdout };
+    let land = landing(path).unwrap_or_else(|_| path.to_path_buf());
+    match std::fs::metadata(&land) {
+        Ok(m) if stdout_inode().is_some_and(|(d, i)| (d, i) == (m.dev(), m.ino())) && !is_null(&m) => {
+            Place::Stdout
+        }
+        Ok(m) => Place::Inode(m.dev(), m.ino()),
+        Err(_) => {
+            let dir = std::fs::canonicalize(folder_of(&land)).unwrap_or_else(|_| folder_of(&land));
+            Place::New(dir.join(land.file_name().unwrap_or_default()))
+        }
+    }
+}
+
+/// Standard output's device and inode, when it has them.
+fn stdout_inode() -> Option<(u64, u64)> {
+    let st = rustix::fs::fstat(io::stdout()).ok()?;
+    Some((st.st_dev, st.st_ino as u64))
+}
+
+/// True for `/dev/null`, which takes any number of outputs.
+fn is_null(m: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/dev/null").is_ok_and(|n| (n.dev(), n.ino()) == (m.dev(), m.ino()))
+}
+
+/// Refuses, before any work, two outputs that land in one place by any spelling: `./a`, an
+/// absolute path, `sub/../a`, a symbolic or a hard link to the same file, and standard output
+/// by `-`, `/dev/stdout` or the file it is redirected to. Each output would replace the other's
+/// document, or two documents would run into one stream.
+pub fn one_place_each(paths: &[Option<&Path>]) -> anyhow::Result<()> {
+    let places: Vec<Place> = paths.iter().map(|p| place_of(*p)).collect();
+    for (i, place) in places.iter().enumerate() {
+        if let Some(j) = places[..i].iter().position(|p| p == place) {
+            let name = |p: Option<&Path>| p.map_or("-".to_string(), |p| p.display().to_string());
+            let (a, b) = (name(paths[j]), name(paths[i]));
+            let what = match place {
+                Place::Stdout => "standard output".to_string(),
+                _ => "one file".to_string(),
+            };
+            anyhow::bail!("-o: two outputs go to {what} ({a} and {b}): give each its own place");
+        }
+    }
+    Ok(())
 }
 
 /// An output written in full: done, or a staged file to rename into place.

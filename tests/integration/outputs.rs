@@ -69,6 +69,61 @@ fn outputs_are_checked_before_the_scan() {
     assert!(text.starts_with('{'), "its extension chose JSON: {text}");
 }
 
+/// Two outputs to one file by any spelling — `./`, absolute, `..`, a symbolic or a hard link —
+/// and standard output named twice (`-`, `/dev/stdout`) are refused before the scan, exit 2,
+/// and nothing is written; `-o LINK` writes the file the link leads to and leaves the link.
+#[test]
+fn one_file_by_any_name_is_one_output() {
+    let m = mixed();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = m.tree.root_str();
+    let at = |name: &str| dir.path().join(name);
+    std::fs::create_dir(at("sub")).expect("sub");
+    std::fs::write(at("kept"), "before").expect("kept");
+    std::fs::hard_link(at("kept"), at("hard")).expect("hard link");
+    std::os::unix::fs::symlink("kept", at("soft")).expect("symlink");
+    let run_in = |args: &[&str]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gfxscan"));
+        cmd.current_dir(dir.path()).args(["scan", "-q", &root]).args(args);
+        run(cmd)
+    };
+    let abs = at("a.json").display().to_string();
+    let spellings: [(&str, String); 6] = [
+        ("a.json", "./a.json".into()),
+        ("a.json", abs.clone()),
+        ("a.json", "sub/../a.json".into()),
+        ("kept", "hard".into()),
+        ("kept", "soft".into()),
+        ("soft", abs.replace("a.json", "kept")),
+    ];
+    for (a, b) in &spellings {
+        let r = run_in(&["-o", &format!("json={a}"), "-o", &format!("html={b}")]);
+        r.expect_code(2);
+        assert!(r.stderr.contains("two outputs go to one file"), "{a} and {b}: {}", r.stderr);
+        assert!(!at("a.json").exists(), "{a} and {b}: nothing written");
+        assert_eq!(std::fs::read_to_string(at("kept")).expect("kept"), "before", "{a} and {b}");
+    }
+    for (a, b) in [("-", "json=/dev/stdout"), ("json=/dev/stdout", "html=/dev/stdout")] {
+        let r = run_in(&["-o", a, "-o", b]);
+        r.expect_code(2);
+        assert!(r.stderr.contains("two outputs go to standard output"), "{a} and {b}: {}", r.stderr);
+        assert!(r.stdout.is_empty(), "{a} and {b}: nothing written");
+    }
+    // Written through the link, as `> soft` would: the link stays, the file it names changes.
+    run_in(&["-o", "json=soft"]).expect_code(0);
+    assert!(std::fs::symlink_metadata(at("soft")).expect("soft").file_type().is_symlink());
+    let kept = std::fs::read_to_string(at("kept")).expect("kept");
+    assert!(kept.starts_with('{'), "the link's target holds the document: {kept}");
+    assert_eq!(std::fs::read_to_string(at("hard")).expect("hard"), "before", "a hard link to the old file keeps it");
+    // A link to a file not there yet makes that file.
+    std::os::unix::fs::symlink("sub/new.json", at("ahead")).expect("symlink");
+    run_in(&["-o", "json=ahead"]).expect_code(0);
+    assert!(std::fs::read_to_string(at("sub/new.json")).expect("made").starts_with('{'));
+    let missing = run_in(&["-o", "json=nodir/x.json"]);
+    missing.expect_code(2);
+    assert!(missing.stderr.contains("folder nodir does not exist"), "{}", missing.stderr);
+}
+
 /// The promtool `.ci/run` installs (`GFXSCAN_PROMTOOL`), else one on `PATH`.
 pub fn promtool() -> Option<String> {
     let hint = ".ci/run installs it from Debian's prometheus package";
