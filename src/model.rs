@@ -856,6 +856,7 @@ impl TryFrom<AnyArtifact> for Artifact {
                 solutions: a.solutions,
                 entries: a.entries,
                 any_processor: a.any_processor,
+                unreadable: false,
             })
         });
         let miopen = a.miopen.or_else(|| {

@@ -39,6 +39,15 @@ pub const ROCBLAS_NO_INDEX: GapRule = GapRule {
     consequence: "at its first GEMM rocBLAS prints \"rocBLAS error: Cannot read …/TensileLibrary.dat: No such file or directory for GPU arch : <arch>\" and aborts the process",
 };
 
+/// rocBLAS tensile_host.cpp `TensileHost::initialize`: the index it opens (the first that exists
+/// in its lookup order) does not load — Tensile MessagePack.cpp `LoadLibraryFile` returns null
+/// for a truncated or corrupt file — so it prints the message below, then "rocBLAS error: Could
+/// not initialize Tensile library", and calls rocblas_abort().
+pub const ROCBLAS_INDEX_UNREADABLE: GapRule = GapRule {
+    status: Status::Missing,
+    consequence: "at its first GEMM rocBLAS prints \"rocBLAS error: Could not load …\" and \"Could not initialize Tensile library\" and aborts the process",
+};
+
 /// rocBLAS tensile_host.cpp l.874-952 and `runContractionProblem` (l.1119-1262): a merged
 /// index loads; with no code file for the arch it warns "No paths matched `<path>/*<arch>*co`",
 /// and with no row serving it each GEMM prints "rocBLAS error: No Tensile solution found" and
@@ -97,14 +106,14 @@ pub const HIPBLASLT_DEFAULT_GAP: GapRule = GapRule {
 const ROWS: &[Row] = &[
     Row {
         key: "rocblas-files",
-        label: "rocBLAS Tensile files",
+        label: "rocBLAS Tensile files (indexes, sub-libraries and code-object files alike)",
         column: "rocblas",
         within: None,
         needed: true,
     },
     Row {
         key: "hipblaslt-files",
-        label: "hipBLASLt Tensile files",
+        label: "hipBLASLt Tensile files (indexes, sub-libraries and code-object files alike)",
         column: "hipblaslt",
         within: None,
         needed: true,
@@ -262,7 +271,13 @@ fn index_facts(a: &mut Artifact, item: &Item, problems: &mut Vec<String>) {
             }
         }
         Ok(_) => {}
-        Err(e) => problems.push(format!("Tensile index: {e}")),
+        Err(e) => {
+            // Tensile MessagePack.cpp `LoadLibraryFile` returns no library for a file it cannot
+            // parse to the end of its one object ("Unexpected end of file"): it serves nothing.
+            a.content_targets = Some(Vec::new());
+            a.tensile_mut().unreadable = true;
+            problems.push(format!("Tensile index: {e}"));
+        }
     }
 }
 
@@ -379,6 +394,8 @@ struct Candidate {
     rank: usize,
     path: String,
     serves: bool,
+    /// Its hardware rows could not be read: the library fails to load it.
+    unreadable: bool,
     /// Why an index named for the device does not serve it.
     note: Option<String>,
 }
@@ -406,12 +423,14 @@ fn index_candidates(lib: &Library, files: &[&FileRecord], arch: &str) -> (Vec<Ca
             Some(c) => c.iter().any(|t| t == arch) || a.any_processor(),
             None => named,
         };
-        let note = (!serves && named).then(|| {
+        let unreadable = a.tensile.as_ref().is_some_and(|t| t.unreadable);
+        let note = (!serves && named && !unreadable).then(|| {
             let has = a.content_targets.clone().unwrap_or_default();
             let has = if has.is_empty() { "no processor".to_string() } else { has.join(", ") };
             format!("{} is named for {arch}, but its hardware rows name {has}", f.path.path)
         });
-        candidates.push(Candidate { rank: rank(a.role), path: f.path.path.clone(), serves, note });
+        let path = f.path.path.clone();
+        candidates.push(Candidate { rank: rank(a.role), path, serves, unreadable, note });
     }
     candidates.extend(link_candidates(lib, arch, rank));
     candidates.sort();
@@ -430,7 +449,8 @@ fn link_candidates(lib: &Library, arch: &str, rank: impl Fn(Role) -> usize) -> V
             let lies = lying.contains(&(lib.root, l.path.path.as_str()));
             let note = lies
                 .then(|| format!("{} is a link to {}, which serves another target", l.path.path, l.target));
-            out.push(Candidate { rank: rank(a.role), path: l.path.path.clone(), serves: !lies, note });
+            let path = l.path.path.clone();
+            out.push(Candidate { rank: rank(a.role), path, serves: !lies, unreadable: false, note });
         }
     }
     out
@@ -442,6 +462,8 @@ struct Evidence<'s> {
     component: Component,
     /// The index that loads, if any.
     index: Option<String>,
+    /// The index the library opens first and cannot read, if one comes before any that serves.
+    unreadable: Option<String>,
     /// Why indexes named for the device do not serve it.
     notes: Vec<String>,
     /// Targets every index of the folder serves.
@@ -463,8 +485,12 @@ impl<'s> Evidence<'s> {
         let code = |c: &crate::model::CodeObjectRecord| {
             loads(c.code_target(), dev, lib.targets, lib.runtime).is_some()
         };
+        // rocBLAS opens the first index that exists in its lookup order; one it cannot parse
+        // fails the library's initialisation, whatever comes after it.
+        let first = candidates.iter().find(|c| c.serves || c.unreadable);
         Evidence {
-            index: candidates.iter().find(|c| c.serves).map(|c| c.path.clone()),
+            index: first.filter(|c| c.serves).map(|c| c.path.clone()),
+            unreadable: first.filter(|c| c.unreadable).map(|c| c.path.clone()),
             notes: candidates.iter().filter_map(|c| c.note.clone()).collect(),
             code_files: files.iter().filter(|f| f.code_objects.iter().any(code)).count(),
             code_targets: files
@@ -537,27 +563,31 @@ fn judge(e: &Evidence, dev: &DeviceTarget, targets: &Targets) -> (Option<&'stati
     let hip = e.component == Component::Hipblaslt;
     let n = e.code_files;
     let note = if e.notes.is_empty() { String::new() } else { format!("; {}", e.notes.join("; ")) };
+    if let Some(u) = &e.unreadable {
+        let rule = if hip { hipblaslt_gap(arch, targets) } else { &ROCBLAS_INDEX_UNREADABLE };
+        return (Some(rule), format!("{u} could not be read (see the problems): no index loads for {arch}{note}"));
+    }
     match &e.index {
         // TensileLite MasterSolutionLibrary.hpp: the mapping is read only by
         // `getSolutionByIndex` → `loadLibrary(index)`; `findBestSolution` does not need it.
         Some(i) if n > 0 && e.unmapped(arch) => (
             Some(&HIPBLASLT_GAP),
-            format!("{i} serves {arch}, but TensileLiteLibrary_lazy_Mapping.dat names no code-object library for it: solutions chosen by index (algorithm indexes, TunableOp) cannot load their kernels ({n} code files hold {arch} code)"),
+            format!("{i} serves {arch}, but TensileLiteLibrary_lazy_Mapping.dat names no code-object library for it: solutions chosen by index (algorithm indexes, TunableOp) cannot load their kernels ({n} code-object files hold {arch} code)"),
         ),
         Some(i) if n > 0 && e.fallback_only(arch) => (
             None,
-            format!("{} serves any GPU that loads it (TruePred rows: untuned fallback kernels, slower); {n} code files hold code for {arch}", file_name(i)),
+            format!("{} serves any GPU that loads it (TruePred rows: untuned fallback kernels, slower); {n} code-object files hold code for {arch}", file_name(i)),
         ),
-        Some(_) if n > 0 => (None, format!("index serves {arch}; {n} code files hold code for it")),
+        Some(_) if n > 0 => (None, format!("index serves {arch}; {n} code-object files hold code for it")),
         Some(i) => (
             Some(if hip { hipblaslt_gap(arch, targets) } else { &ROCBLAS_NO_CODE }),
-            format!("{i} names {arch}, but no code file in the library holds code for {}{note}", dev.target_id),
+            format!("{i} names {arch}, but no code-object file in the library holds code for {}{note}", dev.target_id),
         ),
         None => {
             let code = if e.code_targets.contains(arch) {
-                format!("code files hold {arch} code ({n}), but no index leads to it")
+                format!("code-object files hold {arch} code ({n}), but no index leads to it")
             } else {
-                format!("code files hold {}", list(&e.code_targets, targets))
+                format!("code-object files hold {}", list(&e.code_targets, targets))
             };
             let merged = !e.artifacts(Role::MergedIndex).is_empty();
             let rule = match (hip, merged) {

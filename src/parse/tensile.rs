@@ -43,6 +43,10 @@ pub struct TensileFacts {
     /// predicate alone, a `Not`): the index serves whichever device loads it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub any_processor: bool,
+    /// Index: its hardware rows could not be read (the file is among the snapshot's problems).
+    /// It serves no target: Tensile's `LoadLibraryFile` returns no library for it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unreadable: bool,
 }
 
 /// Most items read whole from one predicate.

@@ -689,7 +689,7 @@ fn ollama_layout_ok_only_where_code_exists() {
     );
     assert_eq!(
         detail(v),
-        format!("{OLLAMA_ROCBLAS_LIB}/TensileLibrary_lazy_gfx1151.dat names gfx1151, but no code file in the library holds code for gfx1151")
+        format!("{OLLAMA_ROCBLAS_LIB}/TensileLibrary_lazy_gfx1151.dat names gfx1151, but no code-object file in the library holds code for gfx1151")
     );
     assert_eq!(
         fields(verdict(gpu, &tree, ggml)),

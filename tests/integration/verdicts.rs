@@ -252,6 +252,43 @@ fn merged_rocblas_index_without_the_gpu_fails_gemms_without_aborting() {
     assert!(!c.contains("aborts the process"), "{c}");
 }
 
+/// An index that cannot be read is not an index that loads (issue 33, item 3): rocBLAS opens the
+/// first index in its lookup order that exists, and Tensile MessagePack.cpp `LoadLibraryFile`
+/// returns no library for a truncated one, so rocBLAS tensile_host.cpp `initialize` prints
+/// "Could not load" and aborts. scan counts it for no target; check says it could not be read;
+/// the two agree, and the file is a problem (exit 1 for scan).
+#[test]
+fn a_truncated_index_serves_nothing_in_scan_and_check_alike() {
+    let tree = Tree::new();
+    let whole = tensile_index(&["gfx1100"], 2);
+    tree.file(format!("{ROCBLAS_LIB}/TensileLibrary_lazy_gfx1100.dat"), &whole[..whole.len() / 2]);
+    tree.file(format!("{ROCBLAS_LIB}/TensileLibrary.dat"), &tensile_index(&["gfx1100"], 2));
+    tree.file(format!("{ROCBLAS_LIB}/TensileLibrary_gfx1100.co"), &co(GFX1100, 0, 2));
+    let run = check(&root_and(&tree, &["--gpu", "gfx1100", "--json"]), &[]);
+    run.expect_code(1);
+    let r = verdict(&run.json(), "rocblas/library/").clone();
+    assert_eq!(r["status"], "missing", "{r:#}");
+    let d = r["detail"].as_str().unwrap_or("");
+    assert!(d.contains("TensileLibrary_lazy_gfx1100.dat could not be read"), "{d}");
+    assert!(!d.contains("the index loads"), "{d}");
+    let c = r["consequence"].as_str().unwrap_or("");
+    assert!(c.contains("Could not load") && c.contains("aborts the process"), "{c}");
+    assert!(r["loads"].is_null(), "nothing loads: {r:#}");
+    let (scan, snap) = tree.scan_json(&[]);
+    scan.expect_code(1);
+    let counts = &snap["families"]["rocblas-files"]["gfx1100"];
+    // The merged index and the code file count; the truncated index does not.
+    assert_eq!(counts, 2, "{:#}", snap["families"]);
+    let index = snap["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .find(|f| f["path"].as_str().is_some_and(|p| p.ends_with("lazy_gfx1100.dat")))
+        .expect("the index is listed");
+    assert_eq!(index["artifact"]["tensile"]["unreadable"], true, "{index:#}");
+    assert_eq!(index["artifact"]["content_targets"], json!([]), "{index:#}");
+}
+
 // 3. One install at a time.
 
 #[test]
@@ -822,7 +859,7 @@ fn tensile_detail_never_contradicts_itself() {
     run.expect_code(1);
     let d = verdict(&run.json(), "rocblas/library/")["detail"].as_str().unwrap_or("").to_string();
     assert!(d.starts_with("no Tensile index serves gfx1101: indexes serve gfx1100;"), "{d}");
-    assert!(d.contains("code files hold gfx1101 code (1), but no index leads to it"), "{d}");
+    assert!(d.contains("code-object files hold gfx1101 code (1), but no index leads to it"), "{d}");
 }
 
 #[test]
