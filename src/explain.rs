@@ -23,25 +23,8 @@ use crate::vocab::units::{count, thousands};
 /// Version of the explain JSON document.
 pub const EXPLAIN_SCHEMA_VERSION: u32 = 1;
 
-/// What a gate does for the target.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Gate {
-    Allows,
-    Blocks,
-    /// No source says, or the install does not tell.
-    Unknown,
-}
-
-impl Gate {
-    pub fn word(self) -> &'static str {
-        match self {
-            Gate::Allows => "allows",
-            Gate::Blocks => "blocks",
-            Gate::Unknown => "unknown",
-        }
-    }
-}
+pub use crate::vocab::verdict::{all_of, Gate};
+use crate::vocab::verdict::{gate, GapRule};
 
 /// The kind of gate a row is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -85,7 +68,7 @@ pub struct GateRow {
     /// For a layer: the scan's count for the target.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub count: Option<u64>,
-    /// For a library: check's status, whose gate [`gate_of_status`] gives.
+    /// For a library: check's status (its gate is the verdict's, `vocab::verdict::gate`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<Status>,
 }
@@ -120,29 +103,6 @@ pub fn gate_of_level(l: Level) -> Gate {
         Level::Unsupported | Level::NotListed => Gate::Blocks,
         Level::RuntimeOnly | Level::Unknown => Gate::Unknown,
     }
-}
-
-/// What check's status for a library does: OK allows, MISSING blocks; a WARN gap (slower, or
-/// an optional path lost: hipBLASLt without an index, no bitcode for runtime compilation)
-/// blocks or not as the program uses that path: unknown.
-pub fn gate_of_status(s: Status) -> Gate {
-    match s {
-        Status::Ok => Gate::Allows,
-        Status::Warn => Gate::Unknown,
-        Status::Missing => Gate::Blocks,
-    }
-}
-
-/// Several gates as one: any that blocks blocks, else any unknown is unknown; none at all is
-/// unknown.
-pub fn all_of(gates: impl Iterator<Item = Gate>) -> Gate {
-    gates
-        .fold(None, |acc, g| match (acc, g) {
-            (Some(Gate::Blocks), _) | (_, Gate::Blocks) => Some(Gate::Blocks),
-            (Some(Gate::Unknown), _) | (_, Gate::Unknown) => Some(Gate::Unknown),
-            _ => Some(Gate::Allows),
-        })
-        .unwrap_or(Gate::Unknown)
 }
 
 /// The target explained.
@@ -439,6 +399,14 @@ fn kept_spans(entries: &[&BuildFilter], target: &str) -> String {
     told.join(", ")
 }
 
+/// A GPU report's WARN libraries: those whose gate is unknown (their users may fail), and how
+/// many only run slower.
+pub fn warned(report: &GpuReport) -> (Vec<&str>, usize) {
+    let warns = report.verdicts.iter().filter(|v| v.status == Status::Warn);
+    let unknown = warns.clone().filter(|v| v.gate() == Gate::Unknown).map(|v| v.library.as_str()).collect();
+    (unknown, warns.filter(|v| v.gate() == Gate::Allows).count())
+}
+
 /// The layers, with the scan's counts for the target (`aggregate::layer_count`, as `scan`'s
 /// per-target table counts them); a row for each layer a run reads that the roots hold.
 fn shipped(snap: &Snapshot, target: &Target, targets: &Targets) -> (Vec<GateRow>, Vec<LayerCount>) {
@@ -451,7 +419,7 @@ fn shipped(snap: &Snapshot, target: &Target, targets: &Targets) -> (Vec<GateRow>
         counts.push(LayerCount { layer: layer.header.to_string(), count, families });
         let present = snap.families.keys().any(|k| layer.rows.iter().any(|r| r.key == k));
         // Only layers a run reads gate it; the others are counted above all the same.
-        if present && layer.rows.iter().any(|r| r.needed) {
+        if present && layer.rows.iter().any(|r| r.gap.is_some()) {
             rows.push(layer_row(snap, &layer, target, count, targets));
         }
     }
@@ -478,10 +446,28 @@ fn layer_row(
             ),
             Gate::Unknown,
         ),
-        (0, None) => ("none (the roots hold this layer for other targets)".to_string(), Gate::Blocks),
+        (0, None) => absent(layer, &target.name),
         (n, _) => (thousands(n), Gate::Allows),
     };
     GateRow { count: Some(count), ..GateRow::new(Section::Ships, layer.header, says, verdict, "scan") }
+}
+
+/// A layer the roots hold for other targets only: its gate is what that absence costs, by the
+/// rule `check` judges it with (the layer's rows' gap rules, `vocab::verdict::gate`): rocBLAS's
+/// Tensile files or host code absent blocks, hipBLASLt's or the bitcode's is unknown (the
+/// programs taking that path fail), MIOpen's databases allow (slower, nothing fails).
+fn absent(layer: &crate::aggregate::Layer, target: &str) -> (String, Gate) {
+    let rules: Vec<&GapRule> = layer.rows.iter().filter_map(|r| r.gap).collect();
+    let verdict = all_of(rules.iter().map(|r| gate(r.status(), Some(r.cost))));
+    let worst = rules.iter().max_by_key(|r| r.status());
+    let says = match worst {
+        Some(r) => format!(
+            "none (the roots hold this layer for other targets): {}",
+            r.consequence.replace("<arch>", target)
+        ),
+        None => "none (the roots hold this layer for other targets)".to_string(),
+    };
+    (says, verdict)
 }
 
 /// Per install checked: its release's support list (and TheRock's declared targets), check's
@@ -505,7 +491,7 @@ fn install_gates(
             let mut rows = vec![release_row(targets.policy(), release.as_ref(), &inst.install, &target.name)];
             rows.extend(declared_row(snap, &inst.install, target, targets));
             rows.extend(gpu.verdicts.iter().map(|v| verdict_row(v, &inst.install)));
-            rows.push(override_row(target, &gpu, over.as_ref()));
+            rows.push(override_row(target, &gpu, over.as_ref(), &inst.install));
             Some(InstallGates {
                 install: inst.install.clone(),
                 release,
@@ -617,20 +603,20 @@ fn declared_row(snap: &Snapshot, install: &Install, target: &Target, targets: &T
     Some(GateRow::new(Section::Vendor, "this install's declared targets", says, verdict, source))
 }
 
-/// A library's verdict as a gate, with check's status ([`gate_of_status`]).
+/// A library's verdict as a gate: the verdict's own (`vocab::verdict::gate`), with check's status.
 fn verdict_row(v: &crate::check::Verdict, install: &Install) -> GateRow {
     let mut says = format!("{}: {}", v.status.word(), v.detail);
     if let Some(c) = &v.consequence {
         says.push_str(&format!(": {c}"));
     }
-    let row =
-        GateRow::new(Section::Runtime, install.inner(&v.library), says, gate_of_status(v.status), "check");
+    let row = GateRow::new(Section::Runtime, install.inner(&v.library), says, v.gate(), "check");
     GateRow { status: Some(v.status), ..row }
 }
 
 /// What the override `targets.toml` records would give, as check judges it: every library's
-/// status under it ([`gate_of_status`]: a WARN left is unknown).
-fn override_row(target: &Target, gpu: &GpuReport, over: Option<&GpuReport>) -> GateRow {
+/// verdict under it, through the one gate function (`vocab::verdict::gate`: a WARN that only
+/// slows allows, one that fails a library's users is unknown and is named).
+fn override_row(target: &Target, gpu: &GpuReport, over: Option<&GpuReport>, install: &Install) -> GateRow {
     let source = "targets.toml isa_compatible; check";
     let variable = "HSA_OVERRIDE_GFX_VERSION";
     let Some(alt) = &target.isa_compatible else {
@@ -648,7 +634,6 @@ fn override_row(target: &Target, gpu: &GpuReport, over: Option<&GpuReport>) -> G
     let value = o.device.r#override.as_ref().map_or(String::new(), |x| x.value.clone());
     let gate = format!("{variable}={value} (runs as {alt})");
     let (before, after) = (missing_count(&gpu.verdicts), missing_count(&o.verdicts));
-    let warn = o.verdicts.iter().filter(|v| v.status == Status::Warn).count();
     let mut says = match (before, after) {
         (0, 0) => format!("not needed: {} finds its own code; as {alt} too", target.name),
         (b, 0) => {
@@ -656,9 +641,17 @@ fn override_row(target: &Target, gpu: &GpuReport, over: Option<&GpuReport>) -> G
         }
         (b, a) => format!("{} missing → {a} still missing", count(b as u64, "library")),
     };
-    if warn > 0 {
-        says.push_str(&format!("; {warn} WARN under it"));
+    let (unknown, slower) = warned(o);
+    if !unknown.is_empty() {
+        let names: Vec<&str> = unknown.iter().map(|l| install.inner(l)).collect();
+        says.push_str(&format!(
+            "; under it, WARN where the programs taking a path fail: {}",
+            names.join(", ")
+        ));
     }
-    let verdict = all_of(o.verdicts.iter().map(|v| gate_of_status(v.status)));
+    if slower > 0 {
+        says.push_str(&format!("; {} WARN under it only slower", count(slower as u64, "library")));
+    }
+    let verdict = all_of(o.verdicts.iter().map(|v| v.gate()));
     GateRow::new(Section::Override, gate, says, verdict, source)
 }

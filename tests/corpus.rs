@@ -1140,7 +1140,7 @@ fn real_wheels_carry_the_purl_their_names_state() {
     }
 }
 
-/// Issue 27: on Debian's ROCm 6.4 tree, `explain` for gfx900, gfx1031 and gfx1100 holds
+/// Issue 27: on Debian's ROCm 6.4 tree, `explain` for gfx900, gfx1031, gfx1032, gfx1100 and gfx1103 holds
 /// scan's counts and check's verdicts (with and without the override), reads the release from
 /// the HIP runtime's name (6.4.43484: ROCm 6.4.3 or 6.4.2, compat-matrix's HIP row) and gives
 /// those releases' support list, cited.
@@ -1166,7 +1166,16 @@ fn rocm64_explain_agrees_with_scan_and_check() {
     // gfx900: not in the 6.4 matrix and unsupported on the last per-GPU page: blocks. gfx1031:
     // the matrix does not say (unknown). gfx1100: AMD lists it, but for AMD's packages, and this
     // is Debian's build: unknown, the runtime's verdicts decide.
-    for (target, listed) in [("gfx900", "blocks"), ("gfx1031", "unknown"), ("gfx1100", "unknown")] {
+    // gfx1032 and gfx1103 (issue 33): their override rows are check's verdicts under the
+    // override, held by assert_explain_agrees.
+    let all = [
+        ("gfx900", "blocks"),
+        ("gfx1031", "unknown"),
+        ("gfx1032", "unknown"),
+        ("gfx1100", "unknown"),
+        ("gfx1103", "unknown"),
+    ];
+    for (target, listed) in all {
         let doc = explain_agrees::assert_explain_agrees(&root, target, &runner);
         let install = &doc["installs"][0];
         assert_eq!(install["release"]["releases"], serde_json::json!(["6.4.3", "6.4.2"]), "{target}");

@@ -36,7 +36,7 @@ use crate::parse::{ByteSource, ParseError};
 use crate::vocab::target_id::DeviceTarget;
 use crate::vocab::targets::Targets;
 use crate::vocab::units::thousands;
-use crate::vocab::verdict::{GapRule, LibraryKind, Status, Verdict};
+use crate::vocab::verdict::{Cost, GapRule, LibraryKind, Verdict};
 
 /// The AOTriton family.
 pub struct Aotriton;
@@ -47,7 +47,7 @@ pub const IMAGES_DIR: &str = "aotriton.images";
 /// PyTorch `sdp_utils.cpp` `check_flash_attention_hardware_support` / `select_sdp_backend`,
 /// `mha_all_aot.hip` `mha_fwd_aot`: no images for the GPU, no AOTriton attention.
 pub const NO_IMAGES: GapRule = GapRule {
-    status: Status::Warn,
+    cost: Cost::FailsItsUsers,
     consequence: "PyTorch's flash and memory-efficient attention (SDPA) cannot use AOTriton on this GPU: \
                   with libaotriton not built for it, SDPA silently falls back to the slower math path; \
                   built for it but without images, the kernels fail to load and PyTorch does not check the error",
@@ -58,7 +58,7 @@ const ROWS: &[Row] = &[Row {
     label: "AOTriton kernel archives (AKS2)",
     column: "aotriton",
     within: None,
-    needed: true,
+    gap: Some(&NO_IMAGES),
 }];
 
 /// The `amd-<pack>` folder right under `aotriton.images` in `path`, with the file below it:

@@ -11,7 +11,7 @@ use crate::model::{Artifact, Family, Role, Storage};
 use crate::parse::magic::Kind;
 use crate::vocab::target_id::DeviceTarget;
 use crate::vocab::targets::Targets;
-use crate::vocab::verdict::{GapRule, LibraryKind, Status, Verdict};
+use crate::vocab::verdict::{Cost, GapRule, LibraryKind, Verdict};
 
 /// The device-library bitcode family.
 pub struct Bitcode;
@@ -19,7 +19,7 @@ pub struct Bitcode;
 /// comgr links `oclc_isa_version_<isa>.bc` when compiling at run time (hipRTC, MIOpen's runtime
 /// kernels, OpenCL).
 pub const NO_BITCODE: GapRule = GapRule {
-    status: Status::Warn,
+    cost: Cost::FailsItsUsers,
     consequence: "runtime compilation (hipRTC, OpenCL, MIOpen's kernels) fails for this GPU; prebuilt code is unaffected",
 };
 
@@ -28,7 +28,7 @@ const ROWS: &[Row] = &[Row {
     label: "device-lib bitcode files",
     column: "bitcode",
     within: None,
-    needed: true,
+    gap: Some(&NO_BITCODE),
 }];
 
 impl Cataloger for Bitcode {

@@ -13,7 +13,7 @@ use crate::parse::firmware::{inflate_firmware, parse_firmware_header};
 use crate::vocab::codec::Codec;
 use crate::vocab::target_id::DeviceTarget;
 use crate::vocab::targets::Targets;
-use crate::vocab::verdict::Verdict;
+use crate::vocab::verdict::{Cost, GapRule, Verdict};
 
 /// Largest compressed firmware blob read whole to reach its header.
 const MAX_COMPRESSED_FIRMWARE: u64 = 64 << 20;
@@ -53,8 +53,21 @@ fn firmware_dir(path: &Path) -> Option<String> {
     (matches!(name, "amdgpu" | "radeon") && has_component(dir, &["firmware"])).then(|| name.to_string())
 }
 
-const ROWS: &[Row] =
-    &[Row { key: "firmware-blobs", label: "firmware blobs", column: "firmware", within: None, needed: true }];
+/// No firmware for the GPU: the amdgpu kernel driver's `amdgpu_ucode_request` fails for its
+/// blobs, so the GPU does not come up (no KFD node, no `/dev/kfd` device for it). No library
+/// verdict judges firmware; the rule is the absence's cost for `explain`'s layer row.
+pub const NO_FIRMWARE: GapRule = GapRule {
+    cost: Cost::Fails,
+    consequence: "the amdgpu driver cannot load the GPU's firmware (\"failed to load firmware\" in dmesg): the GPU does not come up",
+};
+
+const ROWS: &[Row] = &[Row {
+    key: "firmware-blobs",
+    label: "firmware blobs",
+    column: "firmware",
+    within: None,
+    gap: Some(&NO_FIRMWARE),
+}];
 
 impl Cataloger for Firmware {
     fn family(&self) -> Family {

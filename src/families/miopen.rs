@@ -16,7 +16,7 @@ use crate::source::sqlite;
 use crate::vocab::target_id::DeviceTarget;
 use crate::vocab::targets::Targets;
 use crate::vocab::units::{human_bytes, thousands};
-use crate::vocab::verdict::{GapRule, LibraryKind, Status, Verdict};
+use crate::vocab::verdict::{Cost, GapRule, LibraryKind, Verdict};
 
 /// The MIOpen database family.
 pub struct Miopen;
@@ -25,7 +25,7 @@ pub struct Miopen;
 /// binary_cache.cpp `GetDb`, hip/handlehip.cpp `LoadProgram`: a missing system database is an
 /// info-level log line; solvers use default tuning and kernels compile at first use.
 pub const NO_DATABASE: GapRule = GapRule {
-    status: Status::Warn,
+    cost: Cost::Slower,
     consequence:
         "MIOpen runs with default tuning and compiles kernels at first use (slow first runs, nothing fails)",
 };
@@ -46,35 +46,35 @@ const ROWS: &[Row] = &[
         label: "MIOpen perf-DB records",
         column: "perf-db",
         within: None,
-        needed: true,
+        gap: Some(&NO_DATABASE),
     },
     Row {
         key: "miopen-find-db-records",
         label: "MIOpen find-DB records",
         column: "find-db",
         within: None,
-        needed: true,
+        gap: Some(&NO_DATABASE),
     },
     Row {
         key: "miopen-kernel-db-entries",
         label: "MIOpen kernel-DB entries",
         column: "kernel-db",
         within: None,
-        needed: true,
+        gap: Some(&NO_DATABASE),
     },
     Row {
         key: "miopen-tuning-models",
         label: "MIOpen tuning models",
         column: "tn models",
         within: None,
-        needed: true,
+        gap: Some(&NO_DATABASE),
     },
     Row {
         key: "miopen-unread-find-db-records",
         label: "MIOpen find-DB records HIP never reads (OpenCL, no suffix)",
         column: "unread fdb",
         within: None,
-        needed: false,
+        gap: None,
     },
 ];
 

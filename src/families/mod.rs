@@ -25,7 +25,7 @@ use crate::parse::magic::{looks_like_text, Kind};
 use crate::parse::ByteSource;
 use crate::vocab::target_id::DeviceTarget;
 use crate::vocab::targets::Targets;
-use crate::vocab::verdict::Verdict;
+use crate::vocab::verdict::{Cost, GapRule, Verdict};
 
 /// What is known of a file's bytes when its family is decided.
 #[derive(Debug, Clone, Copy)]
@@ -200,6 +200,16 @@ pub fn detect_link(path: &Path, targets: &Targets) -> Option<Artifact> {
     detect(path, Content::Link, targets)
 }
 
+/// clr hipamd/src/hip_fatbin.cpp `FatBinaryInfo::ExtractFatBinaryUsingCOMGR` finds no code
+/// object for the device ("No compatible code objects found for: gfx…" with AMD_LOG_LEVEL);
+/// hip_platform.cpp `ihipLaunchKernel` then fails each launch of the library's kernels with
+/// hipErrorNoBinaryForGpu / hipErrorInvalidDeviceFunction. Registration is lazy
+/// (HIP_ENABLE_DEFERRED_LOADING=1), so only this library's kernels fail.
+pub const HOST_CODE: GapRule = GapRule {
+    cost: Cost::Fails,
+    consequence: "its kernel launches fail with hipErrorNoBinaryForGpu / \"invalid device function\"",
+};
+
 /// Rows of code objects outside any family, first in the families table.
 const CODE_ROWS: &[Row] = &[
     Row {
@@ -207,21 +217,21 @@ const CODE_ROWS: &[Row] = &[
         label: "device code in host libraries (code objects; the runtime's own included)",
         column: "library code",
         within: None,
-        needed: true,
+        gap: Some(&HOST_CODE),
     },
     Row {
         key: "standalone-code-objects",
         label: "standalone code objects (outside Tensile folders)",
         column: "library code",
         within: None,
-        needed: true,
+        gap: Some(&HOST_CODE),
     },
     Row {
         key: "runtime-internal-code-objects",
         label: "runtime-internal code objects (HSA runtime image blit kernels, trap handlers)",
         column: "runtime",
         within: Some("host-library-code-objects"),
-        needed: false,
+        gap: None,
     },
 ];
 
@@ -237,10 +247,11 @@ pub struct Row {
     /// The row that also counts what this one does: the per-target table shows this part
     /// apart, taking it out of that row's column.
     pub within: Option<&'static str>,
-    /// True when an application's run reads what it counts; false for what only the runtime
-    /// itself uses (its blit kernels) or no HIP run reads (OpenCL find-DBs): those count what
-    /// is there, but gate nothing (`explain`).
-    pub needed: bool,
+    /// What a run meets where the tree holds none of it for a target: the gap rule `check`
+    /// judges that absence by, whose cost is also `explain`'s gate for the layer. `None` for
+    /// what only the runtime itself uses (its blit kernels) or no HIP run reads (OpenCL
+    /// find-DBs): those count what is there, but gate nothing.
+    pub gap: Option<&'static GapRule>,
 }
 
 /// Rows of the families table, in display order (the families in `Family` order).

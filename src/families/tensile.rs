@@ -26,7 +26,7 @@ use crate::vocab::codec::Codec;
 use crate::vocab::runtime::loads;
 use crate::vocab::target_id::DeviceTarget;
 use crate::vocab::targets::Targets;
-use crate::vocab::verdict::{GapRule, LibraryKind, Status, Verdict};
+use crate::vocab::verdict::{Cost, GapRule, LibraryKind, Status, Verdict};
 
 /// The Tensile family (rocBLAS and hipBLASLt libraries).
 pub struct Tensile;
@@ -35,7 +35,7 @@ pub struct Tensile;
 /// `TensileLibrary_lazy_<arch>.dat`, `TensileLibrary_<arch>.dat`, TensileLibrary.dat exists → the
 /// message below, then rocblas_abort() (std::abort) at the first GEMM-type call.
 pub const ROCBLAS_NO_INDEX: GapRule = GapRule {
-    status: Status::Missing,
+    cost: Cost::Fails,
     consequence: "at its first GEMM rocBLAS prints \"rocBLAS error: Cannot read …/TensileLibrary.dat: No such file or directory for GPU arch : <arch>\" and aborts the process",
 };
 
@@ -44,7 +44,7 @@ pub const ROCBLAS_NO_INDEX: GapRule = GapRule {
 /// for a truncated or corrupt file — so it prints the message below, then "rocBLAS error: Could
 /// not initialize Tensile library", and calls rocblas_abort().
 pub const ROCBLAS_INDEX_UNREADABLE: GapRule = GapRule {
-    status: Status::Missing,
+    cost: Cost::Fails,
     consequence: "at its first GEMM rocBLAS prints \"rocBLAS error: Could not load …\" and \"Could not initialize Tensile library\" and aborts the process",
 };
 
@@ -53,7 +53,7 @@ pub const ROCBLAS_INDEX_UNREADABLE: GapRule = GapRule {
 /// and with no row serving it each GEMM prints "rocBLAS error: No Tensile solution found" and
 /// returns rocblas_status_not_implemented. Not an abort, but no GEMM runs.
 pub const ROCBLAS_MERGED_NO_ROW: GapRule = GapRule {
-    status: Status::Missing,
+    cost: Cost::Fails,
     consequence: "rocBLAS does not abort, but every GEMM fails: \"rocBLAS error: No Tensile solution found …\" and rocblas_status_not_implemented",
 };
 
@@ -61,7 +61,7 @@ pub const ROCBLAS_MERGED_NO_ROW: GapRule = GapRule {
 /// `<path>/*<arch>*co`"); lazy: Tensile HipSolutionAdapter `launchKernel` cannot load the code
 /// file and the call returns a HIP error converted to a rocBLAS status.
 pub const ROCBLAS_NO_CODE: GapRule = GapRule {
-    status: Status::Missing,
+    cost: Cost::Fails,
     consequence: "the index loads, but the GEMMs it selects fail: their code file is absent (\"rocBLAS warning: No paths matched …*<arch>*co\" or a HIP error per call)",
 };
 
@@ -69,14 +69,14 @@ pub const ROCBLAS_NO_CODE: GapRule = GapRule {
 /// (`P.dat`) that is absent loads as null and is dereferenced (TheRock#7790;
 /// rocm-libraries#12335). Judged from the index's placeholders (`library::placeholders`).
 pub const SUB_LIBRARY_ABSENT: GapRule = GapRule {
-    status: Status::Missing,
+    cost: Cost::Fails,
     consequence: "the index loads, but the first problem that reaches an absent sub-library crashes the process: Tensile dereferences the library that failed to load (a segmentation fault in loadPlaceholderLibrary, TheRock#7790); problems whose sub-libraries are present run",
 };
 
 /// Tensile `PlaceholderLibrary.hpp` `getCodeObjectFileName`: a present sub-library whose
 /// code-object file is absent; rocBLAS and hipBLASLt alike fail the call that selects it.
 pub const KERNELS_ABSENT: GapRule = GapRule {
-    status: Status::Missing,
+    cost: Cost::Fails,
     consequence: "the index loads, but the kernels it selects from a sub-library without its code-object file fail to load (a HIP error on that call)",
 };
 
@@ -88,7 +88,7 @@ pub const KERNELS_ABSENT: GapRule = GapRule {
 /// prefers hipBLASLt for every GPU of the process; ROCm's own PyTorch builds add gfx110x and
 /// gfx115x to that list (ROCm/pytorch release branches 2.8 and later).
 pub const HIPBLASLT_GAP: GapRule = GapRule {
-    status: Status::Warn,
+    cost: Cost::FailsItsUsers,
     consequence: "hipBLASLt does not abort: it prints \"rocblaslt error: Cannot read …TensileLibrary_lazy_<arch>.dat\" and its matmuls return HIPBLAS_STATUS_INVALID_VALUE; rocBLAS falls back to its own GEMMs, and PyTorch uses rocBLAS unless its build prefers hipBLASLt for this GPU (ROCm's own builds do for gfx110x/gfx115x)",
 };
 
@@ -99,7 +99,7 @@ pub const HIPBLASLT_GAP: GapRule = GapRule {
 /// never because the installed library lacks its files. hipBLASLt itself still does not abort,
 /// so this is a WARN whose consequence names the failing PyTorch path.
 pub const HIPBLASLT_DEFAULT_GAP: GapRule = GapRule {
-    status: Status::Warn,
+    cost: Cost::FailsItsUsers,
     consequence: "hipBLASLt does not abort, but PyTorch sends this GPU's GEMMs to hipBLASLt by default (when every GPU of the process is a gfx90a/gfx942/gfx950/gfx1200/gfx1201): its matmuls then fail with HIPBLAS_STATUS_INVALID_VALUE after \"rocblaslt error: Cannot read …TensileLibrary_lazy_<arch>.dat\" unless the program selects rocBLAS (torch.backends.cuda.preferred_blas_library)",
 };
 
@@ -109,14 +109,14 @@ const ROWS: &[Row] = &[
         label: "rocBLAS Tensile files (indexes, sub-libraries and code-object files alike)",
         column: "rocblas",
         within: None,
-        needed: true,
+        gap: Some(&ROCBLAS_NO_INDEX),
     },
     Row {
         key: "hipblaslt-files",
         label: "hipBLASLt Tensile files (indexes, sub-libraries and code-object files alike)",
         column: "hipblaslt",
         within: None,
-        needed: true,
+        gap: Some(&HIPBLASLT_GAP),
     },
 ];
 
@@ -565,7 +565,10 @@ fn judge(e: &Evidence, dev: &DeviceTarget, targets: &Targets) -> (Option<&'stati
     let note = if e.notes.is_empty() { String::new() } else { format!("; {}", e.notes.join("; ")) };
     if let Some(u) = &e.unreadable {
         let rule = if hip { hipblaslt_gap(arch, targets) } else { &ROCBLAS_INDEX_UNREADABLE };
-        return (Some(rule), format!("{u} could not be read (see the problems): no index loads for {arch}{note}"));
+        return (
+            Some(rule),
+            format!("{u} could not be read (see the problems): no index loads for {arch}{note}"),
+        );
     }
     match &e.index {
         // TensileLite MasterSolutionLibrary.hpp: the mapping is read only by

@@ -17,17 +17,17 @@ use std::path::{Component, Path};
 use crate::model::{Container, FileRecord, KpackRef, Snapshot};
 use crate::vocab::target_id::DeviceTarget;
 use crate::vocab::targets::Targets;
-use crate::vocab::verdict::{GapRule, LibraryKind, Status, Verdict};
+use crate::vocab::verdict::{Cost, GapRule, LibraryKind, Verdict};
 
 /// clr `StatCO::digestFatBinary` → kpack loader: no archive, or no kernel in it, for the GPU.
 pub const KPACK_GAP: GapRule = GapRule {
-    status: Status::Missing,
+    cost: Cost::Fails,
     consequence: "the HIP runtime finds no kpack code for the GPU (kpack loader: archive or kernel not found): registering the library's code fails (clr hip_code_object.cpp: hipErrorInvalidImage, or hipErrorInvalidKernelFile when no device loaded it) and its kernels cannot launch",
 };
 
 /// The archives are outside what was scanned: nothing is known of them.
 pub const KPACK_OUTSIDE: GapRule = GapRule {
-    status: Status::Warn,
+    cost: Cost::NotChecked,
     consequence:
         "not checked: the kpack archives this library loads its device code from lie outside the scanned root",
 };

@@ -27,18 +27,10 @@ use crate::model::{CodeObjectRecord, Container, Family, FileRecord, HipRuntime, 
 use crate::vocab::runtime::{near_miss, pick, Runtime, Via};
 use crate::vocab::target_id::DeviceTarget;
 use crate::vocab::targets::Targets;
-use crate::vocab::verdict::{GapRule, LibraryKind, Status, Verdict};
+use crate::vocab::verdict::{LibraryKind, Status, Verdict};
 use install::{install_of, Install};
 
-/// clr hipamd/src/hip_fatbin.cpp `FatBinaryInfo::ExtractFatBinaryUsingCOMGR` finds no code
-/// object for the device ("No compatible code objects found for: gfx…" with AMD_LOG_LEVEL);
-/// hip_platform.cpp `ihipLaunchKernel` then fails each launch of the library's kernels with
-/// hipErrorNoBinaryForGpu / hipErrorInvalidDeviceFunction. Registration is lazy
-/// (HIP_ENABLE_DEFERRED_LOADING=1), so only this library's kernels fail.
-pub const HOST_CODE: GapRule = GapRule {
-    status: Status::Missing,
-    consequence: "its kernel launches fail with hipErrorNoBinaryForGpu / \"invalid device function\"",
-};
+pub use crate::families::HOST_CODE;
 
 /// Where a library is in its snapshot.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -362,7 +354,7 @@ pub fn judge_absent(snap: &Snapshot, lib: &Library, dev: &DeviceTarget, targets:
             };
             cataloger(*fam).verdict(&empty, dev).map_or(Status::Missing, |v| v.status)
         }
-        Place::Plugins(_, _, kind) => plugins::PLUGINS.get(*kind).map_or(Status::Missing, |p| p.gap.status),
+        Place::Plugins(_, _, kind) => plugins::PLUGINS.get(*kind).map_or(Status::Missing, |p| p.gap.status()),
         Place::Code(_) => Status::Missing,
     }
 }

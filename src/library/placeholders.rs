@@ -218,9 +218,8 @@ pub fn held_to_index(mut v: Verdict, root: usize, found: &[Finding]) -> Verdict 
     let Some(f) = broken else { return v };
     let rule =
         if f.paths.iter().any(|p| p.path.ends_with(".dat")) { &SUB_LIBRARY_ABSENT } else { &KERNELS_ABSENT };
-    v.status = rule.status;
     v.detail
         .push_str(&format!("; but the index {}", f.why.split_once(':').map_or(f.why.as_str(), |(w, _)| w)));
-    v.consequence = Some(rule.consequence.to_string());
+    v.apply(rule, "");
     v
 }

@@ -11,7 +11,7 @@
 
 use crate::model::{FileRecord, Snapshot};
 use crate::vocab::target_id::DeviceTarget;
-use crate::vocab::verdict::{GapRule, LibraryKind, Status, Verdict};
+use crate::vocab::verdict::{Cost, GapRule, LibraryKind, Verdict};
 
 /// A kind of per-arch plugin: its file-name prefix, what it is, and what its absence costs.
 pub struct PluginKind {
@@ -26,7 +26,7 @@ pub const PLUGINS: &[PluginKind] = &[PluginKind {
     name: "MIOpenCKGroupedConv_",
     what: "MIOpen's CK grouped-convolution plugin",
     gap: GapRule {
-        status: Status::Warn,
+        cost: Cost::Slower,
         consequence: "MIOpen logs \"CK grouped conv library not found for device <arch>\"; its CK grouped-convolution solvers do not apply and other (often slower) solvers run",
     },
 }];

@@ -241,7 +241,23 @@ pub fn outcome_line(report: &CheckReport) -> String {
         count(report.installs.len() as u64, "install")
     );
     match report.outcome {
-        Outcome::Ok => format!("{counted} · OK: every required piece present"),
+        Outcome::Ok => {
+            // Never a plain OK below a WARN: the last line says what the tables above say.
+            let warned = report
+                .installs
+                .iter()
+                .flat_map(|i| &i.gpus)
+                .flat_map(|g| &g.verdicts)
+                .filter(|v| v.status == Status::Warn)
+                .count();
+            match warned {
+                0 => format!("{counted} · OK: every required piece present"),
+                n => format!(
+                    "{counted} · OK with WARN: every required piece present; {} WARN (slower, or an optional path lost)",
+                    count(n as u64, "library")
+                ),
+            }
+        }
         Outcome::Missing if report.program.as_ref().is_some_and(|p| !p.starts) => {
             format!("{counted} · MISSING: the program does not start")
         }

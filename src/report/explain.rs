@@ -149,6 +149,21 @@ fn allowing(rows: &[&GateRow], noun: &str) -> String {
     format!("{} of {} {noun}{which}", yes.len(), rows.len())
 }
 
+/// How many layers the roots ship for the target, and which; then those absent at no cost
+/// (their gate allows: nothing fails without them).
+fn shipping(rows: &[&GateRow]) -> String {
+    let has = |r: &&&GateRow| r.count.is_some_and(|n| n > 0);
+    let yes: Vec<&str> = rows.iter().filter(has).map(|r| r.gate.as_str()).collect();
+    let which = if yes.is_empty() { String::new() } else { format!(": {}", yes.join(", ")) };
+    let mut s = format!("{} of {} layers{which}", yes.len(), rows.len());
+    let spare: Vec<&str> =
+        rows.iter().filter(|r| !has(r) && r.verdict == Gate::Allows).map(|r| r.gate.as_str()).collect();
+    if !spare.is_empty() {
+        s.push_str(&format!(" (absent, nothing fails without them: {})", spare.join(", ")));
+    }
+    s
+}
+
 /// The matrix at a glance, a line per section and per install, before the tables.
 fn glance(e: &Explanation) -> Vec<String> {
     fn of(rows: &[GateRow], s: Section) -> Vec<&GateRow> {
@@ -159,7 +174,7 @@ fn glance(e: &Explanation) -> Vec<String> {
         format!("Default builds: {}", allowing(&of(&e.policy, Section::Build), "keep it")),
     ];
     if !e.roots.is_empty() {
-        out.push(format!("The roots ship: {}", allowing(&of(&e.ships, Section::Ships), "layers")));
+        out.push(format!("The roots ship: {}", shipping(&of(&e.ships, Section::Ships))));
     }
     out.extend(e.installs.iter().map(|i| format!("{}: {}", i.install.path, install_summary(i))));
     out

@@ -215,7 +215,16 @@ pub fn install_summary(i: &InstallGates) -> String {
     }
     let over = match i.rows.iter().find(|r| r.section == Section::Override) {
         // A row named with its value is an override check judged; without, none is known.
-        Some(r) if r.gate.contains('=') => format!("{} {}", r.gate, r.verdict.word()),
+        Some(r) if r.gate.contains('=') => {
+            let mut s = format!("{} {}", r.gate, r.verdict.word());
+            let under =
+                i.with_override.as_ref().map(crate::explain::warned).map(|(u, _)| u).unwrap_or_default();
+            if r.verdict == Gate::Unknown && !under.is_empty() {
+                let names: Vec<&str> = under.iter().map(|l| i.install.inner(l)).collect();
+                s.push_str(&format!(" ({} WARN under it)", names.join(", ")));
+            }
+            s
+        }
         _ => "no override known".to_string(),
     };
     format!("vendor {}; {libraries}; {over}", i.vendor().word())

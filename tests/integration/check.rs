@@ -185,7 +185,7 @@ fn assert_gfx1031_rocblas_missing(tree: &Tree, gpu: &Value) {
     assert_eq!(
         fields(v),
         json!({"library": format!("{}/{ROCBLAS_LIB}/", tree.root_str()), "kind": "tensile",
-               "status": "missing", "loads": null, "available": ["gfx1030"]})
+               "status": "missing", "cost": "fails", "loads": null, "available": ["gfx1030"]})
     );
     assert!(detail(v).contains("no Tensile index serves gfx1031"), "{v:#}");
     assert_eq!(gpu["device"]["native"], target("gfx1031", "gfx1031"));
@@ -267,7 +267,7 @@ fn xnack_plus_needs_xnack_plus_or_any_code() {
     let v = verdict(gpu, &tree, "lib/libfoo.so");
     assert_eq!(
         fields(v),
-        json!({"library": lib, "kind": "host-library", "status": "missing", "loads": null,
+        json!({"library": lib, "kind": "host-library", "status": "missing", "cost": "fails", "loads": null,
                "available": ["gfx90a:xnack-"]})
     );
     assert_eq!(detail(v), "no code object for gfx90a:xnack+");
@@ -316,7 +316,7 @@ fn kfd_gpu_features_come_from_capability_and_hsa_xnack() {
     assert_eq!(
         fields(verdict(gpu, &tree, "lib/libfoo.so")),
         json!({"library": format!("{}/lib/libfoo.so", tree.root_str()), "kind": "host-library",
-               "status": "missing", "loads": null, "available": ["gfx90a:sramecc+:xnack-"]})
+               "status": "missing", "cost": "fails", "loads": null, "available": ["gfx90a:sramecc+:xnack-"]})
     );
 
     let report = check_json(&tree, &sysfs(&sys), &[], 0);
@@ -367,7 +367,7 @@ fn gfx1100_loads_gfx11_generic_code() {
     let v = verdict(only_gpu(&report), &tree, "lib/kernels.hsaco");
     assert_eq!(
         fields(v),
-        json!({"library": lib, "kind": "bundle", "status": "missing", "loads": null,
+        json!({"library": lib, "kind": "bundle", "status": "missing", "cost": "fails", "loads": null,
                "available": ["gfx11-generic"]})
     );
 
@@ -412,7 +412,7 @@ fn two_gpus_from_kfd_each_judged_on_its_own() {
     assert_eq!(verdict(g[0], &tree, "lib/libfoo.so")["loads"], hip("gfx1100"));
     assert_eq!(
         fields(verdict(g[1], &tree, "lib/libfoo.so")),
-        json!({"library": lib, "kind": "host-library", "status": "missing", "loads": null,
+        json!({"library": lib, "kind": "host-library", "status": "missing", "cost": "fails", "loads": null,
                "available": ["gfx1100"]})
     );
     // gfx1030 code would not help the gfx1036 either: no hint.
@@ -590,7 +590,7 @@ fn index_link_named_for_another_target_does_not_serve_it() {
     let v = verdict(only_gpu(&report), &tree, &format!("{ROCBLAS_LIB}/"));
     assert_eq!(
         fields(v),
-        json!({"library": lib, "kind": "tensile", "status": "missing", "loads": null,
+        json!({"library": lib, "kind": "tensile", "status": "missing", "cost": "fails", "loads": null,
                "available": ["gfx1030"]})
     );
     assert!(detail(v).starts_with("no Tensile index serves gfx1010"), "{v:#}");
@@ -683,7 +683,7 @@ fn ollama_layout_ok_only_where_code_exists() {
     assert_eq!(
         fields(v),
         json!({"library": format!("{}/{rocblas}", tree.root_str()), "kind": "tensile",
-               "status": "missing",
+               "status": "missing", "cost": "fails",
                "loads": format!("{OLLAMA_ROCBLAS_LIB}/TensileLibrary_lazy_gfx1151.dat"),
                "available": ["gfx1030", "gfx1100", "gfx1151"]})
     );
@@ -694,7 +694,7 @@ fn ollama_layout_ok_only_where_code_exists() {
     assert_eq!(
         fields(verdict(gpu, &tree, ggml)),
         json!({"library": format!("{}/{ggml}", tree.root_str()), "kind": "host-library",
-               "status": "missing", "loads": null, "available": ["gfx1030", "gfx1100"]})
+               "status": "missing", "cost": "fails", "loads": null, "available": ["gfx1030", "gfx1100"]})
     );
 
     // All three at once: the same verdicts, one report per GPU.
@@ -736,7 +736,7 @@ fn miopen_database_missing_is_only_a_warning() {
     let v = verdict(only_gpu(&report), &tree, &format!("{MIOPEN_DB}/"));
     assert_eq!(
         fields(v),
-        json!({"library": lib, "kind": "miopen", "status": "warn", "loads": null,
+        json!({"library": lib, "kind": "miopen", "status": "warn", "cost": "slower", "loads": null,
                "available": ["gfx1030"]})
     );
     assert!(detail(v).starts_with("no MIOpen database for gfx1100"), "{v:#}");
@@ -744,6 +744,16 @@ fn miopen_database_missing_is_only_a_warning() {
     let run = check(&args(&tree, &["--gpu", "gfx1100"]), &[]);
     run.expect_code(0);
     assert!(run.stdout.contains("GPU 0 · --gpu · gfx1100 · Radeon RX 7900 XTX · WARN"), "{}", run.stdout);
+    // Issue 33: the last line never says a plain OK below a WARN.
+    let last = run
+        .stdout
+        .rsplit_once("1 GPU checked")
+        .map(|(_, l)| l.split_whitespace().collect::<Vec<_>>().join(" "));
+    let last = last.unwrap_or_default();
+    assert!(last.contains("OK with WARN") && last.contains("1 library WARN"), "{}", run.stdout);
+    let clean = check(&args(&tree, &["--gpu", "gfx1030"]), &[]);
+    clean.expect_code(0);
+    assert!(clean.stdout.trim_end().ends_with("· OK: every required piece present"), "{}", clean.stdout);
 }
 
 /// A KFD topology with only a CPU node: exit 2, and the message suggests `--gpu`.

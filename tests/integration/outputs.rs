@@ -114,7 +114,11 @@ fn one_file_by_any_name_is_one_output() {
     assert!(std::fs::symlink_metadata(at("soft")).expect("soft").file_type().is_symlink());
     let kept = std::fs::read_to_string(at("kept")).expect("kept");
     assert!(kept.starts_with('{'), "the link's target holds the document: {kept}");
-    assert_eq!(std::fs::read_to_string(at("hard")).expect("hard"), "before", "a hard link to the old file keeps it");
+    assert_eq!(
+        std::fs::read_to_string(at("hard")).expect("hard"),
+        "before",
+        "a hard link to the old file keeps it"
+    );
     // A link to a file not there yet makes that file.
     std::os::unix::fs::symlink("sub/new.json", at("ahead")).expect("symlink");
     run_in(&["-o", "json=ahead"]).expect_code(0);
