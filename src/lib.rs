@@ -532,16 +532,10 @@ fn run_diff(mut args: DiffArgs, color: cli::ColorChoice) -> anyhow::Result<ExitS
                 read: Option<model::Snapshot>|
      -> anyhow::Result<(model::Snapshot, diff::SideSource)> {
         match read {
-            // A saved snapshot's per-target rows are made again from its files, as this
-            // version makes them: a snapshot from an older gfxscan lacks newer rows (the
-            // runtime's own code objects), which would read as changes that never happened.
-            Some(mut s) => {
-                s.check_sense(&targets).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
-                if s.filtered_to.is_none() {
-                    s.families = aggregate::families_table(&s.files, &targets);
-                }
-                // Findings too, from its files as this version judges them: verdicts read them.
-                s.findings = library::findings::findings(&s, &targets);
+            // A saved snapshot is checked against itself, and its derived tables made again.
+            Some(s) => {
+                let s = library::readback::read_back(s, &targets)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
                 Ok((s, diff::SideSource::Snapshot))
             }
             // Asked about some targets only, a side is read as `check` reads it for them: their
@@ -594,8 +588,7 @@ fn run_merge(mut args: MergeArgs, color: cli::ColorChoice) -> anyhow::Result<Exi
         let read = |p: &std::path::Path| match unlisted.get(p) {
             Some(why) => Err(anyhow::anyhow!("{why}")),
             None => snapshot::read_snapshot(p).and_then(|s| {
-                s.check_sense(&targets).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
-                Ok(s)
+                library::readback::read_back(s, &targets).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))
             }),
         };
         merge::merge(&paths, &read, g, &distinct(&args.only), &targets)

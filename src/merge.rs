@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::aggregate::{families_table, layer_count, layers};
+use crate::aggregate::{layer_count, layers};
 use crate::check::devices::Gpus;
 use crate::check::{self, CheckOptions, Outcome};
 use crate::model::{IndexMap, Snapshot, TargetMap, Tool};
@@ -89,13 +89,8 @@ fn row(
 ) -> Source {
     let mut src =
         Source { name: source_name(path), path: path.display().to_string(), error, ..Source::default() };
-    let Some(mut snap) = snap else { return src };
-    // Rows made again from the files, as this version makes them (see `diff`).
-    if snap.filtered_to.is_none() {
-        snap.families = families_table(&snap.files, targets);
-    }
-    // Findings as this version judges the files: verdicts read them (see `diff`).
-    snap.findings = crate::library::findings::findings(&snap, targets);
+    // Read back by `library::readback::read_back`: checked, its tables made again.
+    let Some(snap) = snap else { return src };
     src.roots = snap.roots.clone();
     src.files = snap.summary.files;
     src.problems = snap.problems.len() as u64;

@@ -152,33 +152,6 @@ impl Snapshot {
     pub fn is_archive_member(&self, path: &RelPath) -> bool {
         !self.archives_holding(path).is_empty()
     }
-
-    /// What a snapshot read back must hold to be judged (a hand-edited one may not): at least
-    /// one root, every path's root index among them, every code object's processor one the
-    /// target table knows or the explicit `unknown-…` a scan writes for one it does not.
-    pub fn check_sense(&self, targets: &crate::vocab::targets::Targets) -> Result<(), String> {
-        if self.roots.is_empty() {
-            return Err("the snapshot names no root".into());
-        }
-        let n = self.roots.len();
-        let paths = self.files.iter().map(|f| &f.path).chain(self.problems.iter().map(|p| &p.path));
-        if let Some(p) = paths.chain(self.links.iter().map(|l| &l.path)).find(|p| p.root >= n) {
-            return Err(format!(
-                "{:?} names root {} of {n}: the snapshot was changed by hand",
-                p.path, p.root
-            ));
-        }
-        let known = |p: &str| p.starts_with("unknown-") || targets.by_name(p).is_some();
-        for f in &self.files {
-            if let Some(c) = f.code_objects.iter().find(|c| !known(&c.processor)) {
-                return Err(format!(
-                    "{}: a code object for {:?}, which no scan writes (not in the target table, not unknown-…)",
-                    f.path.path, c.processor
-                ));
-            }
-        }
-        Ok(())
-    }
 }
 
 /// What kind of place a code object sits in (derived from its [`Location`]).

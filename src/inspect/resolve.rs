@@ -57,13 +57,19 @@ pub fn resolve_code_object(co: &CodeObject, targets: &Targets) -> Resolved {
     if version == Some(2) {
         return resolve_v2(co, targets);
     }
-    let mach = h.e_flags & EF_AMDGPU_MACH;
+    resolve_flags(h.e_flags, version, targets)
+}
+
+/// The processor, target ID and generic version `e_flags` state for a code object of
+/// `version` 3 or later (V2 names its processor in a note instead).
+pub fn resolve_flags(e_flags: u32, version: Option<u8>, targets: &Targets) -> Resolved {
+    let mach = e_flags & EF_AMDGPU_MACH;
     let target = targets.by_mach(mach);
     let processor = target.map_or_else(|| unknown_mach(mach), |t| t.name.clone());
     let supports = |f: &str| target.is_some_and(|t| t.supports(f));
     let (sramecc, xnack) = if version == Some(3) {
         let bit = |mask: u32, f: &str| {
-            if h.e_flags & mask != 0 {
+            if e_flags & mask != 0 {
                 Setting::On
             } else if supports(f) {
                 Setting::Off
@@ -73,13 +79,10 @@ pub fn resolve_code_object(co: &CodeObject, targets: &Targets) -> Resolved {
         };
         (bit(EF_AMDGPU_FEATURE_SRAMECC_V3, "sramecc"), bit(EF_AMDGPU_FEATURE_XNACK_V3, "xnack"))
     } else {
-        (
-            v4_setting(h.e_flags, EF_AMDGPU_FEATURE_SRAMECC_V4),
-            v4_setting(h.e_flags, EF_AMDGPU_FEATURE_XNACK_V4),
-        )
+        (v4_setting(e_flags, EF_AMDGPU_FEATURE_SRAMECC_V4), v4_setting(e_flags, EF_AMDGPU_FEATURE_XNACK_V4))
     };
     let generic_version = match version {
-        Some(v) if v >= 6 => Some((h.e_flags >> EF_AMDGPU_GENERIC_VERSION_OFFSET) as u8).filter(|&g| g > 0),
+        Some(v) if v >= 6 => Some((e_flags >> EF_AMDGPU_GENERIC_VERSION_OFFSET) as u8).filter(|&g| g > 0),
         _ => None,
     };
     Resolved {

@@ -18,6 +18,7 @@ pub mod kpack;
 pub mod matrix;
 pub mod placeholders;
 pub mod plugins;
+pub mod readback;
 pub mod release;
 
 use std::collections::{BTreeMap, BTreeSet};

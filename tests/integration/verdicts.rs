@@ -414,6 +414,95 @@ fn scan_only_shows_what_serves_a_target_through_its_generic() {
 
 // 5. `diff` never misreads.
 
+/// Nothing trusted as written (issue 33, item 4): a snapshot read back whose files are listed
+/// twice, whose summary disagrees with its files, whose code object's target ID names another
+/// processor (or whose `e_flags` state another target), or whose object runs past its file's
+/// end is refused — `diff` exits 2 naming the first problem and how many more, `merge` refuses
+/// that source — where before `diff` reported targets "gained" and `merge` doubled its cells.
+#[test]
+fn a_snapshot_changed_after_the_scan_is_refused() {
+    let m = crate::fixtures::mixed();
+    let (run, snap) = m.tree.scan_json(&[]);
+    run.expect_code(0);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let write = |name: &str, v: &Value| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, serde_json::to_vec(v).expect("json")).expect("write");
+        p.display().to_string()
+    };
+    let good = write("good.json", &snap);
+    gfxscan(["diff", &good, &good]).expect_code(0);
+    let with_code = |s: &mut Value| -> usize {
+        let files = s["files"].as_array().expect("files");
+        files.iter().position(|f| !f["code_objects"].as_array().expect("objects").is_empty()).expect("code")
+    };
+    type Tamper = fn(&mut Value, usize);
+    let cases: [(&str, Tamper, &str); 6] = [
+        (
+            "twice",
+            |s, i| {
+                let f = s["files"][i].clone();
+                s["files"].as_array_mut().expect("files").push(f);
+            },
+            "listed twice",
+        ),
+        ("summary", |s, _| s["summary"]["code_objects"] = json!(999_999), "summary.code_objects is 999999"),
+        (
+            "target-id",
+            |s, i| s["files"][i]["code_objects"][0]["target_id"] = json!("gfx1201"),
+            "is not processor",
+        ),
+        (
+            "processor",
+            |s, i| {
+                let c = &mut s["files"][i]["code_objects"][0];
+                let other = if c["processor"] == "gfx1201" { "gfx1200" } else { "gfx1201" };
+                c["processor"] = json!(other);
+                c["target_id"] = json!(other);
+            },
+            "its e_flags",
+        ),
+        (
+            "offset",
+            |s, i| {
+                let size = s["files"][i]["size"].as_u64().expect("size");
+                let c = &mut s["files"][i]["code_objects"][0];
+                c["offset"] = json!(size);
+                // Past any inflated bundle too.
+                if let Some(b) = c["location"].get_mut("bundle_sizes") {
+                    *b = json!([1, 1]);
+                }
+            },
+            "run past the end of",
+        ),
+        (
+            "all",
+            |s, i| {
+                s["summary"]["code_objects"] = json!(1);
+                s["summary"]["files_with_device_code"] = json!(1);
+                s["files"][i]["code_objects"][0]["target_id"] = json!("gfx1201");
+            },
+            "(and 2 more problems)",
+        ),
+    ];
+    for (name, tamper, says) in cases {
+        let mut changed = snap.clone();
+        let i = with_code(&mut changed);
+        tamper(&mut changed, i);
+        let path = write(&format!("{name}.json"), &changed);
+        let d = gfxscan(["diff", &good, &path]);
+        d.expect_code(2);
+        assert!(d.stderr.contains(says) && d.stderr.contains("rescan"), "{name}: {}", d.stderr);
+        assert!(d.stdout.is_empty(), "{name}: nothing judged from it: {}", d.stdout);
+        let fleet = tempfile::tempdir().expect("fleet");
+        std::fs::copy(&path, fleet.path().join("node.json")).expect("copy");
+        let merged = gfxscan(["merge", &fleet.path().display().to_string(), "--json"]);
+        merged.expect_code(3);
+        let sources = merged.json()["sources"].clone();
+        assert!(sources[0]["error"].as_str().is_some_and(|e| e.contains(says)), "{name}: {sources:#}");
+    }
+}
+
 #[test]
 fn diff_refuses_what_is_not_a_snapshot() {
     let tree = Tree::new();
