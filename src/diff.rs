@@ -7,7 +7,7 @@
 //!
 //! Losses are judged as `check` judges: for each unit, each device variant (each processor
 //! with each xnack/sramecc mode it supports) gets the worst verdict of the unit's libraries on
-//! each side from the library model (`library::judge`); a variant whose status is worse after
+//! each side from the library model (`library::Model::judge`); a variant whose status is worse after
 //! (OK → WARN → MISSING, no library counting as MISSING) is a loss, a better one a gain. Units
 //! no program loads (firmware) have no verdicts: there a variant whose files are gone is a loss. A processor served on both sides under other target
 //! IDs is a target-ID change (`gfx90a:xnack-` and `gfx90a:xnack+` become plain `gfx90a`, which
@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::families::cataloger;
 pub use crate::library::identity::{identity, path_identity};
-use crate::library::{judge, judge_absent, libraries, registrable, Library};
+use crate::library::{registrable, Library, Model};
 use crate::model::{CodeObjectRecord, FileRecord, Snapshot, Tool};
 use crate::vocab::runtime::{loads, CodeTarget, Runtime};
 use crate::vocab::target_id::{processor_of, target_id, DeviceTarget, Setting};
@@ -453,10 +453,10 @@ fn comparable(old: &Snapshot, new: &Snapshot) -> Option<BTreeSet<String>> {
     }
 }
 
-/// The libraries of a snapshot, by identity.
-fn libraries_by_identity(snap: &Snapshot) -> BTreeMap<String, Vec<Library>> {
-    let mut out: BTreeMap<String, Vec<Library>> = BTreeMap::new();
-    for lib in libraries(snap).into_iter().filter(Library::judged) {
+/// The libraries of a model, by identity.
+fn libraries_by_identity(model: &Model) -> BTreeMap<String, Vec<&Library>> {
+    let mut out: BTreeMap<String, Vec<&Library>> = BTreeMap::new();
+    for lib in model.libraries().iter().filter(|l| l.judged()) {
         out.entry(lib.identity.clone()).or_default().push(lib);
     }
     out
@@ -483,20 +483,20 @@ fn variants(units: &[&BTreeMap<String, Unit>], targets: &Targets) -> Vec<DeviceT
 /// then, when one library of the unit is left on each side, those two (an upgrade moves
 /// `opt/rocm-6.3.0/lib/librocblas.so.4` to `opt/rocm-7.2.0/lib/librocblas.so.5`); any other
 /// library is new or gone. A library added beside others never stands in for them.
-fn pairs<'a>(lo: &'a [Library], ln: &'a [Library]) -> Vec<(Option<&'a Library>, Option<&'a Library>)> {
+fn pairs<'a>(lo: &[&'a Library], ln: &[&'a Library]) -> Vec<(Option<&'a Library>, Option<&'a Library>)> {
     let mut out = Vec::new();
     let mut taken = vec![false; ln.len()];
     let mut rest_old = Vec::new();
-    for o in lo {
+    for &o in lo {
         match ln.iter().enumerate().find(|(j, n)| !taken[*j] && n.rel == o.rel) {
-            Some((j, n)) => {
+            Some((j, &n)) => {
                 taken[j] = true;
                 out.push((Some(o), Some(n)));
             }
             None => rest_old.push(o),
         }
     }
-    let rest_new: Vec<&Library> = ln.iter().zip(&taken).filter(|(_, t)| !**t).map(|(n, _)| n).collect();
+    let rest_new: Vec<&Library> = ln.iter().zip(&taken).filter(|(_, t)| !**t).map(|(n, _)| *n).collect();
     match (rest_old.as_slice(), rest_new.as_slice()) {
         ([o], [n]) => out.push((Some(*o), Some(*n))),
         _ => {
@@ -509,26 +509,26 @@ fn pairs<'a>(lo: &'a [Library], ln: &'a [Library]) -> Vec<(Option<&'a Library>, 
 
 /// One side of a pair for a device: its library's status and the generic target that serves
 /// it, or, where the library is not on this side, what its loader does without it
-/// (`library::judge_absent`, from the other side's library). `None`: nothing to say.
+/// (`library::Model::judge_absent`, from the other side's library). `None`: nothing to say.
 fn side_status(
-    (snap, lib): (&Snapshot, Option<&Library>),
-    (other_snap, other): (&Snapshot, Option<&Library>),
+    (model, lib): (&Model, Option<&Library>),
+    (other_model, other): (&Model, Option<&Library>),
     dev: &DeviceTarget,
     targets: &Targets,
 ) -> Option<(Status, Option<String>)> {
     match (lib, other) {
-        (Some(l), _) => judge(snap, l, dev, targets).map(|v| (v.status, v.via_generic)),
-        (None, Some(o)) => Some((judge_absent(other_snap, o, dev, targets), None)),
+        (Some(l), _) => model.judge(l, dev, targets).map(|v| (v.status, v.via_generic)),
+        (None, Some(o)) => Some((other_model.judge_absent(o, dev, targets), None)),
         (None, None) => None,
     }
 }
 
 /// The two sides of a diff with their libraries.
 struct Sides<'a> {
-    old: &'a Snapshot,
-    new: &'a Snapshot,
-    lo: BTreeMap<String, Vec<Library>>,
-    ln: BTreeMap<String, Vec<Library>>,
+    old: &'a Model,
+    new: &'a Model,
+    lo: BTreeMap<String, Vec<&'a Library>>,
+    ln: BTreeMap<String, Vec<&'a Library>>,
 }
 
 /// Variants lost and gained in a unit, each with the generic target that served it on the side
@@ -636,16 +636,22 @@ fn coverage(
     (losses, gains, id_changes)
 }
 
-/// Compares two snapshots.
+/// Compares two library models (a scan's, or a snapshot's read back).
 pub fn diff(
-    old: &Snapshot,
-    new: &Snapshot,
+    old_model: &Model,
+    new_model: &Model,
     sources: (SideSource, SideSource),
     targets: &Targets,
 ) -> SnapshotDiff {
+    let (old, new) = (old_model.snapshot(), new_model.snapshot());
     let (uo, un) = (units(old), units(new));
     let compared = comparable(old, new);
-    let sides = Sides { old, new, lo: libraries_by_identity(old), ln: libraries_by_identity(new) };
+    let sides = Sides {
+        old: old_model,
+        new: new_model,
+        lo: libraries_by_identity(old_model),
+        ln: libraries_by_identity(new_model),
+    };
     let (losses, gains, id_changes) = coverage(&sides, &uo, &un, compared.as_ref(), targets);
     let files = file_changes(old, new);
     let mut d = SnapshotDiff {

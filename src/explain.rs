@@ -14,6 +14,7 @@ use crate::aggregate::{layer_count, layers};
 use crate::check::{missing_count, CheckReport, GpuReport, Status};
 use crate::library::install::Install;
 use crate::library::release::{release_of, InstallRelease, ReleaseSource};
+use crate::library::Model;
 use crate::model::{IndexMap, Problem, Snapshot, Tool};
 use crate::vocab::policy::{spans, BuildFilter, Kept, Level, Platform, Policy, Release};
 use crate::vocab::runtime::generic_of;
@@ -176,7 +177,7 @@ pub struct Explanation {
 
 /// What explain is given: the scan, and check's reports for the target (and with the override).
 pub struct Inputs<'a> {
-    pub snap: Option<&'a Snapshot>,
+    pub model: Option<&'a Model>,
     pub check: Option<&'a CheckReport>,
     pub with_override: Option<&'a CheckReport>,
 }
@@ -184,9 +185,10 @@ pub struct Inputs<'a> {
 /// The gate matrix for `target` (a processor in `targets`).
 pub fn explain(target: &Target, targets: &Targets, inputs: Inputs) -> Explanation {
     let policy = targets.policy();
-    let (ships, layer_counts) = inputs.snap.map(|s| shipped(s, target, targets)).unwrap_or_default();
-    let installs = match (inputs.snap, inputs.check) {
-        (Some(snap), Some(check)) => install_gates(snap, check, inputs.with_override, target, targets),
+    let snap = inputs.model.map(Model::snapshot);
+    let (ships, layer_counts) = snap.map(|s| shipped(s, target, targets)).unwrap_or_default();
+    let installs = match (inputs.model, inputs.check) {
+        (Some(model), Some(check)) => install_gates(model, check, inputs.with_override, target, targets),
         _ => Vec::new(),
     };
     Explanation {
@@ -199,13 +201,13 @@ pub fn explain(target: &Target, targets: &Targets, inputs: Inputs) -> Explanatio
             generic: target.generic.clone(),
             isa_compatible: target.isa_compatible.clone(),
         },
-        roots: inputs.snap.map(|s| s.roots.clone()).unwrap_or_default(),
+        roots: snap.map(|s| s.roots.clone()).unwrap_or_default(),
         policy: policy_rows(policy, &target.name),
         ships,
         layers: layer_counts,
         installs,
         not_checked: inputs.check.map(|c| c.not_checked.clone()).unwrap_or_default(),
-        problems: inputs.snap.map(|s| s.problems.clone()).unwrap_or_default(),
+        problems: snap.map(|s| s.problems.clone()).unwrap_or_default(),
     }
 }
 
@@ -473,7 +475,7 @@ fn absent(layer: &crate::aggregate::Layer, target: &str) -> (String, Gate) {
 /// Per install checked: its release's support list (and TheRock's declared targets), check's
 /// verdicts, the override's.
 fn install_gates(
-    snap: &Snapshot,
+    model: &Model,
     check: &CheckReport,
     with_override: Option<&CheckReport>,
     target: &Target,
@@ -487,9 +489,9 @@ fn install_gates(
             let over = with_override
                 .and_then(|o| o.installs.iter().find(|i| i.install == inst.install))
                 .and_then(|i| i.gpus.first().cloned());
-            let release = release_of(snap, &inst.install, targets.policy());
+            let release = release_of(model, &inst.install, targets.policy());
             let mut rows = vec![release_row(targets.policy(), release.as_ref(), &inst.install, &target.name)];
-            rows.extend(declared_row(snap, &inst.install, target, targets));
+            rows.extend(declared_row(model.snapshot(), &inst.install, target, targets));
             rows.extend(gpu.verdicts.iter().map(|v| verdict_row(v, &inst.install)));
             rows.push(override_row(target, &gpu, over.as_ref(), &inst.install));
             Some(InstallGates {

@@ -14,6 +14,7 @@ use serde::Serialize;
 use crate::aggregate::{layer_count, layers};
 use crate::check::devices::Gpus;
 use crate::check::{self, CheckOptions, Outcome};
+use crate::library::{Context, Model};
 use crate::model::{IndexMap, Snapshot, TargetMap, Tool};
 use crate::vocab::targets::Targets;
 
@@ -89,8 +90,11 @@ fn row(
 ) -> Source {
     let mut src =
         Source { name: source_name(path), path: path.display().to_string(), error, ..Source::default() };
-    // Read back by `library::readback::read_back`: checked, its tables made again.
+    // Read back by `library::readback::read_back`: checked, its tables made again; its model
+    // built once for every GPU's check.
     let Some(snap) = snap else { return src };
+    let model = Model::build(snap, targets, Context::default());
+    let snap = model.snapshot();
     src.roots = snap.roots.clone();
     src.files = snap.summary.files;
     src.problems = snap.problems.len() as u64;
@@ -100,25 +104,25 @@ fn row(
     names.dedup();
     let all = layers();
     for t in names {
-        let per: Vec<u64> = all.iter().map(|l| layer_count(&snap, l, &t)).collect();
+        let per: Vec<u64> = all.iter().map(|l| layer_count(snap, l, &t)).collect();
         if per.iter().any(|n| *n > 0) {
             src.counts.insert(t, per);
         }
     }
     src.counts.shrink_to_fit();
     if let Some(g) = gpus {
-        let opts = || CheckOptions { not_checked: Vec::new(), libpaths: Vec::new() };
+        let opts = CheckOptions::default;
         for d in &g.devices {
             let one = Gpus { devices: vec![d.clone()], unknown: g.unknown.clone() };
             src.gpu_verdicts
-                .insert(d.effective.target_id.clone(), check::check(&snap, &one, targets, opts()).outcome);
+                .insert(d.effective.target_id.clone(), check::check(&model, &one, targets, opts()).outcome);
         }
         // The check of all the GPUs at once: MISSING when one GPU's is; otherwise what is left
         // (unread files, unknown GPUs, nothing to check) does not depend on the GPU.
         let mut each = src.gpu_verdicts.values().copied();
         src.verdict = Some(match each.clone().find(|o| *o == Outcome::Missing).or_else(|| each.next()) {
             Some(o) => o,
-            None => check::check(&snap, g, targets, opts()).outcome,
+            None => check::check(&model, g, targets, opts()).outcome,
         });
     }
     src

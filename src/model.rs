@@ -1056,10 +1056,6 @@ pub struct Snapshot {
     /// each leads to. What lies there was scanned as part of the root. Absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub links_out_of_root: Vec<LinkRecord>,
-    /// The files of one program's closure (`check --exe`): the one HIP runtime it loads is the
-    /// one every library of it is judged by, whatever install each is in. Never written.
-    #[serde(skip)]
-    pub one_program: bool,
 }
 
 /// What kind of inconsistency a finding is.

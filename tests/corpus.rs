@@ -22,6 +22,9 @@ use gfxscan::vocab::targets::Targets;
 mod documents;
 #[path = "explain_agrees.rs"]
 mod explain_agrees;
+#[path = "pipeline.rs"]
+#[allow(dead_code)]
+mod pipeline;
 
 type Key = (String, u32, u8, u64);
 
@@ -487,9 +490,10 @@ fn firmware_prefix_counts_match_truth() {
 
 /// The diff of two trees, checked against the committed diff schema.
 fn diff_of(old: &Path, new: &Path) -> gfxscan::diff::SnapshotDiff {
+    let model = |s| gfxscan::library::Model::build(s, &Targets::builtin(), Default::default());
     let d = gfxscan::diff::diff(
-        &scan_dir(old),
-        &scan_dir(new),
+        &model(scan_dir(old)),
+        &model(scan_dir(new)),
         (gfxscan::diff::SideSource::Scan, gfxscan::diff::SideSource::Scan),
         &Targets::builtin(),
     );
@@ -804,7 +808,7 @@ fn absent_corpus_says_skipped_past_the_capture() {
 /// full scans give, on Debian's ROCm 5.x → 6.x → 6.4 upgrades.
 #[test]
 fn diff_only_reading_tables_gives_a_full_scans_diff_on_real_trees() {
-    use gfxscan::testing::diff_at;
+    use crate::pipeline::diff_at;
     let Some(dir) = std::env::var_os("GFXSCAN_DEBIAN_CORPUS").filter(|d| !d.is_empty()) else {
         skipped("set GFXSCAN_DEBIAN_CORPUS to the DIR of fetch-debian.sh");
         return;
@@ -833,7 +837,7 @@ fn diff_only_reading_tables_gives_a_full_scans_diff_on_real_trees() {
 
 #[test]
 fn check_reading_tables_gives_a_full_scans_verdicts_on_real_trees() {
-    use gfxscan::testing::verdicts_at;
+    use crate::pipeline::verdicts_at;
     let mut trees = vec![shared().join("files"), Path::new(env!("CARGO_MANIFEST_DIR")).join("sample")];
     if let Some(dir) = std::env::var_os("GFXSCAN_DEBIAN_CORPUS").filter(|d| !d.is_empty()) {
         let dir = Path::new(&dir);

@@ -22,14 +22,16 @@ pub mod devices;
 pub mod program;
 pub mod prune;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::families::{cataloger, tensile, Library};
+use crate::families::cataloger;
+use crate::library::environment::library_verdicts;
 use crate::library::install::{install_of, Install};
-use crate::library::{family_library, judge, libraries, placeholders, runtime_of, Place};
-use crate::model::{Component, Family, Problem, Snapshot, Tool};
+pub use crate::library::LibPath;
+use crate::library::Model;
+use crate::model::{Problem, Tool};
 use crate::vocab::target_id::{split_version, DeviceTarget};
 use crate::vocab::targets::Targets;
 pub use crate::vocab::verdict::{GapRule, LibraryKind, Status, Verdict};
@@ -170,126 +172,12 @@ impl CheckReport {
     }
 }
 
-/// A Tensile library folder an environment variable names (`ROCBLAS_TENSILE_LIBPATH`,
-/// `HIPBLASLT_TENSILE_LIBPATH`): the library loads it instead of the folder beside it
-/// (rocBLAS tensile_host.cpp `determine_tensile_base_path` uses the variable verbatim, then its
-/// `<arch>` subfolder when one exists; hipBLASLt tensile_host.cpp `initialize` likewise).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LibPath {
-    pub variable: String,
-    /// The library that loads the folder.
-    pub component: Component,
-    /// The folder as scanned (root index and path inside it), or `None` when it does not exist.
-    pub place: Option<(usize, String)>,
-    /// The value as set.
-    pub value: String,
-}
-
-/// What a check is told besides the snapshot and the GPUs.
+/// What a check is told besides the model and the GPUs (the environment's Tensile folders are
+/// the model's context, `library::Context::libpaths`).
 #[derive(Debug, Clone, Default)]
 pub struct CheckOptions {
     /// Installs found and not checked.
     pub not_checked: Vec<String>,
-    /// Tensile folders named by the environment.
-    pub libpaths: Vec<LibPath>,
-}
-
-/// The verdict for a Tensile folder an environment variable puts in place of an install's own.
-fn libpath_verdict(
-    snap: &Snapshot,
-    lp: &LibPath,
-    own: &str,
-    dev: &DeviceTarget,
-    targets: &Targets,
-) -> Verdict {
-    let mut v = match &lp.place {
-        Some((root, dir)) => {
-            let lib = Library { component: Some(lp.component), ..family_library(snap, *root, dir, targets) };
-            placeholders::held_to_index(tensile::verdict(&lib, dev), *root, &snap.findings)
-        }
-        None => {
-            let rule = tensile::missing_folder_gap(lp.component, &dev.processor, targets);
-            let mut v = Verdict::judged(
-                format!("{}/", lp.value.trim_end_matches('/')),
-                LibraryKind::Family(Family::Tensile),
-                Some(rule),
-                format!("{}={} does not exist", lp.variable, lp.value),
-                &dev.processor,
-            );
-            v.component = Some(lp.component);
-            v
-        }
-    };
-    v.detail = format!("{} (set by {}, in place of {own}); {}", v.library, lp.variable, v.detail);
-    v
-}
-
-/// The Tensile folders the environment's libpaths stand in for, by component: those of a
-/// component some libpath names, other than the libpath folders themselves.
-struct Stand<'a> {
-    snap: &'a Snapshot,
-    libpaths: &'a [LibPath],
-    targets: &'a Targets,
-}
-
-impl Stand<'_> {
-    /// The libpaths that name the folder `(root, dir)`.
-    fn named_for<'s>(&'s self, root: usize, dir: &'s str) -> impl Iterator<Item = &'s LibPath> + 's {
-        self.libpaths.iter().filter(move |lp| lp.place.as_ref().is_some_and(|(r, d)| *r == root && d == dir))
-    }
-
-    /// True when `(root, dir)` is a folder an environment variable names.
-    fn is_libpath(&self, root: usize, dir: &str) -> bool {
-        self.named_for(root, dir).next().is_some()
-    }
-
-    /// The libpath standing in for the install's own Tensile folder `(root, dir)`, if any.
-    fn for_folder(&self, root: usize, dir: &str) -> Option<&LibPath> {
-        let component = tensile::component_of(&family_library(self.snap, root, dir, self.targets));
-        self.libpaths.iter().find(|lp| lp.component == component && !self.is_libpath(root, dir))
-    }
-}
-
-/// Every library's verdict for one target, by install, in a stable order. A Tensile folder
-/// an environment variable names stands in for the install's own folder of that component.
-pub fn library_verdicts(
-    snap: &Snapshot,
-    dev: &DeviceTarget,
-    targets: &Targets,
-    libpaths: &[LibPath],
-) -> BTreeMap<Install, Vec<Verdict>> {
-    let mut out: BTreeMap<Install, Vec<Verdict>> = BTreeMap::new();
-    let listed = libraries(snap);
-    let stand = Stand { snap, libpaths, targets };
-    // Components whose install folder some libpath replaces.
-    let replaced: BTreeSet<Component> = listed
-        .iter()
-        .filter_map(|l| match &l.place {
-            Place::Folder(r, d, Family::Tensile) => stand.for_folder(*r, d).map(|lp| lp.component),
-            _ => None,
-        })
-        .collect();
-    for lib in &listed {
-        let v = match &lib.place {
-            Place::Folder(root, dir, Family::Tensile) if !libpaths.is_empty() => {
-                if stand.named_for(*root, dir).any(|lp| replaced.contains(&lp.component)) {
-                    // A folder named by the environment is judged where it stands in.
-                    continue;
-                }
-                match stand.for_folder(*root, dir) {
-                    Some(lp) => Some(libpath_verdict(snap, lp, &lib.shown, dev, targets)),
-                    None => judge(snap, lib, dev, targets),
-                }
-            }
-            _ => judge(snap, lib, dev, targets),
-        };
-        let Some(v) = v else { continue };
-        out.entry(lib.install.clone()).or_default().push(v);
-    }
-    for verdicts in out.values_mut() {
-        verdicts.sort_by_key(|v| (v.kind, v.library.clone()));
-    }
-    out
 }
 
 /// `major.minor.stepping` of a target's KFD version, the form HSA_OVERRIDE_GFX_VERSION takes.
@@ -304,11 +192,10 @@ pub fn missing_count(verdicts: &[Verdict]) -> usize {
 
 /// The override hint for a device whose install misses pieces an ISA-compatible target has.
 fn override_hint(
-    snap: &Snapshot,
+    model: &Model,
     device: &Device,
     targets: &Targets,
     by_install: &BTreeMap<Install, Vec<Verdict>>,
-    libpaths: &[LibPath],
 ) -> BTreeMap<Install, String> {
     let mut out = BTreeMap::new();
     let native = targets.by_name(&device.native.processor);
@@ -320,7 +207,7 @@ fn override_hint(
     }
     let alt_dev =
         DeviceTarget { processor: alt.name.clone(), target_id: alt.name.clone(), ..device.native.clone() };
-    let alt_verdicts = library_verdicts(snap, &alt_dev, targets, libpaths);
+    let alt_verdicts = library_verdicts(model, &alt_dev, targets);
     for (install, verdicts) in by_install {
         let missing = missing_count(verdicts);
         let still = alt_verdicts.get(install).map_or(missing, |v| missing_count(v));
@@ -357,14 +244,9 @@ fn override_warning(device: &Device, targets: &Targets) -> Option<String> {
 }
 
 /// Verdicts, hints and warnings for one device, per install.
-pub fn check_device(
-    snap: &Snapshot,
-    device: &Device,
-    targets: &Targets,
-    libpaths: &[LibPath],
-) -> BTreeMap<Install, GpuReport> {
-    let by_install = library_verdicts(snap, &device.effective, targets, libpaths);
-    let hints = override_hint(snap, device, targets, &by_install, libpaths);
+pub fn check_device(model: &Model, device: &Device, targets: &Targets) -> BTreeMap<Install, GpuReport> {
+    let by_install = library_verdicts(model, &device.effective, targets);
+    let hints = override_hint(model, device, targets, &by_install);
     let warning = override_warning(device, targets);
     by_install
         .into_iter()
@@ -384,11 +266,12 @@ pub fn check_device(
         .collect()
 }
 
-/// Checks every device against a snapshot, install by install.
-pub fn check(snap: &Snapshot, gpus: &Gpus, targets: &Targets, opts: CheckOptions) -> CheckReport {
+/// Checks every device against a library model, install by install.
+pub fn check(model: &Model, gpus: &Gpus, targets: &Targets, opts: CheckOptions) -> CheckReport {
+    let snap = model.snapshot();
     let mut installs: BTreeMap<Install, Vec<GpuReport>> = BTreeMap::new();
     for d in &gpus.devices {
-        for (install, report) in check_device(snap, d, targets, &opts.libpaths) {
+        for (install, report) in check_device(model, d, targets) {
             installs.entry(install).or_default().push(report);
         }
     }
@@ -401,7 +284,7 @@ pub fn check(snap: &Snapshot, gpus: &Gpus, targets: &Targets, opts: CheckOptions
         .map(|(install, gpus)| InstallReport {
             status: gpus.iter().map(GpuReport::status).max().unwrap_or(Status::Ok),
             unread: unread_in(&install),
-            runtime: runtime_of(snap, &install).1.map(|r| InstallRuntime {
+            runtime: model.runtime_of(&install).1.map(|r| InstallRuntime {
                 library: r.path.display(&snap.roots),
                 version: r.version.clone(),
                 rules: crate::vocab::runtime::Runtime::of_version(&r.version).rules(),

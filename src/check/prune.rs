@@ -15,8 +15,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::library::{libraries, library_of_files, Library, Place};
-use crate::model::{CodeObjectRecord, FileRecord, RelPath, Snapshot};
+use crate::library::{library_of_files, Library, Model, Place};
+use crate::model::{CodeObjectRecord, FileRecord, RelPath};
 use crate::vocab::runtime::{loads, Runtime, Via};
 use crate::vocab::target_id::{DeviceTarget, Setting};
 use crate::vocab::targets::Targets;
@@ -126,7 +126,7 @@ fn cost(c: &CodeObjectRecord) -> (u64, u64) {
     }
 }
 
-/// The row a file counts under: its library in the model (`library::libraries`) — a family's
+/// The row a file counts under: its library in the model (`library::Model::libraries`) — a family's
 /// folder, or the host library itself — else the file itself. A per-arch plugin is one GPU's:
 /// each plugin file is its own row, so the one a kept GPU loads stays and the others go whole.
 fn row_of(f: &FileRecord, lib: Option<&Library>) -> RelPath {
@@ -137,10 +137,11 @@ fn row_of(f: &FileRecord, lib: Option<&Library>) -> RelPath {
 }
 
 /// The prune report of a snapshot for the `keep` targets.
-pub fn prune(snap: &Snapshot, keep: &[String], targets: &Targets) -> PruneReport {
+pub fn prune(model: &Model, keep: &[String], targets: &Targets) -> PruneReport {
+    let snap = model.snapshot();
     let mut rows: BTreeMap<RelPath, PruneRow> = BTreeMap::new();
-    let libs = libraries(snap);
-    let lib_of = library_of_files(snap, &libs);
+    let libs = model.libraries();
+    let lib_of = library_of_files(snap, libs);
     // A hard link's bytes are on disk once, under the name it links to.
     for (i, f) in snap.files.iter().enumerate().filter(|(_, f)| f.hard_link_of.is_none()) {
         let lib = row_of(f, lib_of[i].map(|l| &libs[l]));

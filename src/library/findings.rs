@@ -30,9 +30,9 @@ use crate::vocab::verdict::Status;
 /// The findings of a snapshot read to `depth`: every one for a scan's facts; for `check`'s
 /// tables, those a verdict reads (lazy indexes that name absent files,
 /// [`super::placeholders::held_to_index`]) and no others.
-pub fn findings_to(snap: &Snapshot, targets: &Targets, depth: Depth<'_>) -> Vec<Finding> {
+pub fn findings_to(snap: &Snapshot, libs: &[Library], targets: &Targets, depth: Depth<'_>) -> Vec<Finding> {
     match depth {
-        Depth::Facts => findings(snap, targets),
+        Depth::Facts => findings(snap, libs, targets),
         Depth::Tables { .. } => {
             let mut out = super::placeholders::placeholder_findings(snap);
             out.retain(|f| f.kind == FindingKind::IndexNamesMissing);
@@ -42,12 +42,11 @@ pub fn findings_to(snap: &Snapshot, targets: &Targets, depth: Depth<'_>) -> Vec<
     }
 }
 
-/// Every finding of a snapshot, sorted by kind, then library.
-pub fn findings(snap: &Snapshot, targets: &Targets) -> Vec<Finding> {
-    let libs = super::libraries(snap);
+/// Every finding of a snapshot with libraries `libs`, sorted by kind, then library.
+fn findings(snap: &Snapshot, libs: &[Library], targets: &Targets) -> Vec<Finding> {
     let mut out = Vec::new();
-    out.extend(host_tensile(snap, &libs, targets));
-    out.extend(siblings(snap, &libs, targets));
+    out.extend(host_tensile(snap, libs, targets));
+    out.extend(siblings(snap, libs, targets));
     out.extend(super::placeholders::placeholder_findings(snap));
     out.extend(snap.declared_targets.iter().filter_map(|d| declared_differ(snap, d, targets)));
     out.extend(snap.mismatches.iter().map(|m| Finding {

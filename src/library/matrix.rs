@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 
 use super::install::Install;
-use super::{libraries, plugins, registrable, Library, Place};
+use super::{plugins, registrable, Library, Model, Place};
 use crate::families::cataloger;
 use crate::model::{Container, Snapshot};
 use crate::vocab::runtime::generic_of;
@@ -56,11 +56,12 @@ impl LibraryRow {
     }
 }
 
-/// Every library of the snapshot with its targets, by install, then path.
-pub fn library_matrix(snap: &Snapshot, table: &Targets) -> Vec<LibraryRow> {
-    let places = libraries(snap).into_iter().map(|lib| {
-        let (layer, held) = holdings(snap, &lib);
-        (lib.install, lib.shown, layer, held)
+/// Every library of the model with its targets, by install, then path.
+pub fn library_matrix(model: &Model, table: &Targets) -> Vec<LibraryRow> {
+    let snap = model.snapshot();
+    let places = model.libraries().iter().map(|lib| {
+        let (layer, held) = holdings(snap, lib);
+        (lib.install.clone(), lib.shown.clone(), layer, held)
     });
     let mut rows: Vec<LibraryRow> = places
         .map(|(install, shown, layer, mut held)| {

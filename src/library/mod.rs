@@ -1,8 +1,11 @@
-//! The library model: a snapshot turned into the libraries a program loads, once, for every
-//! view. Each library has its install, its kind, where it is, and — for a device — what serves
-//! it, decided by one rule (`vocab::runtime`): `check`, `diff`, `merge`, the library matrix,
-//! findings and prune read it, and none of them decides again what a library is or what serves a
-//! target.
+//! The library model: a snapshot turned into the libraries a program loads, once per run, for
+//! every view. [`Model::build`] takes the snapshot's facts, the target table and the run's
+//! [`Context`] (one program's closure, how deep the files were read, the Tensile folders the
+//! environment names) and owns the libraries, the findings and every (library, device) verdict,
+//! judged once and kept. Each library has its install, its kind, where it is, and — for a
+//! device — what serves it, decided by one rule (`vocab::runtime`): `check`, `diff`, `merge`,
+//! `explain`, the library matrix and prune take `&Model`, and none of them decides again what a
+//! library is or what serves a target. No view writes into the snapshot.
 //!
 //! A library is a host library (an ELF or a PE `.dll`/`.pyd`) or a standalone bundle with
 //! its code groups (one per registered fat binary, and one for the objects the runtime takes
@@ -11,6 +14,7 @@
 //! Code only in `.llvm.offloading` is no library's: LLVM drops the section from linked output
 //! (it is for the linker wrapper) and clr never reads it.
 
+pub mod environment;
 pub mod findings;
 pub mod identity;
 pub mod install;
@@ -21,7 +25,8 @@ pub mod plugins;
 pub mod readback;
 pub mod release;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Mutex;
 
 use crate::families::{cataloger, Library as FamilyLibrary};
 use crate::model::{CodeObjectRecord, Container, Family, FileRecord, HipRuntime, RelPath, Snapshot};
@@ -33,8 +38,92 @@ use install::{install_of, Install};
 
 pub use crate::families::HOST_CODE;
 
+pub use environment::LibPath;
+
+/// What a run knows besides the snapshot's facts.
+#[derive(Debug, Clone, Default)]
+pub struct Context {
+    /// The files of one program's closure (`check --exe`, `--pid`): the one HIP runtime it
+    /// loads is the one every library of it is judged by, whatever install each is in.
+    pub one_program: bool,
+    /// The processors whose entries were read whole (`check` reads bundle tables for the
+    /// others): findings are judged as deep as the files were read. `None`: every fact.
+    pub read_for: Option<Vec<String>>,
+    /// The Tensile folders the environment names, standing in for an install's own.
+    pub libpaths: Vec<LibPath>,
+}
+
+/// The library model of one snapshot, built once per run ([`Model::build`]): the snapshot's
+/// facts with its findings, the libraries, and every (library, device) verdict, judged once
+/// and kept, so every view reads the same answer whatever order it asks in.
+#[derive(Debug)]
+pub struct Model {
+    snap: Snapshot,
+    libraries: Vec<Library>,
+    context: Context,
+    judged: Mutex<HashMap<(Place, DeviceTarget), Option<Verdict>>>,
+}
+
+impl Model {
+    /// The model of `snap`: its libraries, and its findings judged from them as deep as its
+    /// files were read — the one place findings are made.
+    pub fn build(mut snap: Snapshot, targets: &Targets, context: Context) -> Model {
+        let libraries = libraries(&snap, context.one_program);
+        let depth = match &context.read_for {
+            Some(wanted) => crate::parse::Depth::Tables { wanted, targets },
+            None => crate::parse::Depth::Facts,
+        };
+        snap.findings = findings::findings_to(&snap, &libraries, targets, depth);
+        Model { snap, libraries, context, judged: Mutex::default() }
+    }
+
+    /// The snapshot's facts, with the findings the model made.
+    pub fn snapshot(&self) -> &Snapshot {
+        &self.snap
+    }
+
+    /// The snapshot, given up (for a view that must cut it to some targets).
+    pub fn into_snapshot(self) -> Snapshot {
+        self.snap
+    }
+
+    /// The libraries, in a stable order.
+    pub fn libraries(&self) -> &[Library] {
+        &self.libraries
+    }
+
+    /// What the run knows besides the facts.
+    pub fn context(&self) -> &Context {
+        &self.context
+    }
+
+    /// The HIP runtime `install` ships, and the rules it matches by ([`runtime_of`]).
+    pub fn runtime_of(&self, install: &Install) -> (Runtime, Option<&HipRuntime>) {
+        runtime_of(&self.snap, install, self.context.one_program)
+    }
+
+    /// `lib`'s verdict for `dev` ([`judge`]), judged once and kept.
+    pub fn judge(&self, lib: &Library, dev: &DeviceTarget, targets: &Targets) -> Option<Verdict> {
+        let key = (lib.place.clone(), dev.clone());
+        let kept = |m: &Mutex<HashMap<_, Option<Verdict>>>| {
+            m.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&key).cloned()
+        };
+        if let Some(v) = kept(&self.judged) {
+            return v;
+        }
+        let v = judge(&self.snap, lib, dev, targets);
+        let mut map = self.judged.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        map.entry(key).or_insert(v).clone()
+    }
+
+    /// What `dev` gets where `lib` (a library of this model) is gone ([`judge_absent`]).
+    pub fn judge_absent(&self, lib: &Library, dev: &DeviceTarget, targets: &Targets) -> Status {
+        judge_absent(&self.snap, lib, dev, targets)
+    }
+}
+
 /// Where a library is in its snapshot.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Place {
     /// A file with device code (index into the snapshot's files).
     Code(usize),
@@ -106,8 +195,9 @@ fn holds_code(f: &FileRecord) -> bool {
         || (f.code_objects.iter().any(registrable) && (f.kind.is_host_binary() || f.bundles > 0))
 }
 
-/// The libraries of a snapshot, each with its install, in a stable order.
-pub fn libraries(snap: &Snapshot) -> Vec<Library> {
+/// The libraries of a snapshot, each with its install, in a stable order (`one_program`: the
+/// files are one program's closure, [`Context::one_program`]).
+fn libraries(snap: &Snapshot, one_program: bool) -> Vec<Library> {
     // Each place with its identity (a folder's, from its first file) and its files.
     let mut places: BTreeMap<Place, (String, Vec<usize>)> = BTreeMap::new();
     for (i, f) in snap.files.iter().enumerate() {
@@ -146,7 +236,7 @@ pub fn libraries(snap: &Snapshot) -> Vec<Library> {
                 }
             };
             let install = install_of(snap.root_given(root), &shown);
-            let runtime = runtime_of(snap, &install).0;
+            let runtime = runtime_of(snap, &install, one_program).0;
             Library { install, place, shown, kind, identity, rel, files, runtime }
         })
         .collect()
@@ -160,13 +250,14 @@ fn folder_shown(snap: &Snapshot, root: usize, dir: &str) -> String {
 
 /// A family folder, for its cataloger to judge.
 pub fn family_library<'s>(
-    snap: &'s Snapshot,
+    model: &'s Model,
     root: usize,
     dir: &'s str,
     targets: &'s Targets,
 ) -> FamilyLibrary<'s> {
+    let snap = model.snapshot();
     let install = install_of(snap.root_given(root), &folder_shown(snap, root, dir));
-    let runtime = runtime_of(snap, &install).0;
+    let runtime = model.runtime_of(&install).0;
     FamilyLibrary { snap, root, dir, component: None, targets, runtime, files: None }
 }
 
@@ -185,14 +276,18 @@ fn library_of<'s>(
 /// The HIP runtime an install ships (the one whose name says most of its version, then the
 /// first in path order: `libamdhip64.so.6.4.43484` over a copy named `libamdhip64.so.6`), and
 /// the rules it matches by; ROCm 7.x's where it ships none (`vocab::runtime::ASSUMED_RUNTIME`).
-/// In one program's closure, its runtime, wherever it lies: the one the program loads.
-pub fn runtime_of<'s>(snap: &'s Snapshot, install: &Install) -> (Runtime, Option<&'s HipRuntime>) {
+/// In one program's closure (`one_program`), its runtime, wherever it lies: the one the
+/// program loads.
+pub fn runtime_of<'s>(
+    snap: &'s Snapshot,
+    install: &Install,
+    one_program: bool,
+) -> (Runtime, Option<&'s HipRuntime>) {
     let own = snap
         .hip_runtimes
         .iter()
         .filter(|r| {
-            snap.one_program
-                || &install_of(snap.root_given(r.path.root), &r.path.display(&snap.roots)) == install
+            one_program || &install_of(snap.root_given(r.path.root), &r.path.display(&snap.roots)) == install
         })
         .rev()
         .max_by_key(|r| r.version.split('.').count());
@@ -302,10 +397,10 @@ pub fn serves_processor(f: &FileRecord, processor: &str, targets: &Targets, rt: 
     !groups.is_empty() && groups.values().all(|g| pick_in(g, &dev, targets, rt).is_some())
 }
 
-/// A library's verdict for a device, with no environment: the same for every view. `None` for
-/// a library with nothing to say for it (a plugin folder without the device's plugin kind, a
-/// family whose files no program loads).
-pub fn judge(snap: &Snapshot, lib: &Library, dev: &DeviceTarget, targets: &Targets) -> Option<Verdict> {
+/// A library's verdict for a device, with no environment: the same for every view
+/// ([`Model::judge`] keeps it). `None` for a library with nothing to say for it (a plugin
+/// folder without the device's plugin kind, a family whose files no program loads).
+fn judge(snap: &Snapshot, lib: &Library, dev: &DeviceTarget, targets: &Targets) -> Option<Verdict> {
     let rt = lib.runtime;
     match &lib.place {
         Place::Code(i) => {
@@ -337,7 +432,7 @@ pub fn judge(snap: &Snapshot, lib: &Library, dev: &DeviceTarget, targets: &Targe
 /// a family's own rule for a folder with nothing in it (MIOpen without databases runs with
 /// default tuning: WARN; rocBLAS without its Tensile library aborts: MISSING), a per-arch
 /// plugin's gap, and MISSING for host code (the program does not start, or its calls fail).
-pub fn judge_absent(snap: &Snapshot, lib: &Library, dev: &DeviceTarget, targets: &Targets) -> Status {
+fn judge_absent(snap: &Snapshot, lib: &Library, dev: &DeviceTarget, targets: &Targets) -> Status {
     match &lib.place {
         Place::Folder(root, dir, fam) => {
             let component = (*fam == Family::Tensile).then(|| {

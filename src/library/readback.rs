@@ -1,6 +1,7 @@
 //! A snapshot read back (a saved side of `diff`, a source of `merge`): held against itself
-//! before anything is judged from it, then its derived tables made again as this version makes
-//! them — the one place a saved snapshot is refreshed.
+//! before anything is judged from it, then its families table made again as this version makes
+//! it — the one place a saved snapshot is refreshed (its findings, as every snapshot's, are
+//! the library model's to make).
 //!
 //! Nothing in it is believed as written: its roots and paths, its summary against its files,
 //! each code object's target ID against its processor and its `e_flags` (as a scan resolves
@@ -19,8 +20,8 @@ use crate::vocab::targets::Targets;
 const NAMED: usize = 1;
 
 /// `snap` checked and refreshed: its families table made again from its files (unless it was
-/// filtered to some targets) and its findings judged as this version judges them, since
-/// verdicts read them. An error names the first problem and how many more.
+/// filtered to some targets); its findings are the model's to judge again ([`super::Model::build`]).
+/// An error names the first problem and how many more.
 pub fn read_back(mut snap: Snapshot, targets: &Targets) -> Result<Snapshot, String> {
     let problems = tampering(&snap, targets);
     if let Some(first) = problems.first() {
@@ -36,7 +37,6 @@ pub fn read_back(mut snap: Snapshot, targets: &Targets) -> Result<Snapshot, Stri
     if snap.filtered_to.is_none() {
         snap.families = families_table(&snap.files, targets);
     }
-    snap.findings = super::findings::findings(&snap, targets);
     Ok(snap)
 }
 

@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 use super::install::{install_of, Install};
-use super::runtime_of;
+use super::Model;
 use crate::model::{Ecosystem, ReleaseSignal, Snapshot};
 use crate::parse::release::amd_package_release;
 use crate::vocab::policy::{Platform, Policy};
@@ -52,16 +52,16 @@ pub struct InstallRelease {
 /// The release of `install`: its first stated release (a version file before a header, a
 /// header before a library name), else the version of the AMD package it was read from, else
 /// its HIP runtime's; `None` when none is there.
-pub fn release_of(snap: &Snapshot, install: &Install, policy: &Policy) -> Option<InstallRelease> {
-    let platform = platform_of(snap, install);
-    let mut found = stated_release(snap, install, policy)?;
+pub fn release_of(model: &Model, install: &Install, policy: &Policy) -> Option<InstallRelease> {
+    let platform = platform_of(model, install);
+    let mut found = stated_release(model, install, policy)?;
     found.platform = platform;
     Some(found)
 }
 
 /// Windows for AMD's HIP SDK folder (`…/AMD/ROCm/6.2`) or an install whose HIP runtime is a DLL.
-fn platform_of(snap: &Snapshot, install: &Install) -> Platform {
-    let dll = runtime_of(snap, install).1.is_some_and(|r| r.path.file_name().ends_with(".dll"));
+fn platform_of(model: &Model, install: &Install) -> Platform {
+    let dll = model.runtime_of(install).1.is_some_and(|r| r.path.file_name().ends_with(".dll"));
     if dll || crate::library::install::is_hip_sdk_install(&install.path) {
         Platform::Windows
     } else {
@@ -70,9 +70,11 @@ fn platform_of(snap: &Snapshot, install: &Install) -> Platform {
 }
 
 /// [`release_of`] without its platform.
-fn stated_release(snap: &Snapshot, install: &Install, policy: &Policy) -> Option<InstallRelease> {
+fn stated_release(model: &Model, install: &Install, policy: &Policy) -> Option<InstallRelease> {
+    let snap = model.snapshot();
+    let one_program = model.context().one_program;
     let in_install =
-        |root: usize, path: &str| &install_of(snap.root_given(root), path) == install || snap.one_program;
+        |root: usize, path: &str| &install_of(snap.root_given(root), path) == install || one_program;
     let stated = snap
         .rocm_releases
         .iter()
@@ -91,7 +93,7 @@ fn stated_release(snap: &Snapshot, install: &Install, policy: &Policy) -> Option
     if let Some(r) = package_release(snap, install, policy) {
         return Some(r);
     }
-    let (_, hip) = runtime_of(snap, install);
+    let (_, hip) = model.runtime_of(install);
     let hip = hip?;
     let mut releases: Vec<String> =
         policy.releases_with_hip(&hip.version).iter().flat_map(|r| r.versions.iter().cloned()).collect();

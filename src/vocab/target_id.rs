@@ -33,7 +33,7 @@ pub fn target_id(processor: &str, sramecc: Setting, xnack: Setting) -> String {
 }
 
 /// A GPU target with feature settings as far as known.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
 pub struct DeviceTarget {
     pub processor: String,
     #[serde(skip)]

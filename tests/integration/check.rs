@@ -907,7 +907,8 @@ fn check_table_cuts_paths_at_folders_and_wraps_between_words() {
 /// generic, feature-stating, pre-4.1 and non-AMD entries, for every GPU here.
 #[test]
 fn check_reading_tables_gives_a_full_scans_verdicts() {
-    use gfxscan::testing::{ccob, verdicts_at, Codec};
+    use crate::pipeline::verdicts_at;
+    use gfxscan::testing::{ccob, Codec};
     let m = crate::fixtures::mixed();
     let generic = code_object(&CodeObjectSpec::new(4, GFX11_GENERIC | GENERIC_V1, &["k0", "k1"]));
     let gfx1010 = co(crate::fixtures::GFX1010, XNACK_ON, 3);

@@ -186,7 +186,8 @@ fn snapshots_that_make_no_sense_are_refused() {
 /// gains, counts and files alike; generic code a target falls back to is read whole.
 #[test]
 fn diff_only_reads_tables_and_gives_a_full_scans_diff() {
-    use gfxscan::testing::{ccob, diff_at, Codec};
+    use crate::pipeline::diff_at;
+    use gfxscan::testing::{ccob, Codec};
     let t = Tree::new();
     let entries = |ids: &[(&str, u32)]| -> Vec<(String, Vec<u8>)> {
         ids.iter()

@@ -25,8 +25,11 @@ mod hostile;
 mod layouts;
 mod loader;
 mod merge;
+mod model;
 mod new_containers;
 mod outputs;
+#[path = "../pipeline.rs"]
+mod pipeline;
 mod prune;
 mod real_files;
 mod report;

@@ -1,0 +1,61 @@
+//! `gfxscan merge`: a fleet of snapshots, each read back and checked, merged into one matrix
+//! of sources × targets × layers, with `--gpu` a verdict per source.
+
+use anyhow::bail;
+
+use super::{distinct, known_targets, load_targets, open_outputs};
+use crate::check::devices::{self, Env};
+use crate::cli::{self, MergeArgs, OutputFormat};
+use crate::exit::ExitStatus;
+use crate::library::readback;
+use crate::report::output::deliver_all;
+use crate::source::snapshot;
+use crate::{aggregate, check, merge, report};
+
+/// Runs `gfxscan merge`.
+pub fn run(mut args: MergeArgs, color: cli::ColorChoice) -> anyhow::Result<ExitStatus> {
+    let targets = load_targets(&args.table)?;
+    let outputs = open_outputs(color, args.json, args.format, &args.outputs, OutputFormat::MERGE)?;
+    args.only = known_targets("--only", &args.only, &targets)?;
+    if !aggregate::layers().iter().any(|l| l.header == args.layer) {
+        let names: Vec<&str> = aggregate::layers().iter().map(|l| l.header).collect();
+        bail!("--layer: unknown layer {:?} (one of: {})", args.layer, names.join(", "));
+    }
+    // The sources' own environments are unknown here: no override is applied.
+    let gpus = match args.gpus.is_empty() {
+        true => None,
+        false => Some(devices::from_args(&args.gpus, &Env::default(), &targets).map_err(anyhow::Error::msg)?),
+    };
+    let (paths, unlisted) = merge::gather(&args.inputs, &|d| snapshot::snapshots_in(d));
+    if paths.is_empty() {
+        let given: Vec<String> = args.inputs.iter().map(|p| p.display().to_string()).collect();
+        bail!("no snapshot in {} (*.json, *.json.zst, *.json.xz): nothing to merge", given.join(", "));
+    }
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(args.threads.unwrap_or(0)).build()?;
+    let fleet = pool.install(|| {
+        let g = gpus.as_ref().map(|g| (g, args.gpus.clone()));
+        let read = |p: &std::path::Path| match unlisted.get(p) {
+            Some(why) => Err(anyhow::anyhow!("{why}")),
+            None => snapshot::read_snapshot(p).and_then(|s| {
+                readback::read_back(s, &targets).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))
+            }),
+        };
+        merge::merge(&paths, &read, g, &distinct(&args.only), &targets)
+    });
+    // No OK for a source that could not be read, or judged: a missing piece first (it is
+    // certain), then anything unread or with nothing to check.
+    let verdict = |o| fleet.sources.iter().any(|s| s.verdict == Some(o));
+    let status = if verdict(check::Outcome::Missing) {
+        ExitStatus::Missing
+    } else if fleet.unreadable() > 0
+        || verdict(check::Outcome::Incomplete)
+        || verdict(check::Outcome::NothingToCheck)
+    {
+        ExitStatus::Incomplete
+    } else {
+        ExitStatus::Clean
+    };
+    deliver_all(outputs, status, |format, style, w| {
+        report::merge::write_merge(&fleet, &targets, &args.layer, format, style, w)
+    })
+}
