@@ -438,7 +438,7 @@ fn layer_row(
     count: u64,
     targets: &Targets,
 ) -> GateRow {
-    let generic = target.generic.as_deref().filter(|g| targets.by_name(g).is_some());
+    let generic = crate::vocab::runtime::fallback_generic(&target.name, targets);
     let via = generic.map(|g| (g, layer_count(snap, layer, g))).filter(|(_, n)| *n > 0);
     let (says, verdict) = match (count, via) {
         (0, Some((g, n))) => (

@@ -19,8 +19,9 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::vocab::target_id::{parse_target_id, split_version, version_name, DeviceTarget, Setting};
+use crate::vocab::target_id::{parse_target_id, DeviceTarget, Setting};
 use crate::vocab::targets::Targets;
+use crate::vocab::targets::{split_version, version_name};
 
 /// KFD's capability bit for SRAM ECC enabled.
 pub const HSA_CAP_SRAM_EDCSUPPORTED: u64 = 0x0400_0000;

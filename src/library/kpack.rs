@@ -38,8 +38,7 @@ pub fn loader_targets(dev: &DeviceTarget, targets: &Targets) -> Vec<String> {
     let mut out = compatible_targets(&dev.target_id);
     // clr passes `TargetToGeneric` of the ISA: only processors its map lists (targets.toml
     // `hip_generic`); the kpack loader then drops features itself, so no feature is refused.
-    if let Some(g) = targets.by_name(&dev.processor).filter(|t| t.hip_generic).and_then(|t| t.generic.clone())
-    {
+    if let Some(g) = crate::vocab::runtime::fallback_generic(&dev.processor, targets) {
         let features = dev.target_id.split_once(':').map_or(String::new(), |(_, f)| format!(":{f}"));
         out.extend(compatible_targets(&format!("{g}{features}")));
     }

@@ -265,7 +265,7 @@ fn table_suffices(id: &str, wanted: &[String], targets: &crate::vocab::targets::
     crate::vocab::runtime::comgr_target(id).is_some_and(|t| {
         let processor = t.split(':').next().unwrap_or(t);
         let falls_back_to =
-            |w: &String| targets.by_name(w).and_then(|wt| wt.generic.as_deref()) == Some(processor);
+            |w: &String| crate::vocab::runtime::fallback_generic(w, targets) == Some(processor);
         targets.by_name(processor).is_some() && !wanted.iter().any(|w| w == processor || falls_back_to(w))
     })
 }

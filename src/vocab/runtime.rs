@@ -187,6 +187,13 @@ pub fn generic_of<'t>(processor: &str, targets: &'t Targets) -> Option<&'t str> 
     runtime_generic(processor, targets).and_then(|(g, refused)| refused.is_none().then_some(g))
 }
 
+/// The generic target the runtime asks comgr for besides `processor`'s own (clr
+/// `hip_fatbin.cpp` `TargetToGeneric`), whether or not comgr then takes it: the one rule of
+/// generic fallback, read by the parsers to know which entries a verdict may rest on.
+pub fn fallback_generic<'t>(processor: &str, targets: &'t Targets) -> Option<&'t str> {
+    runtime_generic(processor, targets).map(|(g, _)| g)
+}
+
 /// The generic target the runtime asks for besides the device's own, with the feature comgr
 /// refuses in that query when the processor has one the generic target lacks.
 fn runtime_generic<'t>(processor: &str, targets: &'t Targets) -> Option<(&'t str, Option<&'t String>)> {

@@ -166,16 +166,6 @@ pub fn parse_target_id(s: &str, targets: &Targets) -> Result<DeviceTarget, Strin
     Ok(DeviceTarget::new(&t.name, sramecc, xnack))
 }
 
-/// A `gfx_target_version` as its `(major, minor, stepping)`.
-pub fn split_version(v: u32) -> (u32, u32, u32) {
-    (v / 10000, v / 100 % 100, v % 100)
-}
-
-/// The processor name of an ISA version: `gfx` + decimal major + hex minor + hex stepping.
-pub fn version_name((major, minor, step): (u32, u32, u32)) -> String {
-    format!("gfx{major}{minor:x}{step:x}")
-}
-
 /// The sramecc and xnack settings a target ID states (`gfx90a:xnack-` → any, off).
 pub fn settings(target_id: &str) -> (Setting, Setting) {
     let (mut s, mut x) = (Setting::Any, Setting::Any);

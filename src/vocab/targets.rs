@@ -13,6 +13,16 @@ use serde::{Deserialize, Serialize};
 
 use super::policy::Policy;
 
+/// A `gfx_target_version` as its `(major, minor, stepping)`.
+pub fn split_version(v: u32) -> (u32, u32, u32) {
+    (v / 10000, v / 100 % 100, v % 100)
+}
+
+/// The processor name of an ISA version: `gfx` + decimal major + hex minor + hex stepping.
+pub fn version_name((major, minor, step): (u32, u32, u32)) -> String {
+    format!("gfx{major}{minor:x}{step:x}")
+}
+
 /// The built-in table's text.
 pub const BUILTIN: &str = include_str!("../../targets.toml");
 
@@ -234,7 +244,7 @@ fn entry_errors(t: &Target, who: &str) -> Vec<String> {
         errs.push(format!("{who}: generic_version is only for generic targets"));
     }
     // The override takes the version as libhsakmt does (`check::devices::parse_override`).
-    if let Some((major, _, _)) = t.gfx_target_version.map(super::target_id::split_version) {
+    if let Some((major, _, _)) = t.gfx_target_version.map(split_version) {
         if major > 63 {
             errs.push(format!("{who}: gfx_target_version major {major} is out of range (at most 63)"));
         }
