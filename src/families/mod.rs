@@ -173,9 +173,16 @@ pub trait Cataloger: Sync {
 pub static CATALOGERS: &[&dyn Cataloger] =
     &[&firmware::Firmware, &bitcode::Bitcode, &miopen::Miopen, &aotriton::Aotriton, &tensile::Tensile];
 
-/// The cataloger of a family.
+/// The cataloger of a family: one per `Family`, matched exhaustively, so a family without a
+/// cataloger does not compile (none falls back to another's rules).
 pub fn cataloger(family: Family) -> &'static dyn Cataloger {
-    CATALOGERS.iter().copied().find(|c| c.family() == family).unwrap_or(&tensile::Tensile)
+    match family {
+        Family::Tensile => &tensile::Tensile,
+        Family::Miopen => &miopen::Miopen,
+        Family::Firmware => &firmware::Firmware,
+        Family::Bitcode => &bitcode::Bitcode,
+        Family::Aotriton => &aotriton::Aotriton,
+    }
 }
 
 /// The family of a file from its real path and content, with what its name says.
@@ -324,6 +331,15 @@ mod tests {
 
     fn t() -> Targets {
         Targets::builtin()
+    }
+
+    /// Each family's cataloger is its own, and every registered cataloger is some family's.
+    #[test]
+    fn each_family_has_its_own_cataloger() {
+        for c in CATALOGERS {
+            assert_eq!(cataloger(c.family()).family(), c.family());
+        }
+        assert_eq!(CATALOGERS.len(), 5, "one cataloger per Family");
     }
 
     #[test]
