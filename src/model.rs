@@ -17,6 +17,7 @@ use crate::parse::bundle::BundleFormat;
 pub use crate::parse::firmware::{FirmwareFacts, FirmwareHeader};
 use crate::parse::magic::Kind;
 pub use crate::parse::miopen::MiopenFacts;
+pub use crate::parse::package::{Ecosystem, Package};
 pub use crate::parse::tensile::TensileFacts;
 use crate::vocab::codec::Codec;
 
@@ -991,7 +992,7 @@ pub struct Summary {
     #[serde(default, skip_serializing_if = "is_zero")]
     pub special_files: u64,
     /// Files per kind, by magic.
-    #[schemars(with = "crate::schema::MapKeyedBy<Kind, u64>")]
+    #[schemars(with = "MapKeyedBy<Kind, u64>")]
     pub kinds: BTreeMap<Kind, u64>,
 }
 
@@ -1118,29 +1119,26 @@ pub struct ArchiveRecord {
     pub package: Option<Package>,
 }
 
-/// The packaging system a [`Package`] belongs to.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum Ecosystem {
-    /// A Debian binary package (`.deb`).
-    Deb,
-    /// A Python wheel.
-    Pypi,
-}
+/// The schema of a map keyed by an enum's JSON words (`BTreeMap<Kind, u64>`), for a field's
+/// `#[schemars(with = …)]`: its keys are held to `K`, its values to `V`.
+pub struct MapKeyedBy<K, V>(std::marker::PhantomData<(K, V)>);
 
-/// A package's identity, as its metadata states it (not normalised: `purl`s are made from it).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Package {
-    pub ecosystem: Ecosystem,
-    /// `Package:` of a `.deb`, `Name:` of a wheel.
-    pub name: String,
-    /// `Version:`.
-    pub version: String,
-    /// A `.deb`'s `Architecture:` (`amd64`, `all`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub arch: Option<String>,
+impl<K: schemars::JsonSchema, V: schemars::JsonSchema> schemars::JsonSchema for MapKeyedBy<K, V> {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        format!("Map_of_{}_to_{}", K::schema_name(), V::schema_name()).into()
+    }
+
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "object",
+            "propertyNames": g.subschema_for::<K>(),
+            "additionalProperties": g.subschema_for::<V>()
+        })
+    }
 }
 
 #[cfg(test)]

@@ -5,12 +5,10 @@
 //! out when empty is optional, an always-written one required), not everything it reads back
 //! (version 1 snapshots). Objects stay open to fields a newer gfxscan adds.
 
-use std::borrow::Cow;
-
 use clap::ValueEnum;
 use schemars::generate::SchemaSettings;
 use schemars::transform::{transform_subschemas, Transform};
-use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use schemars::{Schema, SchemaGenerator};
 use serde_json::Value;
 
 use crate::vocab::targets::TargetsDocument;
@@ -89,27 +87,7 @@ impl Document {
     }
 }
 
-/// The schema of a map keyed by an enum's JSON words (`BTreeMap<Kind, u64>`), for a field's
-/// `#[schemars(with = …)]`: its keys are held to `K`, its values to `V`.
-pub struct MapKeyedBy<K, V>(std::marker::PhantomData<(K, V)>);
-
-impl<K: JsonSchema, V: JsonSchema> JsonSchema for MapKeyedBy<K, V> {
-    fn inline_schema() -> bool {
-        true
-    }
-
-    fn schema_name() -> Cow<'static, str> {
-        format!("Map_of_{}_to_{}", K::schema_name(), V::schema_name()).into()
-    }
-
-    fn json_schema(g: &mut SchemaGenerator) -> Schema {
-        json_schema!({
-            "type": "object",
-            "propertyNames": g.subschema_for::<K>(),
-            "additionalProperties": g.subschema_for::<V>()
-        })
-    }
-}
+pub use crate::model::MapKeyedBy;
 
 /// A field written only when set (`skip_serializing_if`, so not `required` in the serialization
 /// contract) is never `null`: every such `Option` is skipped with `Option::is_none`. schemars

@@ -7,7 +7,32 @@
 //! specifications", read as RFC 822 headers). Field names are matched without case, as both
 //! define them. Input is hostile: any bytes give an identity or an error, never a panic.
 
-use crate::model::{Ecosystem, Package};
+use serde::{Deserialize, Serialize};
+
+/// The packaging system a [`Package`] belongs to.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Ecosystem {
+    /// A Debian binary package (`.deb`).
+    Deb,
+    /// A Python wheel.
+    Pypi,
+}
+
+/// A package's identity, as its metadata states it (not normalised: `purl`s are made from it).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Package {
+    pub ecosystem: Ecosystem,
+    /// `Package:` of a `.deb`, `Name:` of a wheel.
+    pub name: String,
+    /// `Version:`.
+    pub version: String,
+    /// A `.deb`'s `Architecture:` (`amd64`, `all`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arch: Option<String>,
+}
 
 /// Most bytes of a metadata file read: a control file is a few KiB; a wheel's METADATA puts
 /// its header fields before a description that may run long.

@@ -22,6 +22,7 @@ mod formats;
 mod fuzz_regressions;
 mod hardening;
 mod hostile;
+mod layout;
 mod layouts;
 mod loader;
 mod merge;
