@@ -2,6 +2,7 @@
 //! folder, a tar or compressed whole, read as their final file system — layers applied bottom
 //! up through a [`LayerIndex`] (whiteouts, opaque folders).
 
+use super::ArchiveError;
 use std::collections::HashMap;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -25,41 +26,44 @@ pub(super) struct Layers {
 
 /// Reads an image's layer list from the files of its top level (`manifest.json` of `docker save`,
 /// else `index.json` of an OCI layout); `file` opens one by its path in the image archive.
-pub(super) fn image_layers(file: &dyn Fn(&str) -> Option<Arc<Origin>>) -> Result<Option<Layers>, String> {
-    let json = |name: &str| -> Result<Option<serde_json::Value>, String> {
+pub(super) fn image_layers(
+    file: &dyn Fn(&str) -> Option<Arc<Origin>>,
+) -> Result<Option<Layers>, ArchiveError> {
+    let document = |name: &str, why: String| ArchiveError::ImageDocument { name: name.to_string(), why };
+    let json = |name: &str| -> Result<Option<serde_json::Value>, ArchiveError> {
         let Some(origin) = file(name) else { return Ok(None) };
         let mut text = Vec::new();
         origin
             .open()
             .and_then(|r| r.take(MAX_IMAGE_JSON).read_to_end(&mut text))
-            .map_err(|e| format!("{name}: {e}"))?;
-        serde_json::from_slice(&text).map(Some).map_err(|e| format!("{name}: {e}"))
+            .map_err(|e| document(name, e.to_string()))?;
+        serde_json::from_slice(&text).map(Some).map_err(|e| document(name, e.to_string()))
     };
-    let blob = |digest: &str| -> Result<Arc<Origin>, String> {
-        let (alg, hex) = digest.split_once(':').ok_or_else(|| format!("image digest {digest:?}"))?;
+    let blob = |digest: &str| -> Result<Arc<Origin>, ArchiveError> {
+        let bad = || ArchiveError::BadDigest(digest.to_string());
+        let (alg, hex) = digest.split_once(':').ok_or_else(bad)?;
         if !alg.bytes().all(|b| b.is_ascii_alphanumeric()) || !hex.bytes().all(|b| b.is_ascii_alphanumeric())
         {
-            return Err(format!("image digest {digest:?}"));
+            return Err(bad());
         }
-        file(&format!("blobs/{alg}/{hex}")).ok_or_else(|| format!("image blob {digest} is missing"))
+        file(&format!("blobs/{alg}/{hex}")).ok_or_else(|| ArchiveError::BlobMissing(digest.to_string()))
     };
     if let Some(manifest) = json("manifest.json")? {
-        let images = manifest.as_array().ok_or("manifest.json: not a list of images")?;
+        let images =
+            manifest.as_array().ok_or(ArchiveError::ImageLayout("manifest.json: not a list of images"))?;
         if images.len() != 1 {
-            return Err(format!(
-                "manifest.json lists {} images; gfxscan reads archives of one",
-                images.len()
-            ));
+            return Err(ArchiveError::ImageCount(images.len()));
         }
         let names = images
             .first()
             .and_then(|i| i.get("Layers"))
             .and_then(|l| l.as_array())
-            .ok_or("manifest.json: no Layers")?;
+            .ok_or(ArchiveError::ImageLayout("manifest.json: no Layers"))?;
         let mut layers = Vec::new();
         for n in names {
-            let n = n.as_str().ok_or("manifest.json: a layer that is not a path")?;
-            let origin = file(n).ok_or_else(|| format!("manifest.json names {n}, which is missing"))?;
+            let n =
+                n.as_str().ok_or(ArchiveError::ImageLayout("manifest.json: a layer that is not a path"))?;
+            let origin = file(n).ok_or_else(|| ArchiveError::LayerMissing(n.to_string()))?;
             layers.push((n.to_string(), origin));
         }
         return Ok(Some(Layers { format: "docker-image", layers }));
@@ -72,8 +76,10 @@ pub(super) fn image_layers(file: &dyn Fn(&str) -> Option<Arc<Origin>>) -> Result
     // image manifest for linux/amd64, or the only one.
     let mut index = index;
     for _ in 0..4 {
-        let manifests =
-            index.get("manifests").and_then(|m| m.as_array()).ok_or("index.json: no manifests")?;
+        let manifests = index
+            .get("manifests")
+            .and_then(|m| m.as_array())
+            .ok_or(ArchiveError::ImageLayout("index.json: no manifests"))?;
         let pick = manifests
             .iter()
             .find(|m| {
@@ -81,28 +87,33 @@ pub(super) fn image_layers(file: &dyn Fn(&str) -> Option<Arc<Origin>>) -> Result
                     && m.pointer("/platform/os").and_then(|a| a.as_str()) == Some("linux")
             })
             .or_else(|| (manifests.len() == 1).then(|| manifests.first()).flatten())
-            .ok_or("OCI index: several manifests and none for linux/amd64")?;
-        let digest =
-            pick.get("digest").and_then(|d| d.as_str()).ok_or("OCI index: manifest without digest")?;
+            .ok_or(ArchiveError::ImageLayout("OCI index: several manifests and none for linux/amd64"))?;
+        let digest = pick
+            .get("digest")
+            .and_then(|d| d.as_str())
+            .ok_or(ArchiveError::ImageLayout("OCI index: manifest without digest"))?;
         let origin = blob(digest)?;
         let mut text = Vec::new();
         origin
             .open()
             .and_then(|r| r.take(MAX_IMAGE_JSON).read_to_end(&mut text))
-            .map_err(|e| format!("{digest}: {e}"))?;
-        let doc: serde_json::Value = serde_json::from_slice(&text).map_err(|e| format!("{digest}: {e}"))?;
+            .map_err(|e| document(digest, e.to_string()))?;
+        let doc: serde_json::Value =
+            serde_json::from_slice(&text).map_err(|e| document(digest, e.to_string()))?;
         if let Some(layers) = doc.get("layers").and_then(|l| l.as_array()) {
             let mut out = Vec::new();
             for l in layers {
-                let d =
-                    l.get("digest").and_then(|d| d.as_str()).ok_or("OCI manifest: layer without digest")?;
+                let d = l
+                    .get("digest")
+                    .and_then(|d| d.as_str())
+                    .ok_or(ArchiveError::ImageLayout("OCI manifest: layer without digest"))?;
                 out.push((d.to_string(), blob(d)?));
             }
             return Ok(Some(Layers { format: "oci-image", layers: out }));
         }
         index = doc;
     }
-    Err("OCI index nested too deep".into())
+    Err(ArchiveError::IndexTooDeep)
 }
 
 /// What each layer of an image holds, by the highest layer index that says so: enough to tell
@@ -208,8 +219,8 @@ pub(super) fn image_record(ctx: &Ctx, format: &str, layers: usize) -> ArchiveRec
 }
 
 /// A layer's tar stream: the layer itself, or its gzip/zstd/xz decoding (by magic).
-pub(super) fn layer_stream(layer: &Arc<Origin>, ctx: &Ctx) -> Result<Arc<Origin>, String> {
-    tar_stream(layer, &ctx.budget)?.ok_or_else(|| "not a tarball".to_string())
+pub(super) fn layer_stream(layer: &Arc<Origin>, ctx: &Ctx) -> Result<Arc<Origin>, ArchiveError> {
+    tar_stream(layer, &ctx.budget)?.ok_or(ArchiveError::NotATarball)
 }
 
 /// A layer tarball read as it streams by: `head` (its first bytes, already read) then `live`,
@@ -221,12 +232,12 @@ pub(super) fn live_layer<'a>(
     head: Vec<u8>,
     live: &'a mut dyn Read,
     budget: &Arc<Budget>,
-) -> Result<Option<(Arc<Origin>, Box<dyn Read + 'a>)>, String> {
+) -> Result<Option<(Arc<Origin>, Box<dyn Read + 'a>)>, ArchiveError> {
     let Some(codec) = layer_codec(&head) else { return Ok(None) };
     let chained: Box<dyn Read + 'a> = Box::new(io::Cursor::new(head).chain(live));
     Ok(Some(match codec {
         Some(c) => {
-            let inner = crate::decode::reader(c, chained).map_err(|e| e.to_string())?;
+            let inner = crate::decode::reader(c, chained)?;
             let meter = Metered::new(inner, budget.clone(), None);
             (Arc::new(Origin::decoded(member, c, None, budget)), Box::new(meter))
         }
@@ -272,14 +283,14 @@ pub(super) struct StreamedImage {
 pub(super) fn list_streamed_image(
     stream: &Arc<Origin>,
     budget: &Arc<Budget>,
-) -> Result<StreamedImage, String> {
+) -> Result<StreamedImage, ArchiveError> {
     let mut out = StreamedImage::default();
     let mut json_bytes = 0u64;
-    let mut tar = TarStream { origin: stream, reader: stream.open().map_err(|e| e.to_string())?, pos: 0 };
+    let mut tar = TarStream { origin: stream, reader: stream.open()?, pos: 0 };
     while let Some(e) = next_entry(&mut tar)? {
         let h = &e.header;
         let (TarType::File, Ok(Some(path))) = (h.kind, member_path(&h.name)) else {
-            tar.skip(e.stored).map_err(|e| e.to_string())?;
+            tar.skip(e.stored)?;
             continue;
         };
         let name = path.to_string_lossy().into_owned();
@@ -291,15 +302,15 @@ pub(super) fn list_streamed_image(
         out.listings.remove(&name);
         let mut live = MemberReader { tar: &mut tar, left: h.size };
         let mut head = Vec::new();
-        (&mut live).take(TAR_BLOCK as u64).read_to_end(&mut head).map_err(|e| e.to_string())?;
+        (&mut live).take(TAR_BLOCK as u64).read_to_end(&mut head)?;
         let json = h.size <= MAX_IMAGE_JSON && matches!(head.first(), Some(b'{' | b'['));
         if json && json_bytes + h.size <= MAX_IMAGE_JSON {
             json_bytes += h.size;
             let mut data = head;
-            live.read_to_end(&mut data).map_err(|e| e.to_string())?;
+            live.read_to_end(&mut data)?;
             out.json.insert(name, Arc::new(data));
         } else if json {
-            return Err(format!("image JSON documents over {MAX_IMAGE_JSON} bytes in all"));
+            return Err(ArchiveError::ImageDocumentsTooLarge(MAX_IMAGE_JSON));
         } else if let Some((layer, reader)) = live_layer(member, head, &mut live, budget)? {
             let mut lt = TarStream { origin: &layer, reader, pos: 0 };
             let mut entries = Vec::new();
@@ -321,7 +332,7 @@ pub(super) fn list_streamed_image(
             out.listings.insert(name, entries);
         }
         let consumed = h.size - live.left;
-        tar.skip(e.stored - consumed).map_err(|e| e.to_string())?;
+        tar.skip(e.stored - consumed)?;
     }
     Ok(out)
 }
@@ -367,8 +378,8 @@ fn walk_streamed_layers(
     index: &LayerIndex,
     ctx: &Ctx,
     gather: &Gather,
-) -> Result<(), String> {
-    let mut tar = TarStream { origin: stream, reader: stream.open().map_err(|e| e.to_string())?, pos: 0 };
+) -> Result<(), ArchiveError> {
+    let mut tar = TarStream { origin: stream, reader: stream.open()?, pos: 0 };
     while let Some(e) = next_entry(&mut tar)? {
         let h = &e.header;
         let name = member_path(&h.name).ok().flatten().map(|p| p.to_string_lossy().into_owned());
@@ -376,13 +387,13 @@ fn walk_streamed_layers(
         let (TarType::File, Some(i), true) =
             (h.kind, name.as_ref().and_then(|n| top_of.get(n)).copied(), last)
         else {
-            tar.skip(e.stored).map_err(|e| e.to_string())?;
+            tar.skip(e.stored)?;
             continue;
         };
         let member = Arc::new(stream.range(e.data, h.size));
         let mut live = MemberReader { tar: &mut tar, left: h.size };
         let mut head = Vec::new();
-        (&mut live).take(TAR_BLOCK as u64).read_to_end(&mut head).map_err(|e| e.to_string())?;
+        (&mut live).take(TAR_BLOCK as u64).read_to_end(&mut head)?;
         if let Some((layer, reader)) = live_layer(member, head, &mut live, &ctx.budget)? {
             let visible = |p: &Path| index.visible(i, p);
             if let Err(err) =
@@ -392,7 +403,7 @@ fn walk_streamed_layers(
             }
         }
         let consumed = h.size - live.left;
-        tar.skip(e.stored - consumed).map_err(|e| e.to_string())?;
+        tar.skip(e.stored - consumed)?;
     }
     Ok(())
 }
@@ -428,7 +439,7 @@ pub(super) fn expand_streamed_image(stream: &Arc<Origin>, ctx: &Ctx) -> Option<F
     let (index, top_of) = index_streamed_layers(&listed, &layers, ctx, &gather);
     let second = walk_streamed_layers(stream, &listed, &top_of, &index, ctx, &gather);
     if let Err(e) = second {
-        gather.problem(ctx, Path::new(""), e);
+        gather.problem(ctx, Path::new(""), e.to_string());
     }
     Some(gather.finish(ctx, image_record(ctx, layers.format, layers.layers.len())))
 }

@@ -23,6 +23,7 @@
 //! a `LayerIndex`, top layer first when the image is on disk, in two passes over the stream
 //! when it arrives compressed whole.
 
+mod error;
 mod image;
 mod tar;
 mod zip;
@@ -46,6 +47,7 @@ use crate::parse::ByteSource;
 use crate::source::digest::{sha256_of, Tee};
 use crate::source::origin::Origin;
 use crate::vocab::codec::Codec;
+pub use error::ArchiveError;
 pub use image::{expand_if_image, expand_layout_dir, is_layout_dir, layout_size};
 use image::{expand_streamed_image, starts_like_image};
 use tar::{expand_tar, tar_stream};
@@ -334,22 +336,19 @@ pub fn expand(origin: Arc<Origin>, format: ArchiveFormat, ctx: &Ctx) -> Found {
     };
     result.unwrap_or_else(|e| {
         let mut f = Found::default();
-        f.problem(ctx.base.clone(), e);
+        f.problem(ctx.base.clone(), e.to_string());
         f
     })
 }
 
-fn expand_deb(origin: &Arc<Origin>, ctx: &Ctx) -> Result<Found, String> {
+fn expand_deb(origin: &Arc<Origin>, ctx: &Ctx) -> Result<Found, ArchiveError> {
     let src = origin.source(None);
-    let members = parse_ar(&*src).map_err(|e| format!("Debian package: {e}"))?;
+    let members = parse_ar(&*src).map_err(ArchiveError::DebContainer)?;
     drop(src);
-    let data = members
-        .iter()
-        .find(|m| m.name.starts_with("data.tar"))
-        .ok_or("Debian package without a data.tar member")?;
+    let data = members.iter().find(|m| m.name.starts_with("data.tar")).ok_or(ArchiveError::DebWithoutData)?;
     let inner = Arc::new(origin.range(data.offset, data.size));
-    let stream = tar_stream(&inner, &ctx.budget)?
-        .ok_or_else(|| format!("Debian package: {} is neither tar nor gzip, zstd or xz", data.name))?;
+    let stream =
+        tar_stream(&inner, &ctx.budget)?.ok_or_else(|| ArchiveError::DebDataFormat(data.name.clone()))?;
     let name = format!("deb:{}", data.name);
     let (package, problem) = match deb_package(origin, &members, ctx) {
         Ok(p) => (Some(p), None),
@@ -378,18 +377,18 @@ fn deb_package(
     let at = |why: String| (format!("{}!/control", control.name), why);
     let inner = Arc::new(origin.range(control.offset, control.size));
     let stream = tar_stream(&inner, &ctx.budget)
-        .map_err(at)?
+        .map_err(|e| at(e.to_string()))?
         .ok_or_else(|| at("neither tar nor gzip, zstd or xz".into()))?;
-    let bytes = tar::read_file(&stream, Path::new("control"), MAX_METADATA).map_err(at)?;
+    let bytes = tar::read_file(&stream, Path::new("control"), MAX_METADATA).map_err(|e| at(e.to_string()))?;
     parse_deb_control(&bytes).map_err(at)
 }
 
-fn read_head(origin: &Origin) -> Result<Vec<u8>, String> {
+fn read_head(origin: &Origin) -> Result<Vec<u8>, ArchiveError> {
     let mut head = Vec::with_capacity(TAR_BLOCK);
     origin
         .open()
         .and_then(|r| r.take(TAR_BLOCK as u64).read_to_end(&mut head))
-        .map_err(|e| format!("cannot read: {e}"))?;
+        .map_err(ArchiveError::Open)?;
     Ok(head)
 }
 

@@ -2,6 +2,7 @@
 //! and hard links applied as GNU tar extracts them; regular members inspected in place, in
 //! memory (in parallel) or through a replay of the stream.
 
+use super::ArchiveError;
 use crate::parse::magic::{classify, Kind};
 use crate::vocab::codec::Codec;
 use std::collections::{BTreeMap, HashMap};
@@ -115,32 +116,32 @@ pub(super) struct TarEntry {
 pub(super) const MAX_SPARSE_BLOCKS: u32 = 4096;
 
 /// Reads the next entry's headers, applying GNU long names and PAX records.
-pub(super) fn next_entry(tar: &mut TarStream) -> Result<Option<TarEntry>, String> {
+pub(super) fn next_entry(tar: &mut TarStream) -> Result<Option<TarEntry>, ArchiveError> {
     let mut long_name = None;
     let mut long_link = None;
     let mut pax = None;
     loop {
         let at = tar.pos;
         let mut block = [0u8; TAR_BLOCK];
-        let n = tar.read_full(&mut block).map_err(|e| format!("tar header at {at:#x}: {e}"))?;
+        let n = tar.read_full(&mut block).map_err(|source| ArchiveError::HeaderRead { at, source })?;
         if n == 0 {
             return Ok(None);
         }
         if n < TAR_BLOCK {
-            return Err(format!("archive truncated in a tar header at {at:#x}"));
+            return Err(ArchiveError::HeaderTruncated { at });
         }
-        let mut h = match parse_tar_header(&block, at).map_err(|e| e.to_string())? {
+        let mut h = match parse_tar_header(&block, at)? {
             TarBlock::End => return Ok(None),
             TarBlock::Header(h) => h,
         };
         let meta = |tar: &mut TarStream, h: &TarHeader| {
-            tar.read_meta(h.size).map_err(|e| format!("tar header at {at:#x}: {e}"))
+            tar.read_meta(h.size).map_err(|source| ArchiveError::HeaderRead { at, source })
         };
         match h.kind {
             TarType::GnuLongName => long_name = Some(meta(tar, &h)?),
             TarType::GnuLongLink => long_link = Some(meta(tar, &h)?),
             TarType::Pax => {
-                pax = Some(parse_pax(&meta(tar, &h)?).map_err(|e| format!("tar PAX header at {at:#x}: {e}"))?)
+                pax = Some(parse_pax(&meta(tar, &h)?).map_err(|source| ArchiveError::Pax { at, source })?)
             }
             TarType::PaxGlobal => {
                 meta(tar, &h)?;
@@ -195,14 +196,19 @@ fn apply_extensions(
 }
 
 /// Skips the extension blocks an old GNU sparse header chains, which its size does not count.
-fn skip_sparse_extensions(tar: &mut TarStream, block: &[u8], h: &TarHeader, at: u64) -> Result<(), String> {
+fn skip_sparse_extensions(
+    tar: &mut TarStream,
+    block: &[u8],
+    h: &TarHeader,
+    at: u64,
+) -> Result<(), ArchiveError> {
     let mut extended = h.kind == TarType::Sparse && block.get(482).is_some_and(|&b| b != 0);
     let mut blocks = 0;
     while extended {
         blocks += 1;
         let mut ext = [0u8; TAR_BLOCK];
-        if blocks > MAX_SPARSE_BLOCKS || tar.read_full(&mut ext).map_err(|e| e.to_string())? < TAR_BLOCK {
-            return Err(format!("GNU sparse header at {at:#x}: extension blocks truncated or too many"));
+        if blocks > MAX_SPARSE_BLOCKS || tar.read_full(&mut ext)? < TAR_BLOCK {
+            return Err(ArchiveError::SparseExtensions { at });
         }
         extended = ext.get(504).is_some_and(|&b| b != 0);
     }
@@ -211,19 +217,15 @@ fn skip_sparse_extensions(tar: &mut TarStream, block: &[u8], h: &TarHeader, at: 
 
 /// The bytes a member's data takes in the stream, padding included, checked against the size
 /// of the stream when it is known.
-fn stored_size(tar: &TarStream, h: &TarHeader, at: u64) -> Result<u64, String> {
+fn stored_size(tar: &TarStream, h: &TarHeader, at: u64) -> Result<u64, ArchiveError> {
     let stored = h
         .size
         .checked_add(padding(h.size))
         .filter(|&n| tar.pos.checked_add(n).is_some())
-        .ok_or_else(|| format!("tar header at {at:#x}: member size {} out of range", h.size))?;
+        .ok_or(ArchiveError::SizeOutOfRange { at, size: h.size })?;
     if let Some(len) = tar.origin.known_len() {
         if tar.pos + h.size > len {
-            return Err(format!(
-                "archive truncated: the member at {at:#x} claims {} bytes, {} remain",
-                h.size,
-                len - tar.pos
-            ));
+            return Err(ArchiveError::MemberPastEnd { at, size: h.size, left: len - tar.pos });
         }
     }
     Ok(stored)
@@ -241,10 +243,14 @@ pub(super) fn extracted_kind(kind: TarType) -> TarType {
 /// Decides per member path whether a member is read (images hide what later layers replaced).
 pub(super) type Visible<'v> = &'v (dyn Fn(&Path) -> bool + Sync);
 
-pub(super) fn expand_tar(stream: &Arc<Origin>, ctx: &Ctx, record: ArchiveRecord) -> Result<Found, String> {
+pub(super) fn expand_tar(
+    stream: &Arc<Origin>,
+    ctx: &Ctx,
+    record: ArchiveRecord,
+) -> Result<Found, ArchiveError> {
     let gather = Gather::default();
     if let Err(e) = walk_tar(stream, None, 0, ctx, &gather, &|_| true, &mut |_, _| {}) {
-        gather.problem(ctx, Path::new(""), e);
+        gather.problem(ctx, Path::new(""), e.to_string());
     }
     Ok(gather.finish(ctx, record))
 }
@@ -263,10 +269,10 @@ pub(super) fn walk_tar<'a>(
     gather: &Gather,
     visible: Visible,
     seen: &mut dyn FnMut(&Path, &TarType),
-) -> Result<(), String> {
+) -> Result<(), ArchiveError> {
     let reader = match live {
         Some(r) => r,
-        None => stream.open().map_err(|e| format!("cannot read: {e}"))?,
+        None => stream.open().map_err(ArchiveError::Open)?,
     };
     let mut tar = TarStream { origin: stream, reader, pos: 0 };
     let random = stream.random().is_some();
@@ -286,7 +292,7 @@ pub(super) fn walk_tar<'a>(
         seq += 1;
         let Some(path) = entry_path(&entry.header, ctx, gather) else {
             if let Err(e) = tar.skip(entry.stored) {
-                failure = Some(e.to_string());
+                failure = Some(ArchiveError::Read(e));
                 break;
             }
             continue;
@@ -318,8 +324,8 @@ pub(super) fn walk_tar<'a>(
         } else if wanted {
             other_member(kind, h, seq, &path, &files, ctx, gather);
         }
-        if let Err(e) = tar.skip(entry.stored.saturating_sub(consumed)) {
-            failure = Some(format!("{}: {e}", path.display()));
+        if let Err(source) = tar.skip(entry.stored.saturating_sub(consumed)) {
+            failure = Some(ArchiveError::Member { path, source });
             break;
         }
     });
@@ -377,7 +383,7 @@ fn regular_member<'s, 't: 's>(
     random: bool,
     ctx: &Ctx<'t>,
     gather: &'s Gather,
-) -> Result<u64, String> {
+) -> Result<u64, ArchiveError> {
     let (origin, seq, size) = (m.origin, m.seq, m.size);
     if random {
         let (path, ctx) = (m.path.to_path_buf(), ctx.clone());
@@ -393,8 +399,8 @@ fn regular_member<'s, 't: 's>(
     let mut data = vec![0u8; size as usize];
     match tar.read_full(&mut data) {
         Ok(n) if n as u64 == size => {}
-        Ok(_) => return Err(format!("archive truncated inside {}", m.path.display())),
-        Err(e) => return Err(format!("{}: {e}", m.path.display())),
+        Ok(_) => return Err(ArchiveError::TruncatedInside(m.path.to_path_buf())),
+        Err(source) => return Err(ArchiveError::Member { path: m.path.to_path_buf(), source }),
     }
     let data = Arc::new(data);
     // Over the scan's room for member bytes in memory, the member is inspected on this thread
@@ -452,7 +458,10 @@ fn other_member(
 
 /// The tar stream an origin holds, by its first bytes: itself, or its gzip/zstd/xz decoding;
 /// `None` when it is neither tar nor compressed.
-pub(super) fn tar_stream(origin: &Arc<Origin>, budget: &Arc<Budget>) -> Result<Option<Arc<Origin>>, String> {
+pub(super) fn tar_stream(
+    origin: &Arc<Origin>,
+    budget: &Arc<Budget>,
+) -> Result<Option<Arc<Origin>>, ArchiveError> {
     let head = read_head(origin)?;
     Ok(layer_codec(&head).map(|codec| match codec {
         Some(c) => Arc::new(Origin::decoded(origin.clone(), c, None, budget)),
@@ -461,37 +470,37 @@ pub(super) fn tar_stream(origin: &Arc<Origin>, budget: &Arc<Budget>) -> Result<O
 }
 
 /// Lists a random-access tar's members by path (regular files only), for image detection.
-pub(super) fn list_tar(stream: &Arc<Origin>) -> Result<BTreeMap<String, Arc<Origin>>, String> {
-    let mut tar = TarStream { origin: stream, reader: stream.open().map_err(|e| e.to_string())?, pos: 0 };
+pub(super) fn list_tar(stream: &Arc<Origin>) -> Result<BTreeMap<String, Arc<Origin>>, ArchiveError> {
+    let mut tar = TarStream { origin: stream, reader: stream.open()?, pos: 0 };
     let mut out = BTreeMap::new();
     while let Some(e) = next_entry(&mut tar)? {
         let h = &e.header;
         if let (TarType::File, Ok(Some(p))) = (h.kind, member_path(&h.name)) {
             out.insert(p.to_string_lossy().into_owned(), Arc::new(stream.range(e.data, h.size)));
         }
-        tar.skip(e.stored).map_err(|e| e.to_string())?;
+        tar.skip(e.stored)?;
     }
     Ok(out)
 }
 
 /// The first `max` bytes of the regular member at `path` of a tar stream (read in one pass,
 /// the rest left unread), or why there are none.
-pub(super) fn read_file(stream: &Arc<Origin>, path: &Path, max: u64) -> Result<Vec<u8>, String> {
-    let mut tar = TarStream { origin: stream, reader: stream.open().map_err(|e| e.to_string())?, pos: 0 };
+pub(super) fn read_file(stream: &Arc<Origin>, path: &Path, max: u64) -> Result<Vec<u8>, ArchiveError> {
+    let mut tar = TarStream { origin: stream, reader: stream.open()?, pos: 0 };
     while let Some(e) = next_entry(&mut tar)? {
         let h = &e.header;
         if h.kind == TarType::File && member_path(&h.name).ok().flatten().as_deref() == Some(path) {
             let mut data = Vec::new();
             let n = h.size.min(max);
-            (&mut tar.reader).take(n).read_to_end(&mut data).map_err(|e| e.to_string())?;
+            (&mut tar.reader).take(n).read_to_end(&mut data)?;
             if (data.len() as u64) < n {
-                return Err(format!("{}: truncated", path.display()));
+                return Err(ArchiveError::ShortMember(path.to_path_buf()));
             }
             return Ok(data);
         }
-        tar.skip(e.stored).map_err(|e| e.to_string())?;
+        tar.skip(e.stored)?;
     }
-    Err(format!("no {} in it", path.display()))
+    Err(ArchiveError::NotInArchive(path.to_path_buf()))
 }
 
 /// How a tar stream whose first bytes are `head` is stored: plain (`Some(None)`), compressed

@@ -1,6 +1,7 @@
 //! Zip archives and wheels: the central directory read by the zip crate, members read in place
 //! (stored) or through gfxscan's metered deflate decoder.
 
+use super::ArchiveError;
 use std::ffi::OsStr;
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
@@ -15,20 +16,17 @@ use crate::parse::package::{parse_wheel_metadata, MAX_METADATA};
 use crate::source::origin::{Origin, SourceReader};
 use crate::vocab::codec::Codec;
 
-pub(super) fn expand_zip(origin: &Arc<Origin>, ctx: &Ctx, record: ArchiveRecord) -> Result<Found, String> {
+pub(super) fn expand_zip(
+    origin: &Arc<Origin>,
+    ctx: &Ctx,
+    record: ArchiveRecord,
+) -> Result<Found, ArchiveError> {
     let len = origin.known_len().unwrap_or(0);
-    let src = origin.random().ok_or("zip archive without random access")?;
+    let src = origin.random().ok_or(ArchiveError::ZipNotRandom)?;
     // A zip's directory is at its end: without it the file was cut short.
     let mut zip = ::zip::ZipArchive::new(SourceReader::new(src, len)).map_err(|e| {
-        let cut = e.to_string().contains("EOCD");
-        format!(
-            "zip: {e}{}",
-            if cut {
-                ": no central directory at its end: truncated, the download looks incomplete"
-            } else {
-                ""
-            }
-        )
+        let why = e.to_string();
+        ArchiveError::ZipDirectory { truncated: why.contains("EOCD"), why }
     })?;
     let gather = Gather::default();
     let mut members = Vec::new();
@@ -107,7 +105,7 @@ pub(super) fn expand_zip(origin: &Arc<Origin>, ctx: &Ctx, record: ArchiveRecord)
         let bytes = if member.random().is_some() { Ok(Bytes::InPlace) } else { read_member(member) };
         match bytes {
             Ok(bytes) => gather.add(*seq, path.clone(), visit(member, bytes, path, ctx)),
-            Err(e) => gather.problem(ctx, path, e),
+            Err(e) => gather.problem(ctx, path, e.to_string()),
         }
     });
     Ok(gather.finish(ctx, record))
@@ -141,14 +139,14 @@ fn wheel_package(members: &[(u64, PathBuf, Arc<Origin>)]) -> Option<Result<Packa
 
 /// A small compressed member read into memory (checked to inflate to exactly its declared
 /// size); a large one is left to stream.
-pub(super) fn read_member(member: &Origin) -> Result<Bytes<'_>, String> {
+pub(super) fn read_member(member: &Origin) -> Result<Bytes<'_>, ArchiveError> {
     match member.known_len() {
         Some(n) if n <= IN_MEMORY => {
             let mut data = Vec::with_capacity(n as usize);
             // One byte more than declared, so that a member inflating past its size is caught.
-            member.open().and_then(|r| r.take(n + 1).read_to_end(&mut data)).map_err(|e| e.to_string())?;
+            member.open().and_then(|r| r.take(n + 1).read_to_end(&mut data))?;
             if (data.len() as u64) < n {
-                return Err(format!("member inflates to {} bytes, less than its declared {n}", data.len()));
+                return Err(ArchiveError::ShortInflate { got: data.len() as u64, declared: n });
             }
             Ok(Bytes::Memory(Arc::new(data)))
         }
