@@ -28,8 +28,8 @@ use std::collections::BTreeSet;
 use std::io::Read;
 use std::path::{Component as PathPart, Path};
 
-use super::Row;
 use super::{files_of, Cataloger, Content, Item, Library};
+use super::{FactsError, Row};
 use crate::model::{AotritonFacts, Artifact, Family, FileRecord, Role, Storage};
 use crate::parse::aotriton::{is_aks2, parse_aks2_directory, parse_aks2_header, MAX_DIRECTORY};
 use crate::parse::{ByteSource, ParseError};
@@ -176,11 +176,11 @@ impl Cataloger for Aotriton {
     }
 
     /// The kernel count of an AKS2 archive.
-    fn facts(&self, a: &mut Artifact, item: &Item, problems: &mut Vec<String>) {
+    fn facts(&self, a: &mut Artifact, item: &Item, problems: &mut Vec<FactsError>) {
         if a.role == Role::KernelArchive && a.format == Storage::Aks2 {
             match count_kernels(item.src) {
                 Ok(n) => a.aotriton.get_or_insert_with(AotritonFacts::default).kernels = Some(n),
-                Err(e) => problems.push(e.to_string()),
+                Err(e) => problems.push(FactsError::AotritonArchive(e)),
             }
         }
     }

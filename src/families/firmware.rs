@@ -6,8 +6,8 @@
 
 use std::path::Path;
 
-use super::Row;
 use super::{has_component, Cataloger, Content, Item, Library};
+use super::{FactsError, Row};
 use crate::model::{Artifact, Family, FirmwareFacts, Role, Storage};
 use crate::parse::firmware::{inflate_firmware, parse_firmware_header};
 use crate::vocab::codec::Codec;
@@ -89,7 +89,7 @@ impl Cataloger for Firmware {
     }
 
     /// The common header, inflating a compressed blob whole first (up to a cap).
-    fn facts(&self, a: &mut Artifact, item: &Item, problems: &mut Vec<String>) {
+    fn facts(&self, a: &mut Artifact, item: &Item, problems: &mut Vec<FactsError>) {
         let src = item.src;
         let header = match a.format {
             Storage::Compressed(codec @ (Codec::Zstd | Codec::Xz))
@@ -102,7 +102,7 @@ impl Cataloger for Firmware {
                 match blob {
                     Ok(blob) => parse_firmware_header(&blob, blob.len() as u64),
                     Err(e) => {
-                        problems.push(format!("compressed firmware: {e}"));
+                        problems.push(FactsError::CompressedFirmware(e));
                         None
                     }
                 }
@@ -110,7 +110,7 @@ impl Cataloger for Firmware {
             Storage::Raw => {
                 let name = item.name.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
                 if name.ends_with(".zst") || name.ends_with(".xz") {
-                    problems.push("named as compressed firmware, but holds no zstd or xz data".into());
+                    problems.push(FactsError::NotCompressedFirmware);
                 }
                 parse_firmware_header(item.head, src.len())
             }

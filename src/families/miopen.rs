@@ -7,8 +7,8 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use super::Row;
 use super::{file_name, files_of, has_component, parent, Cataloger, Content, Item, Library};
+use super::{FactsError, Row};
 use crate::model::{Artifact, Family, FileRecord, MiopenFacts, Role, Storage};
 use crate::parse::magic::Kind;
 use crate::parse::miopen::{count_text_records, parse_lfs_pointer};
@@ -205,7 +205,7 @@ impl Cataloger for Miopen {
     }
 
     /// Record counts (SQLite rows, text lines) and the size a git-lfs pointer stands for.
-    fn facts(&self, a: &mut Artifact, item: &Item, problems: &mut Vec<String>) {
+    fn facts(&self, a: &mut Artifact, item: &Item, problems: &mut Vec<FactsError>) {
         let src = item.src;
         match a.format {
             Storage::Sqlite => {
@@ -216,12 +216,12 @@ impl Cataloger for Miopen {
                 };
                 match rows {
                     Ok(n) => a.miopen_mut().records = Some(n),
-                    Err(e) => problems.push(e),
+                    Err(e) => problems.push(FactsError::MiopenRows(e)),
                 }
             }
             Storage::Text if a.role.is_database() => match count_text_records(src) {
                 Ok(n) => a.miopen_mut().records = Some(n),
-                Err(e) => problems.push(e.to_string()),
+                Err(e) => problems.push(FactsError::MiopenText(e)),
             },
             Storage::GitLfsPointer => {
                 a.lfs_size = src.read_up_to(0, 1024).ok().and_then(|t| parse_lfs_pointer(&t))

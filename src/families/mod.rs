@@ -123,7 +123,7 @@ pub trait Cataloger: Sync {
 
     /// Adds what only the content can say. A fact that cannot be read is a problem; the
     /// artifact is still listed.
-    fn facts(&self, _a: &mut Artifact, _item: &Item, _problems: &mut Vec<String>) {}
+    fn facts(&self, _a: &mut Artifact, _item: &Item, _problems: &mut Vec<FactsError>) {}
 
     /// Its rows of the families table, in display order.
     fn rows(&self) -> &'static [Row];
@@ -166,6 +166,39 @@ pub trait Cataloger: Sync {
         let _ = f;
         a.targets().into_iter().map(|t| (t, None)).collect()
     }
+}
+
+/// What a cataloger could not read of a file's content: the problem the scan records for the
+/// file, whose artifact is still listed.
+#[derive(Debug, thiserror::Error)]
+pub enum FactsError {
+    /// A Tensile index whose hardware rows could not be read: it serves no target.
+    #[error("Tensile index: {0}")]
+    TensileIndex(crate::parse::ParseError),
+    /// A lazy index naming more sub-libraries than are kept.
+    #[error("Tensile lazy index names more sub-libraries than are read ({kept} kept)")]
+    PlaceholdersCapped { kept: usize },
+    /// hipBLASLt's `TensileLiteLibrary_lazy_Mapping.dat`.
+    #[error("hipBLASLt solution map: {0}")]
+    SolutionMap(crate::parse::ParseError),
+    /// hipBLASLt's `hipblasltExtOpLibrary.dat`.
+    #[error("hipBLASLt ExtOp index: {0}")]
+    ExtopIndex(crate::parse::ParseError),
+    /// A `.bin.zst` or `.bin.xz` firmware blob that does not inflate.
+    #[error("compressed firmware: {0}")]
+    CompressedFirmware(String),
+    /// A firmware blob named as compressed whose bytes are not.
+    #[error("named as compressed firmware, but holds no zstd or xz data")]
+    NotCompressedFirmware,
+    /// An SQLite MIOpen database whose rows could not be counted.
+    #[error("{0}")]
+    MiopenRows(String),
+    /// A text MIOpen database whose records could not be counted.
+    #[error("{0}")]
+    MiopenText(crate::parse::ParseError),
+    /// An AOTriton AKS2 archive whose kernels could not be counted.
+    #[error("{0}")]
+    AotritonArchive(crate::parse::ParseError),
 }
 
 /// Every family, in the order membership is decided: a file is the first one's that claims it

@@ -13,8 +13,8 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use super::Row;
 use super::{file_name, files_of, Cataloger, Content, Item, Library};
+use super::{FactsError, Row};
 use crate::decode::stream::zlib;
 use crate::model::{Artifact, Component, Family, FileRecord, Role, Storage, TensileFacts};
 use crate::parse::bundle::MAX_UNCOMPRESSED;
@@ -249,7 +249,7 @@ pub fn missing_folder_gap(component: Component, arch: &str, targets: &Targets) -
 }
 
 /// Reads an index's hardware rows into the artifact.
-fn index_facts(a: &mut Artifact, item: &Item, problems: &mut Vec<String>) {
+fn index_facts(a: &mut Artifact, item: &Item, problems: &mut Vec<FactsError>) {
     let parse = if a.role == Role::LazyIndex { parse_lazy_index } else { parse_tensile_index };
     let index = match a.format {
         Storage::Msgpack => parse(item.src),
@@ -264,10 +264,7 @@ fn index_facts(a: &mut Artifact, item: &Item, problems: &mut Vec<String>) {
             t.placeholders = idx.placeholders;
             if idx.placeholders_truncated {
                 // Not every name was kept: no file of its folder can be called unopened.
-                problems.push(format!(
-                    "Tensile lazy index names more sub-libraries than are read ({} kept)",
-                    a.placeholders().len()
-                ));
+                problems.push(FactsError::PlaceholdersCapped { kept: a.placeholders().len() });
             }
         }
         Ok(_) => {}
@@ -276,7 +273,7 @@ fn index_facts(a: &mut Artifact, item: &Item, problems: &mut Vec<String>) {
             // parse to the end of its one object ("Unexpected end of file"): it serves nothing.
             a.content_targets = Some(Vec::new());
             a.tensile_mut().unreadable = true;
-            problems.push(format!("Tensile index: {e}"));
+            problems.push(FactsError::TensileIndex(e));
         }
     }
 }
@@ -312,7 +309,7 @@ impl Cataloger for Tensile {
 
     /// The processors of its code objects, the hardware rows of an index, the libraries a
     /// hipBLASLt solution map names, the architectures of an ExtOp index.
-    fn facts(&self, a: &mut Artifact, item: &Item, problems: &mut Vec<String>) {
+    fn facts(&self, a: &mut Artifact, item: &Item, problems: &mut Vec<FactsError>) {
         let known = |archs: Vec<String>| -> Vec<String> {
             archs.into_iter().filter_map(|x| item.targets.by_name(&x).map(|t| t.name.clone())).collect()
         };
@@ -331,12 +328,12 @@ impl Cataloger for Tensile {
                     t.entries = Some(m.libraries);
                     t.lists_targets = Some(known(m.archs));
                 }
-                Err(e) => problems.push(format!("hipBLASLt solution map: {e}")),
+                Err(e) => problems.push(FactsError::SolutionMap(e)),
             },
             // Its entries are per architecture, like an index's hardware rows.
             (Role::ExtopIndex, Storage::Msgpack) => match parse_extop_archs(item.src) {
                 Ok(archs) => a.content_targets = Some(known(archs)),
-                Err(e) => problems.push(format!("hipBLASLt ExtOp index: {e}")),
+                Err(e) => problems.push(FactsError::ExtopIndex(e)),
             },
             (role, _) if role.is_index() => index_facts(a, item, problems),
             (Role::SubLibrary | Role::FallbackLibrary, Storage::Msgpack) => {

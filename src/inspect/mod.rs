@@ -197,7 +197,9 @@ pub fn inspect<'t>(
     let artifact = families::detect(name, families::Content::File(kind, head), targets).map(|mut a| {
         let item = families::Item { src, name, disk, head, code_objects: &col.code_objects, targets };
         if let Some(family) = a.family {
-            families::cataloger(family).facts(&mut a, &item, &mut col.problems);
+            let mut problems = Vec::new();
+            families::cataloger(family).facts(&mut a, &item, &mut problems);
+            col.problems.extend(problems.iter().map(ToString::to_string));
         }
         a
     });
