@@ -18,10 +18,15 @@ use super::{ByteSource, ParseError, Result};
 
 /// Most program headers read from one object.
 const MAX_PROGRAM_HEADERS: usize = 4096;
-/// Most dynamic entries read from one object.
-const MAX_DYNAMIC_ENTRIES: usize = 1 << 16;
-/// Largest dynamic string table read.
-const MAX_DYNSTR: u64 = 16 << 20;
+/// Dynamic entries read at a time: the section is read in chunks up to `DT_NULL` or its end,
+/// however many entries the file holds (glibc `elf/get-dynamic-info.h` stops only at `DT_NULL`).
+const DYNAMIC_CHUNK: usize = 4096;
+/// A string table up to this size is read whole; a larger one string by string, so memory
+/// follows the names an object has, not the table it keeps them in (MIGraphX's is 21 MB).
+const WHOLE_DYNSTR: u64 = 16 << 20;
+/// Longest name or search path taken from the string table, as glibc bounds none: past this
+/// the string is cut (PATH_MAX is 4,096; a search path lists several).
+const MAX_STRING: usize = 64 << 10;
 /// Longest interpreter path read.
 const MAX_INTERP: u64 = 4096;
 
@@ -113,29 +118,32 @@ fn dynamic_of<H: FileHeader<Endian = Endianness>>(src: &dyn ByteSource, head: &[
         return Ok(out);
     };
     out.dynamic = true;
-    let dynsize = std::mem::size_of::<H::Dyn>();
-    let count = (size / dynsize as u64).min(MAX_DYNAMIC_ENTRIES as u64) as usize;
-    let bytes = src.read_at(off, count * dynsize)?;
-    let (entries, _) = pod::slice_from_bytes::<H::Dyn>(&bytes, count)
-        .map_err(|()| ParseError::Truncated { what: "dynamic section", offset: off })?;
-    let entries: Vec<(DynamicTag, u64)> = entries
-        .iter()
-        .map(|d| (d.d_tag(e), d.d_val(e).into()))
-        .take_while(|&(tag, _)| tag != DT_NULL)
-        .collect();
+    let entries = dynamic_entries::<H>(src, e, off, size)?;
     let value = |tag: DynamicTag| entries.iter().find(|(t, _)| *t == tag).map(|(_, v)| *v);
     let (Some(strtab), Some(strsz)) = (value(DT_STRTAB), value(DT_STRSZ)) else {
         return Err(bad("dynamic section without a string table", off));
     };
     let at = file_offset(&loads, strtab).ok_or_else(|| bad("dynamic string table outside the file", off))?;
-    if strsz > MAX_DYNSTR {
-        return Err(ParseError::TooLarge { what: "dynamic string table", claimed: strsz, limit: MAX_DYNSTR });
-    }
-    let strings = src.read_at(at, strsz as usize)?;
-    let string = |v: u64| usize::try_from(v).ok().and_then(|v| strings.get(v..)).map(c_string);
+    // The table as far as the file holds it: a string past the file's end is not there.
+    let strsz = strsz.min(src.len().saturating_sub(at));
+    let table = match strsz <= WHOLE_DYNSTR {
+        true => Some(src.read_at(at, strsz as usize)?),
+        false => None,
+    };
+    let string = |v: u64| -> Option<String> {
+        if v >= strsz {
+            return None;
+        }
+        match &table {
+            Some(t) => usize::try_from(v).ok().and_then(|v| t.get(v..)).map(c_string),
+            None => string_at(src, at + v, strsz - v),
+        }
+    };
     for &(tag, v) in &entries {
         match tag {
-            DT_NEEDED => out.needed.extend(string(v)),
+            DT_NEEDED => {
+                out.needed.push(string(v).ok_or_else(|| bad("DT_NEEDED outside its string table", off))?)
+            }
             DT_RPATH => out.rpath = string(v),
             DT_RUNPATH => out.runpath = string(v),
             DT_SONAME => out.soname = string(v),
@@ -144,6 +152,50 @@ fn dynamic_of<H: FileHeader<Endian = Endianness>>(src: &dyn ByteSource, head: &[
         }
     }
     Ok(out)
+}
+
+/// The entries of the dynamic section at `off` (`size` bytes) up to `DT_NULL`: read a chunk
+/// at a time, as far as the section and the file go, keeping only (tag, value) pairs.
+fn dynamic_entries<H: FileHeader<Endian = Endianness>>(
+    src: &dyn ByteSource,
+    e: Endianness,
+    off: u64,
+    size: u64,
+) -> Result<Vec<(DynamicTag, u64)>> {
+    let dynsize = std::mem::size_of::<H::Dyn>() as u64;
+    let total = size.min(src.len().saturating_sub(off)) / dynsize;
+    let mut out = Vec::new();
+    let mut done = 0u64;
+    while done < total {
+        let n = (total - done).min(DYNAMIC_CHUNK as u64) as usize;
+        let at = off + done * dynsize;
+        let bytes = src.read_at(at, n * dynsize as usize)?;
+        let (chunk, _) = pod::slice_from_bytes::<H::Dyn>(&bytes, n)
+            .map_err(|()| ParseError::Truncated { what: "dynamic section", offset: at })?;
+        for d in chunk {
+            let tag = d.d_tag(e);
+            if tag == DT_NULL {
+                return Ok(out);
+            }
+            out.push((tag, d.d_val(e).into()));
+        }
+        done += n as u64;
+    }
+    Ok(out)
+}
+
+/// The NUL-terminated string at file offset `at`, at most `left` bytes (the rest of the table)
+/// and [`MAX_STRING`]: a short read first, the longest only when the name is that long.
+fn string_at(src: &dyn ByteSource, at: u64, left: u64) -> Option<String> {
+    let mut want = 256usize;
+    loop {
+        let cap = (want as u64).min(left) as usize;
+        let bytes = src.read_up_to(at, cap).ok()?;
+        if bytes.contains(&0) || cap as u64 >= left || want >= MAX_STRING || bytes.len() < cap {
+            return Some(c_string(&bytes));
+        }
+        want = (want * 16).min(MAX_STRING);
+    }
 }
 
 /// The file offset of address `vaddr`, in the `PT_LOAD` segment whose file bytes hold it.
@@ -205,6 +257,26 @@ mod tests {
         {
             assert!(text.contains(want), "{want}: {text}");
         }
+    }
+
+    /// Issue 34: a string table past 16 MiB (Debian's libmigraphx.so.2014000.0 has DT_STRSZ
+    /// 21,305,915) and more than 65,536 dynamic entries are read, as glibc reads them: the
+    /// table string by string, the section to its DT_NULL.
+    #[test]
+    fn tables_as_large_as_the_file_holds_are_read() {
+        let long = "x".repeat(200);
+        let needed: Vec<String> = (0..100_000).map(|i| format!("lib{i}{long}.so")).collect();
+        let spec = DynamicSpec {
+            needed: needed.clone(),
+            soname: Some("libbig.so".into()),
+            ..DynamicSpec::default()
+        };
+        let elf = dynamic_elf(&spec);
+        assert!(elf.len() > 20 << 20, "the fixture's string table passes 16 MiB");
+        let d = parse_dynamic(&elf.as_slice()).expect("parses");
+        assert_eq!(d.needed.len(), needed.len());
+        assert_eq!((d.needed.first(), d.needed.last()), (needed.first(), needed.last()));
+        assert_eq!(d.soname.as_deref(), Some("libbig.so"));
     }
 
     #[test]

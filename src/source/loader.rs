@@ -8,7 +8,7 @@
 //! `_dl_map_object_deps` (breadth first), `elf/dl-misc.c` `_dl_name_match_p` (a name already
 //! loaded), `elf/dl-cache.c` `_dl_load_cache_lookup` (`/etc/ld.so.cache`).
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Component, Path, PathBuf};
 
 use crate::parse::dynamic::{parse_dynamic, Dynamic};
@@ -321,6 +321,10 @@ struct Search<'e> {
     machine: u16,
     /// The subfolders tried in each folder, best first (see [`hwcaps_for`]).
     hwcaps: Vec<&'static str>,
+    /// Each search folder's names, listed once: a name a folder does not hold is not there
+    /// without a probe of its own; a folder that is not there holds none (`None`: it cannot be
+    /// listed, and is probed name by name as the loader does).
+    listings: std::cell::RefCell<HashMap<PathBuf, Option<HashSet<std::ffi::OsString>>>>,
 }
 
 /// The subfolders tried in each folder, best first: `glibc-hwcaps/x86-64-v4`, `-v3`, `-v2`
@@ -465,12 +469,36 @@ impl Search<'_> {
                 false => self.cwd().join(dir),
             };
             for sub in &self.hwcaps {
-                if let Some(end) = self.look(&dir.join(sub).join(name), through(label)).ends(m) {
+                let folder = dir.join(sub);
+                if !self.may_hold(&folder, name) {
+                    continue;
+                }
+                if let Some(end) = self.look(&folder.join(name), through(label)).ends(m) {
                     return end;
                 }
             }
         }
         Found::Nowhere
+    }
+
+    /// False when `folder` (inside the root) surely holds no entry `name`: its listing, read
+    /// once, lacks it. A folder that cannot be listed may hold anything.
+    fn may_hold(&self, folder: &Path, name: &str) -> bool {
+        let mut listings = self.listings.borrow_mut();
+        let listing = listings.entry(folder.to_path_buf()).or_insert_with(|| {
+            let Some(real) = in_root(&self.env.root, folder) else { return Some(HashSet::new()) };
+            match std::fs::read_dir(real) {
+                Ok(entries) => Some(entries.filter_map(|e| e.ok().map(|e| e.file_name())).collect()),
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::NotFound
+                        || e.raw_os_error() == Some(libc::ENOTDIR) =>
+                {
+                    Some(HashSet::new())
+                }
+                Err(_) => None,
+            }
+        });
+        listing.as_ref().is_none_or(|names| names.contains(std::ffi::OsStr::new(name)))
     }
 
     /// The folder a relative entry is taken from: the current one on this machine's own root,
@@ -587,16 +615,14 @@ impl Search<'_> {
     }
 }
 
-/// True when `objects[i]` answers to `name`: its `DT_SONAME`, or a name it was loaded as
-/// (glibc `_dl_name_match_p`: `l_name` and the `l_libname` list).
-fn answers_to(o: &Object, name: &str) -> bool {
-    o.name == name || o.dynamic.soname.as_deref() == Some(name) || o.path.to_str() == Some(name)
-}
-
 /// A program's closure as it grows: loaded at start (`DT_NEEDED`), then by `dlopen` calls.
 pub struct Loader<'e> {
     search: Search<'e>,
     pub closure: Closure,
+    /// Each name a loaded object answers to (its name, soname or path), with the first such: a
+    /// name is looked up once, however many objects need it (glibc `_dl_map_object` checks
+    /// the loaded objects' names before it searches).
+    names: HashMap<String, usize>,
 }
 
 impl<'e> Loader<'e> {
@@ -620,9 +646,10 @@ impl<'e> Loader<'e> {
             class64: dynamic.class64,
             machine: dynamic.machine,
             hwcaps: hwcaps_for(dynamic.class64, dynamic.machine),
+            listings: Default::default(),
         };
         let interp = dynamic.interp.clone();
-        let mut loader = Loader { search, closure: Closure::default() };
+        let mut loader = Loader { search, closure: Closure::default(), names: HashMap::new() };
         let objects = &mut loader.closure.objects;
         objects.push(Object {
             path: real,
@@ -651,8 +678,28 @@ impl<'e> Loader<'e> {
                 }),
             }
         }
+        loader.reindex();
         loader.load_needed(0);
         Ok(loader)
+    }
+
+    /// Makes the name index again from the closure's objects.
+    fn reindex(&mut self) {
+        self.names.clear();
+        for i in 0..self.closure.objects.len() {
+            self.index_object(i);
+        }
+    }
+
+    /// Adds the names `objects[i]` answers to, unless an earlier object answers to them: its
+    /// `DT_SONAME`, and the names it was loaded as (glibc `_dl_name_match_p`: `l_name` and the
+    /// `l_libname` list).
+    fn index_object(&mut self, i: usize) {
+        let Some(o) = self.closure.objects.get(i) else { return };
+        let names = [Some(o.name.clone()), o.dynamic.soname.clone(), o.path.to_str().map(str::to_string)];
+        for n in names.into_iter().flatten() {
+            self.names.entry(n).or_insert(i);
+        }
     }
 
     /// `dlopen(name)` called by `objects[by]`: the object `name` is (a path, or a name searched
@@ -660,7 +707,7 @@ impl<'e> Loader<'e> {
     /// it or a dependency is nowhere or cannot be mapped, `dlopen` fails and loads none of them
     /// (glibc `_dl_open` unwinds): why, and the closure is as before.
     pub fn dlopen(&mut self, name: &str, by: usize, why: &str) -> Result<usize, String> {
-        if let Some(i) = self.closure.objects.iter().position(|o| answers_to(o, name)) {
+        if let Some(&i) = self.names.get(name) {
             return Ok(i);
         }
         let (objects, missing, problems) =
@@ -688,6 +735,7 @@ impl<'e> Loader<'e> {
                 self.closure.objects.truncate(objects);
                 self.closure.missing.truncate(missing);
                 self.closure.problems.truncate(problems);
+                self.reindex();
                 Err(if failed.is_empty() { format!("{name} is nowhere") } else { failed.join("; ") })
             }
         }
@@ -695,10 +743,10 @@ impl<'e> Loader<'e> {
 
     /// Looks `name` up for `objects[by]` and adds what it finds; its index.
     fn add(&mut self, name: &str, by: usize, through: Option<Through>) -> Option<usize> {
-        let objects = &self.closure.objects;
-        if let Some(i) = objects.iter().position(|o| answers_to(o, name)) {
+        if let Some(&i) = self.names.get(name) {
             return Some(i);
         }
+        let objects = &self.closure.objects;
         let mut missing = Missing { name: name.to_string(), needed_by: by, other_class: Vec::new() };
         match self.search.find(name, by, objects, &mut missing) {
             // The same file under another name (a soname link and its target) is one object.
@@ -714,16 +762,16 @@ impl<'e> Loader<'e> {
                     through: through.unwrap_or(hit.through),
                     dynamic: hit.dynamic,
                 });
-                Some(self.closure.objects.len() - 1)
+                let i = self.closure.objects.len() - 1;
+                self.index_object(i);
+                Some(i)
             }
             Found::Fatal(why) => {
                 self.closure.problems.push(why);
                 None
             }
             Found::Nowhere => {
-                if !self.closure.missing.contains(&missing) {
-                    self.closure.missing.push(missing);
-                }
+                self.closure.missing.push(missing);
                 None
             }
         }
@@ -739,9 +787,22 @@ impl<'e> Loader<'e> {
                     .push(format!("more than {MAX_OBJECTS} objects: the rest are not looked up"));
                 return;
             }
-            let needed = self.closure.objects.get(next).map(|o| o.dynamic.needed.clone()).unwrap_or_default();
-            for name in needed {
-                self.add(&name, next, None);
+            // Each name of the object once: a repeat would be answered by what the first found
+            // (or not found). The list is lent out while its names are looked up, not copied.
+            let Some(needed) =
+                self.closure.objects.get_mut(next).map(|o| std::mem::take(&mut o.dynamic.needed))
+            else {
+                break;
+            };
+            let mut asked: HashSet<&str> = HashSet::with_capacity(needed.len());
+            for name in &needed {
+                if asked.insert(name) {
+                    self.add(name, next, None);
+                }
+            }
+            drop(asked);
+            if let Some(o) = self.closure.objects.get_mut(next) {
+                o.dynamic.needed = needed;
             }
             next += 1;
         }
