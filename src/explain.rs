@@ -538,7 +538,10 @@ fn release_row(
     }
     if !lists.is_empty() {
         let gate = format!("ROCm {} support list (this install's release)", r.releases.join(" or "));
-        let row = support_row(policy, &lists, target, &gate);
+        let mut row = support_row(policy, &lists, target, &gate);
+        if let Some(line) = &r.line {
+            row.says = format!("{}; {line}", row.says);
+        }
         return GateRow { source: source(&row.source), ..not_amds(row, install) };
     }
     if let Some(rock) = r.releases.first().and_then(|v| policy.therock_release(v)) {

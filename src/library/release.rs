@@ -47,6 +47,11 @@ pub struct InstallRelease {
     pub releases: Vec<String>,
     /// The system it runs on: Windows for AMD's HIP SDK folder or a HIP runtime DLL.
     pub platform: Platform,
+    /// A version the table does not list, taken by its release line: what was not found and
+    /// which release stands for it (`7.2.x: HIP build 53211 is not in the table; its newest 7.2
+    /// release is 7.2.0`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<String>,
 }
 
 /// The release of `install`: its first stated release (a version file before a header, a
@@ -81,14 +86,21 @@ fn stated_release(model: &Model, install: &Install, policy: &Policy) -> Option<I
         .filter(|m| in_install(m.path.root, &m.path.display(&snap.roots)))
         .min_by_key(|m| m.signal);
     if let Some(m) = stated {
-        let three: Vec<&str> = m.version.split('.').take(3).collect();
-        return Some(InstallRelease {
+        let three = m.version.split('.').take(3).collect::<Vec<&str>>().join(".");
+        let listed =
+            policy.release(Platform::Linux, &three).is_some() || policy.therock_release(&three).is_some();
+        let mut found = InstallRelease {
             stated: m.version.clone(),
             path: m.path.display(&snap.roots),
             source: m.signal.into(),
-            releases: vec![three.join(".")],
+            releases: vec![three],
             platform: Platform::Linux,
-        });
+            line: None,
+        };
+        if !listed {
+            by_line(&mut found, policy);
+        }
+        return Some(found);
     }
     if let Some(r) = package_release(snap, install, policy) {
         return Some(r);
@@ -98,13 +110,33 @@ fn stated_release(model: &Model, install: &Install, policy: &Policy) -> Option<I
     let mut releases: Vec<String> =
         policy.releases_with_hip(&hip.version).iter().flat_map(|r| r.versions.iter().cloned()).collect();
     releases.sort_by_key(|v| std::cmp::Reverse(crate::vocab::policy::version_key(v)));
-    Some(InstallRelease {
+    let mut found = InstallRelease {
         stated: hip.version.clone(),
         path: hip.path.display(&snap.roots),
         source: ReleaseSource::HipRuntime,
         releases,
         platform: Platform::Linux,
-    })
+        line: None,
+    };
+    if found.releases.is_empty() {
+        by_line(&mut found, policy);
+    }
+    Some(found)
+}
+
+/// A version the table does not list (a HIP build, a patch release) taken as the newest release
+/// of its line the table does list, said so; unchanged when the table has none of that line.
+pub fn by_line(found: &mut InstallRelease, policy: &Policy) {
+    let Some((_, newest)) = policy.newest_of_line(Platform::Linux, &found.stated) else { return };
+    let mut parts = found.stated.split('.');
+    let line = format!("{}.{}", parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
+    let what = match found.source {
+        ReleaseSource::HipRuntime => format!("HIP build {}", parts.next().unwrap_or_default()),
+        _ => found.stated.clone(),
+    };
+    found.line =
+        Some(format!("{line}.x: {what} is not in the table; its newest {line} release there is {newest}"));
+    found.releases = vec![newest];
 }
 
 /// The release of the AMD `.deb` an install was read from (`rocblas_4.4.1.60401-83…`): an
@@ -124,6 +156,7 @@ fn package_release(snap: &Snapshot, install: &Install, policy: &Policy) -> Optio
             source: ReleaseSource::Package,
             releases: vec![release],
             platform: Platform::Linux,
+            line: None,
         })
     })
 }

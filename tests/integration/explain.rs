@@ -117,6 +117,41 @@ fn the_release_is_read_from_the_install_and_its_list_applied() {
     assert!(row["says"].as_str().unwrap().starts_with("5.7.1 ("), "{row}");
 }
 
+/// Issue 34: a version of a release line the table lists, but a patch or a HIP build it does
+/// not (Debian's ROCm 7.2 packages: libamdhip64.so.7.2.<build>), is taken as the newest release
+/// of its line, said so — not "no release in the table".
+#[test]
+fn a_version_the_table_lacks_is_taken_by_its_release_line() {
+    let tree = Tree::new();
+    copy_dir(Path::new("sample/opt/rocm"), &tree.path("opt/rocm"));
+    tree.file("opt/rocm/.info/version", b"7.2.3\n");
+    let doc = gfxscan(["explain", "-q", "gfx1100", "--json", &tree.root_str()]).json();
+    let release = &doc["installs"][0]["release"];
+    assert_eq!(release["releases"], serde_json::json!(["7.2.0"]), "{release}");
+    let line = release["line"].as_str().unwrap_or_default();
+    assert_eq!(line, "7.2.x: 7.2.3 is not in the table; its newest 7.2 release there is 7.2.0");
+    let row = &doc["installs"][0]["rows"][0];
+    assert_eq!(row["gate"], "ROCm 7.2.0 support list (this install's release)", "{row}");
+    assert!(row["says"].as_str().unwrap_or_default().ends_with(line), "{row}");
+    // A HIP runtime of a build the table lacks, with no rocm-core file: its line too.
+    let hip = Tree::new();
+    copy_dir(Path::new("sample/opt/rocm"), &hip.path("opt/rocm"));
+    let elf = gfxscan::testing::dynamic_elf(&gfxscan::testing::DynamicSpec::default());
+    hip.file("opt/rocm/lib/libamdhip64.so.7.2.53211", &elf);
+    let doc = gfxscan(["explain", "-q", "gfx1100", "--json", &hip.root_str()]).json();
+    let release = &doc["installs"][0]["release"];
+    assert_eq!(
+        (release["source"].as_str(), &release["releases"]),
+        (Some("hip-runtime"), &serde_json::json!(["7.2.0"]))
+    );
+    assert_eq!(
+        release["line"], "7.2.x: HIP build 53211 is not in the table; its newest 7.2 release there is 7.2.0",
+        "{release}"
+    );
+    let says = doc["installs"][0]["rows"][0]["says"].as_str().unwrap_or_default().to_string();
+    assert!(!says.contains("is no release in targets.toml's table"), "{says}");
+}
+
 #[test]
 fn a_therock_install_is_judged_by_its_own_release_and_declared_targets() {
     let tree = Tree::new();
