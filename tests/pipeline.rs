@@ -9,7 +9,7 @@ use gfxscan::vocab::targets::Targets;
 
 /// A quiet scan of `root`, read as `check` reads it for `check_for` (every fact when `None`),
 /// and its library model.
-fn model_of(root: &Path, check_for: Option<Vec<String>>, targets: &Targets) -> Model {
+pub fn model_of(root: &Path, check_for: Option<Vec<String>>, targets: &Targets) -> Model {
     let config = gfxscan::scan::ScanConfig {
         roots: vec![root.to_path_buf()],
         threads: None,

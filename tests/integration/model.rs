@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use gfxscan::check::devices::{from_args, Env};
-use gfxscan::library::{Context, Model};
+use gfxscan::library::Model;
 use gfxscan::vocab::targets::Targets;
 
 /// One view of the model, as JSON.
@@ -50,18 +50,7 @@ fn explain_view(m: &Model, t: &Targets) -> String {
 }
 
 fn model_of_sample(t: &Targets) -> Model {
-    let config = gfxscan::scan::ScanConfig {
-        roots: vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("sample")],
-        threads: Some(2),
-        follow_links: false,
-        cross_file_systems: false,
-        max_memory: None,
-        check_for: None,
-        parts: None,
-        digests: false,
-    };
-    let snap = gfxscan::scan::scan(&config, t, &gfxscan::scan::Silent).expect("scan");
-    Model::build(snap, t, Context::default())
+    crate::pipeline::model_of(&Path::new(env!("CARGO_MANIFEST_DIR")).join("sample"), None, t)
 }
 
 #[test]
