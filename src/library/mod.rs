@@ -62,6 +62,8 @@ pub struct Model {
     libraries: Vec<Library>,
     context: Context,
     judged: Mutex<HashMap<(Place, DeviceTarget), Option<Verdict>>>,
+    /// The table the kept verdicts were judged by (its address: one table per run).
+    table: std::sync::OnceLock<usize>,
 }
 
 impl Model {
@@ -74,7 +76,7 @@ impl Model {
             None => crate::parse::Depth::Facts,
         };
         snap.findings = findings::findings_to(&snap, &libraries, targets, depth);
-        Model { snap, libraries, context, judged: Mutex::default() }
+        Model { snap, libraries, context, judged: Mutex::default(), table: std::sync::OnceLock::new() }
     }
 
     /// The snapshot's facts, with the findings the model made.
@@ -102,8 +104,15 @@ impl Model {
         runtime_of(&self.snap, install, self.context.one_program)
     }
 
-    /// `lib`'s verdict for `dev` ([`judge`]), judged once and kept.
+    /// `lib`'s verdict for `dev` ([`judge`]), judged once and kept. Kept only for a library of
+    /// this model under the table it was first judged by: another model's library, or another
+    /// table, is judged afresh.
     pub fn judge(&self, lib: &Library, dev: &DeviceTarget, targets: &Targets) -> Option<Verdict> {
+        let ours = self.libraries.as_ptr_range().contains(&std::ptr::from_ref(lib));
+        let table = std::ptr::from_ref(targets) as usize;
+        if !ours || *self.table.get_or_init(|| table) != table {
+            return judge(&self.snap, lib, dev, targets);
+        }
         let key = (lib.place.clone(), dev.clone());
         let kept = |m: &Mutex<HashMap<_, Option<Verdict>>>| {
             m.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&key).cloned()

@@ -244,13 +244,18 @@ pub fn outcome_line(report: &CheckReport) -> String {
     match report.outcome {
         Outcome::Ok => {
             // Never a plain OK below a WARN: the last line says what the tables above say.
-            let warned = report
+            // Libraries (and a program's data folders) with a WARN, each once however many GPUs.
+            let mut warned: std::collections::BTreeSet<&str> = report
                 .installs
                 .iter()
                 .flat_map(|i| &i.gpus)
                 .flat_map(|g| &g.verdicts)
                 .filter(|v| v.status == Status::Warn)
-                .count();
+                .map(|v| v.library.as_str())
+                .collect();
+            let lacking = report.program.iter().flat_map(|p| &p.lacking).filter(|l| l.status == Status::Warn);
+            warned.extend(lacking.filter_map(|l| l.library.first().map(String::as_str)));
+            let warned = warned.len();
             match warned {
                 0 => format!("{counted} · OK: every required piece present"),
                 n => format!(

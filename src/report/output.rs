@@ -57,6 +57,22 @@ impl Output {
     /// the link stays a link, as a shell's redirection leaves it.
     pub fn open(path: Option<&Path>) -> anyhow::Result<Output> {
         let Some(asked) = path.filter(|p| p.as_os_str() != "-") else { return Ok(Output::Stdout) };
+        // Standard output by another name (`/dev/stdout`, `/proc/self/fd/1`, the file it is
+        // redirected to): written through the descriptor the shell opened (appending where
+        // `>>` did), never staged and renamed over the file behind it.
+        if place_of(Some(asked)) == Place::Stdout {
+            return Ok(Output::Stdout);
+        }
+        // Another descriptor's file by a name of the kernel's (`/dev/stderr`, `/dev/fd/3`):
+        // appended to in place, as a shell's redirection would take it.
+        let kernels = asked.starts_with("/dev/") || asked.starts_with("/proc/");
+        if kernels && std::fs::metadata(asked).is_ok_and(|m| m.is_file()) {
+            let file = OpenOptions::new()
+                .append(true)
+                .open(asked)
+                .with_context(|| format!("cannot write {}", asked.display()))?;
+            return Ok(Output::InPlace { path: asked.to_path_buf(), file });
+        }
         let path = landing(asked).with_context(|| format!("cannot write {}", asked.display()))?;
         let existing = std::fs::metadata(&path).ok();
         if existing.as_ref().is_some_and(|m| m.is_dir()) {
@@ -179,6 +195,8 @@ fn folder_of(path: &Path) -> PathBuf {
 #[derive(Debug, PartialEq, Eq)]
 enum Place {
     Stdout,
+    /// `/dev/null`, which takes any number of outputs.
+    Null,
     Inode(u64, u64),
     New(PathBuf),
 }
@@ -189,9 +207,8 @@ fn place_of(path: Option<&Path>) -> Place {
     let Some(path) = path.filter(|p| p.as_os_str() != "-") else { return Place::Stdout };
     let land = landing(path).unwrap_or_else(|_| path.to_path_buf());
     match std::fs::metadata(&land) {
-        Ok(m) if stdout_inode().is_some_and(|(d, i)| (d, i) == (m.dev(), m.ino())) && !is_null(&m) => {
-            Place::Stdout
-        }
+        Ok(m) if is_null(&m) => Place::Null,
+        Ok(m) if stdout_inode().is_some_and(|(d, i)| (d, i) == (m.dev(), m.ino())) => Place::Stdout,
         Ok(m) => Place::Inode(m.dev(), m.ino()),
         Err(_) => {
             let dir = std::fs::canonicalize(folder_of(&land)).unwrap_or_else(|_| folder_of(&land));
@@ -219,6 +236,9 @@ fn is_null(m: &std::fs::Metadata) -> bool {
 pub fn one_place_each(paths: &[Option<&Path>]) -> anyhow::Result<()> {
     let places: Vec<Place> = paths.iter().map(|p| place_of(*p)).collect();
     for (i, place) in places.iter().enumerate() {
+        if *place == Place::Null {
+            continue;
+        }
         if let Some(j) = places[..i].iter().position(|p| p == place) {
             let name = |p: Option<&Path>| p.map_or("-".to_string(), |p| p.display().to_string());
             let (a, b) = (name(paths[j]), name(paths[i]));

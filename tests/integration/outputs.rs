@@ -128,6 +128,28 @@ fn one_file_by_any_name_is_one_output() {
     assert!(missing.stderr.contains("folder nodir does not exist"), "{}", missing.stderr);
 }
 
+/// `-o json=/dev/stdout` with standard output redirected to a file (`>> log`) writes through
+/// the shell's descriptor: appended, the file's earlier lines kept, never replaced by a rename;
+/// `/dev/null` takes any number of outputs (review of issue 33).
+#[test]
+fn dev_stdout_into_a_file_is_appended_and_dev_null_takes_any_number() {
+    let m = mixed();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("log");
+    std::fs::write(&log, "earlier line\n").expect("log");
+    let out = std::fs::OpenOptions::new().append(true).open(&log).expect("append");
+    let status = Command::new(env!("CARGO_BIN_EXE_gfxscan"))
+        .args(["scan", "-q", &m.tree.root_str(), "-o", "json=/dev/stdout"])
+        .stdout(out)
+        .status()
+        .expect("runs");
+    assert_eq!(status.code(), Some(0));
+    let text = std::fs::read_to_string(&log).expect("log");
+    assert!(text.starts_with("earlier line\n{"), "{}", &text[..text.len().min(200)]);
+    let null = gfxscan(["scan", "-q", &m.tree.root_str(), "-o", "json=/dev/null", "-o", "html=/dev/null"]);
+    null.expect_code(0);
+}
+
 /// The promtool `.ci/run` installs (`GFXSCAN_PROMTOOL`), else one on `PATH`.
 pub fn promtool() -> Option<String> {
     let hint = ".ci/run installs it from Debian's prometheus package";

@@ -414,6 +414,39 @@ fn scan_only_shows_what_serves_a_target_through_its_generic() {
 
 // 5. `diff` never misreads.
 
+/// What a scan really writes reads back (review of issue 33): two names that are not UTF-8 and
+/// show alike, a code object V2 of an ISA the table lacks (named by its ISA, `gfx999`), and an
+/// object an older table left `unknown-0x41` that today's names gfx1100 — none is tampering.
+#[test]
+fn every_snapshot_a_scan_writes_reads_back() {
+    use std::os::unix::ffi::OsStrExt;
+    let tree = Tree::new();
+    let one = co(GFX1100, 0, 1);
+    for name in [b"a\xff.hsaco".as_slice(), b"a\xfe.hsaco".as_slice()] {
+        std::fs::write(tree.root().join(std::ffi::OsStr::from_bytes(name)), &one).expect("write");
+    }
+    tree.file("lib/old.hsaco", &code_object(&CodeObjectSpec::v2((9, 9, 9), &["k"])));
+    let (run, mut snap) = tree.scan_json(&[]);
+    run.expect_code(0);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("snap.json");
+    std::fs::write(&path, serde_json::to_vec(&snap).expect("json")).expect("write");
+    let p = path.display().to_string();
+    let d = gfxscan(["diff", &p, &p]);
+    d.expect_code(0);
+    // As an older table wrote it.
+    let files = snap["files"].as_array_mut().expect("files");
+    let c = files
+        .iter_mut()
+        .flat_map(|f| f["code_objects"].as_array_mut().expect("objects").iter_mut())
+        .find(|c| c["processor"] == "gfx1100")
+        .expect("a gfx1100 object");
+    c["processor"] = json!("unknown-0x41");
+    c["target_id"] = json!("unknown-0x41");
+    std::fs::write(&path, serde_json::to_vec(&snap).expect("json")).expect("write");
+    gfxscan(["diff", &p, &p]).expect_code(0);
+}
+
 /// Nothing trusted as written (issue 33, item 4): a snapshot read back whose files are listed
 /// twice, whose summary disagrees with its files, whose code object's target ID names another
 /// processor (or whose `e_flags` state another target), or whose object runs past its file's
