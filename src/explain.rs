@@ -448,7 +448,7 @@ fn layer_row(
             ),
             Gate::Unknown,
         ),
-        (0, None) => absent(layer, &target.name),
+        (0, None) => absent(layer, &target.name, targets),
         (n, _) => (thousands(n), Gate::Allows),
     };
     GateRow { count: Some(count), ..GateRow::new(Section::Ships, layer.header, says, verdict, "scan") }
@@ -458,8 +458,13 @@ fn layer_row(
 /// rule `check` judges it with (the layer's rows' gap rules, `vocab::verdict::gate`): rocBLAS's
 /// Tensile files or host code absent blocks, hipBLASLt's or the bitcode's is unknown (the
 /// programs taking that path fail), MIOpen's databases allow (slower, nothing fails).
-fn absent(layer: &crate::aggregate::Layer, target: &str) -> (String, Gate) {
-    let rules: Vec<&GapRule> = layer.rows.iter().filter_map(|r| r.gap).collect();
+fn absent(layer: &crate::aggregate::Layer, target: &str, targets: &Targets) -> (String, Gate) {
+    use crate::families::tensile::{hipblaslt_gap, HIPBLASLT_GAP};
+    // hipBLASLt's gap costs more where PyTorch sends the GPU's GEMMs to it by default: the rule
+    // check judges that GPU by.
+    let for_target =
+        |r: &'static GapRule| if *r == HIPBLASLT_GAP { hipblaslt_gap(target, targets) } else { r };
+    let rules: Vec<&GapRule> = layer.rows.iter().filter_map(|r| r.gap).map(for_target).collect();
     let verdict = all_of(rules.iter().map(|r| gate(r.status(), Some(r.cost))));
     let worst = rules.iter().max_by_key(|r| r.status());
     let says = match worst {

@@ -117,6 +117,27 @@ fn the_release_is_read_from_the_install_and_its_list_applied() {
     assert!(row["says"].as_str().unwrap().starts_with("5.7.1 ("), "{row}");
 }
 
+/// A layer the roots hold for other targets only gates as check judges its absence, with
+/// check's words for this GPU: hipBLASLt's gap for a GPU PyTorch sends to hipBLASLt by default
+/// (gfx942) is that rule's, unknown, never blocks; MIOpen's allows (issue 33).
+#[test]
+fn an_absent_layer_gates_and_reads_as_check_judges_it() {
+    let doc = gfxscan(["explain", "-q", "gfx942", "--json", "sample"]).json();
+    let row =
+        |gate: &str| doc["ships"].as_array().expect("ships").iter().find(|r| r["gate"] == gate).cloned();
+    let h = row("hipblaslt").expect("a hipblaslt row");
+    assert_eq!(h["verdict"], "unknown", "{h}");
+    assert!(
+        h["says"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("PyTorch sends this GPU's GEMMs to hipBLASLt by default"),
+        "{h}"
+    );
+    let p = row("perf-db").expect("a perf-db row");
+    assert_eq!(p["verdict"], "allows", "{p}");
+}
+
 /// Issue 34: a version of a release line the table lists, but a patch or a HIP build it does
 /// not (Debian's ROCm 7.2 packages: libamdhip64.so.7.2.<build>), is taken as the newest release
 /// of its line, said so — not "no release in the table".
