@@ -11,7 +11,7 @@
 //! per-package trees, which the truth does not list again; they are left out of the comparison.
 //! Files the truth lists without device code (NVIDIA, Intel SYCL) must yield none.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use gfxscan::model::Snapshot;
@@ -1195,5 +1195,90 @@ fn rocm64_explain_agrees_with_scan_and_check() {
         for r in doc["policy"].as_array().expect("policy rows") {
             assert!(!r["source"].as_str().unwrap_or("").is_empty(), "{r}");
         }
+    }
+}
+
+/// Issue 34: Debian's MIGraphX 7.1.1 (`scripts/fetch-debian-migraphx.sh`): libmigraphx.so.2014000.0
+/// has a 21,305,915-byte dynamic string table, which `check --exe` once refused, calling every
+/// MIGraphX program "does not start". Now each program and library starts, and what it loads at
+/// start is what the tree's own glibc loader lists (`ld.so --list` in a chroot, when this
+/// process may chroot); its libraries with GPU code are judged.
+#[test]
+fn every_migraphx_program_starts_as_glibc_loads_it() {
+    let Some(dir) = std::env::var_os("GFXSCAN_DEBIAN_CORPUS").filter(|d| !d.is_empty()) else {
+        skipped("set GFXSCAN_DEBIAN_CORPUS to the DIR of fetch-debian.sh");
+        return;
+    };
+    let root = Path::new(&dir).join("deb/sid-migraphx-root");
+    if !root.join("usr/bin/migraphx-driver").exists() {
+        skipped(&format!("{} not present (run scripts/fetch-debian-migraphx.sh)", root.display()));
+        return;
+    }
+    let r = root.to_str().expect("UTF-8");
+    let lib = "/usr/lib/x86_64-linux-gnu/migraphx/lib";
+    let mut objects: Vec<String> = [
+        "/usr/bin/migraphx-driver",
+        "/usr/bin/migraphx-hiprtc-driver",
+        "/usr/lib/x86_64-linux-gnu/libmigraphx_c.so.3",
+    ]
+    .map(String::from)
+    .to_vec();
+    for name in [
+        "libmigraphx",
+        "libmigraphx_device",
+        "libmigraphx_gpu",
+        "libmigraphx_onnx",
+        "libmigraphx_ref",
+        "libmigraphx_tf",
+    ] {
+        objects.push(format!("{lib}/{name}.so.2014000"));
+    }
+    for exe in &objects {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_gfxscan"))
+            .args(["check", "-q", "--json", "--gpu", "gfx1100", "--exe", exe, "--root", r])
+            .output()
+            .expect("runs");
+        let json = String::from_utf8_lossy(&out.stdout).into_owned();
+        documents::expect_valid_text("check", &json, exe);
+        let v: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+        let p = &v["program"];
+        assert_eq!(p["starts"], true, "{exe}: {}", p["missing"]);
+        assert_ne!(out.status.code(), Some(2), "{exe}");
+        let loads = p["loads"].as_array().expect("loads");
+        let ours: BTreeSet<String> = loads
+            .iter()
+            // At start: not what a dlopen() call brings in (comgr and its closure), which glibc
+            // does not list.
+            .filter(|l| {
+                let chain = l["chain"].as_array().into_iter().flatten();
+                !chain.filter_map(|c| c.as_str()).any(|c| c.ends_with("(dlopen)"))
+            })
+            .filter_map(|l| l["name"].as_str().map(|n| n.rsplit('/').next().unwrap_or(n).to_string()))
+            .collect();
+        if exe.contains("/bin/") {
+            // The drivers reach MIOpen and rocBLAS: judged, with their verdicts.
+            let judged: usize = v["installs"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|i| i["gpus"][0]["verdicts"].as_array())
+                .map(Vec::len)
+                .sum();
+            assert!(judged >= 3, "{exe}: {judged} verdicts");
+        }
+        let listed = std::process::Command::new("chroot")
+            .args([r, "/lib64/ld-linux-x86-64.so.2", "--list", exe])
+            .output();
+        let Some(listed) = listed.ok().filter(|o| o.status.success()) else {
+            skipped("chroot: not permitted here (glibc's own list not compared)");
+            continue;
+        };
+        let glibc: BTreeSet<String> = String::from_utf8_lossy(&listed.stdout)
+            .lines()
+            .filter_map(|l| l.split_whitespace().next())
+            .filter(|n| !n.starts_with("linux-vdso"))
+            .map(|n| n.rsplit('/').next().unwrap_or(n).to_string())
+            .collect();
+        assert_eq!(ours, glibc, "{exe}: what check --exe loads at start, and what glibc lists");
     }
 }
