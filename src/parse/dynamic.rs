@@ -29,6 +29,8 @@ const WHOLE_DYNSTR: u64 = 16 << 20;
 const MAX_STRING: usize = 64 << 10;
 /// Longest interpreter path read.
 const MAX_INTERP: u64 = 4096;
+/// The dynamic tags read: the string table, and what `ld.so` takes from it and the flags.
+const KEPT: [DynamicTag; 7] = [DT_STRTAB, DT_STRSZ, DT_NEEDED, DT_RPATH, DT_RUNPATH, DT_SONAME, DT_FLAGS_1];
 
 /// What `ld.so` reads of one ELF object to load it and its dependencies.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -154,8 +156,9 @@ fn dynamic_of<H: FileHeader<Endian = Endianness>>(src: &dyn ByteSource, head: &[
     Ok(out)
 }
 
-/// The entries of the dynamic section at `off` (`size` bytes) up to `DT_NULL`: read a chunk
-/// at a time, as far as the section and the file go, keeping only (tag, value) pairs.
+/// The entries of the dynamic section at `off` (`size` bytes) up to `DT_NULL` that the loader
+/// reads here: read a chunk at a time, as far as the section and the file go, keeping only the
+/// (tag, value) pairs of those tags, so that entries of other tags cost no memory.
 fn dynamic_entries<H: FileHeader<Endian = Endianness>>(
     src: &dyn ByteSource,
     e: Endianness,
@@ -177,7 +180,9 @@ fn dynamic_entries<H: FileHeader<Endian = Endianness>>(
             if tag == DT_NULL {
                 return Ok(out);
             }
-            out.push((tag, d.d_val(e).into()));
+            if KEPT.contains(&tag) {
+                out.push((tag, d.d_val(e).into()));
+            }
         }
         done += n as u64;
     }
