@@ -84,11 +84,6 @@ impl Model {
         &self.snap
     }
 
-    /// The snapshot, given up (for a view that must cut it to some targets).
-    pub fn into_snapshot(self) -> Snapshot {
-        self.snap
-    }
-
     /// The libraries, in a stable order.
     pub fn libraries(&self) -> &[Library] {
         &self.libraries

@@ -43,7 +43,7 @@ pub fn read_back(mut snap: Snapshot, targets: &Targets) -> Result<Snapshot, Stri
 }
 
 /// Every way the snapshot disagrees with itself or with what a scan writes, in file order.
-pub fn tampering(snap: &Snapshot, targets: &Targets) -> Vec<String> {
+fn tampering(snap: &Snapshot, targets: &Targets) -> Vec<String> {
     let mut out = Vec::new();
     if snap.roots.is_empty() {
         out.push("the snapshot names no root".to_string());

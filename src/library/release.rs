@@ -126,8 +126,8 @@ fn stated_release(model: &Model, install: &Install, policy: &Policy) -> Option<I
 
 /// A version the table does not list (a HIP build, a patch release) taken as the newest release
 /// of its line the table does list, said so; unchanged when the table has none of that line.
-pub fn by_line(found: &mut InstallRelease, policy: &Policy) {
-    let Some((_, newest)) = policy.newest_of_line(Platform::Linux, &found.stated) else { return };
+fn by_line(found: &mut InstallRelease, policy: &Policy) {
+    let Some(newest) = policy.newest_of_line(Platform::Linux, &found.stated) else { return };
     let mut parts = found.stated.split('.');
     let line = format!("{}.{}", parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
     let what = match found.source {

@@ -319,15 +319,15 @@ impl Policy {
     /// The newest release of `platform` whose version starts `major.minor` as `version` does
     /// (`7.2.53211` and `7.2.3` → the newest 7.2 release listed): for a version of a release
     /// line the table lists, but a build or patch it does not.
-    pub fn newest_of_line(&self, platform: Platform, version: &str) -> Option<(&Release, String)> {
+    pub fn newest_of_line(&self, platform: Platform, version: &str) -> Option<String> {
         let line: Vec<&str> = version.split('.').take(2).collect();
         let prefix = format!("{}.", line.join("."));
         self.releases
             .iter()
             .filter(|r| r.platform == platform)
-            .flat_map(|r| r.versions.iter().filter(|v| v.starts_with(&prefix)).map(move |v| (r, v)))
-            .max_by_key(|(_, v)| version_key(v))
-            .map(|(r, v)| (r, v.clone()))
+            .flat_map(|r| r.versions.iter().filter(|v| v.starts_with(&prefix)))
+            .max_by_key(|v| version_key(v))
+            .cloned()
     }
 
     /// The newest list for `platform`.
