@@ -262,7 +262,8 @@ impl CodeObjectRecord {
 pub enum Location {
     /// The file is the code object.
     File,
-    /// An entry of an offload bundle (standalone, in `.hip_fatbin`, or in a PE `.hip_fat`).
+    /// An entry of an offload bundle (standalone, in `.hip_fatbin`, in a PE `.hip_fat`, or kept
+    /// as data in another section).
     BundleEntry {
         /// The bundle entry ID as stored (`hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-`).
         entry_id: String,

@@ -51,6 +51,26 @@ pub struct ScanConfig {
 }
 
 impl ScanConfig {
+    /// A scan of `roots` as `gfxscan scan ROOT…` makes it with no options: every fact, the whole
+    /// of each root, links not followed, one thread per core.
+    pub fn of(roots: Vec<PathBuf>) -> ScanConfig {
+        ScanConfig {
+            roots,
+            threads: None,
+            follow_links: false,
+            cross_file_systems: false,
+            max_memory: None,
+            check_for: None,
+            parts: None,
+            digests: false,
+        }
+    }
+
+    /// The same, on `threads` worker threads.
+    pub fn with_threads(self, threads: usize) -> ScanConfig {
+        ScanConfig { threads: Some(threads), ..self }
+    }
+
     /// How far this scan reads: every fact, or for `check` only what the verdicts of the GPUs
     /// it names need.
     pub fn depth<'a>(&'a self, targets: &'a Targets) -> Depth<'a> {

@@ -65,6 +65,12 @@ impl CodeObjectSpec {
         s
     }
 
+    /// A relocatable object (`ET_REL`), as a fat object's bundle sections hold.
+    pub fn relocatable(mut self) -> Self {
+        self.e_type = elf::ET_REL;
+        self
+    }
+
     /// Sets the `amdhsa.target` metadata string.
     pub fn with_target(mut self, target: &str) -> Self {
         self.target = Some(target.to_string());

@@ -30,16 +30,7 @@ type Key = (String, u32, u8, u64);
 
 /// How the corpus tests scan a tree: every default, links not followed.
 fn whole_tree(root: &Path) -> ScanConfig {
-    ScanConfig {
-        roots: vec![root.to_path_buf()],
-        threads: None,
-        follow_links: false,
-        cross_file_systems: false,
-        max_memory: None,
-        check_for: None,
-        parts: None,
-        digests: false,
-    }
+    ScanConfig::of(vec![root.to_path_buf()])
 }
 
 /// Says a test was skipped where the person running the tests sees it: written to the process's
@@ -236,16 +227,7 @@ fn negatives_hold_no_device_code() {
         skipped(&format!("{} not present", shared().display()));
         return;
     }
-    let config = ScanConfig {
-        roots: vec![root],
-        threads: Some(1),
-        follow_links: false,
-        cross_file_systems: false,
-        max_memory: None,
-        check_for: None,
-        parts: None,
-        digests: false,
-    };
+    let config = ScanConfig::of(vec![root]).with_threads(1);
     let snap = scan(&config, &Targets::builtin(), &Silent).expect("scan runs");
     for neg in ["libbitsandbytes_cuda130.so", "libbitsandbytes_xpu2025.so"] {
         assert!(!snap.files.iter().any(|f| f.path.path == neg), "{neg} reported as device code");
@@ -1281,4 +1263,56 @@ fn every_migraphx_program_starts_as_glibc_loads_it() {
             .collect();
         assert_eq!(ours, glibc, "{exe}: what check --exe loads at start, and what glibc lists");
     }
+}
+
+/// Issue 34: PyPI's tensorflow-rocm 2.14.0.600 (`scripts/fetch-pypi-tensorflow-rocm.sh`) keeps
+/// 1,149 whole offload bundles in `.rodata` (its generated kernels, each a `*_kernel_blob` it
+/// hands to `hipModuleLoadData`) beside 241 in `.hip_fatbin`. Every bundle is read as a bundle,
+/// at the offset and with the entry IDs Debian's clang-offload-bundler lists
+/// (`tests/data/truth/tensorflow-rocm-2.14.0.600-bundles.tsv.gz`), none of its code objects
+/// loose; and check judges each bundle by the comgr lookup: gfx1100 OK, gfx1151 MISSING.
+#[test]
+fn tensorflow_rodata_bundles_match_the_bundler() {
+    use gfxscan::model::Location;
+    use std::io::Read;
+    let Some(dir) = debian_tree() else { return };
+    let root = Path::new(&dir).join("pypi/tensorflow-rocm-2.14.0.600");
+    if !root.join("tensorflow/libtensorflow_cc.so.2").is_file() {
+        skipped(&format!("{} not present (run scripts/fetch-pypi-tensorflow-rocm.sh)", root.display()));
+        return;
+    }
+    let gz = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/truth/tensorflow-rocm-2.14.0.600-bundles.tsv.gz");
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(gz).expect("truth"))
+        .read_to_string(&mut text)
+        .expect("gzip");
+    let mut truth: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let cols: Vec<&str> = line.split('\t').collect();
+        let offset = u64::from_str_radix(cols[1].trim_start_matches("0x"), 16).expect("offset");
+        let ids = cols[3].split(',').filter(|id| !id.starts_with("host-")).map(str::to_string).collect();
+        truth.insert(offset, ids);
+    }
+    assert_eq!(truth.len(), 1149 + 241);
+    let snap = scan_dir(&root);
+    let [f] = snap.files.as_slice() else { panic!("one file with device code: {:?}", snap.files.len()) };
+    assert_eq!(f.bundles, 1390);
+    let mut ours: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+    for c in &f.code_objects {
+        let Location::BundleEntry { entry_id, bundle_offset, .. } = &c.location else {
+            panic!("a code object outside a bundle: {c:?}")
+        };
+        ours.entry(*bundle_offset).or_default().push(entry_id.clone());
+    }
+    ours.values_mut().for_each(|ids| ids.sort());
+    assert_eq!(ours, truth);
+    let lib = root.to_str().expect("UTF-8 path");
+    let ok = check_verdicts(&[lib, "--gpu", "gfx1100"]);
+    assert!(!ok.is_empty() && ok.iter().all(|(_, s, _)| s == "ok"), "{ok:?}");
+    let missing = check_verdicts(&[lib, "--gpu", "gfx1151"]);
+    assert!(
+        missing.iter().any(|(_, s, d)| s == "missing" && d.contains("no code object for gfx1151")),
+        "{missing:?}"
+    );
 }

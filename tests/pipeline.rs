@@ -10,16 +10,8 @@ use gfxscan::vocab::targets::Targets;
 /// A quiet scan of `root`, read as `check` reads it for `check_for` (every fact when `None`),
 /// and its library model.
 pub fn model_of(root: &Path, check_for: Option<Vec<String>>, targets: &Targets) -> Model {
-    let config = gfxscan::scan::ScanConfig {
-        roots: vec![root.to_path_buf()],
-        threads: None,
-        follow_links: false,
-        cross_file_systems: false,
-        max_memory: None,
-        check_for: check_for.clone(),
-        parts: None,
-        digests: false,
-    };
+    use gfxscan::scan::ScanConfig;
+    let config = ScanConfig { check_for: check_for.clone(), ..ScanConfig::of(vec![root.to_path_buf()]) };
     let snap = gfxscan::scan::scan(&config, targets, &gfxscan::scan::Silent).expect("scan");
     Model::build(snap, targets, Context { read_for: check_for, ..Context::default() })
 }

@@ -45,8 +45,7 @@ fn main() {
         small(CodeObjectSpec::v4(GFX90A, 0x300, &["k0"]).with_target("amdgcn-amd-amdhsa--gfx90a:xnack+"));
     let co_v5 = small(CodeObjectSpec::new(3, GFX942 | 0xc00, &["a", "b", "c"]));
     let co_v6 = small(CodeObjectSpec::new(4, 0x052 | (1 << 24), &["g"]));
-    let mut co_rel = CodeObjectSpec::v4(GFX1100, 0, &["r"]);
-    co_rel.e_type = 1;
+    let mut co_rel = CodeObjectSpec::v4(GFX1100, 0, &["r"]).relocatable();
     co_rel.metadata = false;
     let co_rel = small(co_rel);
 
@@ -94,6 +93,14 @@ fn main() {
         &host_elf(&[HostSection::rodata(&fat_o_name, &co_rel), HostSection::rodata(".rodata", &co_v2)]),
     );
     put(&d, "mori-io.so", &host_elf(&[HostSection::hip_fatbin(&real_file("mori-io.hip_fatbin"))]));
+    // Bundles kept as data, as a framework loading them with hipModuleLoadData keeps them, behind
+    // the magics as strings.
+    let mut data_bundles = b"__CLANG_OFFLOAD_BUNDLE__\0CCOB\0".to_vec();
+    for b in [plain.clone(), ccob(2, Codec::Zstd, &one)] {
+        data_bundles.resize(data_bundles.len().div_ceil(16) * 16, 0);
+        data_bundles.extend_from_slice(&b);
+    }
+    put(&d, "rodata-bundles.so", &host_elf(&[HostSection::rodata(".rodata", &data_bundles)]));
 
     // MessagePack: Tensile indexes and a metadata note descriptor cut from a code object.
     let d = seeds.join("msgpack");
@@ -169,6 +176,7 @@ fn main() {
         let d = seeds.join("pe");
         put(&d, "hip.dll", &pe_image(&[(".text", &[0xc3; 16]), (".hipFatB", &wrappers), (".hip_fat", &fat)]));
         put(&d, "kpack-split.dll", &pe_image(&[(".hipFatB", &wrappers), (".kpackrf", &marker)]));
+        put(&d, "rdata-bundles.dll", &pe_image(&[(".text", &[0xc3; 16]), (".rdata", &data_bundles)]));
     }
 
     let tmp = std::env::temp_dir().join("gfxscan-fuzz-seed-tree");
@@ -193,11 +201,13 @@ fn msgpack_note(co: &[u8]) -> Option<&[u8]> {
 
 fn scan_json(root: &Path) -> Vec<u8> {
     let targets = gfxscan::vocab::targets::Targets::builtin();
-    let config =
-        gfxscan::scan::ScanConfig { roots: vec![root.to_path_buf()], threads: Some(1), follow_links: false };
+    let config = gfxscan::scan::ScanConfig::of(vec![root.to_path_buf()]).with_threads(1);
     let bar = gfxscan::report::progress::Bar::new(true);
     let snap = gfxscan::scan::scan(&config, &targets, &bar).unwrap();
     let mut out = Vec::new();
-    gfxscan::report::write_scan(&snap, &targets, &[], gfxscan::cli::OutputFormat::Json, &mut out).unwrap();
+    let view = gfxscan::report::scan::ScanView::default();
+    let style = gfxscan::report::style::Style { color: false, width: None };
+    gfxscan::report::write_scan(&snap, &targets, &[], &view, gfxscan::cli::OutputFormat::Json, style, &mut out)
+        .unwrap();
     out
 }

@@ -1,5 +1,5 @@
 //! Host ELF: section table, bundle sections (`.hip_fatbin`, `__CLANG_OFFLOAD_BUNDLE__*`), the
-//! finder for raw embedded AMDGPU ELFs, the dynamic section the loader reads, and the same
+//! finder for raw embedded AMDGPU ELFs and bundles kept as data, the dynamic section the loader reads, and the same
 //! bytes as an `ld.so.cache`.
 #![no_main]
 
@@ -21,6 +21,9 @@ fuzz_target!(|data: &[u8]| {
         Ok(facts) => {
             if let Some((_off, bundles)) = &facts.fatbin {
                 common::drive_bundles(bundles);
+            }
+            for d in &facts.data_bundles {
+                common::drive_bundles(&d.bundles);
             }
             for e in &facts.embedded {
                 std::hint::black_box(&e.bundle_entry_id);

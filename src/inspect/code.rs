@@ -8,7 +8,7 @@ use crate::decode::{budget_for, Decoding};
 use crate::model::{CodeObjectRecord, KpackRef, Location};
 use crate::parse::bundle::{parse_bundles_to, Bundle, Bundles, Entry};
 use crate::parse::elf::{parse_code_object, parse_code_object_header, CodeObject};
-use crate::parse::host::{kpack_marks, parse_host_elf_to, HostFacts};
+use crate::parse::host::{hunt_data, kpack_marks, parse_host_elf_to, HostFacts};
 use crate::parse::kpack::{parse_kpack, KpackCompression, KpackKernel};
 use crate::parse::offload::{
     parse_offload_binaries_with, ImageKind, OffloadBinaries, OffloadBinary, OffloadEntry,
@@ -200,6 +200,22 @@ impl<'t> Collector<'t> {
         if let Some((base, found)) = &facts.fatbin {
             self.bundles(*base, found, ".hip_fatbin: ");
         }
+        self.data_code(&facts);
+        for (base, found) in &facts.offloading {
+            if self.first_visit(*base, 0) {
+                self.offloading(src, *base, found, ".llvm.offloading: ");
+            }
+        }
+        self.kpack_marks(facts.kpack);
+    }
+
+    /// What a host binary keeps as data: offload bundles (each read as a bundle, as the runtime
+    /// reads the image a program hands `hipModuleLoadData`), raw code objects, and the data
+    /// sections that could not be searched.
+    fn data_code(&mut self, facts: &HostFacts) {
+        for d in &facts.data_bundles {
+            self.bundles(d.offset, &d.bundles, &format!("{}: ", d.section));
+        }
         for (section, err) in &facts.unsearched {
             self.problems.push(format!("{section} not searched for embedded code objects: {err}"));
         }
@@ -212,12 +228,6 @@ impl<'t> Collector<'t> {
                 Err(err) => self.problems.push(format!("code object at {:#x}: {err}", e.offset)),
             }
         }
-        for (base, found) in &facts.offloading {
-            if self.first_visit(*base, 0) {
-                self.offloading(src, *base, found, ".llvm.offloading: ");
-            }
-        }
-        self.kpack_marks(facts.kpack);
     }
 
     fn kpack_marks(
@@ -367,6 +377,14 @@ impl<'t> Collector<'t> {
                 false => self.problems.push(format!("{} runs past the end of the file", s.name)),
             }
         }
+        let data: Vec<(&str, u64, u64)> = pe
+            .data_sections()
+            .filter(|s| inside(s.offset, s.size))
+            .map(|s| (s.name.as_str(), s.offset, s.size))
+            .collect();
+        let mut facts = HostFacts::default();
+        hunt_data(src, &data, (self.depth, &self.decoding.inflater()), &mut facts);
+        self.data_code(&facts);
         for s in pe.offloading().filter(|s| s.size > 0 && inside(s.offset, s.size)) {
             if !self.first_visit(s.offset, s.size) {
                 continue;

@@ -1,12 +1,16 @@
 //! Host ELF libraries: where their device code lives.
 //!
-//! Three places (clang `CGCUDANV.cpp`, `OffloadBundler.cpp`): the `.hip_fatbin` section, holding one bundle per
-//! translation unit (walked by [`super::bundle::parse_bundles`]); sections of a "fat object"
-//! named `__CLANG_OFFLOAD_BUNDLE__<entry ID>`, each one code object (Intel SYCL uses the same
-//! prefix with `sycl-` IDs, which are not AMD device code); and raw code objects embedded as
-//! data, as libhsa-runtime64 and mojolearn do in `.rodata`. Only the section table is read to
-//! find them; embedded objects are found by their ELF magic in allocated, non-executable data
-//! sections and each is checked (strict header, `e_machine` 224) and bounded by its own tables.
+//! Four places (clang `CGCUDANV.cpp`, `OffloadBundler.cpp`): the `.hip_fatbin` section, holding
+//! one bundle per translation unit (walked by [`super::bundle::parse_bundles`]); sections of a
+//! "fat object" named `__CLANG_OFFLOAD_BUNDLE__<entry ID>`, each one code object (Intel SYCL uses
+//! the same prefix with `sycl-` IDs, which are not AMD device code); raw code objects embedded as
+//! data, as libhsa-runtime64 and mojolearn do in `.rodata`; and whole offload bundles kept as
+//! data by frameworks that hand them to `hipModuleLoadData`. Only the section table is read to
+//! find the sections; in allocated, non-executable data sections embedded objects are found by
+//! their ELF magic and each is checked (strict header, `e_machine` 224) and bounded by its own
+//! tables, and bundles by their magics, each bounded by its own header (a magic that starts no
+//! valid bundle is a string, as in comgr and the HIP runtime). The same hunt reads a PE image's
+//! data sections ([`hunt_data`]).
 #![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::panic)]
 
 use memchr::memmem;
@@ -15,11 +19,14 @@ use object::pod;
 use object::read::elf::{FileHeader, SectionHeader};
 use object::Endianness;
 
-use super::bundle::{parse_bundles_to, parse_entry_id, Bundles};
+use super::bundle::{
+    parse_bundle_table, parse_bundle_to, parse_bundles_to, parse_ccob_header, parse_entry_id, Bundle,
+    Bundles, BUNDLE_MAGIC, CCOB_MAGIC,
+};
 use super::elf::{is_amdgpu_elf, parse_code_object, parse_header, CodeObject};
 use super::kpack::{parse_fatbin_wrappers, parse_kpack_ref, KpackRef, WrapperMagic};
 use super::offload::{parse_offload_binaries_with, OffloadBinaries};
-use super::{ByteSource, ParseError, Result, Slice};
+use super::{ByteSource, Depth, ParseError, Result, Slice};
 use crate::decode::Inflater;
 
 /// Most section headers read from one host ELF.
@@ -59,6 +66,17 @@ pub struct Embedded {
     pub code_object: std::result::Result<CodeObject, ParseError>,
 }
 
+/// The offload bundles one data section holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DataBundles {
+    /// The section's name.
+    pub section: String,
+    /// Its file offset.
+    pub offset: u64,
+    /// Its bundles, their offsets relative to the section.
+    pub bundles: Bundles,
+}
+
 /// Device code found in one host ELF.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HostFacts {
@@ -66,6 +84,8 @@ pub struct HostFacts {
     pub fatbin: Option<(u64, Bundles)>,
     /// Code objects in bundle sections and raw embedded ones, in file order.
     pub embedded: Vec<Embedded>,
+    /// Offload bundles kept as data (`.rodata`, `.data`, ...), per section.
+    pub data_bundles: Vec<DataBundles>,
     /// Data sections that could not be searched for embedded code objects, and why.
     pub unsearched: Vec<(String, ParseError)>,
     /// `.llvm.offloading` sections (the new offload driver): file offset and the
@@ -219,13 +239,84 @@ fn may_embed(s: &Section) -> bool {
         && !s.name.starts_with(BUNDLE_SECTION_PREFIX)
 }
 
-/// Finds AMDGPU code objects stored as plain data inside `[start, start + len)` of `src`.
-fn find_embedded(
+/// What a hunt through a data section finds by magic: raw code objects, and whole offload
+/// bundles (a framework that loads its kernels with `hipModuleLoadData` keeps them as data).
+#[derive(Debug, Default)]
+struct DataFinds {
+    objects: Vec<Embedded>,
+    /// Bundles, their offsets relative to the section.
+    bundles: Vec<Bundle>,
+}
+
+/// What a magic found in data may start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Magic {
+    Elf,
+    Bundle,
+    Ccob,
+}
+
+/// The magics a hunt looks for, each with what it may start.
+const MAGICS: [(&[u8], Magic); 3] =
+    [(b"\x7fELF", Magic::Elf), (BUNDLE_MAGIC, Magic::Bundle), (CCOB_MAGIC, Magic::Ccob)];
+
+/// Every magic of `chunk`, in order.
+fn magics_in(chunk: &[u8], finders: &[(memmem::Finder<'_>, Magic)]) -> Vec<(usize, Magic)> {
+    let mut hits: Vec<(usize, Magic)> =
+        finders.iter().flat_map(|(f, m)| f.find_iter(chunk).map(move |at| (at, *m))).collect();
+    hits.sort_unstable();
+    hits
+}
+
+/// The offload bundle that starts at `at` of `src` and ends by `end`, if the bytes there are
+/// one and not data that happens to hold its magic (the magic is a string constant in comgr,
+/// the HIP runtime and LLVM): a plain bundle's entry table must lie inside the section and
+/// name AMDGPU code; a CCOB header must be one clang writes (version, method, sizes inside the
+/// section) with a zstd or zlib stream after it. A bundle read this way is a bundle in every
+/// respect, its errors included.
+fn bundle_at(
     src: &dyn ByteSource,
-    start: u64,
-    len: u64,
+    at: u64,
+    end: u64,
+    depth: Depth<'_>,
+    inf: &Inflater<'_>,
+) -> Option<Bundle> {
+    let view = Slice::new(src, at, end - at);
+    let head = src.read_up_to(at, 32).ok()?;
+    if head.starts_with(BUNDLE_MAGIC) {
+        let (table, _) = parse_bundle_table(&view).ok()?;
+        if !table.iter().any(|e| parse_entry_id(&e.id).is_amdgcn()) {
+            return None;
+        }
+    } else {
+        let h = parse_ccob_header(&head).ok()?;
+        if h.total_size.is_some_and(|t| t > view.len()) || !compressed_stream_at(&view, h.header_len) {
+            return None;
+        }
+    }
+    parse_bundle_to(&view, depth, inf).ok()
+}
+
+/// True when a zstd frame or a zlib stream starts at `at` of `src` (RFC 8878 magic; RFC 1950:
+/// deflate, a 32 KiB window at most, header check bits).
+fn compressed_stream_at(src: &dyn ByteSource, at: u64) -> bool {
+    match src.read_up_to(at, 4).ok().as_deref() {
+        Some([0x28, 0xb5, 0x2f, 0xfd, ..]) => true,
+        Some([cmf, flg, ..]) => {
+            cmf & 0x0f == 8 && cmf >> 4 <= 7 && (u16::from(*cmf) << 8 | u16::from(*flg)) % 31 == 0
+        }
+        _ => false,
+    }
+}
+
+/// Finds AMDGPU code objects and offload bundles stored as plain data inside
+/// `[start, start + len)` of `src`.
+fn find_in_data(
+    src: &dyn ByteSource,
+    (start, len): (u64, u64),
     budget: &mut u64,
-    out: &mut Vec<Embedded>,
+    (depth, inf): (Depth<'_>, &Inflater<'_>),
+    out: &mut DataFinds,
 ) -> Result<()> {
     let end = start.saturating_add(len).min(src.len());
     if end.saturating_sub(start) > *budget {
@@ -236,55 +327,97 @@ fn find_embedded(
         });
     }
     *budget -= end.saturating_sub(start);
-    let finder = memmem::Finder::new(b"\x7fELF");
+    let finders: Vec<(memmem::Finder<'_>, Magic)> =
+        MAGICS.iter().map(|(m, kind)| (memmem::Finder::new(m), *kind)).collect();
     let mut pos = start;
-    while pos + 64 <= end {
+    while pos + 32 <= end {
         let n = (end - pos).min(SCAN_CHUNK as u64) as usize;
         let chunk = src.read_at(pos, n)?;
-        // Every hit of this chunk is examined from the chunk itself; only a real AMDGPU header
-        // costs more reads. (Re-reading a chunk per false hit made data full of "\x7fELF"
-        // quadratic.) A magic straddling the chunk's end is found in the next chunk.
-        let mut next = if n < SCAN_CHUNK { end } else { pos + n as u64 - 3 };
+        // Every hit of this chunk is examined from the chunk itself; only a real header costs
+        // more reads. (Re-reading a chunk per false hit made data full of "\x7fELF" quadratic.)
+        // A magic straddling the chunk's end is found in the next chunk.
+        let mut next = if n < SCAN_CHUNK { end } else { pos + n as u64 - (BUNDLE_MAGIC.len() as u64 - 1) };
         let mut resume = pos;
-        for hit in finder.find_iter(&chunk) {
+        for (hit, magic) in magics_in(&chunk, &finders) {
             let at = pos + hit as u64;
-            if at < resume || at + 64 > end {
+            if at < resume {
                 continue;
             }
-            let head = match chunk.get(hit..hit + 64) {
-                Some(h) => std::borrow::Cow::Borrowed(h),
-                None => src.read_up_to(at, 64)?,
+            let taken = match magic {
+                Magic::Elf => embedded_at(src, &chunk, (hit, at), end).map(|e| {
+                    let size = e.code_object.as_ref().map_or(0, |co| co.size.max(64));
+                    out.objects.push(e);
+                    size
+                }),
+                Magic::Bundle | Magic::Ccob => bundle_at(src, at, end, depth, inf).map(|mut b| {
+                    let size = b.stored_size;
+                    b.offset = at - start;
+                    out.bundles.push(b);
+                    size
+                }),
             };
-            if !is_amdgpu_elf(&head) || parse_header(&head, true).is_err() {
-                continue;
-            }
-            let view = Slice::new(src, at, end - at);
-            let code_object = parse_code_object(&view, None);
-            if let Ok(co) = &code_object {
-                resume = at + co.size.max(64);
+            // A bundle or object whose end is known is not searched again: its code objects are
+            // its own, never also loose ones.
+            if let Some(size) = taken.filter(|&s| s > 0) {
+                resume = at.saturating_add(size);
                 next = next.max(resume);
             }
-            out.push(Embedded { offset: at, bundle_entry_id: None, code_object });
         }
         pos = next;
     }
     Ok(())
 }
 
+/// The raw AMDGPU code object at `at` (`hit` in `chunk`), if its header is one.
+fn embedded_at(src: &dyn ByteSource, chunk: &[u8], (hit, at): (usize, u64), end: u64) -> Option<Embedded> {
+    if at + 64 > end {
+        return None;
+    }
+    let head = match chunk.get(hit..hit + 64) {
+        Some(h) => std::borrow::Cow::Borrowed(h),
+        None => src.read_up_to(at, 64).ok()?,
+    };
+    if !is_amdgpu_elf(&head) || parse_header(&head, true).is_err() {
+        return None;
+    }
+    let code_object = parse_code_object(&Slice::new(src, at, end - at), None);
+    Some(Embedded { offset: at, bundle_entry_id: None, code_object })
+}
+
+/// Searches data sections (name, file offset, size) of a host binary for raw code objects and
+/// offload bundles, into `facts`; one budget for them all. A section over the budget is
+/// reported, and what else the file holds is still read.
+pub fn hunt_data(
+    src: &dyn ByteSource,
+    sections: &[(&str, u64, u64)],
+    reading: (Depth<'_>, &Inflater<'_>),
+    facts: &mut HostFacts,
+) {
+    let mut budget = MAX_EMBED_SCAN;
+    for &(name, offset, size) in sections {
+        let mut found = DataFinds::default();
+        if let Err(e) = find_in_data(src, (offset, size), &mut budget, reading, &mut found) {
+            facts.unsearched.push((name.to_string(), e));
+        }
+        facts.embedded.append(&mut found.objects);
+        if !found.bundles.is_empty() {
+            let bundles = Bundles { bundles: found.bundles, stopped: None };
+            facts.data_bundles.push(DataBundles { section: name.to_string(), offset, bundles });
+        }
+    }
+    facts.embedded.sort_by_key(|e| e.offset);
+}
+
 /// Finds all device code in a host ELF: `.hip_fatbin` bundles, bundle sections, embedded objects.
 pub fn parse_host_elf(src: &dyn ByteSource) -> Result<HostFacts> {
-    parse_host_elf_to(src, super::Depth::Facts, &crate::decode::Decoding::default().inflater())
+    parse_host_elf_to(src, Depth::Facts, &crate::decode::Decoding::default().inflater())
 }
 
 /// [`parse_host_elf`], the code objects of its bundles read to `depth`.
-pub fn parse_host_elf_to(
-    src: &dyn ByteSource,
-    depth: super::Depth<'_>,
-    inf: &Inflater<'_>,
-) -> Result<HostFacts> {
+pub fn parse_host_elf_to(src: &dyn ByteSource, depth: Depth<'_>, inf: &Inflater<'_>) -> Result<HostFacts> {
     let sections = parse_sections(src)?;
     let mut facts = HostFacts::default();
-    let mut budget = MAX_EMBED_SCAN;
+    let mut data = Vec::new();
     for s in &sections {
         if s.sh_type == object::elf::SHT_NOBITS.0 {
             continue;
@@ -313,13 +446,10 @@ pub fn parse_host_elf_to(
                 });
             }
         } else if may_embed(s) {
-            // An over-budget section is reported, and what else the file holds is still read.
-            if let Err(e) = find_embedded(src, s.offset, s.size, &mut budget, &mut facts.embedded) {
-                facts.unsearched.push((s.name.clone(), e));
-            }
+            data.push((s.name.as_str(), s.offset, s.size));
         }
     }
-    facts.embedded.sort_by_key(|e| e.offset);
+    hunt_data(src, &data, (depth, inf), &mut facts);
     let range = |name: &str| {
         sections
             .iter()
@@ -337,7 +467,9 @@ pub fn parse_host_elf_to(
 #[allow(clippy::indexing_slicing, clippy::unwrap_used, clippy::panic)]
 mod tests {
     use super::*;
+    use crate::parse::bundle::BundleFormat;
     use crate::testing::{bundle, code_object, fatbin, host_elf, CodeObjectSpec, HostSection};
+    use crate::vocab::codec::Codec;
 
     #[test]
     fn finds_fatbin_bundles_and_embedded_objects() {
@@ -358,6 +490,85 @@ mod tests {
             .map(|e| e.code_object.as_ref().expect("valid").header.e_flags & 0xff)
             .collect();
         assert_eq!(machs, vec![0x41, 0x4c]);
+    }
+
+    /// A `.rodata` as a framework that loads its kernels with `hipModuleLoadData` fills it:
+    /// the magics as string constants (comgr and the HIP runtime hold them so), a plain bundle,
+    /// a raw code object, a CCOB v3 bundle; each bundle's code objects are its own.
+    fn framework_rodata() -> (Vec<u8>, Vec<usize>) {
+        let gfx942 = code_object(&CodeObjectSpec::v4(0x4c, 0, &["k"]));
+        let gfx1100 = code_object(&CodeObjectSpec::v4(0x41, 0, &["k"]));
+        let plain = bundle(
+            &[
+                ("host-x86_64-unknown-linux-gnu-", &[]),
+                ("hipv4-amdgcn-amd-amdhsa--gfx942", &gfx942),
+                ("hipv4-amdgcn-amd-amdhsa--gfx1100", &gfx1100),
+            ],
+            8,
+        );
+        let compressed = crate::testing::ccob(3, Codec::Zstd, &plain);
+        let mut rodata =
+            b"offload bundle magic __CLANG_OFFLOAD_BUNDLE__\0CCOB\0 in a string table\0".to_vec();
+        let mut at = Vec::new();
+        for part in [&plain, &gfx942, &compressed] {
+            rodata.resize(rodata.len().div_ceil(8) * 8, 0);
+            at.push(rodata.len());
+            rodata.extend_from_slice(part);
+        }
+        (rodata, at)
+    }
+
+    #[test]
+    fn bundles_kept_as_data_are_read_as_bundles_and_their_objects_are_not_loose() {
+        let (rodata, at) = framework_rodata();
+        let host = host_elf(&[HostSection::rodata(".rodata", &rodata)]);
+        let facts = parse_host_elf(&host).expect("parses");
+        let [data] = facts.data_bundles.as_slice() else { panic!("one section: {:?}", facts.data_bundles) };
+        assert_eq!(data.section, ".rodata");
+        let found: Vec<(u64, BundleFormat, usize)> =
+            data.bundles.bundles.iter().map(|b| (b.offset, b.format, b.entries.len())).collect();
+        assert_eq!(
+            found,
+            vec![(at[0] as u64, BundleFormat::Plain, 2), (at[2] as u64, BundleFormat::Ccob(3), 2)]
+        );
+        assert!(data.bundles.bundles.iter().all(|b| b.error.is_none()), "{:?}", data.bundles);
+        // The one raw object, not the two inside the plain bundle.
+        let loose: Vec<u64> = facts.embedded.iter().map(|e| e.offset - data.offset).collect();
+        assert_eq!(loose, vec![at[1] as u64]);
+        assert!(facts.unsearched.is_empty());
+    }
+
+    #[test]
+    fn a_bundle_magic_that_starts_no_bundle_is_data() {
+        // libamd_comgr, libamdhip64, libhiprtc and libLLVM hold both magics in `.rodata` as
+        // strings (found in Debian's ROCm 6.4 and 7.1 trees): not bundles, not problems.
+        let mut rodata = b"__CLANG_OFFLOAD_BUNDLE__ is the magic; CCOB too".to_vec();
+        rodata.extend_from_slice(b"__CLANG_OFFLOAD_BUNDLE__\x01\0\0\0\0\0\0\0");
+        rodata.extend_from_slice(&[0u8; 8]);
+        rodata.extend_from_slice(&1000u64.to_le_bytes()); // an entry past the section
+        rodata.extend_from_slice(&[0u8; 64]);
+        rodata.extend_from_slice(b"CCOB\x03\0\x01\0"); // a v3 zstd header with no frame after it
+        rodata.extend_from_slice(&[0x40u8, 0, 0, 0, 0, 0, 0, 0, 0x10, 0, 0, 0, 0, 0, 0, 0]);
+        rodata.extend_from_slice(&[0u8; 80]);
+        let host = host_elf(&[HostSection::rodata(".rodata", &rodata)]);
+        let facts = parse_host_elf(&host).expect("parses");
+        assert!(facts.data_bundles.is_empty() && facts.embedded.is_empty(), "{facts:?}");
+        assert!(facts.unsearched.is_empty());
+    }
+
+    #[test]
+    fn a_data_bundle_whose_entry_is_broken_says_so() {
+        let mut broken = code_object(&CodeObjectSpec::v4(0x41, 0, &["k"]));
+        broken.truncate(70);
+        let b = bundle(&[("hipv4-amdgcn-amd-amdhsa--gfx1100", &broken)], 8);
+        let host = host_elf(&[HostSection::rodata(".data.rel.ro", &b)]);
+        let facts = parse_host_elf(&host).expect("parses");
+        let entry = &facts.data_bundles[0].bundles.bundles[0].entries[0];
+        let defect = match &entry.code_object {
+            Some(Ok(co)) => co.defect.is_some(),
+            other => matches!(other, Some(Err(_))),
+        };
+        assert!(defect, "{entry:?}");
     }
 
     #[test]

@@ -41,6 +41,10 @@ pub const LLVM_OFFLOADING_PREFIX: &str = ".llvm.offloading";
 /// Largest string table read to resolve long section names.
 pub const MAX_STRTAB: u64 = 16 << 20;
 
+/// Section characteristics (PE format, "Section Flags").
+const IMAGE_SCN_CNT_CODE: u32 = 0x20;
+const IMAGE_SCN_CNT_INITIALIZED_DATA: u32 = 0x40;
+const IMAGE_SCN_MEM_EXECUTE: u32 = 0x2000_0000;
 const DOS_MAGIC: &[u8; 2] = b"MZ";
 const PE_MAGIC: &[u8; 4] = b"PE\0\0";
 const FILE_HEADER_LEN: u64 = 20;
@@ -105,6 +109,25 @@ impl PeFile {
     /// reads.
     pub fn hip_fatbin(&self) -> Option<&PeSection> {
         self.section_any(&HIP_FATBIN_SECTIONS)
+    }
+
+    /// Sections of initialised, non-executable data that a program's own bytes fill, where
+    /// raw code objects and offload bundles kept as data lie (as in an ELF's `.rodata`): not
+    /// the sections the toolchain writes from its own records (the fat binary and its
+    /// wrappers, OffloadBinaries, the kpack reference, unwind data, relocations, imports and
+    /// exports).
+    pub fn data_sections(&self) -> impl Iterator<Item = &PeSection> {
+        const TOOLCHAIN: [&str; 7] = [".pdata", ".xdata", ".reloc", ".idata", ".edata", ".tls", ".CRT"];
+        self.sections.iter().filter(|s| {
+            s.characteristics & IMAGE_SCN_CNT_INITIALIZED_DATA != 0
+                && s.characteristics & (IMAGE_SCN_CNT_CODE | IMAGE_SCN_MEM_EXECUTE) == 0
+                && s.size >= 64
+                && ![HIP_FATBIN_SECTIONS, HIP_FATBIN_SEGMENT_SECTIONS, KPACK_REF_SECTIONS]
+                    .iter()
+                    .any(|names| names.contains(&s.name.as_str()))
+                && !s.name.starts_with(LLVM_OFFLOADING_PREFIX)
+                && !TOOLCHAIN.contains(&s.name.as_str())
+        })
     }
 
     /// Sections holding OffloadBinaries (`.llvm.offloading*`).

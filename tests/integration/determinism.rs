@@ -79,16 +79,7 @@ fn two_runs_are_identical() {
 fn library_snapshots_are_equal_across_thread_counts() {
     let m = busy_tree();
     let run = |threads| {
-        let cfg = ScanConfig {
-            roots: vec![m.tree.root().to_path_buf()],
-            threads: Some(threads),
-            follow_links: false,
-            cross_file_systems: false,
-            max_memory: None,
-            check_for: None,
-            parts: None,
-            digests: false,
-        };
+        let cfg = ScanConfig::of(vec![m.tree.root().to_path_buf()]).with_threads(threads);
         scan(&cfg, &Targets::builtin(), &Silent).expect("scan runs")
     };
     let one = run(1);

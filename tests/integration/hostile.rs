@@ -227,16 +227,7 @@ fn non_utf8_file_name() {
     assert_eq!(files[1]["path"], "plain.co");
     assert!(files[1].get("path_hex").is_none(), "UTF-8 paths carry no path_hex: {}", files[1]);
 
-    let cfg = ScanConfig {
-        roots: vec![tree.root().to_path_buf()],
-        threads: Some(1),
-        follow_links: false,
-        cross_file_systems: false,
-        max_memory: None,
-        check_for: None,
-        parts: None,
-        digests: false,
-    };
+    let cfg = ScanConfig::of(vec![tree.root().to_path_buf()]).with_threads(1);
     let lib = scan(&cfg, &Targets::builtin(), &Silent).expect("scan runs");
     assert_eq!(lib.files[0].path.bytes(), name);
 }
@@ -266,16 +257,7 @@ fn every_truncation_is_a_problem() {
     }
     expected.sort();
     expected.dedup();
-    let cfg = ScanConfig {
-        roots: vec![tree.root().to_path_buf()],
-        threads: Some(4),
-        follow_links: false,
-        cross_file_systems: false,
-        max_memory: None,
-        check_for: None,
-        parts: None,
-        digests: false,
-    };
+    let cfg = ScanConfig::of(vec![tree.root().to_path_buf()]).with_threads(4);
     let snap = scan(&cfg, &Targets::builtin(), &Silent).expect("scan runs");
     assert_eq!(snap.summary.files, expected.len() as u64);
     let mut with_problem: Vec<String> = snap.problems.iter().map(|p| p.path.path.clone()).collect();
@@ -296,16 +278,7 @@ fn every_truncated_code_object_is_a_problem() {
         tree.file(&rel, &c[..n]);
         expected.push(rel);
     }
-    let cfg = ScanConfig {
-        roots: vec![tree.root().to_path_buf()],
-        threads: Some(4),
-        follow_links: false,
-        cross_file_systems: false,
-        max_memory: None,
-        check_for: None,
-        parts: None,
-        digests: false,
-    };
+    let cfg = ScanConfig::of(vec![tree.root().to_path_buf()]).with_threads(4);
     let snap = scan(&cfg, &Targets::builtin(), &Silent).expect("scan runs");
     assert_eq!(snap.summary.files, expected.len() as u64);
     let with_problem: Vec<&str> = snap.problems.iter().map(|p| p.path.path.as_str()).collect();
@@ -346,16 +319,7 @@ fn byte_flips_never_panic() {
             n += 1;
         }
     }
-    let cfg = ScanConfig {
-        roots: vec![tree.root().to_path_buf()],
-        threads: Some(4),
-        follow_links: false,
-        cross_file_systems: false,
-        max_memory: None,
-        check_for: None,
-        parts: None,
-        digests: false,
-    };
+    let cfg = ScanConfig::of(vec![tree.root().to_path_buf()]).with_threads(4);
     let snap = scan(&cfg, &Targets::builtin(), &Silent).expect("scan runs");
     assert_eq!(snap.summary.files, n);
 }

@@ -196,3 +196,68 @@ fn a_kpack_split_dll_keeps_no_bundles_and_no_problem() {
     assert_eq!(f["kpack_ref"]["kernel_name"], "bin/blas.dll");
     assert_eq!(f["bundles"], 0);
 }
+
+/// A framework's `.rodata` (or a DLL's `.rdata`) as a library that loads its kernels with
+/// `hipModuleLoadData` keeps them: a plain bundle with generic and gfx1100 code, and a CCOB v2
+/// bundle with gfx942 and gfx1100 code, behind the magics as string constants.
+fn framework_data() -> Vec<u8> {
+    use crate::fixtures::{GENERIC_V1, GFX11_GENERIC};
+    use gfxscan::testing::{code_object, CodeObjectSpec};
+    use gfxscan::vocab::codec::Codec;
+    // A V6 object (ABI version 4) of generic version 1, as clang writes gfx11-generic code.
+    let generic = code_object(&CodeObjectSpec::new(4, GFX11_GENERIC | GENERIC_V1, &["k0"]));
+    let first = hip_bundle(&[("gfx11-generic", &generic), ("gfx1100", &co(GFX1100, 0, 2))]);
+    let second = hip_bundle(&[("gfx942", &co(GFX942, 0, 1)), ("gfx1100", &co(GFX1100, 0, 1))]);
+    let mut data = b"__CLANG_OFFLOAD_BUNDLE__\0CCOB\0".to_vec();
+    for b in [first, gfxscan::testing::ccob(2, Codec::Zstd, &second)] {
+        data.resize(data.len().div_ceil(16) * 16, 0);
+        data.extend_from_slice(&b);
+    }
+    data
+}
+
+/// clr `hip_module.cpp` `hipModuleLoadData` → `PlatformState::loadModule` → `DynCO::loadCodeObject`
+/// → `FatBinaryInfo::ExtractFatBinaryUsingCOMGR` (hip_fatbin.cpp): the image a program hands the
+/// runtime is unbundled by the same comgr lookup as a `.hip_fatbin` bundle. So a bundle kept in
+/// `.rodata` is a bundle — entry IDs, format, its own code group — never loose objects: a
+/// gfx1151 finds generic code in the first bundle and nothing in the second, which is MISSING,
+/// where one pool of loose objects said OK.
+#[test]
+fn bundles_kept_as_data_are_bundles_a_gpu_needs_code_in_each() {
+    let data = framework_data();
+    let tree = Tree::new();
+    tree.file("lib/libframework.so", &host_elf(&[HostSection::rodata(".rodata", &data)]));
+    tree.file("bin/framework.dll", &pe_image(&[(".text", b"\x90\x90"), (".rdata", &data)]));
+    let (run, snap) = tree.scan_json(&[]);
+    run.expect_code(0);
+    let want = [
+        ("gfx11-generic", "bundle-entry"),
+        ("gfx1100", "bundle-entry"),
+        ("gfx942", "bundle-entry"),
+        ("gfx1100", "bundle-entry"),
+    ];
+    for lib in ["lib/libframework.so", "bin/framework.dll"] {
+        assert_eq!(code_objects(&snap, lib), want, "{lib}");
+        let f = snap["files"].as_array().expect("files").iter().find(|f| f["path"] == lib).expect(lib);
+        assert_eq!(f["bundles"], 2, "{lib}");
+        let formats: Vec<&str> = f["code_objects"]
+            .as_array()
+            .expect("objects")
+            .iter()
+            .map(|c| c["location"]["format"].as_str().unwrap_or(""))
+            .collect();
+        assert_eq!(formats, ["plain", "plain", "ccob-v2", "ccob-v2"], "{lib}");
+    }
+    for lib in ["lib/libframework.so", "bin/framework.dll"] {
+        let path = tree.path(lib).to_string_lossy().into_owned();
+        let ok = gfxscan(["check", "--quiet", "--json", "--gpu", "gfx1100", &path]);
+        ok.expect_code(0);
+        let v = &ok.json()["installs"][0]["gpus"][0]["verdicts"][0];
+        // Native before generic whatever their order (comgr lookUpCodeObject, clr's native-first query).
+        assert_eq!(v["loads"], "hipv4-amdgcn-amd-amdhsa--gfx1100", "{v:#}");
+        let missing = gfxscan(["check", "--quiet", "--json", "--gpu", "gfx1151", &path]);
+        missing.expect_code(1);
+        let v = &missing.json()["installs"][0]["gpus"][0]["verdicts"][0];
+        assert!(v["detail"].as_str().unwrap_or("").contains("1 of 2 code groups"), "{lib}: {v:#}");
+    }
+}

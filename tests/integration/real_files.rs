@@ -18,16 +18,7 @@ fn real() -> PathBuf {
 
 #[test]
 fn real_files_give_their_known_facts() {
-    let config = ScanConfig {
-        roots: vec![real()],
-        threads: Some(2),
-        follow_links: false,
-        cross_file_systems: false,
-        max_memory: None,
-        check_for: None,
-        parts: None,
-        digests: false,
-    };
+    let config = ScanConfig::of(vec![real()]).with_threads(2);
     let snap = scan(&config, &Targets::builtin(), &Silent).expect("scan runs");
     assert!(snap.problems.is_empty(), "{:?}", snap.problems);
     let by_path: BTreeMap<&str, _> = snap.files.iter().map(|f| (f.path.path.as_str(), f)).collect();
@@ -89,4 +80,45 @@ fn every_prefix_of_a_real_file_is_handled() {
             assert!(!clean || n == 0, "{name} cut at {n} of {} looks complete", bytes.len());
         }
     }
+}
+
+/// A real bundle TensorFlow keeps in `.rodata` (tensorflow-rocm 2.14.0.600, `*_kernel_blob`),
+/// placed in a host ELF's `.rodata` behind the magic as a string: read as the bundle it is,
+/// with its `hip-` entry IDs (what clang-offload-bundler lists), and judged by the comgr lookup
+/// as clr judges the image handed to `hipModuleLoadData`.
+#[test]
+fn a_real_bundle_kept_as_data_is_read_as_its_bundle() {
+    use gfxscan::testing::{host_elf, HostSection};
+    let real_bundle = std::fs::read(real().join("tf-cast-bool-int8.bundle")).expect("real file");
+    let mut rodata = b"__CLANG_OFFLOAD_BUNDLE__\0".to_vec();
+    rodata.resize(0x50, 0);
+    rodata.extend_from_slice(&real_bundle);
+    let tree = crate::util::Tree::new();
+    tree.file("lib/libtensorflow_cc.so.2", &host_elf(&[HostSection::rodata(".rodata", &rodata)]));
+    let (run, snap) = tree.scan_json(&[]);
+    run.expect_code(0);
+    let f = &snap["files"][0];
+    assert_eq!(f["bundles"], 1);
+    let ids: Vec<&str> = f["code_objects"]
+        .as_array()
+        .expect("objects")
+        .iter()
+        .map(|c| c["location"]["entry_id"].as_str().unwrap_or("not a bundle entry"))
+        .collect();
+    let mut sorted = ids.clone();
+    sorted.sort_unstable();
+    let want: Vec<String> = ["gfx1030", "gfx1100", "gfx900", "gfx906", "gfx908", "gfx90a"]
+        .iter()
+        .map(|p| format!("hip-amdgcn-amd-amdhsa--{p}"))
+        .collect();
+    assert_eq!(sorted, want);
+    let lib = tree.path("lib/libtensorflow_cc.so.2").to_string_lossy().into_owned();
+    let run = crate::util::gfxscan(["check", "--quiet", "--json", "--gpu", "gfx1100", &lib]);
+    run.expect_code(0);
+    assert_eq!(
+        run.json()["installs"][0]["gpus"][0]["verdicts"][0]["loads"],
+        "hip-amdgcn-amd-amdhsa--gfx1100"
+    );
+    let run = crate::util::gfxscan(["check", "--quiet", "--json", "--gpu", "gfx1151", &lib]);
+    run.expect_code(1);
 }

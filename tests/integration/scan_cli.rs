@@ -341,16 +341,7 @@ fn target_totals() {
 #[test]
 fn library_scan_matches_binary() {
     let m = mixed();
-    let cfg = gfxscan::scan::ScanConfig {
-        roots: vec![m.tree.root().to_path_buf()],
-        threads: Some(2),
-        follow_links: false,
-        cross_file_systems: false,
-        max_memory: None,
-        check_for: None,
-        parts: None,
-        digests: false,
-    };
+    let cfg = gfxscan::scan::ScanConfig::of(vec![m.tree.root().to_path_buf()]).with_threads(2);
     let snap =
         gfxscan::scan::scan(&cfg, &gfxscan::vocab::targets::Targets::builtin(), &gfxscan::scan::Silent)
             .expect("scan runs");
