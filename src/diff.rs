@@ -105,7 +105,12 @@ fn served(unit: &Unit, targets: &Targets) -> BTreeMap<String, Option<String>> {
         } else {
             vec![t]
         };
-        let code = CodeTarget { target_id: id, generic_version: *generic_version, entry_id: None };
+        let code = CodeTarget {
+            target_id: id,
+            generic_version: *generic_version,
+            entry_id: None,
+            compressed: false,
+        };
         let via = t.is_generic().then(|| processor.to_string());
         for dev in devices.into_iter().flat_map(device_variants) {
             // Files no program loads: what they are for, under the assumed runtime's rules.

@@ -244,14 +244,17 @@ impl CodeObjectRecord {
     /// What the code object is for, as the runtime matches it (`vocab::runtime`): comgr
     /// matches a bundle entry by its ID, other code by its ELF.
     pub fn code_target(&self) -> crate::vocab::runtime::CodeTarget<'_> {
-        let entry_id = match &self.location {
-            Location::BundleEntry { entry_id, .. } => Some(entry_id.as_str()),
-            _ => None,
+        let (entry_id, compressed) = match &self.location {
+            Location::BundleEntry { entry_id, compression, .. } => {
+                (Some(entry_id.as_str()), compression.is_some())
+            }
+            _ => (None, false),
         };
         crate::vocab::runtime::CodeTarget {
             target_id: &self.target_id,
             generic_version: self.generic_version,
             entry_id,
+            compressed,
         }
     }
 }

@@ -730,8 +730,10 @@ fn check_verdicts(args: &[&str]) -> Vec<(String, String, String)> {
 }
 
 /// Issue 22: Debian's ROCm 6.4 rocSOLVER (235 bundles) holds only gfx9-generic code for gfx9
-/// GPUs but gfx908/gfx90a. clr `TargetToGeneric` asks for `gfx9-generic:sramecc+:xnack-` for an
-/// MI50, which comgr refuses: MISSING; a gfx900 (`gfx9-generic:xnack-`) loads it: OK.
+/// GPUs but gfx908/gfx90a. Checked alone (no HIP runtime beside it: ROCm 7.x's rules), clr
+/// `TargetToGeneric` asks for `gfx9-generic:sramecc+:xnack-` for an MI50, which comgr refuses:
+/// MISSING; a gfx900 (`gfx9-generic:xnack-`) loads it: OK. Under the tree's own HIP 6.4 see
+/// `rocm64_rocsolver_under_hip_6_4_serves_gfx906`.
 #[test]
 fn rocm64_rocsolver_serves_gfx900_not_gfx906() {
     let Some(root) = rocm64_tree() else { return };
@@ -1314,5 +1316,34 @@ fn tensorflow_rodata_bundles_match_the_bundler() {
     assert!(
         missing.iter().any(|(_, s, d)| s == "missing" && d.contains("no code object for gfx1151")),
         "{missing:?}"
+    );
+}
+
+/// Issue 34, item 4: in Debian's ROCm 6.4 tree rocSOLVER is judged by the tree's own HIP
+/// runtime (`libamdhip64.so.6.4.43484`). Its bundles are uncompressed and hold gfx9-generic code,
+/// so clr 6.4 `FatBinaryInfo::ExtractFatBinary` sends them to the legacy unbundler
+/// (`containGenericTarget`), whose `isCodeObjectCompatibleWithDevice` maps gfx906 to
+/// gfx9-generic with no feature check: an MI50 loads it, where ROCm 7.x's comgr query refuses.
+#[test]
+fn rocm64_rocsolver_under_hip_6_4_serves_gfx906() {
+    let Some(root) = rocm64_tree() else { return };
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gfxscan"))
+        .args(["check", "-q", "--json", "--gpu", "gfx906:sramecc+:xnack-"])
+        .arg(&root)
+        .output()
+        .expect("gfxscan runs");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("check JSON");
+    let install = &report["installs"][0];
+    assert_eq!(install["runtime"]["version"], "6.4.43484", "{install:#}");
+    let v = install["gpus"][0]["verdicts"]
+        .as_array()
+        .expect("verdicts")
+        .iter()
+        .find(|v| v["library"].as_str().is_some_and(|l| l.ends_with("librocsolver.so.0.4")))
+        .expect("rocSOLVER judged");
+    assert_eq!(
+        (v["status"].as_str(), v["via_generic"].as_str()),
+        (Some("ok"), Some("gfx9-generic")),
+        "{v:#}"
     );
 }

@@ -285,11 +285,14 @@ pub fn check(model: &Model, gpus: &Gpus, targets: &Targets, opts: CheckOptions) 
         .map(|(install, gpus)| InstallReport {
             status: gpus.iter().map(GpuReport::status).max().unwrap_or(Status::Ok),
             unread: unread_in(&install),
-            runtime: model.runtime_of(&install).1.map(|r| InstallRuntime {
-                library: r.path.display(&snap.roots),
-                version: r.version.clone(),
-                rules: crate::vocab::runtime::Runtime::of_version(&r.version).rules(),
-            }),
+            runtime: {
+                let (rules, own) = model.runtime_of(&install, targets);
+                own.map(|r| InstallRuntime {
+                    library: r.path.display(&snap.roots),
+                    version: r.version.clone(),
+                    rules: rules.rules(),
+                })
+            },
             install,
             gpus,
         })

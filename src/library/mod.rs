@@ -70,7 +70,7 @@ impl Model {
     /// The model of `snap`: its libraries, and its findings judged from them as deep as its
     /// files were read — the one place findings are made.
     pub fn build(mut snap: Snapshot, targets: &Targets, context: Context) -> Model {
-        let libraries = libraries(&snap, context.one_program);
+        let libraries = libraries(&snap, context.one_program, targets);
         let depth = match &context.read_for {
             Some(wanted) => crate::parse::Depth::Tables { wanted, targets },
             None => crate::parse::Depth::Facts,
@@ -95,8 +95,13 @@ impl Model {
     }
 
     /// The HIP runtime `install` ships, and the rules it matches by ([`runtime_of`]).
-    pub fn runtime_of(&self, install: &Install) -> (Runtime, Option<&HipRuntime>) {
-        runtime_of(&self.snap, install, self.context.one_program)
+    pub fn runtime_of(&self, install: &Install, targets: &Targets) -> (Runtime, Option<&HipRuntime>) {
+        runtime_of(&self.snap, install, self.context.one_program, targets)
+    }
+
+    /// The HIP runtime library `install` ships, if any ([`hip_runtime_of`]).
+    pub fn hip_runtime_of(&self, install: &Install) -> Option<&HipRuntime> {
+        hip_runtime_of(&self.snap, install, self.context.one_program)
     }
 
     /// `lib`'s verdict for `dev` ([`judge`]), judged once and kept. Kept only for a library of
@@ -201,7 +206,7 @@ fn holds_code(f: &FileRecord) -> bool {
 
 /// The libraries of a snapshot, each with its install, in a stable order (`one_program`: the
 /// files are one program's closure, [`Context::one_program`]).
-fn libraries(snap: &Snapshot, one_program: bool) -> Vec<Library> {
+fn libraries(snap: &Snapshot, one_program: bool, targets: &Targets) -> Vec<Library> {
     // Each place with its identity (a folder's, from its first file) and its files.
     let mut places: BTreeMap<Place, (String, Vec<usize>)> = BTreeMap::new();
     for (i, f) in snap.files.iter().enumerate() {
@@ -240,7 +245,7 @@ fn libraries(snap: &Snapshot, one_program: bool) -> Vec<Library> {
                 }
             };
             let install = install_of(snap.root_given(root), &shown);
-            let runtime = runtime_of(snap, &install, one_program).0;
+            let runtime = runtime_of(snap, &install, one_program, targets).0;
             Library { install, place, shown, kind, identity, rel, files, runtime }
         })
         .collect()
@@ -261,7 +266,7 @@ pub fn family_library<'s>(
 ) -> FamilyLibrary<'s> {
     let snap = model.snapshot();
     let install = install_of(snap.root_given(root), &folder_shown(snap, root, dir));
-    let runtime = model.runtime_of(&install).0;
+    let runtime = model.runtime_of(&install, targets).0;
     FamilyLibrary { snap, root, dir, component: None, targets, runtime, files: None }
 }
 
@@ -286,16 +291,25 @@ pub fn runtime_of<'s>(
     snap: &'s Snapshot,
     install: &Install,
     one_program: bool,
+    targets: &Targets,
 ) -> (Runtime, Option<&'s HipRuntime>) {
-    let own = snap
-        .hip_runtimes
+    let own = hip_runtime_of(snap, install, one_program);
+    (own.map_or_else(Runtime::default, |r| Runtime::of_version(&r.version, targets)), own)
+}
+
+/// The HIP runtime library an install ships (see [`runtime_of`]).
+pub fn hip_runtime_of<'s>(
+    snap: &'s Snapshot,
+    install: &Install,
+    one_program: bool,
+) -> Option<&'s HipRuntime> {
+    snap.hip_runtimes
         .iter()
         .filter(|r| {
             one_program || &install_of(snap.root_given(r.path.root), &r.path.display(&snap.roots)) == install
         })
         .rev()
-        .max_by_key(|r| r.version.split('.').count());
-    (own.map_or_else(Runtime::default, |r| Runtime::of_version(&r.version)), own)
+        .max_by_key(|r| r.version.split('.').count())
 }
 
 /// The code groups of a file, in file order: one per offload bundle (a fat binary the runtime

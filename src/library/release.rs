@@ -66,7 +66,7 @@ pub fn release_of(model: &Model, install: &Install, policy: &Policy) -> Option<I
 
 /// Windows for AMD's HIP SDK folder (`…/AMD/ROCm/6.2`) or an install whose HIP runtime is a DLL.
 fn platform_of(model: &Model, install: &Install) -> Platform {
-    let dll = model.runtime_of(install).1.is_some_and(|r| r.path.file_name().ends_with(".dll"));
+    let dll = model.hip_runtime_of(install).is_some_and(|r| r.path.file_name().ends_with(".dll"));
     if dll || crate::library::install::is_hip_sdk_install(&install.path) {
         Platform::Windows
     } else {
@@ -105,8 +105,7 @@ fn stated_release(model: &Model, install: &Install, policy: &Policy) -> Option<I
     if let Some(r) = package_release(snap, install, policy) {
         return Some(r);
     }
-    let (_, hip) = model.runtime_of(install);
-    let hip = hip?;
+    let hip = model.hip_runtime_of(install)?;
     let mut releases: Vec<String> =
         policy.releases_with_hip(&hip.version).iter().flat_map(|r| r.versions.iter().cloned()).collect();
     releases.sort_by_key(|v| std::cmp::Reverse(crate::vocab::policy::version_key(v)));

@@ -371,8 +371,17 @@ pub fn write_check(
     {
         writeln!(out)?;
     }
-    if report.outcome != Outcome::NothingToCheck {
-        let note = format!("Verdicts follow the {}.", report.runtime);
+    // The report's runtime is the one for installs that ship none: said only where it applies,
+    // never beside an install's own runtime as if it judged that install too.
+    let without_own = report.installs.iter().filter(|i| i.runtime.is_none()).count();
+    if report.outcome != Outcome::NothingToCheck && (without_own > 0 || report.installs.is_empty()) {
+        let note = match (without_own, report.installs.len()) {
+            (w, n) if w == n => format!("Verdicts follow the {}.", report.runtime),
+            _ => format!(
+                "Installs without a HIP runtime of their own: verdicts follow the {}.",
+                report.runtime
+            ),
+        };
         writeln!(out, "{}", wrap(&note, "", "  ", style.width))?;
     }
     let line = outcome_line(report);

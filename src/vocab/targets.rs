@@ -52,6 +52,10 @@ pub struct Target {
     /// targets cover more processors than the runtime maps (gfx940, gfx941, gfx1250: none in 7.2).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub hip_generic: bool,
+    /// With `hip_generic`: the first HIP runtime line whose map has it, when that is not 6.4
+    /// (where generic targets began): clr 6.4's map leaves out gfx1152 and gfx1153 (`"7.0"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hip_generic_since: Option<String>,
     /// On generic targets: the generic version LLVM emits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generic_version: Option<u32>,
@@ -251,6 +255,13 @@ fn entry_errors(t: &Target, who: &str) -> Vec<String> {
     }
     if t.hip_generic && t.generic.is_none() {
         errs.push(format!("{who}: hip_generic needs a generic target"));
+    }
+    match t.hip_generic_since.as_deref() {
+        Some(_) if !t.hip_generic => errs.push(format!("{who}: hip_generic_since needs hip_generic")),
+        Some(v) if !matches!(v.split_once('.'), Some((a, b)) if a.parse::<u8>().is_ok() && b.parse::<u8>().is_ok()) => {
+            errs.push(format!("{who}: hip_generic_since {v:?} is not a release line (major.minor)"))
+        }
+        _ => {}
     }
     errs
 }

@@ -502,3 +502,48 @@ fn gpus_and_targets_named_as_people_type_them() {
     none.expect_code(2);
     assert!(none.stderr.contains("name the GPU to check with --gpu"), "{}", none.stderr);
 }
+
+/// Issue 34, item 4: the install's HIP 6.4 (`libamdhip64.so.6.4.*`) sends an uncompressed bundle
+/// holding generic code to its legacy unbundler (clr 6.4 `hip_fatbin.cpp` `ExtractFatBinary`,
+/// `containGenericTarget`), which maps gfx906 to gfx9-generic without comgr's feature check: an
+/// MI50 loads it (ROCm 7.x: never). A bundle listing gfx11-generic before gfx1100 gives a
+/// gfx1100 the generic entry there, the native one under 7.x. The same bundle compressed goes
+/// to comgr's unbundle action: HIP 6.4.0 (build 43482, the release table's) asks it for native
+/// code only, 6.4.1 on for generic code too. The text names no other install's runtime.
+#[test]
+fn hip_6_4_judges_each_bundle_by_the_unbundler_it_goes_to() {
+    use gfxscan::vocab::codec::Codec;
+    let g9 = hip_bundle(&[("gfx9-generic", &generic_co(GFX9_GENERIC))]);
+    let g11_first =
+        hip_bundle(&[("gfx11-generic", &generic_co(GFX11_GENERIC)), ("gfx1100", &co(GFX1100, 0, 1))]);
+    let g11_ccob =
+        gfxscan::testing::ccob(3, Codec::Zstd, &hip_bundle(&[("gfx11-generic", &generic_co(GFX11_GENERIC))]));
+    let runtime = host_elf(&[HostSection::rodata(".rodata", b"hip\0")]);
+    let check = |hip: &str, lib: &[u8], gpu: &str| -> (i32, Value, String) {
+        let t = Tree::new();
+        t.file("opt/rocm/lib/libk.so", &host_with(&[lib.to_vec()]));
+        t.file(format!("opt/rocm/lib/{hip}"), &runtime);
+        let run = gfxscan(["check", "-q", "--json", &t.root_str(), "--gpu", gpu]);
+        let text = gfxscan(["check", "-q", &t.root_str(), "--gpu", gpu]).stdout;
+        (run.code, run.json()["installs"][0]["gpus"][0]["verdicts"][0].clone(), text)
+    };
+    let (code, v, text) = check("libamdhip64.so.6.4.43484", &g9, "gfx906:sramecc+:xnack-");
+    assert_eq!((code, v["via_generic"].as_str()), (0, Some("gfx9-generic")), "{v:#}");
+    assert!(
+        text.contains("HIP 6.4: comgr")
+            && !text.contains("Verdicts follow the ROCm 7.x"),
+        "{text}"
+    );
+    assert_eq!(check("libamdhip64.so.7.2.0", &g9, "gfx906:sramecc+:xnack-").0, 1);
+    let (_, v, _) = check("libamdhip64.so.6.4.43484", &g11_first, "gfx1100");
+    assert_eq!(v["loads"], "hipv4-amdgcn-amd-amdhsa--gfx11-generic", "{v:#}");
+    let (_, v, _) = check("libamdhip64.so.7.2.0", &g11_first, "gfx1100");
+    assert_eq!(v["loads"], "hipv4-amdgcn-amd-amdhsa--gfx1100", "{v:#}");
+    let (code, v, _) = check("libamdhip64.so.6.4.43482", &g11_ccob, "gfx1100");
+    assert_eq!(code, 1, "{v:#}");
+    assert!(
+        v["detail"].as_str().unwrap_or_default().contains("HIP 6.4.0 asks for the device's own code only"),
+        "{v:#}"
+    );
+    assert_eq!(check("libamdhip64.so.6.4.43483", &g11_ccob, "gfx1100").0, 0);
+}
