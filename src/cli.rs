@@ -562,6 +562,11 @@ pub struct TargetsArgs {
     /// Print the table as JSON.
     #[arg(long)]
     pub json: bool,
+    /// List AMD's support lists the table records instead, each with its date and age (days
+    /// before today, or before SOURCE_DATE_EPOCH when set) and whether it was read whole
+    /// (`--json` gives each list's date in the table's own document).
+    #[arg(long, conflicts_with = "json")]
+    pub policy_age: bool,
     #[command(flatten)]
     pub table: TableArgs,
 }

@@ -211,13 +211,15 @@ pub fn explain(target: &Target, targets: &Targets, inputs: Inputs) -> Explanatio
     }
 }
 
-/// The gates that hold whatever is installed.
+/// The gates that hold whatever is installed. Each list is held against the newest release
+/// the table knows: an older one never blocks by leaving a target out.
 pub fn policy_rows(policy: &Policy, target: &str) -> Vec<GateRow> {
     let mut rows = Vec::new();
+    let newest = policy.newest_release().cloned();
     for platform in [Platform::Linux, Platform::Windows] {
         if let Some(r) = policy.newest(platform) {
             let gate = format!("{} support list (newest known)", r.label());
-            rows.push(support_row(policy, &[r], target, &gate));
+            rows.push(support_row(policy, &[r], target, &gate, newest.as_deref()));
         }
     }
     rows.extend(therock_row(policy, target));
@@ -225,14 +227,40 @@ pub fn policy_rows(policy: &Policy, target: &str) -> Vec<GateRow> {
     rows
 }
 
-/// A support list's row for `releases` (one list, or the several a HIP version stands for).
-fn support_row(policy: &Policy, releases: &[&Release], target: &str, gate: &str) -> GateRow {
-    let levels: Vec<Level> = releases.iter().map(|r| policy.level(r, target)).collect();
+/// A support list's row for `releases` (one list, or the several a HIP version stands for),
+/// each held against `reference` (the install's release, else the newest known): a list older
+/// than it says "unknown" where it leaves the target out, with its age.
+fn support_row(
+    policy: &Policy,
+    releases: &[&Release],
+    target: &str,
+    gate: &str,
+    reference: Option<&str>,
+) -> GateRow {
+    let level = |r: &&Release| match policy.level(r, target) {
+        Level::NotListed if reference.is_some_and(|v| policy.outdated_for(r, v)) => Level::Unknown,
+        l => l,
+    };
+    let levels: Vec<Level> = releases.iter().map(level).collect();
+    let stale: Vec<&&Release> = releases
+        .iter()
+        .filter(|r| policy.level(r, target) == Level::NotListed && level(r) == Level::Unknown)
+        .collect();
     let (says, verdict) = match levels.as_slice() {
         [] => ("no release list".to_string(), Gate::Unknown),
+        [Level::Unknown, rest @ ..] if rest.iter().all(|x| *x == Level::Unknown) && !stale.is_empty() => {
+            let newest = stale.iter().map(|r| format!("{} ({})", r.label(), r.dated())).collect::<Vec<_>>();
+            let says = format!(
+                "unknown: the newest recorded list is {}, older than {}; it does not name the target, and a newer list may",
+                newest.join(", "),
+                reference.unwrap_or("the install")
+            );
+            (says, Gate::Unknown)
+        }
         [l, rest @ ..] if rest.iter().all(|x| x == l) => {
             let matrix_only = releases.iter().all(|r| !r.levels);
-            (level_words(*l, matrix_only), gate_of_level(*l))
+            let partial = releases.iter().any(|r| !r.complete);
+            (level_words(*l, matrix_only, partial), gate_of_level(*l))
         }
         _ => {
             let each: Vec<String> =
@@ -241,7 +269,9 @@ fn support_row(policy: &Policy, releases: &[&Release], target: &str, gate: &str)
         }
     };
     let platform = releases.first().map_or(Platform::Linux, |r| r.platform);
-    let mut says = format!("{says}; {}", history(policy, platform, target));
+    let mut dates: Vec<String> = releases.iter().map(|r| r.dated()).collect();
+    dates.dedup();
+    let mut says = format!("{says}; {}; list of {}", history(policy, platform, target), dates.join(", "));
     if let Some(n) = releases.iter().filter_map(|r| r.note.as_deref()).find(|n| n.contains(target)) {
         says.push_str(&format!(" ({n})"));
     }
@@ -251,8 +281,11 @@ fn support_row(policy: &Policy, releases: &[&Release], target: &str, gate: &str)
 
 /// A level as a row says it, with why an unknown one is unknown, and where a list read from
 /// the compatibility matrix alone got its "not listed".
-fn level_words(l: Level, matrix_only: bool) -> String {
+fn level_words(l: Level, matrix_only: bool, partial: bool) -> String {
     match l {
+        Level::Unknown if partial => {
+            "unknown: the list was read only in part (the page's rows the record holds do not name it)".to_string()
+        }
         Level::NotListed if matrix_only => {
             "not in the compatibility matrix, and listed as unsupported on the last per-GPU page".to_string()
         }
@@ -543,7 +576,8 @@ fn release_row(
     }
     if !lists.is_empty() {
         let gate = format!("ROCm {} support list (this install's release)", r.releases.join(" or "));
-        let mut row = support_row(policy, &lists, target, &gate);
+        let newest = r.releases.iter().max_by_key(|v| crate::vocab::policy::version_key(v));
+        let mut row = support_row(policy, &lists, target, &gate, newest.map(String::as_str));
         if let Some(line) = &r.line {
             row.says = format!("{}; {line}", row.says);
         }

@@ -60,6 +60,12 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
         Command::Targets(args) => {
             let targets = cmd::load_targets(&args.table)?;
             let style = cmd::style_for(cli.color, None);
+            if args.policy_age {
+                let today = cmd::today();
+                return Output::Stdout.deliver(ExitStatus::Clean, |w| {
+                    report::write_policy_age(targets.policy(), today, style, w)
+                });
+            }
             Output::Stdout
                 .deliver(ExitStatus::Clean, |w| report::write_targets(&targets, args.json, style, w))
         }

@@ -1347,3 +1347,39 @@ fn rocm64_rocsolver_under_hip_6_4_serves_gfx906() {
         "{v:#}"
     );
 }
+
+/// Issue 34, item 3: on Debian's ROCm 6.4 tree, every vendor support-list row `explain` gives
+/// for gfx1151, gfx1201 and gfx1103 either rests on a list no older than the install's release
+/// (6.4.2/6.4.3) or says unknown, and every one says its list's date.
+#[test]
+fn rocm64_vendor_rows_cite_lists_no_older_than_the_install() {
+    let Some(root) = rocm64_tree() else { return };
+    for target in ["gfx1151", "gfx1201", "gfx1103"] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_gfxscan"))
+            .args(["explain", "-q", "--json", target])
+            .arg(&root)
+            .output()
+            .expect("gfxscan runs");
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("explain JSON");
+        let mut rows: Vec<&serde_json::Value> = doc["policy"].as_array().expect("policy").iter().collect();
+        for i in doc["installs"].as_array().expect("installs") {
+            rows.extend(i["rows"].as_array().expect("rows"));
+        }
+        let lists: Vec<&&serde_json::Value> =
+            rows.iter().filter(|r| r["gate"].as_str().is_some_and(|g| g.contains("support list"))).collect();
+        assert!(lists.len() >= 3, "{target}: {lists:#?}");
+        for r in lists {
+            let (gate, says) = (r["gate"].as_str().unwrap_or(""), r["says"].as_str().unwrap_or(""));
+            assert!(says.contains("list of 20"), "{target}: {gate} says no date: {says}");
+            // The lists such a row rests on are for 6.4.2 or later, or the row is unknown.
+            let newest = gate
+                .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+                .filter(|v| v.matches('.').count() == 2)
+                .max_by_key(|v| v.split('.').map(|p| p.parse::<u32>().unwrap_or(0)).collect::<Vec<_>>());
+            let recent = newest.is_some_and(|v| {
+                v.split('.').map(|p| p.parse::<u32>().unwrap_or(0)).collect::<Vec<_>>() >= vec![6, 4, 2]
+            });
+            assert!(recent || r["verdict"] == "unknown", "{target}: {gate} ({}) {says}", r["verdict"]);
+        }
+    }
+}

@@ -137,3 +137,13 @@ fn default_installs() -> (Vec<PathBuf>, Vec<String>) {
     let (checked, not) = source::walk::check_roots_under(Path::new("/"));
     (checked, not.iter().map(|p| p.display().to_string()).collect())
 }
+
+/// Today as days since 1970-01-01 (UTC), for how old a recorded list is: `SOURCE_DATE_EPOCH`
+/// when set (reproducible output), else the clock; `None` when neither can be read.
+pub fn today() -> Option<i64> {
+    let secs = match std::env::var("SOURCE_DATE_EPOCH") {
+        Ok(v) => v.trim().parse::<i64>().ok()?,
+        Err(_) => std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok()?.as_secs() as i64,
+    };
+    Some(secs.div_euclid(86_400))
+}

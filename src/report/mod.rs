@@ -123,6 +123,49 @@ pub fn write_targets(targets: &Targets, json: bool, style: Style, out: &mut dyn 
     Ok(())
 }
 
+/// AMD's support lists as the table records them, newest first per platform, each with its
+/// kind, its date and its age in days before `today` (`targets --json` carries each list's
+/// date and completeness in the table's own document).
+pub fn write_policy_age(
+    policy: &crate::vocab::policy::Policy,
+    today: Option<i64>,
+    style: Style,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let mut lists: Vec<&crate::vocab::policy::Release> = Vec::new();
+    for platform in [Platform::Linux, Platform::Windows] {
+        lists.extend(policy.history(platform).into_iter().rev());
+    }
+    let cells = |f: &dyn Fn(&crate::vocab::policy::Release) -> String| lists.iter().map(|r| f(r)).collect();
+    let age = |r: &crate::vocab::policy::Release| match (r.day(), today) {
+        (Some(d), Some(t)) => crate::vocab::units::thousands((t - d).max(0) as u64),
+        _ => "—".to_string(),
+    };
+    let cols = vec![
+        table::Column::left("LIST", cells(&|r| r.label()), None),
+        table::Column::left("KIND", cells(&|r| r.kind().to_string()), Some(2)),
+        table::Column::left("DATE", cells(&|r| r.dated()), Some(3)),
+        table::Column::right("AGE (DAYS)", cells(&age), Some(1)),
+        table::Column::left("SOURCE", cells(&|r| r.source.clone()), Some(0)),
+    ];
+    let (text, dropped) = table::fit(cols, false, style);
+    writeln!(out, "{text}")?;
+    let newest = policy.newest_release().map_or_else(|| "none".to_string(), |v| v.clone());
+    let note = format!(
+        "The newest release any list is for: {newest}. A list older than an install's release (or, with no install, than {newest}) never blocks a target it leaves out: explain says \"unknown\" with the list's age. A page read in part names only the rows read."
+    );
+    writeln!(out, "{}", style::wrap(&note, "", "  ", style.width))?;
+    if !dropped.is_empty() {
+        let width = style.width.unwrap_or_default();
+        writeln!(
+            out,
+            "Not shown, to fit {width} columns: {} (--json shows every field).",
+            dropped.join(", ")
+        )?;
+    }
+    Ok(())
+}
+
 /// The JSON Schema of a kind of document, as one pretty-printed JSON document.
 pub fn write_schema(kind: crate::schema::Document, out: &mut dyn Write) -> anyhow::Result<()> {
     write_json(out, &kind.schema())

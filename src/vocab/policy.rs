@@ -52,7 +52,7 @@ impl Level {
             Level::Deprecated => "deprecated",
             Level::Unsupported => "listed as unsupported",
             Level::NotListed => "not listed",
-            Level::Unknown => "unknown (not in the compatibility matrix)",
+            Level::Unknown => "unknown (left out of a list that does not say what it leaves out means)",
         }
     }
 
@@ -91,7 +91,23 @@ pub struct Release {
     /// Restrictions the source adds (operating systems, products).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// How old the list is: the date (`YYYY-MM-DD`) of the newest source it is read from (a
+    /// commit's date, or the date a rendered page states).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub date: Option<String>,
+    /// False for a list read only in part (a page whose lower rows were not read): a target
+    /// it does not name is unknown there, not "not listed".
+    #[serde(default = "yes", skip_serializing_if = "is_yes")]
+    pub complete: bool,
     pub source: String,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_yes(b: &bool) -> bool {
+    *b
 }
 
 impl Release {
@@ -110,6 +126,31 @@ impl Release {
         } else {
             Level::NotListed
         }
+    }
+
+    /// The newest release the list is for.
+    pub fn newest_version(&self) -> Option<&String> {
+        self.versions.iter().max_by_key(|v| version_key(v))
+    }
+
+    /// Its date as days since 1970-01-01, when it has one.
+    pub fn day(&self) -> Option<i64> {
+        days_from_civil(self.date.as_deref()?)
+    }
+
+    /// What it was read from: a per-GPU page (each GPU's level), the compatibility matrix
+    /// alone, or a page read in part.
+    pub fn kind(&self) -> &'static str {
+        match (self.complete, self.levels) {
+            (false, _) => "page read in part",
+            (true, true) => "per-GPU page",
+            (true, false) => "compatibility matrix",
+        }
+    }
+
+    /// How old the list is, for people: `2026-01-21`, or that no date is recorded.
+    pub fn dated(&self) -> String {
+        self.date.clone().unwrap_or_else(|| "date not recorded".to_string())
     }
 
     /// `ROCm 6.4.2`, `ROCm 7.0.0, 7.0.1`; a Windows list by its documentation branch, since
@@ -282,6 +323,9 @@ impl Policy {
     /// it listed the target as unsupported: not supported either way.
     pub fn level(&self, release: &Release, target: &str) -> Level {
         let own = release.listed_as(target);
+        if own == Level::NotListed && !release.complete {
+            return Level::Unknown;
+        }
         if release.levels || own != Level::NotListed {
             return own;
         }
@@ -328,6 +372,19 @@ impl Policy {
             .flat_map(|r| r.versions.iter().filter(|v| v.starts_with(&prefix)))
             .max_by_key(|v| version_key(v))
             .cloned()
+    }
+
+    /// The newest release any list of the table is for (`7.2.0`): what a list with no install
+    /// to compare with is held against ([`Policy::outdated_for`]).
+    pub fn newest_release(&self) -> Option<&String> {
+        self.releases.iter().filter_map(Release::newest_version).max_by_key(|v| version_key(v))
+    }
+
+    /// True when `release`'s list is older than `reference` (an install's release, else the
+    /// newest release known): such a list never blocks a target by leaving it out, since a
+    /// newer list nobody recorded may name it.
+    pub fn outdated_for(&self, release: &Release, reference: &str) -> bool {
+        release.newest_version().is_some_and(|v| version_key(v) < version_key(reference))
     }
 
     /// The newest list for `platform`.
@@ -430,6 +487,17 @@ impl Policy {
             if r.hip.as_deref().is_some_and(|h| !is_version(h)) {
                 errs.push(format!("{who}: hip must be N.N.N"));
             }
+            let is_date = |d: &str| {
+                let parts: Vec<&str> = d.split('-').collect();
+                parts.len() == 3
+                    && parts
+                        .iter()
+                        .zip([4, 2, 2])
+                        .all(|(p, n)| p.len() == n && p.bytes().all(|b| b.is_ascii_digit()))
+            };
+            if r.date.as_deref().is_some_and(|d| !is_date(d)) {
+                errs.push(format!("{who}: date must be YYYY-MM-DD"));
+            }
         }
         errs.extend(self.order_errors());
         for f in &self.build_filters {
@@ -482,10 +550,55 @@ pub fn tag_key(tag: &str) -> Vec<u64> {
     version_key(&tag[at..])
 }
 
+/// Days since 1970-01-01 of a `YYYY-MM-DD` date (the proleptic Gregorian calendar, H. Hinnant's
+/// `days_from_civil`), or `None` for anything else.
+pub fn days_from_civil(date: &str) -> Option<i64> {
+    let mut parts = date.split('-').map(|p| p.parse::<i64>().ok());
+    let (y, m, d) = (parts.next()??, parts.next()??, parts.next()??);
+    if parts.next().is_some() || !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+        return None;
+    }
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    Some(era * 146_097 + doe - 719_468)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::vocab::targets::Targets;
+
+    /// Dates count days as the civil calendar does (leap years, the epoch, a century rule).
+    #[test]
+    fn dates_count_days() {
+        assert_eq!(days_from_civil("1970-01-01"), Some(0));
+        assert_eq!(days_from_civil("2000-03-01"), Some(11_017));
+        assert_eq!(
+            days_from_civil("2026-01-21").zip(days_from_civil("2026-07-31")).map(|(a, b)| b - a),
+            Some(191)
+        );
+        assert_eq!(days_from_civil("2026-13-01"), None);
+        assert_eq!(days_from_civil("2026-01"), None);
+    }
+
+    /// A page read in part names only its rows read: a target it leaves out is unknown there;
+    /// a list is held against a newer release only where it leaves a target out.
+    #[test]
+    fn a_list_read_in_part_and_an_old_list_block_nothing_by_omission() {
+        let t = Targets::builtin();
+        let p = t.policy();
+        let win = p.newest(Platform::Windows).unwrap();
+        assert!(!win.complete);
+        assert_eq!(p.level(win, "gfx1151"), Level::Unknown);
+        assert_eq!(p.level(win, "gfx906"), Level::Unsupported);
+        let old = p.release(Platform::Windows, "6.2.4").unwrap();
+        assert_eq!(p.level(old, "gfx1151"), Level::NotListed);
+        assert!(p.outdated_for(old, "7.2.0") && !p.outdated_for(win, "7.2.0"));
+        assert_eq!(p.newest_release().map(String::as_str), Some("7.2.0"));
+    }
 
     #[test]
     fn the_builtin_policy_reads_as_its_sources_say() {

@@ -81,10 +81,42 @@ fn vendor_rows_say_what_the_cited_lists_say() {
     assert_eq!(doc["policy"][0]["verdict"], "allows");
     let doc = gfxscan(["explain", "-q", "RX 6700 XT", "--json", "sample"]).json();
     assert_eq!(doc["target"]["name"], "gfx1031", "a product names its target, as --gpu takes it");
-    assert_eq!(
-        doc["policy"][1]["says"].as_str().unwrap().split(';').next(),
-        Some("runtime only (no HIP SDK libraries)")
+    // The newest Windows lists were read only in part and do not name it: unknown, with what
+    // the complete older lists said.
+    let windows = doc["policy"][1]["says"].as_str().unwrap();
+    assert_eq!(doc["policy"][1]["verdict"], "unknown", "{windows}");
+    assert!(windows.starts_with("unknown: the list was read only in part"), "{windows}");
+    assert!(windows.contains("runtime only (no HIP SDK libraries) in 6.0.0–6.2.4"), "{windows}");
+}
+
+/// Issue 34: a list older than the newest release the table knows never blocks a target by
+/// leaving it out: with only the Windows lists up to docs/6.2.4 recorded (2024-08-20), a
+/// gfx1151 is unknown on Windows, not blocked, and the row says how old the list is; a target
+/// that list names as unsupported is still blocked.
+#[test]
+fn a_list_older_than_the_newest_release_never_blocks_by_omission() {
+    let table = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/targets.toml")).unwrap();
+    let old_only: String = table
+        .split("[[release]]")
+        .filter(|b| !b.contains("windows-gpus-rendered docs-"))
+        .collect::<Vec<_>>()
+        .join("[[release]]");
+    let t = Tree::new();
+    t.file("targets.toml", old_only.as_bytes());
+    let file = t.path("targets.toml").to_string_lossy().into_owned();
+    let doc = gfxscan(["explain", "-q", "gfx1151", "--json", "--targets", &file, "sample"]).json();
+    let windows = &doc["policy"][1];
+    assert_eq!(windows["gate"], "Windows docs 6.2.0, 6.2.4 support list (newest known)", "{windows}");
+    assert_eq!(windows["verdict"], "unknown", "{windows}");
+    let says = windows["says"].as_str().unwrap();
+    assert!(
+        says.starts_with(
+            "unknown: the newest recorded list is Windows docs 6.2.0, 6.2.4 (2024-08-20), older than 7.2.0"
+        ),
+        "{says}"
     );
+    let doc = gfxscan(["explain", "-q", "gfx906", "--json", "--targets", &file, "sample"]).json();
+    assert_eq!(doc["policy"][1]["verdict"], "blocks", "listed as unsupported is no omission");
 }
 
 #[test]
@@ -352,4 +384,25 @@ fn copy_dir(from: &Path, to: &Path) {
             std::fs::copy(&src, &dst).unwrap();
         }
     }
+}
+
+/// `targets --policy-age`: every recorded list with its kind, date and age, the age counted to
+/// `SOURCE_DATE_EPOCH` when set.
+#[test]
+fn policy_age_lists_every_list_with_its_age() {
+    // 2026-01-31: ten days after the compatibility matrix's commit of 2026-01-21.
+    let run = gfxscan_env(
+        &["targets", "--policy-age", "--color", "never"],
+        &[("SOURCE_DATE_EPOCH", "1769817600"), ("COLUMNS", "200")],
+    );
+    run.expect_code(0);
+    let first = run.stdout.lines().find(|l| l.contains("ROCm 7.2.0 ")).expect("the 7.2.0 list");
+    assert!(first.contains("compatibility matrix") && first.contains("2026-01-21"), "{first}");
+    assert_eq!(first.split_whitespace().nth(5), Some("10"), "{first}");
+    let partial = run.stdout.lines().find(|l| l.contains("Windows docs 6.4.2")).expect("6.4.2");
+    assert!(partial.contains("page read in part"), "{partial}");
+    let lists =
+        run.stdout.lines().filter(|l| l.starts_with(" ROCm ") || l.starts_with(" Windows docs ")).count();
+    assert_eq!(lists, 25);
+    gfxscan(["targets", "--policy-age", "--json"]).expect_code(2);
 }

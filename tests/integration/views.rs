@@ -529,11 +529,7 @@ fn hip_6_4_judges_each_bundle_by_the_unbundler_it_goes_to() {
     };
     let (code, v, text) = check("libamdhip64.so.6.4.43484", &g9, "gfx906:sramecc+:xnack-");
     assert_eq!((code, v["via_generic"].as_str()), (0, Some("gfx9-generic")), "{v:#}");
-    assert!(
-        text.contains("HIP 6.4: comgr")
-            && !text.contains("Verdicts follow the ROCm 7.x"),
-        "{text}"
-    );
+    assert!(text.contains("HIP 6.4: comgr") && !text.contains("Verdicts follow the ROCm 7.x"), "{text}");
     assert_eq!(check("libamdhip64.so.7.2.0", &g9, "gfx906:sramecc+:xnack-").0, 1);
     let (_, v, _) = check("libamdhip64.so.6.4.43484", &g11_first, "gfx1100");
     assert_eq!(v["loads"], "hipv4-amdgcn-amd-amdhsa--gfx11-generic", "{v:#}");
