@@ -112,11 +112,16 @@ pub fn write_targets(targets: &Targets, json: bool, style: Style, out: &mut dyn 
         );
         writeln!(out, "{}", style::wrap(&note, "", "  ", style.width))?;
     }
+    not_shown(out, style, &dropped, "--json")
+}
+
+/// Says which columns a table left out to fit, and where every field is.
+fn not_shown(out: &mut dyn Write, style: Style, dropped: &[String], every: &str) -> anyhow::Result<()> {
     if !dropped.is_empty() {
         let width = style.width.unwrap_or_default();
         writeln!(
             out,
-            "Not shown, to fit {width} columns: {} (--json shows every field).",
+            "Not shown, to fit {width} columns: {} ({every} shows every field).",
             dropped.join(", ")
         )?;
     }
@@ -155,15 +160,7 @@ pub fn write_policy_age(
         "The newest release any list is for: {newest}. A list older than an install's release (or, with no install, than {newest}) never blocks a target it leaves out: explain says \"unknown\" with the list's age. A page read in part names only the rows read."
     );
     writeln!(out, "{}", style::wrap(&note, "", "  ", style.width))?;
-    if !dropped.is_empty() {
-        let width = style.width.unwrap_or_default();
-        writeln!(
-            out,
-            "Not shown, to fit {width} columns: {} (--json shows every field).",
-            dropped.join(", ")
-        )?;
-    }
-    Ok(())
+    not_shown(out, style, &dropped, "`gfxscan targets --json`")
 }
 
 /// The JSON Schema of a kind of document, as one pretty-printed JSON document.
