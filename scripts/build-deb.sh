@@ -8,7 +8,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --quiet
-bin=target/release/gfxscan
+# The binary is where cargo built it (CARGO_TARGET_DIR, else target/); what this script makes
+# goes to target/ of the checkout, where Cargo.toml's [package.metadata.deb] assets name it.
+bin="${CARGO_TARGET_DIR:-target}/release/gfxscan"
 out=target/deb
 rm -rf "$out" && mkdir -p "$out/man" "$out/completions"
 "$bin" man > "$out/man/gfxscan.1"
