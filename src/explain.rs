@@ -576,8 +576,9 @@ fn release_row(
     }
     if !lists.is_empty() {
         let gate = format!("ROCm {} support list (this install's release)", r.releases.join(" or "));
-        let newest = r.releases.iter().max_by_key(|v| crate::vocab::policy::version_key(v));
-        let mut row = support_row(policy, &lists, target, &gate, newest.map(String::as_str));
+        // The install is one of these releases: none of its own lists is older than it.
+        let oldest = r.releases.iter().min_by_key(|v| crate::vocab::policy::version_key(v));
+        let mut row = support_row(policy, &lists, target, &gate, oldest.map(String::as_str));
         if let Some(line) = &r.line {
             row.says = format!("{}; {line}", row.says);
         }

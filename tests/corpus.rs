@@ -1382,4 +1382,19 @@ fn rocm64_vendor_rows_cite_lists_no_older_than_the_install() {
             assert!(recent || r["verdict"] == "unknown", "{target}: {gate} ({}) {says}", r["verdict"]);
         }
     }
+    // Review finding: HIP 6.4.43484 is 6.4.2 or 6.4.3, and neither list is older than the
+    // install: gfx900, listed as unsupported on the last per-GPU page, is still blocked there.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gfxscan"))
+        .args(["explain", "-q", "--json", "gfx900"])
+        .arg(&root)
+        .output()
+        .expect("gfxscan runs");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("explain JSON");
+    let own = doc["installs"][0]["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .find(|r| r["gate"].as_str().is_some_and(|g| g.contains("this install's release")))
+        .expect("the install's list");
+    assert_eq!(own["verdict"], "blocks", "{own:#}");
 }

@@ -247,7 +247,7 @@ pub fn detect_link(path: &Path, targets: &Targets) -> Option<Artifact> {
 /// (HIP_ENABLE_DEFERRED_LOADING=1), so only this library's kernels fail.
 pub const HOST_CODE: GapRule = GapRule {
     cost: Cost::Fails,
-    consequence: "its kernel launches fail with hipErrorNoBinaryForGpu / \"invalid device function\"",
+    consequence: "its kernel launches fail with hipErrorNoBinaryForGpu / \"invalid device function\" (a bundle it loads itself: hipModuleLoadData fails with hipErrorNoBinaryForGpu)",
 };
 
 /// Rows of code objects outside any family, first in the families table.

@@ -133,6 +133,15 @@ impl<'t> Collector<'t> {
         // Only entries whose ID names a processor of the target table are taken from it.
         let Some(target_id) = crate::vocab::runtime::comgr_target(&e.table.id) else { return };
         let processor = target_id.split(':').next().unwrap_or(target_id);
+        // An entry named for a generic target holds code of the generic version LLVM emits for
+        // it (targets.toml): what HIP 6.4 reads from the ELF to choose its unbundler
+        // (`containGenericTarget`), so a check that leaves it unread chooses as a scan does.
+        let generic_version = self
+            .targets
+            .by_name(processor)
+            .filter(|t| t.is_generic())
+            .and_then(|t| t.generic_version)
+            .and_then(|v| u8::try_from(v).ok());
         self.code_objects.push(CodeObjectRecord {
             processor: processor.to_string(),
             target_id: target_id.to_string(),
@@ -142,7 +151,7 @@ impl<'t> Collector<'t> {
             location,
             offset,
             e_flags: 0,
-            generic_version: None,
+            generic_version,
             isa_version: None,
         });
     }

@@ -278,23 +278,30 @@ fn bundle_at(
     src: &dyn ByteSource,
     at: u64,
     end: u64,
-    depth: Depth<'_>,
-    inf: &Inflater<'_>,
-) -> Option<Bundle> {
+    (depth, inf): (Depth<'_>, &Inflater<'_>),
+    budget: &mut u64,
+) -> Result<Option<Bundle>> {
     let view = Slice::new(src, at, end - at);
-    let head = src.read_up_to(at, 32).ok()?;
+    let Ok(head) = src.read_up_to(at, 32) else { return Ok(None) };
     if head.starts_with(BUNDLE_MAGIC) {
-        let (table, _) = parse_bundle_table(&view).ok()?;
+        let Ok((table, _)) = parse_bundle_table(&view) else { return Ok(None) };
         if !table.iter().any(|e| parse_entry_id(&e.id).is_amdgcn()) {
-            return None;
+            return Ok(None);
         }
     } else {
-        let h = parse_ccob_header(&head).ok()?;
+        let Ok(h) = parse_ccob_header(&head) else { return Ok(None) };
         if h.total_size.is_some_and(|t| t > view.len()) || !compressed_stream_at(&view, h.header_len) {
-            return None;
+            return Ok(None);
         }
+        // What compressed bundles kept as data may inflate comes out of the same budget as the
+        // bytes searched: a section of crafted headers costs at most that, then is reported.
+        *budget = budget.checked_sub(h.uncompressed_size).ok_or(ParseError::TooLarge {
+            what: "compressed offload bundles kept as data, inflated",
+            claimed: h.uncompressed_size,
+            limit: MAX_EMBED_SCAN,
+        })?;
     }
-    parse_bundle_to(&view, depth, inf).ok()
+    Ok(parse_bundle_to(&view, depth, inf).ok())
 }
 
 /// True when a zstd frame or a zlib stream starts at `at` of `src` (RFC 8878 magic; RFC 1950:
@@ -330,6 +337,9 @@ fn find_in_data(
     let finders: Vec<(memmem::Finder<'_>, Magic)> =
         MAGICS.iter().map(|(m, kind)| (memmem::Finder::new(m), *kind)).collect();
     let mut pos = start;
+    // Where the next hit may start: past what was taken, and past every hit examined (chunks
+    // overlap by the longest magic less one byte, so a shorter magic there is met twice).
+    let mut resume = start;
     while pos + 32 <= end {
         let n = (end - pos).min(SCAN_CHUNK as u64) as usize;
         let chunk = src.read_at(pos, n)?;
@@ -337,19 +347,19 @@ fn find_in_data(
         // more reads. (Re-reading a chunk per false hit made data full of "\x7fELF" quadratic.)
         // A magic straddling the chunk's end is found in the next chunk.
         let mut next = if n < SCAN_CHUNK { end } else { pos + n as u64 - (BUNDLE_MAGIC.len() as u64 - 1) };
-        let mut resume = pos;
         for (hit, magic) in magics_in(&chunk, &finders) {
             let at = pos + hit as u64;
             if at < resume {
                 continue;
             }
+            resume = at + 1;
             let taken = match magic {
                 Magic::Elf => embedded_at(src, &chunk, (hit, at), end).map(|e| {
                     let size = e.code_object.as_ref().map_or(0, |co| co.size.max(64));
                     out.objects.push(e);
                     size
                 }),
-                Magic::Bundle | Magic::Ccob => bundle_at(src, at, end, depth, inf).map(|mut b| {
+                Magic::Bundle | Magic::Ccob => bundle_at(src, at, end, (depth, inf), budget)?.map(|mut b| {
                     let size = b.stored_size;
                     b.offset = at - start;
                     out.bundles.push(b);
@@ -536,6 +546,28 @@ mod tests {
         let loose: Vec<u64> = facts.embedded.iter().map(|e| e.offset - data.offset).collect();
         assert_eq!(loose, vec![at[1] as u64]);
         assert!(facts.unsearched.is_empty());
+    }
+
+    /// Review finding: chunks overlap by the longest magic less one byte, and a shorter magic in
+    /// the overlap was met twice (a broken object listed twice). Each is met once, and a bundle
+    /// whose magic straddles a chunk's end is found.
+    #[test]
+    fn magics_at_chunk_edges_are_met_once() {
+        let co = code_object(&CodeObjectSpec::v4(0x41, 0, &["k"]));
+        let mut rodata = vec![0u8; 2 * SCAN_CHUNK + 4096];
+        let broken_at = SCAN_CHUNK - 8;
+        rodata[broken_at..broken_at + 64].copy_from_slice(&co[..64]);
+        let b = bundle(&[("hipv4-amdgcn-amd-amdhsa--gfx1100", &co)], 8);
+        let bundle_at = 2 * SCAN_CHUNK - 20;
+        rodata[bundle_at..bundle_at + b.len()].copy_from_slice(&b);
+        let host = host_elf(&[HostSection::rodata(".rodata", &rodata)]);
+        let facts = parse_host_elf(&host).expect("parses");
+        let base = facts.data_bundles.first().map_or(0, |d| d.offset);
+        let loose: Vec<u64> = facts.embedded.iter().map(|e| e.offset - base).collect();
+        assert_eq!(loose, vec![broken_at as u64], "{:?}", facts.embedded);
+        let found: Vec<u64> =
+            facts.data_bundles.iter().flat_map(|d| d.bundles.bundles.iter().map(|b| b.offset)).collect();
+        assert_eq!(found, vec![bundle_at as u64]);
     }
 
     #[test]

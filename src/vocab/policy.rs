@@ -52,7 +52,7 @@ impl Level {
             Level::Deprecated => "deprecated",
             Level::Unsupported => "listed as unsupported",
             Level::NotListed => "not listed",
-            Level::Unknown => "unknown (left out of a list that does not say what it leaves out means)",
+            Level::Unknown => "unknown (not named by a list whose silence proves nothing)",
         }
     }
 

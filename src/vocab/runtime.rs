@@ -121,6 +121,13 @@ fn is_6_4_0(build: Option<u32>, targets: &Targets) -> bool {
 /// The unbundler a HIP 6.4 runtime hands a code group to (clr 6.4 `hip_fatbin.cpp`
 /// `FatBinaryInfo::ExtractFatBinary` and `ExtractFatBinaryUsingCOMGR`, `HIP_USE_RUNTIME_UNBUNDLER`
 /// and `HIP_ALWAYS_USE_NEW_COMGR_UNBUNDLING_ACTION` at their defaults, false).
+///
+/// What rests on reading rather than on clr itself: a group's entries are in the order of
+/// their data (the table's order in every bundle clang-offload-bundler writes); a `hip`/`hcc`
+/// entry's target is its ELF's as gfxscan resolves it (clr's legacy unbundler skips code object
+/// V2 there); for compressed bundles from 6.4.1 the runtime's generic requests are read from
+/// clr, what the bundler of the day returns for them is not; and the 6.4.0/6.4.1 split rests on
+/// the release table's HIP build numbers. Verdicts are for one GPU per process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unbundler64 {
     /// comgr `lookUpCodeObject`, asked for the device's ISA name only (no generic query):
