@@ -552,6 +552,9 @@ pub struct MergeArgs {
     /// Worker threads, 1 to 256 (default: one per core).
     #[arg(short = 'j', long, value_name = "N", value_parser = threads)]
     pub threads: Option<usize>,
+    /// No progress on standard error (merge shows none: taken so that every command takes -q).
+    #[arg(short, long)]
+    pub quiet: bool,
     #[command(flatten)]
     pub table: TableArgs,
 }

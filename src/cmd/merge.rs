@@ -17,15 +17,23 @@ pub fn run(mut args: MergeArgs, color: cli::ColorChoice) -> anyhow::Result<ExitS
     let targets = load_targets(&args.table)?;
     let outputs = open_outputs(color, args.json, args.format, &args.outputs, OutputFormat::MERGE)?;
     args.only = known_targets("--only", &args.only, &targets)?;
-    if !aggregate::layers().iter().any(|l| l.header == args.layer) {
-        let names: Vec<&str> = aggregate::layers().iter().map(|l| l.header).collect();
-        bail!("--layer: unknown layer {:?} (one of: {})", args.layer, names.join(", "));
+    // One spelling is as good as another: `library code`, `library-code`, `LIBRARY_CODE`.
+    let plain = |s: &str| s.to_lowercase().replace(['-', '_'], " ");
+    match aggregate::layers().iter().find(|l| plain(l.header) == plain(&args.layer)) {
+        Some(l) => args.layer = l.header.to_string(),
+        None => {
+            let names: Vec<&str> = aggregate::layers().iter().map(|l| l.header).collect();
+            bail!("--layer: unknown layer {:?} (one of: {})", args.layer, names.join(", "));
+        }
     }
     // The sources' own environments are unknown here: no override is applied.
     let gpus = match args.gpus.is_empty() {
         true => None,
         false => Some(devices::from_args(&args.gpus, &Env::default(), &targets).map_err(anyhow::Error::msg)?),
     };
+    if let [first, ..] = snapshot::missing(&args.inputs).as_slice() {
+        bail!("{}: no such file or folder (merge takes snapshots and folders of them)", first.display());
+    }
     let (paths, unlisted) = merge::gather(&args.inputs, &|d| snapshot::snapshots_in(d));
     if paths.is_empty() {
         let given: Vec<String> = args.inputs.iter().map(|p| p.display().to_string()).collect();

@@ -243,3 +243,12 @@ pub fn snapshots_in(dir: &Path) -> anyhow::Result<Vec<std::path::PathBuf>> {
     out.sort();
     Ok(out)
 }
+
+/// The inputs that name nothing at all (no file, folder or link by that name): a mistyped
+/// argument, to be refused before any work, not a source that could not be read.
+pub fn missing(inputs: &[std::path::PathBuf]) -> Vec<&std::path::PathBuf> {
+    inputs
+        .iter()
+        .filter(|p| std::fs::symlink_metadata(p).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound))
+        .collect()
+}

@@ -158,10 +158,16 @@ pub fn parse_target_id(s: &str, targets: &Targets) -> Result<DeviceTarget, Strin
         if !t.supports(name) {
             return Err(format!("{s}: {processor} has no {name:?} feature"));
         }
-        match name {
-            "sramecc" => sramecc = setting,
-            _ => xnack = setting,
+        let slot = match name {
+            "sramecc" => &mut sramecc,
+            _ => &mut xnack,
+        };
+        // A target ID names each feature once (LLVM `AMDGPUUsage` "Target ID"; clang refuses
+        // `gfx90a:xnack+:xnack-`): a second mention is an error, not the last one winning.
+        if *slot != Setting::Any {
+            return Err(format!("{s}: {name} is given twice; a target ID names each feature once"));
         }
+        *slot = setting;
     }
     Ok(DeviceTarget::new(&t.name, sramecc, xnack))
 }

@@ -838,6 +838,11 @@ fn unknown_gpu_is_an_error() {
     let run = check(&args(&tree, &["--json", "--gpu", "gfx1100:xnack+"]), &[]);
     run.expect_code(2);
     assert!(run.stderr.contains("gfx1100 has no \"xnack\" feature"), "{}", run.stderr);
+
+    // A feature given twice contradicts itself (it was read as its last mention).
+    let run = check(&args(&tree, &["--json", "--gpu", "gfx90a:xnack+:xnack-"]), &[]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("xnack is given twice"), "{}", run.stderr);
 }
 
 /// Wheels downloaded into one folder are an install each, as pip would install them apart

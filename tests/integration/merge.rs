@@ -146,3 +146,21 @@ fn merge_gives_a_verdict_per_source_per_gpu() {
     let html = gfxscan(["merge", "--gpu", "gfx1030,gfx1100", "--format", "html", a, b]);
     assert!(html.stdout.contains("<th>gfx1030</th>") || html.stdout.contains(">gfx1030<"), "{}", html.stdout);
 }
+
+/// A mistyped input names nothing: a usage error (exit 2) before any work, not an empty table
+/// with exit 3; and merge takes -q as every command does.
+#[test]
+fn a_missing_input_is_a_usage_error_and_q_is_taken() {
+    let run = gfxscan(["merge", "/no/such/path"]);
+    run.expect_code(2);
+    assert_eq!(run.stdout, "");
+    assert!(run.stderr.contains("/no/such/path: no such file or folder"), "{}", run.stderr);
+    let snap = gfxscan(["scan", "-q", "--json", concat!(env!("CARGO_MANIFEST_DIR"), "/sample")]);
+    let t = Tree::new();
+    t.file("a.json", snap.stdout.as_bytes());
+    gfxscan(["merge", "-q", &t.path("a.json").to_string_lossy()]).expect_code(0);
+    // A layer by its table words or its hyphenated id alike.
+    for layer in ["library code", "library-code", "TN_MODELS", "perf-db"] {
+        gfxscan(["merge", "--layer", layer, &t.path("a.json").to_string_lossy()]).expect_code(0);
+    }
+}
