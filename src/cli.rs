@@ -145,6 +145,12 @@ pub enum OutputFormat {
 }
 
 impl OutputFormat {
+    /// True for the formats read as text (tables, Markdown, CSV, Prometheus, URIs): what goes
+    /// through `report::safe::TerminalSafe`.
+    pub fn is_text(self) -> bool {
+        !matches!(self, Self::Json | Self::Jsonl | Self::Html | Self::Cyclonedx)
+    }
+
     /// What `scan` writes.
     pub const SCAN: &[OutputFormat] = &[
         Self::Table,

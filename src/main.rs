@@ -32,7 +32,7 @@ fn main() -> ExitCode {
             if broken_pipe {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("error: {err:#}");
+            eprintln!("error: {}", gfxscan::report::safe::shown_lines(&format!("{err:#}")));
             ExitStatus::Fatal.into()
         }
     }

@@ -146,18 +146,27 @@ fn gpu_cell(s: &Source) -> String {
 /// One row per source, target and layer with anything: the whole matrix, long form.
 fn write_csv(fleet: &Fleet, out: &mut dyn Write) -> anyhow::Result<()> {
     let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record(["source", "path", "verdict", "gpu_verdicts", "target", "layer", "count", "error"])?;
+    super::safe::write_record(
+        &mut w,
+        ["source", "path", "verdict", "gpu_verdicts", "target", "layer", "count", "error"],
+    )?;
     for s in &fleet.sources {
         // The JSON's word for it (`nothing-to-check`), so CSV and JSON readers agree.
         let verdict = s.verdict.map(super::json_word).unwrap_or_default();
         let per_gpu = gpu_cell(s);
         if s.counts.is_empty() {
             let err = s.error.clone().unwrap_or_default();
-            w.write_record([s.name.as_str(), &s.path, &verdict, &per_gpu, "", "", "", &err])?;
+            super::safe::write_record(
+                &mut w,
+                [s.name.as_str(), &s.path, &verdict, &per_gpu, "", "", "", &err],
+            )?;
         }
         for (t, per) in &s.counts {
             for (layer, n) in fleet.layers.iter().zip(per).filter(|(_, n)| **n > 0) {
-                w.write_record([s.name.as_str(), &s.path, &verdict, &per_gpu, t, layer, &n.to_string(), ""])?;
+                super::safe::write_record(
+                    &mut w,
+                    [s.name.as_str(), &s.path, &verdict, &per_gpu, t, layer, &n.to_string(), ""],
+                )?;
             }
         }
     }

@@ -15,6 +15,7 @@ pub mod output;
 pub mod progress;
 pub mod prometheus;
 pub mod prune;
+pub mod safe;
 pub mod scan;
 pub mod style;
 pub mod table;

@@ -297,7 +297,16 @@ pub fn deliver_all(
         planned.into_iter().partition(|p| matches!(p.output, Output::Stdout));
     let mut filled = Vec::new();
     for p in to_files.into_iter().chain(to_stdout) {
-        filled.push(p.output.fill(|w| write(p.format, p.style, w))?);
+        filled.push(p.output.fill(|w| match p.format.is_text() {
+            // Text goes to terminals, spreadsheets and logs: control characters escaped
+            // (`report::safe`). JSON escapes its own, HTML's are inert.
+            true => {
+                let mut safe = crate::report::safe::TerminalSafe::new(w, p.style.color);
+                write(p.format, p.style, &mut safe)?;
+                safe.flush().map_err(anyhow::Error::from)
+            }
+            false => write(p.format, p.style, w),
+        })?);
     }
     for f in filled {
         f.put_in_place()?;

@@ -59,7 +59,8 @@ impl Progress for Bar {
 
     fn problem(&self, roots: &[String], p: &Problem) {
         if self.warn {
-            self.bar.println(format!("warning: {}: {}", p.path.display(roots), p.message));
+            let line = format!("{}: {}", p.path.display(roots), p.message);
+            self.bar.println(format!("warning: {}", super::safe::shown(&line)));
         }
     }
 }

@@ -65,29 +65,35 @@ pub fn write_prune(
         OutputFormat::Json => return write_json(out, report),
         OutputFormat::Csv => {
             let mut w = csv::Writer::from_writer(Vec::new());
-            w.write_record([
-                "library",
-                "drop_stored",
-                "drop_inflated",
-                "drop_whole_files_stored",
-                "keep_stored",
-                "keep_inflated",
-                "generic_stored",
-                "stays",
-            ])?;
+            super::safe::write_record(
+                &mut w,
+                [
+                    "library",
+                    "drop_stored",
+                    "drop_inflated",
+                    "drop_whole_files_stored",
+                    "keep_stored",
+                    "keep_inflated",
+                    "generic_stored",
+                    "stays",
+                ],
+            )?;
             for r in rows.iter().copied().chain(std::iter::once(&report.total)) {
                 let name =
                     if r.library.path.is_empty() { "total".to_string() } else { r.library.display(roots) };
-                w.write_record([
-                    name,
-                    r.drop.stored.to_string(),
-                    r.drop.inflated.to_string(),
-                    r.drop_whole.stored.to_string(),
-                    r.keep.stored.to_string(),
-                    r.keep.inflated.to_string(),
-                    r.generic.stored.to_string(),
-                    r.stays.to_string(),
-                ])?;
+                super::safe::write_record(
+                    &mut w,
+                    [
+                        name,
+                        r.drop.stored.to_string(),
+                        r.drop.inflated.to_string(),
+                        r.drop_whole.stored.to_string(),
+                        r.keep.stored.to_string(),
+                        r.keep.inflated.to_string(),
+                        r.generic.stored.to_string(),
+                        r.stays.to_string(),
+                    ],
+                )?;
             }
             out.write_all(&w.into_inner().map_err(|e| e.into_error())?)?;
             return Ok(());

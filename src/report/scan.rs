@@ -146,12 +146,15 @@ fn write_csv(
     let mut w = csv::Writer::from_writer(Vec::new());
     let shown = shown_targets(snap, targets, &view.only);
     if view.view == View::Layer {
-        w.write_record(std::iter::once("family").chain(shown.iter().map(|(t, _)| t.as_str())))?;
+        super::safe::write_record(
+            &mut w,
+            std::iter::once("family").chain(shown.iter().map(|(t, _)| t.as_str())),
+        )?;
         for r in FAMILY_ROWS.iter() {
             let per = shown.iter().map(|(t, _)| {
                 snap.families.get(r.key).and_then(|m| m.get(t)).copied().unwrap_or(0).to_string()
             });
-            w.write_record(std::iter::once(r.key.to_string()).chain(per))?;
+            super::safe::write_record(&mut w, std::iter::once(r.key.to_string()).chain(per))?;
         }
     } else if view.view == View::Library {
         // The table's columns: no generic targets, and every target when asked for all.
@@ -162,14 +165,20 @@ fn write_csv(
             cols = view.only.clone();
         }
         let names: Vec<&str> = cols.iter().map(String::as_str).collect();
-        w.write_record(["install", "library", "layer"].into_iter().chain(names.iter().copied()))?;
+        super::safe::write_record(
+            &mut w,
+            ["install", "library", "layer"].into_iter().chain(names.iter().copied()),
+        )?;
         for r in matrix {
             let marks = names.iter().map(|t| mark_word(r.mark(t, targets)));
-            w.write_record([r.install.path.as_str(), &r.library, &r.layer].into_iter().chain(marks))?;
+            super::safe::write_record(
+                &mut w,
+                [r.install.path.as_str(), &r.library, &r.layer].into_iter().chain(marks),
+            )?;
         }
     } else {
         let head = ["target", "product", "code_objects", "kernels", "bytes", "files"];
-        w.write_record(head.into_iter().chain(FAMILY_ROWS.iter().map(|r| r.key)))?;
+        super::safe::write_record(&mut w, head.into_iter().chain(FAMILY_ROWS.iter().map(|r| r.key)))?;
         for (t, _) in &shown {
             let c = snap.targets.get(t).cloned().unwrap_or_default();
             let mut rec = vec![
@@ -185,7 +194,7 @@ fn write_csv(
                     snap.families.get(r.key).and_then(|m| m.get(t)).copied().unwrap_or(0).to_string()
                 }),
             );
-            w.write_record(rec)?;
+            super::safe::write_record(&mut w, rec)?;
         }
     }
     out.write_all(&w.into_inner().map_err(|e| e.into_error())?)?;

@@ -323,3 +323,51 @@ fn byte_flips_never_panic() {
     let snap = scan(&cfg, &Targets::builtin(), &Silent).expect("scan runs");
     assert_eq!(snap.summary.files, n);
 }
+
+/// Names that would drive a terminal: every text output of every command shows them escaped.
+/// A library named `lib\e[2J\e[31mRED.so` (erase the screen, recolour), a Tensile index whose
+/// name sets the terminal's title, a folder with a C1 control (`\u{9b}`, a one-byte CSI) and a
+/// bell, through scan (table, Markdown, CSV, Prometheus, URIs), check, diff, explain and merge
+/// (their text forms), standard error included: no byte below 0x20 but the newline, none from
+/// 0x7f to 0x9f. CSV cells that begin like formulas are plain text.
+#[test]
+fn hostile_names_reach_no_terminal_raw() {
+    let tree = Tree::new();
+    let lib = crate::fixtures::host_lib(&[("gfx1100", &co(GFX1100, 0, 1))]);
+    tree.file("opt/rocm/lib/lib\x1b[2J\x1b[31mRED.so", &lib);
+    tree.file("opt/rocm/lib/rocblas/library/TensileLibrary_lazy_gfx1100\x1b]0;pwned\x07.dat", b"not msgpack");
+    tree.file("opt/rocm/lib/=HYPERLINK(\"x\")\u{9b}2J/libk.so", &lib);
+    let root = tree.root_str();
+    let snap = tree.path("snap.json");
+    crate::util::gfxscan(["scan", "-q", "--json", "-o", &snap.to_string_lossy(), &root]);
+    let snap = snap.to_string_lossy().into_owned();
+    let mut runs: Vec<Vec<&str>> = Vec::new();
+    for f in ["table", "markdown", "csv", "prometheus", "uris"] {
+        runs.push(vec!["scan", "--format", f, &root]);
+        runs.push(vec!["scan", "--format", f, "--by", "library", &root]);
+    }
+    for f in ["table", "markdown", "prometheus"] {
+        runs.push(vec!["check", "--gpu", "gfx1100", "--format", f, &root]);
+    }
+    for f in ["table", "markdown"] {
+        runs.push(vec!["diff", "--format", f, &snap, &root]);
+        runs.push(vec!["explain", "gfx1100", "--format", f, &root]);
+    }
+    for f in ["table", "markdown", "csv"] {
+        runs.push(vec!["merge", "--format", f, &snap]);
+    }
+    for args in runs {
+        let r = crate::util::gfxscan(&args);
+        for (stream, text) in [("stdout", &r.stdout), ("stderr", &r.stderr)] {
+            let raw = text.chars().find(|&c| (c < ' ' && c != '\n') || ('\u{7f}'..='\u{9f}').contains(&c));
+            assert_eq!(raw, None, "{args:?} {stream} carries a control character raw:\n{text}");
+        }
+        if args.contains(&"csv") {
+            assert!(
+                !r.stdout.lines().any(|l| l.starts_with('=') || l.contains(",=")),
+                "{args:?}:\n{}",
+                r.stdout
+            );
+        }
+    }
+}
