@@ -247,10 +247,16 @@ fn write_by_target(
         ),
     ];
     for (i, l) in present.iter().enumerate() {
-        // The code-object column stays; the runtime's own goes first, then the rest from the
-        // right, when the width is short.
+        // The code-object column stays; when the width is short the runtime's own goes first,
+        // then the layers no verdict rests on (their rows have no gap rule: records HIP never
+        // reads, tuning models), then the rest from the right.
         let runtime = l.rows.iter().any(|r| r.key == RUNTIME_ROW);
-        let drop = (i > 0).then_some(if runtime { 0 } else { (100 - i) as u8 });
+        let judged = l.rows.iter().any(|r| r.gap.is_some());
+        let drop = (i > 0).then_some(match (runtime, judged) {
+            (true, _) => 0,
+            (false, false) => (50 - i.min(40)) as u8,
+            (false, true) => (100 - i.min(40)) as u8,
+        });
         cols.push(Column::right(
             l.header,
             rows.iter().map(|(t, _)| cell(layer_count(snap, l, t))).collect(),

@@ -441,3 +441,17 @@ fn verbose_says_the_memory_the_scan_aims_under() {
         given.stderr
     );
 }
+
+/// At 80 columns the scan table drops the layers no verdict rests on (the runtime's own code,
+/// MIOpen records HIP never reads) before one check judges (bitcode).
+#[test]
+fn a_narrow_scan_keeps_the_layers_verdicts_rest_on() {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_gfxscan"));
+    c.args(["scan", "-q", "--color", "never", concat!(env!("CARGO_MANIFEST_DIR"), "/sample")])
+        .env("COLUMNS", "80");
+    let r = crate::util::run(c);
+    let head: String = r.stdout.lines().skip(3).take(2).collect::<Vec<_>>().join("\n");
+    assert!(head.contains("BITCODE") && head.contains("FIRMWARE"), "{head}");
+    assert!(!head.contains("UNREAD") && !head.contains("RUNTIME"), "{head}");
+    assert!(r.stdout.lines().all(|l| l.chars().count() <= 80), "{}", r.stdout);
+}
