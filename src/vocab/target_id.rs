@@ -83,6 +83,8 @@ fn distance(a: &str, b: &str) -> usize {
 /// a KFD version in the `HSA_OVERRIDE_GFX_VERSION` spelling (`10.3.0`) or `gfx_target_version`
 /// (`100300`). An unknown name is refused with the closest targets and their products.
 pub fn resolve_processor<'t>(name: &str, targets: &'t Targets) -> Result<&'t Target, String> {
+    // Compatibility forms (full-width `ＧＦＸ１１００`, ligatures) read as what they stand for.
+    let name = &unicode_normalization::UnicodeNormalization::nfkc(name).collect::<String>();
     let lower = name.trim().to_ascii_lowercase();
     if let Some(t) = targets.by_name(&lower) {
         return Ok(t);
@@ -102,6 +104,10 @@ pub fn resolve_processor<'t>(name: &str, targets: &'t Targets) -> Result<&'t Tar
             key.len() >= 4 && t.products.iter().any(|p| folded(p) == key || folded(p).ends_with(&key))
         })
         .collect();
+    let by_product = match by_product.is_empty() {
+        true => by_family(name, targets),
+        false => by_product,
+    };
     match by_product.as_slice() {
         [one] => return Ok(one),
         [] => {}
@@ -120,6 +126,22 @@ pub fn resolve_processor<'t>(name: &str, targets: &'t Targets) -> Result<&'t Tar
     ))
 }
 
+/// The targets with a product whose words hold `name`'s words in a row, a number among them:
+/// a product family (`RX 7900` → the 7900 XTX, XT and GRE, all gfx1100).
+fn by_family<'t>(name: &str, targets: &'t Targets) -> Vec<&'t Target> {
+    let words = |s: &str| -> Vec<String> {
+        s.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
+    };
+    let want = words(name);
+    if !want.iter().any(|w| w.chars().any(|c| c.is_ascii_digit())) {
+        return Vec::new();
+    }
+    targets
+        .iter()
+        .filter(|t| t.products.iter().any(|p| words(p).windows(want.len()).any(|run| run == want.as_slice())))
+        .collect()
+}
+
 /// A target with its first product, for messages (`gfx1031 (Radeon RX 6700 XT)`).
 fn described(t: &Target) -> String {
     match t.products.first() {
@@ -132,6 +154,7 @@ fn described(t: &Target) -> String {
 /// or a product or version in place of the processor: `rx6700xt`, `10.3.0:xnack-`), case
 /// folded. A generic target is refused: it is a kind of code object, not a GPU.
 pub fn parse_target_id(s: &str, targets: &Targets) -> Result<DeviceTarget, String> {
+    let s = &unicode_normalization::UnicodeNormalization::nfkc(s).collect::<String>();
     let lower = s.trim().to_ascii_lowercase();
     let mut parts = lower.split(':');
     let given = parts.next().unwrap_or("");

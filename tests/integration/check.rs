@@ -839,6 +839,20 @@ fn unknown_gpu_is_an_error() {
     run.expect_code(2);
     assert!(run.stderr.contains("gfx1100 has no \"xnack\" feature"), "{}", run.stderr);
 
+    // Names as people type them: a product family ("RX 7900": the XTX, XT and GRE are all
+    // gfx1100), full-width forms (NFKC), a family spanning targets is an error naming them.
+    for (name, want) in
+        [("RX 7900", "gfx1100"), ("\u{ff27}\u{ff26}\u{ff38}\u{ff11}\u{ff11}\u{ff10}\u{ff10}", "gfx1100")]
+    {
+        let run = check(&args(&tree, &["--json", "--gpu", name]), &[]);
+        assert_eq!(
+            run.json()["installs"][0]["gpus"][0]["device"]["effective"]["target_id"],
+            want,
+            "{name}: {}",
+            run.stderr
+        );
+    }
+
     // A feature given twice contradicts itself (it was read as its last mention).
     let run = check(&args(&tree, &["--json", "--gpu", "gfx90a:xnack+:xnack-"]), &[]);
     run.expect_code(2);
