@@ -30,12 +30,15 @@ pub struct Mapped {
 /// that is no UTF-8 is read as its lossy text.
 pub fn read_process(pid: u32) -> Result<Process, String> {
     let dir = PathBuf::from(format!("/proc/{pid}"));
+    if zombie(&dir) {
+        return Err(format!(
+            "process {pid} is a zombie: it has exited and its parent has not reaped it, so no program or library of it is left to read"
+        ));
+    }
     let why = |what: &str, e: std::io::Error| match e.kind() {
         std::io::ErrorKind::NotFound => format!("process {pid}: no such process (gone, or never was)"),
         std::io::ErrorKind::PermissionDenied => {
-            format!(
-                "process {pid}: its {what} cannot be read: permission denied (run as its user, or as root)"
-            )
+            format!("process {pid}: its {what} cannot be read: {}", denied())
         }
         _ => format!("process {pid}: its {what} cannot be read: {e}"),
     };
@@ -55,6 +58,34 @@ pub fn read_process(pid: u32) -> Result<Process, String> {
         mapped: parse_maps(&maps),
         env: parse_environ(&environ),
     })
+}
+
+/// True when `/proc/<pid>/stat` says the process is a zombie (state `Z`, after the
+/// parenthesised name, which may itself hold spaces and parentheses: proc(5)).
+fn zombie(dir: &std::path::Path) -> bool {
+    let stat = std::fs::read(dir.join("stat")).unwrap_or_default();
+    let after = stat.iter().rposition(|&b| b == b')').and_then(|i| stat.get(i + 2));
+    after == Some(&b'Z')
+}
+
+/// Why the kernel refuses another process's memory map: reading it takes ptrace's read right
+/// (proc(5) `/proc/pid/maps`: `PTRACE_MODE_READ_FSCREDS`), which Yama, a security module or a
+/// non-dumpable (setuid) process can withhold even from root.
+fn denied() -> String {
+    let scope = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope").ok();
+    let yama = scope
+        .as_deref()
+        .map(str::trim)
+        .map_or_else(String::new, |s| format!("kernel.yama.ptrace_scope = {s}; "));
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    match unsafe { libc::geteuid() } {
+        0 => format!(
+            "permission denied although running as root: the kernel refuses the ptrace read right ({yama}Yama scope 3 refuses everyone; an AppArmor or SELinux policy, a /proc mounted with hidepid, or a process of another user namespace can too)"
+        ),
+        _ => format!(
+            "permission denied: reading another process's memory map takes the ptrace read right ({yama}run as the process's user; a setuid or otherwise non-dumpable process, or Yama scope 2, needs root)"
+        ),
+    }
 }
 
 /// The files of a `/proc/<pid>/maps` text, each once, in order: the sixth field of a line,

@@ -688,3 +688,24 @@ fn a_program_with_a_hundred_thousand_needed_names_is_resolved_in_linear_time() {
     // A debug build on a shared 2-core machine: the release build takes a fraction of this.
     assert!(took < std::time::Duration::from_secs(60), "took {took:?}");
 }
+
+/// A zombie (exited, not yet reaped by its parent) has no program or libraries left: `--pid`
+/// says so (exit 2), not "no such process", which `/proc/<pid>` would contradict.
+#[test]
+fn check_pid_of_a_zombie_says_it_is_one() {
+    let mut child = std::process::Command::new("true").spawn().expect("spawns true");
+    let pid = child.id();
+    // Not reaped until the check has run: a zombie of this test meanwhile.
+    let stat = format!("/proc/{pid}/stat");
+    let start = std::time::Instant::now();
+    while !std::fs::read_to_string(&stat)
+        .is_ok_and(|s| s.rsplit(") ").next().is_some_and(|r| r.starts_with('Z')))
+    {
+        assert!(start.elapsed() < std::time::Duration::from_secs(10), "true never exited");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let run = crate::util::gfxscan(["check", "-q", "--pid", &pid.to_string(), "--gpu", "gfx1100"]);
+    child.wait().expect("reaped");
+    run.expect_code(2);
+    assert!(run.stderr.contains(&format!("process {pid} is a zombie")), "{}", run.stderr);
+}
