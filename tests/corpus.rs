@@ -1398,3 +1398,18 @@ fn rocm64_vendor_rows_cite_lists_no_older_than_the_install() {
         .expect("the install's list");
     assert_eq!(own["verdict"], "blocks", "{own:#}");
 }
+
+/// usage.md: Debian's ROCm 6.4 tree has no findings (judged by its own HIP 6.4, rocSOLVER's
+/// gfx9-generic code serves a gfx906), so `--fail-on-findings` passes.
+#[test]
+fn rocm64_tree_has_no_findings() {
+    let Some(root) = rocm64_tree() else { return };
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gfxscan"))
+        .args(["scan", "-q", "--json", "--fail-on-findings"])
+        .arg(&root)
+        .output()
+        .expect("gfxscan runs");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("scan JSON");
+    assert_eq!(doc.get("findings"), None, "{:#}", doc["findings"]);
+    assert_eq!(out.status.code(), Some(0));
+}

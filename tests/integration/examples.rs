@@ -308,7 +308,9 @@ fn check_jsonschema() -> Option<PathBuf> {
 /// Runs a shell block's lines with bash (`-e`, `-u`, `pipefail`) in a scratch folder holding
 /// links to the checkout's `sample` and `docs`, `gfxscan` and `check-jsonschema` first on `PATH`.
 fn run_shell(block: &Block, tool: Option<&Path>) {
-    let scratch = tempfile::tempdir().expect("tempdir");
+    // A folder whose path has a space, as people's often do: paths the blocks take from
+    // gfxscan's output must be handled as such (a URI's percent-encoding decoded).
+    let scratch = tempfile::Builder::new().prefix("a folder with spaces ").tempdir().expect("tempdir");
     let (dir, bin) = (scratch.path(), scratch.path().join("bin"));
     std::fs::create_dir(&bin).expect("bin/");
     let checkout = Path::new(env!("CARGO_MANIFEST_DIR"));
