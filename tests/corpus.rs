@@ -28,6 +28,19 @@ mod pipeline;
 
 type Key = (String, u32, u8, u64);
 
+/// `gfxscan ARGS ROOT` through the binary: its exit code and the JSON it printed.
+fn gfxscan_json(args: &[&str], root: &Path) -> (Option<i32>, serde_json::Value) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gfxscan"))
+        .args(args)
+        .arg(root)
+        .output()
+        .expect("gfxscan runs");
+    let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("gfxscan {args:?}: not JSON ({e}): {}", String::from_utf8_lossy(&out.stderr))
+    });
+    (out.status.code(), doc)
+}
+
 /// How the corpus tests scan a tree: every default, links not followed.
 fn whole_tree(root: &Path) -> ScanConfig {
     ScanConfig::of(vec![root.to_path_buf()])
@@ -1024,12 +1037,7 @@ fn real_debs_carry_the_purl_dpkg_deb_reads() {
         skipped("no dpkg-deb");
         return;
     }
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gfxscan"))
-        .args(["scan", "-q", "--format", "cyclonedx"])
-        .arg(&debs)
-        .output()
-        .expect("runs");
-    let bom: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a BOM");
+    let (_, bom) = gfxscan_json(&["scan", "-q", "--format", "cyclonedx"], &debs);
     let components = bom["components"].as_array().expect("components");
     let location = |c: &serde_json::Value| {
         let props = c["properties"].as_array().expect("properties");
@@ -1099,12 +1107,7 @@ fn real_wheels_carry_the_purl_their_names_state() {
         .filter(|n| n.ends_with(".whl"))
         .collect();
     names.sort();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gfxscan"))
-        .args(["scan", "-q", "--format", "cyclonedx"])
-        .arg(&wheels)
-        .output()
-        .expect("runs");
-    let bom: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a BOM");
+    let (_, bom) = gfxscan_json(&["scan", "-q", "--format", "cyclonedx"], &wheels);
     let components = bom["components"].as_array().expect("components");
     let at = |c: &serde_json::Value| {
         let props = c["properties"].as_array().expect("properties");
@@ -1327,12 +1330,7 @@ fn tensorflow_rodata_bundles_match_the_bundler() {
 #[test]
 fn rocm64_rocsolver_under_hip_6_4_serves_gfx906() {
     let Some(root) = rocm64_tree() else { return };
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gfxscan"))
-        .args(["check", "-q", "--json", "--gpu", "gfx906:sramecc+:xnack-"])
-        .arg(&root)
-        .output()
-        .expect("gfxscan runs");
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("check JSON");
+    let (_, report) = gfxscan_json(&["check", "-q", "--json", "--gpu", "gfx906:sramecc+:xnack-"], &root);
     let install = &report["installs"][0];
     assert_eq!(install["runtime"]["version"], "6.4.43484", "{install:#}");
     let v = install["gpus"][0]["verdicts"]
@@ -1355,12 +1353,7 @@ fn rocm64_rocsolver_under_hip_6_4_serves_gfx906() {
 fn rocm64_vendor_rows_cite_lists_no_older_than_the_install() {
     let Some(root) = rocm64_tree() else { return };
     for target in ["gfx1151", "gfx1201", "gfx1103"] {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_gfxscan"))
-            .args(["explain", "-q", "--json", target])
-            .arg(&root)
-            .output()
-            .expect("gfxscan runs");
-        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("explain JSON");
+        let (_, doc) = gfxscan_json(&["explain", "-q", "--json", target], &root);
         let mut rows: Vec<&serde_json::Value> = doc["policy"].as_array().expect("policy").iter().collect();
         for i in doc["installs"].as_array().expect("installs") {
             rows.extend(i["rows"].as_array().expect("rows"));
@@ -1384,12 +1377,7 @@ fn rocm64_vendor_rows_cite_lists_no_older_than_the_install() {
     }
     // Review finding: HIP 6.4.43484 is 6.4.2 or 6.4.3, and neither list is older than the
     // install: gfx900, listed as unsupported on the last per-GPU page, is still blocked there.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gfxscan"))
-        .args(["explain", "-q", "--json", "gfx900"])
-        .arg(&root)
-        .output()
-        .expect("gfxscan runs");
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("explain JSON");
+    let (_, doc) = gfxscan_json(&["explain", "-q", "--json", "gfx900"], &root);
     let own = doc["installs"][0]["rows"]
         .as_array()
         .expect("rows")
@@ -1404,12 +1392,7 @@ fn rocm64_vendor_rows_cite_lists_no_older_than_the_install() {
 #[test]
 fn rocm64_tree_has_no_findings() {
     let Some(root) = rocm64_tree() else { return };
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gfxscan"))
-        .args(["scan", "-q", "--json", "--fail-on-findings"])
-        .arg(&root)
-        .output()
-        .expect("gfxscan runs");
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("scan JSON");
+    let (code, doc) = gfxscan_json(&["scan", "-q", "--json", "--fail-on-findings"], &root);
     assert_eq!(doc.get("findings"), None, "{:#}", doc["findings"]);
-    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(code, Some(0));
 }
