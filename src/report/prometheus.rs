@@ -76,15 +76,17 @@ impl Family {
     }
 }
 
-/// A label value as the exposition format quotes it: backslash, double quote and line feed
-/// escaped.
+/// A label value as the exposition format quotes it: control characters a name brought shown
+/// as text first (`report::safe::shown`: the format has no escape for them), then backslash,
+/// double quote and line feed escaped.
 fn escape_label(v: &str) -> String {
-    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+    super::safe::shown(v).replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
-/// Help text as the exposition format takes it: backslash and line feed escaped.
+/// Help text as the exposition format takes it: control characters shown as text, backslash
+/// and line feed escaped.
 fn escape_help(v: &str) -> String {
-    v.replace('\\', "\\\\").replace('\n', "\\n")
+    super::safe::shown(v).replace('\\', "\\\\").replace('\n', "\\n")
 }
 
 /// `gfxscan_scan_info` or `gfxscan_check_info`: which gfxscan wrote the file. Each command has

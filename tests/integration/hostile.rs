@@ -362,6 +362,10 @@ fn hostile_names_reach_no_terminal_raw() {
             let raw = text.chars().find(|&c| (c < ' ' && c != '\n') || ('\u{7f}'..='\u{9f}').contains(&c));
             assert_eq!(raw, None, "{args:?} {stream} carries a control character raw:\n{text}");
         }
+        // Still the exposition format: a name's controls are text in its label values.
+        if let Some(tool) = args.contains(&"prometheus").then(crate::outputs::promtool).flatten() {
+            crate::outputs::promtool_accepts(&tool, &r.stdout);
+        }
         if args.contains(&"csv") {
             assert!(
                 !r.stdout.lines().any(|l| l.starts_with('=') || l.contains(",=")),
