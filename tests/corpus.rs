@@ -59,12 +59,19 @@ fn shared() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus")
 }
 
-/// The Debian tree named by `GFXSCAN_DEBIAN_CORPUS`, when its truth tables are here too.
-fn debian_tree() -> Option<std::ffi::OsString> {
+/// The corpus folder `GFXSCAN_DEBIAN_CORPUS` names; the test says it skipped when it is unset.
+fn corpus_dir() -> Option<std::ffi::OsString> {
     let dir = std::env::var_os("GFXSCAN_DEBIAN_CORPUS").filter(|d| !d.is_empty());
     if dir.is_none() {
         skipped("set GFXSCAN_DEBIAN_CORPUS to the DIR of fetch-debian.sh");
-    } else if !shared().join("truth").is_dir() {
+    }
+    dir
+}
+
+/// The Debian tree named by `GFXSCAN_DEBIAN_CORPUS`, when its truth tables are here too.
+fn debian_tree() -> Option<std::ffi::OsString> {
+    let dir = corpus_dir();
+    if dir.is_some() && !shared().join("truth").is_dir() {
         skipped(&format!("{} (the truth tables) not present", shared().join("truth").display()));
         return None;
     }
@@ -806,10 +813,7 @@ fn absent_corpus_says_skipped_past_the_capture() {
 #[test]
 fn diff_only_reading_tables_gives_a_full_scans_diff_on_real_trees() {
     use crate::pipeline::diff_at;
-    let Some(dir) = std::env::var_os("GFXSCAN_DEBIAN_CORPUS").filter(|d| !d.is_empty()) else {
-        skipped("set GFXSCAN_DEBIAN_CORPUS to the DIR of fetch-debian.sh");
-        return;
-    };
+    let Some(dir) = corpus_dir() else { return };
     let deb = Path::new(&dir).join("deb");
     let pairs = [("bookworm-root", "trixie-root"), ("trixie-root", "sid-root")];
     let mut compared = 0;
@@ -878,10 +882,7 @@ fn check_reading_tables_gives_a_full_scans_verdicts_on_real_trees() {
 /// library of the chain removed is named with what needs it, exit 1.
 #[test]
 fn check_exe_follows_llama_cli_to_its_gpu_code() {
-    let Some(dir) = std::env::var_os("GFXSCAN_DEBIAN_CORPUS").filter(|d| !d.is_empty()) else {
-        skipped("set GFXSCAN_DEBIAN_CORPUS to the DIR of fetch-debian.sh");
-        return;
-    };
+    let Some(dir) = corpus_dir() else { return };
     let deb = Path::new(&dir).join("deb");
     let root = deb.join("sid-llama-root");
     if !root.join("usr/bin/llama-cli").exists() {
@@ -978,10 +979,7 @@ fn check_exe_follows_llama_cli_to_its_gpu_code() {
 
 /// The real `.deb` files of the Debian corpus (`<GFXSCAN_DEBIAN_CORPUS>/debs/<suite>/`).
 fn corpus_debs() -> Option<(PathBuf, Vec<PathBuf>)> {
-    let Some(dir) = std::env::var_os("GFXSCAN_DEBIAN_CORPUS").filter(|d| !d.is_empty()) else {
-        skipped("set GFXSCAN_DEBIAN_CORPUS to the DIR of fetch-debian.sh");
-        return None;
-    };
+    let dir = corpus_dir()?;
     let debs = PathBuf::from(dir).join("debs");
     let mut found: Vec<PathBuf> = walkdir::WalkDir::new(&debs)
         .into_iter()
@@ -1093,10 +1091,7 @@ fn real_debs_carry_the_purl_dpkg_deb_reads() {
 /// file read from it carries that purl.
 #[test]
 fn real_wheels_carry_the_purl_their_names_state() {
-    let Some(dir) = std::env::var_os("GFXSCAN_DEBIAN_CORPUS").filter(|d| !d.is_empty()) else {
-        skipped("set GFXSCAN_DEBIAN_CORPUS to the DIR of fetch-debian.sh");
-        return;
-    };
+    let Some(dir) = corpus_dir() else { return };
     let wheels = PathBuf::from(dir).join("wheels");
     let Ok(entries) = std::fs::read_dir(&wheels) else {
         skipped(&format!("no {}", wheels.display()));
@@ -1192,10 +1187,7 @@ fn rocm64_explain_agrees_with_scan_and_check() {
 /// process may chroot); its libraries with GPU code are judged.
 #[test]
 fn every_migraphx_program_starts_as_glibc_loads_it() {
-    let Some(dir) = std::env::var_os("GFXSCAN_DEBIAN_CORPUS").filter(|d| !d.is_empty()) else {
-        skipped("set GFXSCAN_DEBIAN_CORPUS to the DIR of fetch-debian.sh");
-        return;
-    };
+    let Some(dir) = corpus_dir() else { return };
     let root = Path::new(&dir).join("deb/sid-migraphx-root");
     if !root.join("usr/bin/migraphx-driver").exists() {
         skipped(&format!("{} not present (run scripts/fetch-debian-migraphx.sh)", root.display()));

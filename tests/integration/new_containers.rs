@@ -240,12 +240,7 @@ fn bundles_kept_as_data_are_bundles_a_gpu_needs_code_in_each() {
         assert_eq!(code_objects(&snap, lib), want, "{lib}");
         let f = snap["files"].as_array().expect("files").iter().find(|f| f["path"] == lib).expect(lib);
         assert_eq!(f["bundles"], 2, "{lib}");
-        let formats: Vec<&str> = f["code_objects"]
-            .as_array()
-            .expect("objects")
-            .iter()
-            .map(|c| c["location"]["format"].as_str().unwrap_or(""))
-            .collect();
+        let formats = crate::util::location_field(f, "format");
         assert_eq!(formats, ["plain", "plain", "ccob-v2", "ccob-v2"], "{lib}");
     }
     for lib in ["lib/libframework.so", "bin/framework.dll"] {

@@ -99,13 +99,7 @@ fn a_real_bundle_kept_as_data_is_read_as_its_bundle() {
     run.expect_code(0);
     let f = &snap["files"][0];
     assert_eq!(f["bundles"], 1);
-    let ids: Vec<&str> = f["code_objects"]
-        .as_array()
-        .expect("objects")
-        .iter()
-        .map(|c| c["location"]["entry_id"].as_str().unwrap_or("not a bundle entry"))
-        .collect();
-    let mut sorted = ids.clone();
+    let mut sorted = crate::util::location_field(f, "entry_id");
     sorted.sort_unstable();
     let want: Vec<String> = ["gfx1030", "gfx1100", "gfx900", "gfx906", "gfx908", "gfx90a"]
         .iter()

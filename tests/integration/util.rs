@@ -277,6 +277,12 @@ impl Tree {
     }
 }
 
+/// One field of each code object's `location` in a file record, in order (`""` where absent).
+pub fn location_field<'a>(file: &'a Value, field: &str) -> Vec<&'a str> {
+    let objects = file["code_objects"].as_array().map_or(&[][..], Vec::as_slice);
+    objects.iter().map(|c| c["location"][field].as_str().unwrap_or("")).collect()
+}
+
 /// The file record with relative path `path` in a snapshot, or a failure listing the paths.
 #[track_caller]
 pub fn file_record<'a>(snap: &'a Value, path: &str) -> &'a Value {
