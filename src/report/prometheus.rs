@@ -80,13 +80,13 @@ impl Family {
 /// as text first (`report::safe::shown`: the format has no escape for them), then backslash,
 /// double quote and line feed escaped.
 fn escape_label(v: &str) -> String {
-    super::safe::shown(v).replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+    super::safe::shown_lines(v).replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
 /// Help text as the exposition format takes it: control characters shown as text, backslash
 /// and line feed escaped.
 fn escape_help(v: &str) -> String {
-    super::safe::shown(v).replace('\\', "\\\\").replace('\n', "\\n")
+    super::safe::shown_lines(v).replace('\\', "\\\\").replace('\n', "\\n")
 }
 
 /// `gfxscan_scan_info` or `gfxscan_check_info`: which gfxscan wrote the file. Each command has
