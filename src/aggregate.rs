@@ -169,6 +169,31 @@ pub fn layer_count(snap: &Snapshot, layer: &Layer, target: &str) -> u64 {
     total.saturating_sub(apart)
 }
 
+/// The row key of the runtime's own code objects (`families::code_row`).
+pub const RUNTIME_ROW: &str = "runtime-internal-code-objects";
+
+/// Every target anything in the snapshot is for: code objects and every family's files.
+pub fn targets_present(snap: &Snapshot) -> BTreeSet<String> {
+    snap.targets.keys().chain(snap.families.values().flat_map(|m| m.keys())).cloned().collect()
+}
+
+/// True for a target whose only code here is the runtime's own: nothing else holds anything
+/// for it, and no library has code for its generic target (which the runtime would load).
+pub fn runtime_only(snap: &Snapshot, targets: &Targets, target: &str) -> bool {
+    let counts = |t: &str| -> Vec<(bool, u64)> {
+        layers()
+            .iter()
+            .map(|l| (l.rows.iter().any(|r| r.key == RUNTIME_ROW), layer_count(snap, l, t)))
+            .collect()
+    };
+    let own = counts(target);
+    let generic = crate::vocab::runtime::generic_of(target, targets);
+    let served_generically = generic.is_some_and(|g| counts(g).iter().any(|(runtime, n)| !runtime && *n > 0));
+    own.iter().any(|(runtime, n)| *runtime && *n > 0)
+        && own.iter().all(|(runtime, n)| *runtime || *n == 0)
+        && !served_generically
+}
+
 /// A map keyed by processor, in the natural target order.
 pub fn in_natural_order<V>(m: BTreeMap<String, V>, targets: &Targets) -> TargetMap<V> {
     let mut out: TargetMap<V> = m.into_iter().collect();

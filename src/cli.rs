@@ -167,7 +167,7 @@ impl OutputFormat {
     pub const PRUNE: &[OutputFormat] = &[Self::Table, Self::Json, Self::Markdown, Self::Csv];
     /// What `check` writes.
     pub const CHECK: &[OutputFormat] =
-        &[Self::Table, Self::Json, Self::Markdown, Self::Html, Self::Prometheus, Self::Jsonl];
+        &[Self::Table, Self::Json, Self::Markdown, Self::Csv, Self::Html, Self::Prometheus, Self::Jsonl];
     /// What `explain` writes.
     pub const EXPLAIN: &[OutputFormat] = &[Self::Table, Self::Json, Self::Markdown, Self::Html];
     /// What `diff` writes.
@@ -420,7 +420,8 @@ pub struct CheckArgs {
     #[command(flatten)]
     pub opts: ScanOpts,
     /// GPUs to check, as target IDs (`gfx1151`, `gfx90a:xnack+`, any case); comma-separated
-    /// or repeated. Without it, the GPUs of the KFD topology, as ROCR_VISIBLE_DEVICES and
+    /// or repeated. `all`: every GPU target the roots have code for and this machine's GPUs,
+    /// one row each. Without it, the GPUs of the KFD topology, as ROCR_VISIBLE_DEVICES and
     /// HIP_VISIBLE_DEVICES leave them.
     #[arg(long = "gpu", value_name = "TARGET_ID", value_delimiter = ',')]
     pub gpus: Vec<String>,

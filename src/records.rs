@@ -34,6 +34,8 @@ pub enum Record<'a> {
     Program(&'a ProgramReport),
     /// `check`: a GPU of the KFD topology whose ISA the target table does not know: not checked.
     UnknownGpu(&'a UnknownGpu),
+    /// `check --gpu all`: one GPU in one row (the check document's `summary`).
+    GpuSummary(&'a crate::check::summary::GpuRow),
     /// `check`: an install that exists but was not checked.
     NotChecked(NotChecked<'a>),
     /// Last: the totals (`scan`) or the outcome (`check`).

@@ -1388,3 +1388,61 @@ fn rocm64_tree_has_no_findings() {
     assert_eq!(doc.get("findings"), None, "{:#}", doc["findings"]);
     assert_eq!(code, Some(0));
 }
+
+/// Issue 35, item 1: `check --gpu all` on Debian's ROCm 6.4 tree fits 80 columns, and every row
+/// agrees with `check --gpu TARGET` of that target: its worst status, its first library with
+/// that status, how many more, and the override its hint names.
+#[test]
+fn rocm64_check_all_agrees_with_check_of_each_gpu() {
+    let Some(root) = rocm64_tree() else { return };
+    let text = std::process::Command::new(env!("CARGO_BIN_EXE_gfxscan"))
+        .args(["check", "-q", "--gpu", "all"])
+        .arg(&root)
+        .env("COLUMNS", "80")
+        .output()
+        .expect("gfxscan runs");
+    let shown = String::from_utf8_lossy(&text.stdout);
+    let wide: Vec<&str> = shown.lines().filter(|l| l.chars().count() > 80).collect();
+    assert!(wide.is_empty(), "lines past 80 columns: {wide:#?}\n{shown}");
+    let (code, all) = gfxscan_json(&["check", "-q", "--json", "--gpu", "all"], &root);
+    assert_eq!(code, text.status.code());
+    let rows = all["summary"].as_array().expect("summary rows").clone();
+    assert!(rows.len() >= 30, "{rows:#?}");
+    let row_facts = |r: &serde_json::Value| {
+        let first = r["first"]["library"].as_str().unwrap_or("").to_string();
+        let over = r["override_helps"].as_str().unwrap_or("").to_string();
+        (r["status"].as_str().unwrap_or("").to_string(), first, r["more"].as_u64().unwrap_or(0), over)
+    };
+    let order = ["ok", "warn", "missing"];
+    let check_facts = |report: &serde_json::Value| {
+        let gpu = &report["installs"][0]["gpus"][0];
+        let verdicts = gpu["verdicts"].as_array().expect("verdicts");
+        let rank = |v: &serde_json::Value| order.iter().position(|o| v["status"] == *o).expect("a status");
+        let worst = verdicts.iter().map(rank).max().unwrap_or(0);
+        let same: Vec<&serde_json::Value> =
+            verdicts.iter().filter(|v| worst > 0 && rank(v) == worst).collect();
+        let first = same.first().and_then(|v| v["library"].as_str()).unwrap_or("").to_string();
+        let hint = gpu["hints"][0].as_str().unwrap_or("");
+        let over = hint.split(' ').next().filter(|w| w.contains('=')).unwrap_or("").to_string();
+        (order[worst].to_string(), first, same.len().saturating_sub(1) as u64, over)
+    };
+    // Two at a time, as the machine has cores for.
+    for pair in rows.chunks(2) {
+        std::thread::scope(|s| {
+            let runs: Vec<_> = pair
+                .iter()
+                .map(|r| {
+                    let target = r["target"].as_str().expect("a target").to_string();
+                    let root = &root;
+                    s.spawn(move || {
+                        (target.clone(), gfxscan_json(&["check", "-q", "--json", "--gpu", &target], root))
+                    })
+                })
+                .collect();
+            for (r, run) in pair.iter().zip(runs) {
+                let (target, (_, one)) = run.join().expect("no panic");
+                assert_eq!(row_facts(r), check_facts(&one), "{target}");
+            }
+        });
+    }
+}

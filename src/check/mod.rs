@@ -21,6 +21,7 @@
 pub mod devices;
 pub mod program;
 pub mod prune;
+pub mod summary;
 
 use std::collections::BTreeMap;
 
@@ -50,6 +51,9 @@ pub struct GpuReport {
     pub hints: Vec<String>,
     /// Dangers: an override across incompatible ISAs.
     pub warnings: Vec<String>,
+    /// The override the hint names (`HSA_OVERRIDE_GFX_VERSION=10.3.0`), when one would help.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub override_helps: Option<String>,
 }
 
 impl GpuReport {
@@ -145,6 +149,9 @@ pub struct CheckReport {
     /// the libraries it loads.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub program: Option<program::ProgramReport>,
+    /// `check --gpu all`: one row per GPU, read from the verdicts above (absent otherwise).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub summary: Vec<summary::GpuRow>,
 }
 
 impl CheckReport {
@@ -158,6 +165,12 @@ impl CheckReport {
             self.outcome = Outcome::Incomplete;
         }
         self.program = Some(p);
+        self
+    }
+
+    /// The report with one row per GPU (`check --gpu all`).
+    pub fn with_summary(mut self) -> CheckReport {
+        self.summary = summary::rows(&self);
         self
     }
 
@@ -191,13 +204,14 @@ pub fn missing_count(verdicts: &[Verdict]) -> usize {
     verdicts.iter().filter(|v| v.status == Status::Missing).count()
 }
 
-/// The override hint for a device whose install misses pieces an ISA-compatible target has.
+/// The override hint for a device whose install misses pieces an ISA-compatible target has:
+/// the setting, and the hint that explains it.
 fn override_hint(
     model: &Model,
     device: &Device,
     targets: &Targets,
     by_install: &BTreeMap<Install, Vec<Verdict>>,
-) -> BTreeMap<Install, String> {
+) -> BTreeMap<Install, (String, String)> {
     let mut out = BTreeMap::new();
     let native = targets.by_name(&device.native.processor);
     let (Some(t), None) = (native, &device.r#override) else { return out };
@@ -213,10 +227,11 @@ fn override_hint(
         let missing = missing_count(verdicts);
         let still = alt_verdicts.get(install).map_or(missing, |v| missing_count(v));
         if missing > 0 && still < missing {
-            out.insert(install.clone(), format!(
-                "HSA_OVERRIDE_GFX_VERSION={value} makes the runtime treat this {} as {} ({} missing; {} code for {} of them). targets.toml records {} as ISA-compatible with {}: a widely used workaround, not support — it applies to every GPU in the process unless set per node (HSA_OVERRIDE_GFX_VERSION_<node>)",
+            let setting = format!("HSA_OVERRIDE_GFX_VERSION={value}");
+            out.insert(install.clone(), (setting.clone(), format!(
+                "{setting} makes the runtime treat this {} as {} ({} missing; {} code for {} of them). targets.toml records {} as ISA-compatible with {}: a widely used workaround, not support — it applies to every GPU in the process unless set per node (HSA_OVERRIDE_GFX_VERSION_<node>)",
                 t.name, alt.name, crate::vocab::units::count(missing as u64, "library"), alt.name, missing - still, t.name, alt.name
-            ));
+            )));
         }
     }
     out
@@ -256,11 +271,13 @@ pub fn check_device(model: &Model, device: &Device, targets: &Targets) -> BTreeM
             for v in &mut verdicts {
                 v.available.sort_by(|a, b| targets.cmp(a, b));
             }
+            let hint = hints.get(&install);
             let report = GpuReport {
                 device: device.clone(),
                 verdicts,
-                hints: hints.get(&install).cloned().into_iter().collect(),
+                hints: hint.map(|(_, text)| text.clone()).into_iter().collect(),
                 warnings: warning.clone().into_iter().collect(),
+                override_helps: hint.map(|(setting, _)| setting.clone()),
             };
             (install, report)
         })
@@ -325,5 +342,6 @@ pub fn check(model: &Model, gpus: &Gpus, targets: &Targets, opts: CheckOptions) 
         problems: snap.problems.clone(),
         links_out_of_root: snap.links_out_of_root.clone(),
         program: None,
+        summary: Vec::new(),
     }
 }

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::bail;
 
 use super::{default_installs, load_targets, memory_aim, open_outputs, scan_roots};
+use crate::check::summary;
 use crate::cli::{self, CheckArgs, OutputFormat};
 use crate::exit::ExitStatus;
 use crate::library::{Context, LibPath, Model};
@@ -27,7 +28,13 @@ pub fn run(mut args: CheckArgs, color: cli::ColorChoice) -> anyhow::Result<ExitS
     // The program's environment: this process's (or the process's), with --env on top.
     let vars = program_env(process.as_ref().map(|p| p.env.clone()), &args.env)?;
     let env = check::devices::Env::from_vars(vars.iter().map(|(k, v)| (k.clone(), v.clone())));
-    let found = gpus(&args, &env, &targets)?;
+    // `--gpu all`: the GPUs come from what the scan finds, besides the machine's and any named.
+    let all = args.gpus.iter().any(|g| g.eq_ignore_ascii_case("all"));
+    args.gpus.retain(|g| !g.eq_ignore_ascii_case("all"));
+    let found = match all {
+        true => machine_and_named(&args, &env, &targets)?,
+        false => gpus(&args, &env, &targets)?,
+    };
     let outputs = open_outputs(color, args.json, args.format, &args.opts.outputs, OutputFormat::CHECK)?;
     // With --exe: what the program loads, found as the loader finds it, is what is read; with
     // --pid, what the process has mapped.
@@ -61,16 +68,25 @@ pub fn run(mut args: CheckArgs, color: cli::ColorChoice) -> anyhow::Result<ExitS
     processors.dedup();
     args.opts.resources.max_memory = Some(memory_aim(&args.opts.resources, false));
     let parts = program.as_ref().map(|(loads, _, real, _)| loads.files(real));
-    let snap = scan_roots(roots.clone(), &args.opts, &targets, Some(processors.clone()), parts, false)?;
+    // Every GPU the code is for is checked with `all`: everything is read.
+    let read_for = (!all).then_some(processors);
+    let snap = scan_roots(roots.clone(), &args.opts, &targets, read_for.clone(), parts, false)?;
+    let found = match all {
+        true => summary::every_gpu(found, summary::code_gpus(&snap, &targets)),
+        false => found,
+    };
     let context = Context {
         one_program: program.is_some(),
-        read_for: Some(processors),
+        read_for,
         libpaths: pending.into_iter().map(|p| p.place_in(&roots)).collect(),
     };
     let model = Model::build(snap, &targets, context);
     let mut result = check::check(&model, &found, &targets, check::CheckOptions { not_checked });
     if let Some((loads, shown, real, label)) = &program {
         result = result.with_program(loads.report(label, shown, real));
+    }
+    if all {
+        result = result.with_summary();
     }
     deliver_all(outputs, result.exit_status(), |format, style, w| {
         report::write_check(&result, &targets, format, style, w)
@@ -96,6 +112,22 @@ fn gpus(
         bail!("no GPU in the KFD topology under {}: name one with --gpu TARGET_ID", root.display());
     }
     Ok(found)
+}
+
+/// `--gpu all`'s GPUs known before the scan: this machine's (KFD topology under
+/// `--sysfs-root`, else `/`, where a machine without one has none), then those named beside
+/// `all`.
+fn machine_and_named(
+    args: &CheckArgs,
+    env: &check::devices::Env,
+    targets: &crate::vocab::targets::Targets,
+) -> anyhow::Result<check::devices::Gpus> {
+    let machine = match &args.sysfs_root {
+        Some(root) => check::devices::from_kfd(root, env, targets).map_err(anyhow::Error::msg)?,
+        None => check::devices::from_kfd(Path::new("/"), env, targets).unwrap_or_default(),
+    };
+    let named = check::devices::from_args(&args.gpus, env, targets).map_err(anyhow::Error::msg)?;
+    Ok(summary::every_gpu(machine, named))
 }
 
 /// The roots a check without a program reads: those named, else the installs found under `/`

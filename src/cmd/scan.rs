@@ -61,7 +61,14 @@ pub fn run(mut args: ScanArgs, color: cli::ColorChoice) -> anyhow::Result<ExitSt
         Some(chosen) => (cli::View::Layer, distinct(chosen)),
         None => (args.by, distinct(&args.only)),
     };
-    let mut view = report::ScanView { view, only, wide: args.wide, created, gates: Vec::new() };
+    let mut view =
+        report::ScanView { view, only, wide: args.wide, created, gates: Vec::new(), served: Vec::new() };
+    // The header's served targets, for the outputs that show it.
+    let headed =
+        |f: OutputFormat| matches!(f, OutputFormat::Table | OutputFormat::Markdown | OutputFormat::Html);
+    if args.keep.is_empty() && outputs.iter().any(|o| headed(o.format)) {
+        view.served = check::summary::code_rows(&model, &targets);
+    }
     if outputs.iter().any(|o| o.format == OutputFormat::Html) {
         // A column for each processor the page's per-target table has a row for.
         let shown = report::views::shown_targets(snap, &targets, &view.only);

@@ -91,7 +91,7 @@ fn in_folder(library: &str, dir: &str) -> bool {
 
 /// A library's name in `room` columns: leading folders go first, then the middle of a name
 /// too long by itself.
-fn fit_name(name: &str, room: usize) -> String {
+pub(super) fn fit_name(name: &str, room: usize) -> String {
     let cut = cut_path_start(name, room);
     match cut.chars().count() > room {
         true => super::table::shorten_middle(&cut, room),
@@ -272,6 +272,9 @@ pub fn outcome_line(report: &CheckReport) -> String {
         {
             format!("{counted} · MISSING: a library the program loads at run time cannot be loaded")
         }
+        Outcome::Missing if !report.summary.is_empty() => {
+            super::served::outcome_line(report, &counted).unwrap_or_default()
+        }
         Outcome::Missing => {
             let missing: Vec<String> = report
                 .installs
@@ -306,6 +309,35 @@ pub fn outcome_line(report: &CheckReport) -> String {
     }
 }
 
+/// Writes every verdict as a CSV record: install, GPU, target, library, kind, status, detail.
+fn write_check_csv(report: &CheckReport, out: &mut dyn Write) -> anyhow::Result<()> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let header = ["install", "gpu", "target", "checked_as", "library", "kind", "status", "detail"];
+    super::safe::write_record(&mut w, header)?;
+    for inst in &report.installs {
+        for g in &inst.gpus {
+            let d = &g.device;
+            for v in &g.verdicts {
+                super::safe::write_record(
+                    &mut w,
+                    [
+                        inst.install.path.clone(),
+                        d.index.to_string(),
+                        d.native.target_id.clone(),
+                        d.effective.target_id.clone(),
+                        v.library.clone(),
+                        super::json_word(v.kind),
+                        super::json_word(v.status),
+                        detail(v),
+                    ],
+                )?;
+            }
+        }
+    }
+    out.write_all(&w.into_inner()?)?;
+    Ok(())
+}
+
 /// Writes the verdicts of `gfxscan check`: per install, per GPU; then what was not checked,
 /// the files that could not be read, and the overall outcome.
 pub fn write_check(
@@ -320,6 +352,8 @@ pub fn write_check(
         OutputFormat::Html => return super::html::write_check_html(report, &outcome_line(report), out),
         OutputFormat::Prometheus => return super::prometheus::write_check_metrics(report, out),
         OutputFormat::Jsonl => return super::jsonl::write_check_jsonl(report, out),
+        OutputFormat::Csv if !report.summary.is_empty() => return super::served::write_csv(report, out),
+        OutputFormat::Csv => return write_check_csv(report, out),
         _ => {}
     }
     let md = format == OutputFormat::Markdown;
@@ -335,13 +369,24 @@ pub fn write_check(
         writeln!(out, "{}", status_line(&text, h, &inst.status_shown(inst.status), inst.status, style))?;
         if let Some(r) = &inst.runtime {
             let lib = inst.install.inner(&r.library);
-            let line = format!("HIP runtime {lib} ({}): verdicts follow its rules — {}", r.version, r.rules);
+            // One row per GPU: the rules by name, in full under `check --gpu TARGET`.
+            let line = match report.summary.is_empty() {
+                true => format!("HIP runtime {lib} ({}): verdicts follow its rules — {}", r.version, r.rules),
+                false => {
+                    let name = r.rules.split(':').next().unwrap_or(r.rules);
+                    format!("HIP runtime {lib} ({}): verdicts follow {name}'s rules", r.version)
+                }
+            };
             writeln!(out, "{}", wrap(&line, li, "    ", style.width))?;
         }
         writeln!(out)?;
-        for gpu in &inst.gpus {
+        // `--gpu all`: one row per GPU below, for every install at once.
+        for gpu in inst.gpus.iter().filter(|_| report.summary.is_empty()) {
             write_gpu(gpu, inst, targets, md, style, out)?;
         }
+    }
+    if !report.summary.is_empty() {
+        super::served::write_rows(report, md, style, out)?;
     }
     for u in &report.unknown_gpus {
         let line = format!(

@@ -18,7 +18,9 @@ use crate::model::Snapshot;
 use crate::vocab::targets::Targets;
 use crate::vocab::units::{count, human_bytes, thousands};
 
-use super::views::{headline, install_summary, library_targets, product, shown_targets, target_line};
+use super::views::{
+    headline, install_summary, library_targets, product, served_line, shown_targets, target_line,
+};
 use crate::aggregate::{layer_count, layers, Layer};
 
 /// Text made safe for HTML content and attribute values.
@@ -294,8 +296,7 @@ pub fn write_scan_html(
     snap: &Snapshot,
     targets: &Targets,
     matrix: &[LibraryRow],
-    only: &[String],
-    gates: &[Explanation],
+    view: &super::ScanView,
     w: &mut dyn Write,
 ) -> anyhow::Result<()> {
     let mut out = String::new();
@@ -306,6 +307,10 @@ pub fn write_scan_html(
         esc(&snap.roots.join(", ")),
         esc(&headline(snap))
     );
+    if let Some(line) = served_line(&view.served, None) {
+        let _ = writeln!(out, "<p>{}</p>", esc(&line));
+    }
+    let (only, gates) = (&view.only, &view.gates);
     // What is wrong first: findings, names that lie and unread files before the charts.
     let lies: Vec<String> = snap
         .mismatches
@@ -370,6 +375,10 @@ pub fn write_check_html(report: &CheckReport, outcome: &str, w: &mut dyn Write) 
         esc(&report.roots.join(", ")),
         esc(outcome)
     );
+    if !report.summary.is_empty() {
+        out.push_str("<h2>Which GPUs are served</h2>\n");
+        out.push_str(&super::served::html_rows(report, esc, status_class));
+    }
     for inst in &report.installs {
         let _ = write!(
             out,

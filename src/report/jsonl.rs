@@ -6,7 +6,7 @@
 //! snapshot into memory. The records carry the snapshot's and the check document's own types
 //! (docs/schema.md): a file (without its code objects), each code object with its file's path
 //! and its URI, each finding and problem; a check's program (`--exe`, `--pid`), unknown GPUs,
-//! GPUs and each verdict with its install and GPU, installs not checked. Records come in the documents' order, so the same result gives the same bytes.
+//! GPUs and each verdict with its install and GPU, with `--gpu all` a row per GPU, installs not checked. Records come in the documents' order, so the same result gives the same bytes.
 
 use std::io::Write;
 
@@ -81,6 +81,7 @@ pub fn write_check_jsonl(report: &CheckReport, out: &mut dyn Write) -> anyhow::R
     });
     let unknown = report.unknown_gpus.iter().map(Record::UnknownGpu);
     let program = report.program.iter().map(Record::Program);
+    let summary = report.summary.iter().map(Record::GpuSummary);
     let not_checked = report.not_checked.iter().map(|i| Record::NotChecked(NotChecked { install: i }));
     let problems = report.problems.iter().map(Record::Problem);
     let end = Record::End(End::Check { outcome: report.outcome });
@@ -88,6 +89,7 @@ pub fn write_check_jsonl(report: &CheckReport, out: &mut dyn Write) -> anyhow::R
         .chain(unknown)
         .chain(program)
         .chain(gpus)
+        .chain(summary)
         .chain(not_checked)
         .chain(problems)
         .chain(std::iter::once(end));

@@ -17,6 +17,7 @@ pub mod prometheus;
 pub mod prune;
 pub mod safe;
 pub mod scan;
+pub mod served;
 pub mod style;
 pub mod table;
 pub mod uris;

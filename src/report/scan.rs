@@ -19,7 +19,8 @@ use crate::vocab::units::{human_bytes, thousands};
 use super::style::{wrap, Style};
 use super::table::{fit, render_blocks, shorten_middle, Column};
 use super::views::{
-    generic_servers, headline, library_targets, product, runtime_only, shown_targets, RUNTIME_ROW,
+    generic_servers, headline, library_targets, product, runtime_only, served_line, shown_targets,
+    RUNTIME_ROW,
 };
 use super::write_json;
 
@@ -36,6 +37,9 @@ pub struct ScanView {
     /// For the HTML page: each shown target's gates (`explain`), made only when a page is
     /// written.
     pub gates: Vec<crate::explain::Explanation>,
+    /// For the header of the table and the page: each GPU target's row as `check --gpu all`
+    /// gives it (`check::summary::code_rows`), made only for those outputs.
+    pub served: Vec<crate::check::summary::GpuRow>,
 }
 
 /// Writes a scan result in the chosen format and view.
@@ -57,9 +61,7 @@ pub fn write_scan(
     match format {
         OutputFormat::Json => write_json(out, &json_view(snap, targets, view)),
         OutputFormat::Csv => write_csv(snap, targets, matrix, view, out),
-        OutputFormat::Html => {
-            super::html::write_scan_html(snap, targets, matrix, &view.only, &view.gates, out)
-        }
+        OutputFormat::Html => super::html::write_scan_html(snap, targets, matrix, view, out),
         OutputFormat::Prometheus => super::prometheus::write_scan_metrics(snap, targets, &view.only, out),
         OutputFormat::Jsonl => super::jsonl::write_scan_jsonl(&json_view(snap, targets, view), out),
         OutputFormat::Uris => {
@@ -73,6 +75,9 @@ pub fn write_scan(
         OutputFormat::Table | OutputFormat::Markdown => {
             let md = format == OutputFormat::Markdown;
             writeln!(out, "{}", wrap(&headline(snap), "", "  ", style.width))?;
+            if let Some(line) = served_line(&view.served, style.width) {
+                writeln!(out, "{}", wrap(&line, "", "  ", style.width))?;
+            }
             writeln!(out)?;
             match view.view {
                 View::Target => write_by_target(snap, targets, view, md, style, out)?,

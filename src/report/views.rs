@@ -4,15 +4,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::aggregate::{layer_count, layers};
 use crate::explain::{Explanation, Gate, InstallGates, Section};
 use crate::library::matrix::LibraryRow;
 use crate::model::Snapshot;
 use crate::vocab::targets::Targets;
 use crate::vocab::units::{count, human_bytes, thousands};
 
-/// The row key of the runtime's own code objects (`families::code_row`).
-pub const RUNTIME_ROW: &str = "runtime-internal-code-objects";
+use crate::aggregate::layers;
+pub use crate::aggregate::{runtime_only, RUNTIME_ROW};
 
 /// The people's name of a target's first product, short (`Radeon RX 6700 XT` → `RX 6700 XT`).
 pub fn product(targets: &Targets, name: &str) -> Option<String> {
@@ -25,14 +24,7 @@ pub fn product(targets: &Targets, name: &str) -> Option<String> {
 /// natural order. Each generic row names the targets it serves.
 pub fn shown_targets(snap: &Snapshot, targets: &Targets, only: &[String]) -> Vec<(String, Vec<String>)> {
     if only.is_empty() {
-        let mut all: Vec<String> = snap
-            .targets
-            .keys()
-            .chain(snap.families.values().flat_map(|m| m.keys()))
-            .cloned()
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .collect();
+        let mut all: Vec<String> = crate::aggregate::targets_present(snap).into_iter().collect();
         targets.sort(&mut all);
         return all.into_iter().map(|t| (t, Vec::new())).collect();
     }
@@ -104,21 +96,26 @@ pub fn headline(snap: &Snapshot) -> String {
     )
 }
 
-/// True for a target whose only code here is the runtime's own: nothing else holds anything
-/// for it, and no library has code for its generic target (which the runtime would load).
-pub fn runtime_only(snap: &Snapshot, targets: &Targets, target: &str) -> bool {
-    let counts = |t: &str| -> Vec<(bool, u64)> {
-        layers()
-            .iter()
-            .map(|l| (l.rows.iter().any(|r| r.key == RUNTIME_ROW), layer_count(snap, l, t)))
-            .collect()
+/// The scan header's second line: how many GPU targets are served (OK or WARN in every
+/// install, as `check --gpu all` judges them), named when they fit in two lines of `width`.
+pub fn served_line(rows: &[crate::check::summary::GpuRow], width: Option<usize>) -> Option<String> {
+    if rows.is_empty() {
+        return None;
+    }
+    let served: Vec<&str> = rows.iter().filter(|r| r.served()).map(|r| r.target.as_str()).collect();
+    let of = format!("{} of {}", served.len(), count(rows.len() as u64, "GPU target"));
+    let line = match served.as_slice() {
+        [] => format!(
+            "Served: none of {} (`gfxscan check --gpu all` says what each lacks)",
+            count(rows.len() as u64, "GPU target")
+        ),
+        names => format!("Served, every required piece present: {of}: {}", names.join(", ")),
     };
-    let own = counts(target);
-    let generic = crate::vocab::runtime::generic_of(target, targets);
-    let served_generically = generic.is_some_and(|g| counts(g).iter().any(|(runtime, n)| !runtime && *n > 0));
-    own.iter().any(|(runtime, n)| *runtime && *n > 0)
-        && own.iter().all(|(runtime, n)| *runtime || *n == 0)
-        && !served_generically
+    let fits = width.is_none_or(|w| line.chars().count() <= 2 * w - 2);
+    Some(match fits {
+        true => line,
+        false => format!("Served, every required piece present: {of} (`gfxscan check --gpu all` lists them)"),
+    })
 }
 
 /// The targets of the per-library view: those chosen, else every target a library holds

@@ -1037,3 +1037,110 @@ fn check_reading_tables_gives_a_full_scans_verdicts() {
     assert!(gfx900.contains("\"loads\": \"hipv4-amdgcn-amd-amdhsa--gfx9-generic\""), "{gfx900}");
     assert!(gfx900.contains("libnine_broken.co"), "a broken entry gfx900 would load is seen: {gfx900}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// `--gpu all`: every GPU the code is for and this machine's, one row each (issue 35, item 1)
+// ---------------------------------------------------------------------------------------------
+
+/// The tree of the `--gpu all` tests: rocBLAS for gfx1030 only, and a host library with gfx1030
+/// and gfx1100 code.
+fn all_tree() -> Tree {
+    let tree = Tree::new();
+    rocblas_gfx1030(&tree);
+    let (a, b) = (co(GFX1030, 0, 2), co(GFX1100, 0, 2));
+    tree.file("opt/rocm/lib/libfoo.so", &host_lib(&[("gfx1030", &a), ("gfx1100", &b)]));
+    tree
+}
+
+/// A row's verdict, first decider (relative to the tree), count of more and override, from
+/// `summary`.
+fn row_of(report: &Value, tree: &Tree, gpu: &str) -> (String, String, u64, String) {
+    let rows = report["summary"].as_array().expect("summary rows");
+    let r =
+        rows.iter().find(|r| r["target"] == gpu).unwrap_or_else(|| panic!("no row for {gpu}: {report:#}"));
+    let first = r["first"]["library"].as_str().unwrap_or("");
+    let first = first.strip_prefix(&format!("{}/", tree.root_str())).unwrap_or(first);
+    let over = r["override_helps"].as_str().unwrap_or("").to_string();
+    (
+        r["status"].as_str().unwrap_or("").to_string(),
+        first.to_string(),
+        r["more"].as_u64().unwrap_or(99),
+        over,
+    )
+}
+
+/// The same facts from `check --gpu GPU` of the tree: the GPU's worst status, its first
+/// library with that status, how many more, and the hint's override.
+fn row_from_check(report: &Value, tree: &Tree) -> (String, String, u64, String) {
+    let order = ["ok", "warn", "missing"];
+    let all: Vec<(String, String)> = gpus(report).iter().flat_map(|g| statuses(g)).collect();
+    let worst = all.iter().map(|(_, s)| order.iter().position(|o| o == s).unwrap()).max().unwrap_or(0);
+    let same: Vec<&String> =
+        all.iter().filter(|(_, s)| worst > 0 && s == order[worst]).map(|(l, _)| l).collect();
+    let first = same.first().map_or("", |l| l.as_str());
+    let first = first.strip_prefix(&format!("{}/", tree.root_str())).unwrap_or(first);
+    let hint = gpus(report).iter().flat_map(|g| strings(&g["hints"])).next().unwrap_or_default();
+    let over = hint.split(' ').next().filter(|w| w.contains('=')).unwrap_or("").to_string();
+    (order[worst].to_string(), first.to_string(), same.len().saturating_sub(1) as u64, over)
+}
+
+/// `check --gpu all` lists this machine's gfx1031 (KFD node 1) first, then every target the
+/// code is for; each row agrees with `check --gpu TARGET`, exit 1 as for several GPUs.
+#[test]
+fn gpu_all_lists_the_machine_and_every_code_target_as_check_of_each_says() {
+    let tree = all_tree();
+    let sys = kfd(&[0, 100301]);
+    let mut extra = gpus_args(&["all"]);
+    extra.extend(sysfs(&sys));
+    let report = check_json(&tree, &extra, &[], 1);
+    let targets: Vec<&str> =
+        report["summary"].as_array().expect("rows").iter().map(|r| r["target"].as_str().unwrap()).collect();
+    assert_eq!(targets, ["gfx1031", "gfx1030", "gfx1100"], "{report:#}");
+    assert_eq!(report["summary"][0]["node"], 1);
+    assert_eq!(
+        row_of(&report, &tree, "gfx1031"),
+        ("missing".into(), "opt/rocm/lib/libfoo.so".into(), 1, "HSA_OVERRIDE_GFX_VERSION=10.3.0".into())
+    );
+    assert_eq!(row_of(&report, &tree, "gfx1030").0, "ok");
+    assert_eq!(
+        row_of(&report, &tree, "gfx1100"),
+        ("missing".into(), format!("{ROCBLAS_LIB}/"), 0, String::new())
+    );
+    for gpu in ["gfx1031", "gfx1030", "gfx1100"] {
+        let code = if gpu == "gfx1030" { 0 } else { 1 };
+        let one = check_json(&tree, &gpus_args(&[gpu]), &[], code);
+        assert_eq!(row_of(&report, &tree, gpu), row_from_check(&one, &tree), "{gpu}");
+    }
+}
+
+/// `--gpu all,gfx1151` adds a named GPU the code is not for; the table fits 80 columns, marks
+/// the machine's GPU, gives the override's value, and the last line counts what is served.
+#[test]
+fn gpu_all_table_fits_and_names_what_is_served() {
+    let tree = all_tree();
+    let sys = kfd(&[0, 100301]);
+    let mut a = args(&tree, &["--gpu", "all,gfx1151"]);
+    a.extend(sysfs(&sys));
+    let run = check(&a, &[("COLUMNS", "80")]);
+    run.expect_code(1);
+    let out = &run.stdout;
+    assert!(out.lines().all(|l| l.chars().count() <= 80), "{out}");
+    let row =
+        |t: &str| out.lines().find(|l| l.trim_start().starts_with(t)).unwrap_or_else(|| panic!("{t}: {out}"));
+    assert!(row("gfx1031 *").contains("MISSING") && row("gfx1031 *").ends_with("10.3.0"), "{out}");
+    assert!(row("gfx1030 ").contains("OK"), "{out}");
+    assert!(row("gfx1151 ").contains("MISSING"), "{out}");
+    assert!(out.contains("*: this machine's GPU (KFD node 1)"), "{out}");
+    let words = out.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(words.contains("MISSING: 3 of 4 GPUs lack a required piece (rows above); 1 served"), "{out}");
+    // CSV: a record a GPU, formula-safe, the same statuses.
+    let mut c = args(&tree, &["--gpu", "all", "--format", "csv"]);
+    c.extend(sysfs(&sys));
+    let csv = check(&c, &[]);
+    csv.expect_code(1);
+    let lines: Vec<&str> = csv.stdout.lines().collect();
+    assert_eq!(lines[0], "gpu,target,checked_as,node,status,install,first_library,first_kind,more,override");
+    assert!(lines[1].starts_with("0,gfx1031,,1,missing,"), "{}", csv.stdout);
+    assert!(lines[2].starts_with("1,gfx1030,,,ok,"), "{}", csv.stdout);
+    assert_eq!(lines.len(), 4, "{}", csv.stdout);
+}

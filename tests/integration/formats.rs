@@ -63,8 +63,11 @@ fn table_rows_follow_the_natural_order() {
     // Targets down (generation, then number), their first product, then one column per layer
     // present: here only library code. Header words stack; no line ends in spaces.
     let lines: Vec<&str> = run.stdout.lines().collect();
+    // Then the targets `check --gpu all` finds served (gfx90a's only code is xnack+, which a
+    // gfx90a in its default mode does not load).
+    assert_eq!(lines[1], "Served, every required piece present: 2 of 3 GPU targets: gfx900, gfx1100");
     assert_eq!(
-        lines[1..8],
+        lines[2..9],
         [
             "",
             " TARGET   PRODUCT          LIBRARY",
@@ -80,7 +83,7 @@ fn table_rows_follow_the_natural_order() {
     // Then what each column counts, and the layers this tree has none of: one note each,
     // wrapped at 100 columns under a 2-space indent.
     let notes: Vec<String> =
-        lines[8..].join("\n").split("\n  ").collect::<Vec<_>>().join(" ").lines().map(String::from).collect();
+        lines[9..].join("\n").split("\n  ").collect::<Vec<_>>().join(" ").lines().map(String::from).collect();
     assert_eq!(
         notes,
         [
@@ -396,9 +399,14 @@ fn the_format_follows_the_output_extension() {
     check.expect_code(0);
     assert!(std::fs::read_to_string(at("verdicts.json")).expect("written").contains("\"outcome\""));
     let csv = crate::util::gfxscan(["check", "-q", &root, "--gpu", "gfx900", "-o", &at("verdicts.csv")]);
-    csv.expect_code(2);
-    assert!(csv.stderr.contains("no csv output"), "{}", csv.stderr);
-    assert!(!std::path::Path::new(&at("verdicts.csv")).exists());
+    csv.expect_code(0);
+    let rows = std::fs::read_to_string(at("verdicts.csv")).expect("written");
+    assert!(rows.starts_with("install,gpu,target,checked_as,library,kind,status,detail\n"), "{rows}");
+    let uris_to = format!("uris={}", at("verdicts.uris"));
+    let uris = crate::util::gfxscan(["check", "-q", &root, "--gpu", "gfx900", "-o", &uris_to]);
+    uris.expect_code(2);
+    assert!(uris.stderr.contains("no uris output"), "{}", uris.stderr);
+    assert!(!std::path::Path::new(&at("verdicts.uris")).exists());
 }
 
 /// One error prefix: gfxscan's own errors read as clap's do (`error: …`).

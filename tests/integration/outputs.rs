@@ -54,9 +54,9 @@ fn outputs_are_checked_before_the_scan() {
     let stdout_twice = gfxscan(["scan", "-q", &root, "-o", "json=-", "-o", "-"]);
     stdout_twice.expect_code(2);
     assert!(stdout_twice.stderr.contains("standard output"), "{}", stdout_twice.stderr);
-    let csv = gfxscan(["check", "-q", &root, "--gpu", "gfx900", "-o", &format!("csv={}", at("v"))]);
-    csv.expect_code(2);
-    assert!(csv.stderr.contains("no csv output"), "{}", csv.stderr);
+    let uris = gfxscan(["check", "-q", &root, "--gpu", "gfx900", "-o", &format!("uris={}", at("v"))]);
+    uris.expect_code(2);
+    assert!(uris.stderr.contains("no uris output"), "{}", uris.stderr);
     let uris = gfxscan(["diff", &root, &root, "--format", "uris"]);
     uris.expect_code(2);
     assert!(uris.stderr.contains("possible values"), "clap lists what diff writes: {}", uris.stderr);
