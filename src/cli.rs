@@ -473,7 +473,8 @@ pub struct ExplainArgs {
     /// Short for --format json.
     #[arg(long, conflicts_with = "format")]
     pub json: bool,
-    /// Every library's verdict as its own row (without it, the OK ones are counted in one).
+    /// Every gate, section by section, with what it says and its source, and every library's
+    /// verdict as its own row (without it: the summary and the gates that block).
     #[arg(short, long)]
     pub verbose: bool,
 }
@@ -494,8 +495,8 @@ pub struct DiffArgs {
     /// then read as `check` reads it for them (other targets' entries from bundle tables).
     #[arg(long, value_delimiter = ',', value_name = "TARGETS")]
     pub only: Vec<String>,
-    /// Every detail: each file added, removed or changed, and every library's code objects
-    /// (without it, lists stop after a few with "and N more").
+    /// Every detail: per target, per layer, each file added, removed or changed, and every
+    /// library's code objects (without it: the verdict, the losses, gains and files counted).
     #[arg(short, long)]
     pub verbose: bool,
     /// Output format (default: what -o FILE's extension says — .json, .html, .md — else a

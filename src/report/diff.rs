@@ -1,7 +1,7 @@
-//! `diff` for people, most important first and in one screen: both sides, a summary per target
-//! (libraries lost and gained) and per library (targets lost and gained), the target × layer
-//! pivot (old → new); then the details — target-ID changes, code objects per library, files —
-//! capped with "and N more" unless `--verbose`.
+//! `diff` for people, most important first. By default in one screen: both sides, the verdict,
+//! each library's losses on a line, the gains and files counted. With `--verbose` everything: a
+//! summary per target (libraries lost and gained) and per library (targets lost and gained),
+//! the target × layer pivot (old → new), target-ID changes, code objects per library, files.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Write};
@@ -73,6 +73,9 @@ pub fn write_diff_text(
         writeln!(out, "No differences.")?;
         return Ok(());
     }
+    if !verbose {
+        return Ok(write_short(d, l, out)?);
+    }
     write_by_target(d, targets, l, out)?;
     // A side read in part proves no loss: what it lacks may only be unread.
     let lost_title = if d.outcome == DiffOutcome::Incomplete {
@@ -86,11 +89,108 @@ pub fn write_diff_text(
     write_id_changes(d, l, out)?;
     write_libraries(d, l, out)?;
     write_files(d, l, out)?;
-    if !verbose {
-        writeln!(out)?;
-        writeln!(out, "--verbose lists every file and library change.")?;
-    }
     Ok(())
+}
+
+/// How many losses the short form lists before "and N more libraries".
+const SHORT_LOSSES: usize = 14;
+
+/// The processors a list of coverage changes names, each once.
+fn processors_in(list: &[Coverage]) -> usize {
+    let all: BTreeSet<&str> =
+        list.iter().flat_map(|c| &c.targets).map(|t| t.split(':').next().unwrap_or(t)).collect();
+    all.len()
+}
+
+/// The verdict line: what the diff's outcome says, with how many targets and libraries.
+fn verdict_line(d: &SnapshotDiff) -> String {
+    let side = |list: &[Coverage], verb: &str| {
+        format!(
+            "{} {verb} code in {}",
+            count(processors_in(list) as u64, "target"),
+            count(list.len() as u64, "library")
+        )
+    };
+    let gained = (!d.gains.is_empty()).then(|| side(&d.gains, "gained"));
+    match d.outcome {
+        DiffOutcome::Loss => {
+            let mut s = format!("LOSS: {}", side(&d.losses, "lost"));
+            if let Some(g) = gained {
+                s.push_str(&format!("; {g}"));
+            }
+            s
+        }
+        DiffOutcome::Incomplete => format!(
+            "INCOMPLETE: {} not found on a side read in part (unconfirmed losses)",
+            count(processors_in(&d.losses) as u64, "target")
+        ),
+        _ => match gained {
+            Some(g) => format!("CHANGED: no target lost code; {g}"),
+            None => "CHANGED: no target lost or gained code".to_string(),
+        },
+    }
+}
+
+/// A loss on one line of `width`: the library, then as many of its targets as fit, and how
+/// many more.
+fn loss_line(c: &Coverage, width: Option<usize>) -> String {
+    let head = format!("{}{}: ", c.library, unit_change_words(c.how));
+    let listed = listed_targets(c, true);
+    let Some(width) = width else { return format!("{head}{}", capped(&listed, false)) };
+    let mut shown = 0;
+    loop {
+        let rest = listed.len() - shown;
+        let tail = if rest > 0 { format!(" … and {rest} more") } else { String::new() };
+        let line = format!("{head}{}{tail}", listed[..shown].join(", "));
+        let next = shown < listed.len() && {
+            let more = listed.len() - shown - 1;
+            let tail = if more > 0 { format!(" … and {more} more") } else { String::new() };
+            let wider = format!("{head}{}{tail}", listed[..=shown].join(", "));
+            wider.chars().count() + 2 <= width
+        };
+        if !next {
+            return line;
+        }
+        shown += 1;
+    }
+}
+
+/// The short form: the verdict, each loss on a line, the gains and the files counted, and what
+/// `--verbose` adds.
+fn write_short(d: &SnapshotDiff, l: Layout, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out)?;
+    let color = match d.outcome {
+        DiffOutcome::Loss => Some(Color::Red),
+        DiffOutcome::Incomplete => Some(Color::Yellow),
+        _ => None,
+    };
+    let verdict = wrap(&verdict_line(d), "", "  ", l.style.width);
+    writeln!(out, "{}", color.map_or_else(|| verdict.clone(), |c| paint(&verdict, c, l.style.color)))?;
+    if !d.losses.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "{}Lost, per library ({}):", l.h, d.losses.len())?;
+        for c in d.losses.iter().take(SHORT_LOSSES) {
+            writeln!(out, "{}{}", l.li, paint(&loss_line(c, l.style.width), Color::Red, l.style.color))?;
+        }
+        if d.losses.len() > SHORT_LOSSES {
+            let more = count((d.losses.len() - SHORT_LOSSES) as u64, "library");
+            writeln!(out, "{}… and {more} more", l.li)?;
+        }
+    }
+    writeln!(out)?;
+    if !d.gains.is_empty() {
+        let each: Vec<String> =
+            d.gains.iter().map(|c| format!("{} ({})", c.library, c.targets.len())).collect();
+        let line = format!("Gained, per library (targets): {}", each.join(", "));
+        writeln!(out, "{}", wrap(&line, l.li.trim_end(), "  ", l.style.width))?;
+    }
+    let id_changes = match d.target_id_changes.len() {
+        0 => String::new(),
+        n => format!("; {}", count(n as u64, "target-ID change")),
+    };
+    writeln!(out, "{}{}{id_changes}", l.li.trim_end(), files_line(d))?;
+    let hint = "--verbose: per target, per layer (old → new), code objects per library and every file.";
+    writeln!(out, "{}", wrap(hint, "", "  ", l.style.width))
 }
 
 /// Both sides: roots, whether scanned or read from a snapshot, files and code objects.

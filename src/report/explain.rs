@@ -197,6 +197,9 @@ fn write_text(
         writeln!(out, "{}", wrap(&line, if md { "- " } else { "" }, "  ", style.width))?;
     }
     writeln!(out)?;
+    if !verbose {
+        return Ok(write_deciding(e, md, style, out)?);
+    }
     let mut sources = Sources::default();
     write_sections(&e.policy, md, style, &mut sources, out)?;
     if e.roots.is_empty() {
@@ -225,6 +228,57 @@ fn write_text(
         writeln!(out, "{}", wrap(&line, "", "  ", style.width))?;
     }
     write_sources(&sources, style, out)
+}
+
+/// The rows that decide the answer: every gate that blocks, each on one line of the width.
+fn deciding(e: &Explanation) -> Vec<&GateRow> {
+    let installs = e.installs.iter().flat_map(|i| &i.rows);
+    e.policy.iter().chain(&e.ships).chain(installs).filter(|r| r.verdict == Gate::Blocks).collect()
+}
+
+/// `text` in one line of `width` (none: whole), cut after its last whole word that fits, for
+/// "…".
+fn one_line(text: &str, width: Option<usize>) -> String {
+    let Some(w) = width.filter(|&w| text.chars().count() > w) else { return text.to_string() };
+    let head: String = text.chars().take(w.saturating_sub(1)).collect();
+    let cut = head.rfind(' ').filter(|&at| at > head.len() / 2).unwrap_or(head.len());
+    format!("{}…", head[..cut].trim_end_matches([',', ':', ';']))
+}
+
+/// The short form after the glance: the gates that block (or that none does), the hints,
+/// what stops the answer being whole, and what `--verbose` adds.
+fn write_deciding(e: &Explanation, md: bool, style: Style, out: &mut dyn Write) -> std::io::Result<()> {
+    let li = if md { "- " } else { "  " };
+    let rows = deciding(e);
+    match rows.is_empty() {
+        true => writeln!(out, "Nothing blocks it.")?,
+        false => writeln!(out, "{}Blocked by ({}):", if md { "### " } else { "" }, rows.len())?,
+    }
+    for r in &rows {
+        // A library is named by its last folders, as the full table's cells do.
+        let line = format!("{li}{}: {}", super::style::cut_path_start(&r.gate, 28), r.says);
+        let line = one_line(&line, style.width);
+        let line = match style.color {
+            true => super::style::paint(&line, gate_color(r.verdict), true),
+            false => line,
+        };
+        writeln!(out, "{line}")?;
+    }
+    for i in &e.installs {
+        for h in i.check.hints.iter().chain(&i.check.warnings) {
+            writeln!(out, "{}", one_line(&format!("{li}{h}"), style.width))?;
+        }
+    }
+    if !e.problems.is_empty() {
+        let line = format!(
+            "{} could not be read: gates read from them may be wrong",
+            count(e.problems.len() as u64, "file")
+        );
+        writeln!(out, "{}", wrap(&line, "", "  ", style.width))?;
+    }
+    writeln!(out)?;
+    let hint = "--verbose: every gate with what it says and its source, every library's verdict.";
+    writeln!(out, "{}", wrap(hint, "", "  ", style.width))
 }
 
 /// The sources the tables refer to, one a line (targets.toml's header says what each names).

@@ -96,6 +96,9 @@ impl Output {
         // The staging file is ours: an error names the output asked for, not the `.part`.
         // Made with the mode a new file gets (0666 less the umask), not tempfile's 0600.
         let mode = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o666);
+        // Made and listed under the lock the signal thread takes: a signal between the two
+        // would find the file unlisted and leave it behind.
+        let mut listed = staged();
         let temp = tempfile::Builder::new()
             .prefix(".gfxscan-")
             .suffix(".part")
@@ -106,7 +109,8 @@ impl Output {
                     e.raw_os_error().map_or_else(|| io::Error::from(e.kind()), io::Error::from_raw_os_error);
                 anyhow::anyhow!("cannot write {}: {cause}", asked.display())
             })?;
-        staged().push(temp.path().to_path_buf());
+        listed.push(temp.path().to_path_buf());
+        drop(listed);
         Ok(Output::Staged { path, temp })
     }
 

@@ -50,7 +50,19 @@ fn libraries_pair_across_versions_and_losses_fail() {
     );
     assert_eq!(json_diff(&old, &new, &["--fail-on-loss"]).0, 1);
     assert_eq!(json_diff(&new, &new, &["--fail-on-loss"]).0, 0);
-    let (code, table, _) = gfxscan(&["diff", "-q", &old, &new]);
+    // Short by default (issue 35, item 2): the verdict, then each library's losses on a line.
+    let (code, short, _) = gfxscan(&["diff", "-q", &old, &new]);
+    assert_eq!(code, 0);
+    let lines: Vec<&str> = short.lines().collect();
+    assert_eq!(
+        lines[3], "LOSS: 1 target lost code in 1 library; 1 target gained code in 1 library",
+        "{short}"
+    );
+    assert_eq!(lines[5..7], ["Lost, per library (1):", "  librocblas.so: gfx906"], "{short}");
+    assert!(short.contains("\nGained, per library (targets): librocblas.so (1)\n"), "{short}");
+    assert!(!short.contains("Per target"), "{short}");
+    // --verbose: everything, losses first.
+    let (code, table, _) = gfxscan(&["diff", "-q", "-v", &old, &new]);
     assert_eq!(code, 0);
     let lost = table.find("Targets lost").expect("losses listed");
     let gained = table.find("Targets gained").expect("gains listed");

@@ -300,7 +300,13 @@ fn the_override_row_is_checks_answer_under_the_override() {
 
 #[test]
 fn explain_reads_as_a_table_markdown_and_a_page() {
-    let text = gfxscan(["explain", "-q", "gfx900", "sample"]);
+    // Short by default (issue 35, item 2): the summary and the gates that block, one line each.
+    let short = gfxscan(["explain", "-q", "gfx900", "sample"]);
+    assert!(short.stdout.lines().count() <= 20, "{}", short.stdout);
+    assert!(short.stdout.contains("\nBlocked by ("), "{}", short.stdout);
+    assert!(short.stdout.contains("\n  lib/rocblas/library/: MISSING: "), "{}", short.stdout);
+    assert!(!short.stdout.contains("What the roots ship"), "{}", short.stdout);
+    let text = gfxscan(["explain", "-q", "-v", "gfx900", "sample"]);
     for part in [
         "gfx900 · Radeon RX Vega 64",
         "Vendor policy",
@@ -312,11 +318,14 @@ fn explain_reads_as_a_table_markdown_and_a_page() {
         assert!(text.stdout.contains(part), "{part}:\n{}", text.stdout);
     }
     assert!(text.stdout.lines().all(|l| l == l.trim_end()), "no line ends in a space");
-    let narrow = gfxscan_env(&["explain", "-q", "gfx1031", "sample"], &[("COLUMNS", "80")]);
-    for l in narrow.stdout.lines() {
-        assert!(l.chars().count() <= 80, "{} columns: {l}", l.chars().count());
+    for verbose in [&[][..], &["-v"][..]] {
+        let args = [&["explain", "-q", "gfx1031", "sample"][..], verbose].concat();
+        let narrow = gfxscan_env(&args, &[("COLUMNS", "80")]);
+        for l in narrow.stdout.lines() {
+            assert!(l.chars().count() <= 80, "{} columns: {l}", l.chars().count());
+        }
     }
-    let md = gfxscan(["explain", "-q", "gfx900", "sample", "--format", "markdown"]);
+    let md = gfxscan(["explain", "-q", "-v", "gfx900", "sample", "--format", "markdown"]);
     assert!(md.stdout.contains("\n| gate "), "{}", md.stdout);
     // A regex's `|` is escaped: every row of a section's table has its five pipes.
     for l in md.stdout.lines().filter(|l| l.starts_with('|')) {

@@ -325,7 +325,7 @@ fn code_objects_count_the_same_thing_in_every_view() {
         assert_eq!(cell(col("library code")), library, "{t}: library code");
     }
     let before = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/examples/sample-before.json");
-    let text = gfxscan(["diff", "-q", before, sample]);
+    let text = gfxscan(["diff", "-q", "-v", before, sample]);
     assert!(text.stdout.contains("LIBRARY"), "{}", text.stdout);
     let html = gfxscan(["diff", "-q", before, sample, "--format", "html"]);
     let captions: Vec<&str> =
