@@ -81,6 +81,10 @@ pub struct SchemaArgs {
     /// The document whose schema to print.
     #[arg(value_enum, value_name = "KIND")]
     pub kind: crate::schema::Document,
+    /// Accepted as every command accepts it (scripts pass -q to all): this one writes nothing to
+    /// standard error but its errors.
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
 /// Arguments of `gfxscan completions`.
@@ -89,6 +93,10 @@ pub struct CompletionsArgs {
     /// The shell to complete for.
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
+    /// Accepted as every command accepts it (scripts pass -q to all): this one writes nothing to
+    /// standard error but its errors.
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
 /// Most worker threads `-j` takes. Thousands of threads made the thread pool fail to start
@@ -527,6 +535,10 @@ pub struct ManArgs {
     /// completions).
     #[arg(value_name = "SUBCOMMAND")]
     pub subcommand: Option<String>,
+    /// Accepted as every command accepts it (scripts pass -q to all): this one writes nothing to
+    /// standard error but its errors.
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
 /// `gfxscan merge`.
@@ -578,6 +590,10 @@ pub struct TargetsArgs {
     /// (`--json` gives each list's date in the table's own document).
     #[arg(long, conflicts_with = "json")]
     pub policy_age: bool,
+    /// Accepted as every command accepts it (scripts pass -q to all): this one writes nothing to
+    /// standard error but its errors.
+    #[arg(short, long)]
+    pub quiet: bool,
     #[command(flatten)]
     pub table: TableArgs,
 }

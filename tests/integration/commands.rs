@@ -266,3 +266,28 @@ fn man_pages_have_exit_status_and_examples() {
         assert!(examples.contains("\\fBgfxscan "), "{args:?}: no example");
     }
 }
+
+/// `-q` is accepted by every command, as scripts pass it to all (issue 35, item 4), and changes
+/// nothing on standard output.
+#[test]
+fn every_command_takes_quiet() {
+    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/sample");
+    let before = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/examples/sample-before.json");
+    let commands: [&[&str]; 9] = [
+        &["scan", sample, "--json"],
+        &["check", sample, "--gpu", "gfx1100", "--json"],
+        &["diff", before, before, "--json"],
+        &["merge", before, "--json"],
+        &["explain", "gfx1100", sample, "--json"],
+        &["targets"],
+        &["schema", "check"],
+        &["man", "scan"],
+        &["completions", "bash"],
+    ];
+    for args in commands {
+        let plain = gfxscan(args);
+        let quiet = gfxscan([&args[..1], &["-q"][..], &args[1..]].concat());
+        assert_ne!(quiet.code, 2, "{args:?}: {}", quiet.stderr);
+        assert_eq!((quiet.code, quiet.stdout.len()), (plain.code, plain.stdout.len()), "{args:?}");
+    }
+}

@@ -343,3 +343,34 @@ fn the_html_diff_groups_by_library_and_colours_losses_and_gains() {
     let verdict = format!("{} libraries lost targets", losses.len());
     assert!(html.contains(&verdict), "{verdict}");
 }
+
+/// At 80 columns no line of any command's text passes the width: tables drop or fit columns,
+/// and every note wraps (issue 35, item 6). Only `diff --verbose`'s file list keeps a path
+/// longer than a line whole.
+#[test]
+fn every_text_output_fits_80_columns() {
+    let s = sample();
+    let before = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/examples/sample-before.json");
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["targets"],
+        vec!["targets", "--policy-age"],
+        vec!["scan", &s],
+        vec!["scan", &s, "--by", "library"],
+        vec!["scan", &s, "--by", "layer"],
+        vec!["scan", &s, "--keep", "gfx1100"],
+        vec!["check", &s, "--gpu", "gfx1031"],
+        vec!["check", &s, "--gpu", "all"],
+        vec!["explain", "gfx1031", &s],
+        vec!["explain", "-v", "gfx1031", &s],
+        vec!["diff", before, &s],
+        vec!["merge", before],
+        vec!["merge", before, "--gpu", "gfx1100"],
+    ];
+    for args in commands {
+        let run = gfxscan_env(&args, &[("COLUMNS", "80")]);
+        assert!(!run.stdout.is_empty(), "{args:?}: {}", run.stderr);
+        for l in run.stdout.lines() {
+            assert!(l.chars().count() <= 80, "{args:?}: {} columns: {l}", l.chars().count());
+        }
+    }
+}
