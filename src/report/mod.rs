@@ -121,7 +121,8 @@ pub fn write_targets(targets: &Targets, json: bool, style: Style, out: &mut dyn 
 fn not_shown(out: &mut dyn Write, style: Style, dropped: &[String], every: &str) -> anyhow::Result<()> {
     if !dropped.is_empty() {
         let width = style.width.unwrap_or_default();
-        let line = format!("Not shown, to fit {width} columns: {} ({every} shows every field).", dropped.join(", "));
+        let line =
+            format!("Not shown, to fit {width} columns: {} ({every} shows every field).", dropped.join(", "));
         writeln!(out, "{}", style::wrap(&line, "", "  ", style.width))?;
     }
     Ok(())
