@@ -99,6 +99,13 @@ pub(super) fn fit_name(name: &str, room: usize) -> String {
     }
 }
 
+/// Where the outcome line stands: after everything (text), or first (the page).
+#[derive(Clone, Copy)]
+pub enum Place {
+    End,
+    Top,
+}
+
 /// Writes one GPU's verdicts in one install.
 fn write_gpu(
     gpu: &GpuReport,
@@ -234,8 +241,13 @@ fn write_program(
     writeln!(out)
 }
 
-/// The last line: how many GPUs in how many installs, and the outcome.
-pub fn outcome_line(report: &CheckReport) -> String {
+/// The last line of the text (`Place::End`), or the first of the page (`Place::Top`): how
+/// many GPUs in how many installs, and the outcome; what it points to is where it says.
+pub fn outcome_line(report: &CheckReport, at: Place) -> String {
+    let (hints, listed) = match at {
+        Place::End => ("above", "above"),
+        Place::Top => ("below", "at the end"),
+    };
     let counted = format!(
         "{} checked in {}",
         count(report.devices.len() as u64, "GPU"),
@@ -273,7 +285,7 @@ pub fn outcome_line(report: &CheckReport) -> String {
             format!("{counted} · MISSING: a library the program loads at run time cannot be loaded")
         }
         Outcome::Missing if !report.summary.is_empty() => {
-            super::served::outcome_line(report, &counted).unwrap_or_default()
+            super::served::outcome_line(report, &counted, hints).unwrap_or_default()
         }
         Outcome::Missing => {
             let missing: Vec<String> = report
@@ -288,14 +300,17 @@ pub fn outcome_line(report: &CheckReport) -> String {
                 .collect();
             // The last line repeats what would change the answer, when something would.
             let hinted = report.installs.iter().flat_map(|i| &i.gpus).any(|g| !g.hints.is_empty());
-            let hint = if hinted { " · an override would help (hint under the GPU above)" } else { "" };
+            let hint = match hinted {
+                true => format!(" · an override would help (hint under the GPU {hints})"),
+                false => String::new(),
+            };
             format!("{counted} · MISSING: code for {}{hint}", missing.join("; "))
         }
         Outcome::Incomplete => format!(
             "{counted} · INCOMPLETE: {}; no OK is given for what could not be read",
             match (report.problems.len(), report.unknown_gpus.len()) {
                 (0, u) => format!("{} not in the target table", count(u as u64, "GPU")),
-                (p, 0) => format!("{} could not be read (listed above)", count(p as u64, "file")),
+                (p, 0) => format!("{} could not be read (listed {listed})", count(p as u64, "file")),
                 (p, u) => format!(
                     "{} could not be read and {} not in the target table",
                     count(p as u64, "file"),
@@ -349,7 +364,9 @@ pub fn write_check(
 ) -> anyhow::Result<()> {
     match format {
         OutputFormat::Json => return write_json(out, report),
-        OutputFormat::Html => return super::html::write_check_html(report, &outcome_line(report), out),
+        OutputFormat::Html => {
+            return super::html::write_check_html(report, &outcome_line(report, Place::Top), out)
+        }
         OutputFormat::Prometheus => return super::prometheus::write_check_metrics(report, out),
         OutputFormat::Jsonl => return super::jsonl::write_check_jsonl(report, out),
         OutputFormat::Csv if !report.summary.is_empty() => return super::served::write_csv(report, out),
@@ -429,7 +446,7 @@ pub fn write_check(
         };
         writeln!(out, "{}", wrap(&note, "", "  ", style.width))?;
     }
-    let line = outcome_line(report);
+    let line = outcome_line(report, Place::End);
     let color = match report.outcome {
         Outcome::Ok => Some(status_color(Status::Ok)),
         Outcome::Missing => Some(status_color(Status::Missing)),

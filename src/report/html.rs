@@ -40,7 +40,7 @@ pub fn esc(s: &str) -> String {
 }
 
 const STYLE: &str = "
-body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em auto;max-width:1100px;padding:0 1em;color:#1d2125;background:#fff}
+body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em auto;max-width:1100px;padding:0 1em;color:#1d2125;background:#fff;overflow-wrap:break-word}
 h1{font-size:1.35em;margin:0 0 .2em}h2{font-size:1.1em;margin:1.6em 0 .5em;border-bottom:1px solid #d0d7de;padding-bottom:.2em}
 .sub{color:#57606a;margin:0 0 1em}
 .charts{display:flex;flex-wrap:wrap;gap:1.2em}
@@ -49,18 +49,20 @@ figcaption{font-weight:600;margin-bottom:.3em}
 svg text{font:12px system-ui,sans-serif;fill:#1d2125}svg .val{fill:#57606a}
 svg rect.bar.l0{fill:#0969da}svg rect.bar.l1{fill:#8250df}svg rect.bar.l2{fill:#1b7c83}svg rect.bar.l3{fill:#4d5bce}svg rect.bar.l4{fill:#bf3989}svg rect.bar.l5{fill:#6e7781}
 svg rect.bar.old{fill:#afb8c1}svg rect.bar.same{fill:#6e7781}svg rect.bar.up{fill:#1a7f37}svg rect.bar.down{fill:#d1242f}
-table{border-collapse:collapse;margin:.3em 0}th,td{padding:.2em .6em;border-bottom:1px solid #eaeef2;text-align:right;white-space:nowrap}
+table{border-collapse:collapse;margin:.3em 0;display:block;max-width:100%;overflow-x:auto}th,td{padding:.2em .6em;border-bottom:1px solid #eaeef2;text-align:right;white-space:nowrap}
 th{background:#f6f8fa;position:sticky;top:0;white-space:normal;vertical-align:bottom}td.l,th.l{text-align:left}td.m{text-align:center}
-td.l{white-space:normal;overflow-wrap:anywhere;max-width:26em}tr.install td{font-weight:600;background:#f6f8fa}
+td.l{white-space:normal;max-width:26em}tr.install td{font-weight:600;background:#f6f8fa}
 td.own{color:#1a7f37;font-weight:700}td.generic{color:#9a6700}td.none{color:#afb8c1}
 .ok{color:#1a7f37;font-weight:700}.warn{color:#9a6700;font-weight:700}.missing{color:#d1242f;font-weight:700}
+.ok,.warn,.missing,.allows,.blocks,.unknown,td.m{white-space:nowrap}
 td.lost,.lost{color:#d1242f}td.gained,.gained{color:#1a7f37}.verdict{font-weight:600}
 td.detail{white-space:normal;text-align:left;max-width:60em}
 .matrix{overflow-x:auto}ul{margin:.3em 0}
 ";
 
-/// Checks, in the browser, that every bar was drawn with a width, its label fits and no table
-/// runs past the page, and records the result for tests (`data-rendered`).
+/// Checks, in the browser, that every bar was drawn with a width, its label fits, nothing runs
+/// past the page (a wide table scrolls inside its own box) and no word but a long name is
+/// broken across lines, and records the result for tests (`data-rendered`).
 const SELF_CHECK: &str = "<script>
 (function(){
   var bars=document.querySelectorAll('rect.bar'),drawn=0,clipped=0;
@@ -69,11 +71,30 @@ const SELF_CHECK: &str = "<script>
     var w=s.viewBox.baseVal.width;
     s.querySelectorAll('text').forEach(function(t){ if(t.getBBox().x+t.getBBox().width>w+1) clipped++; });
   });
-  var overflow=0;
-  document.querySelectorAll('table').forEach(function(t){ if(t.getBoundingClientRect().right>document.body.getBoundingClientRect().right+1) overflow++; });
-  document.body.setAttribute('data-rendered','bars='+drawn+'/'+bars.length+' clipped='+clipped+' overflow='+overflow);
+  var right=document.body.getBoundingClientRect().right+1,overflow=0;
+  document.querySelectorAll('body > *').forEach(function(e){ if(e.getBoundingClientRect().right>right) overflow++; });
+  document.querySelectorAll('table').forEach(function(t){ if(t.getBoundingClientRect().right>right) overflow++; });
+  if(document.documentElement.scrollWidth>document.documentElement.clientWidth) overflow++;
+  var broken=0,walk=document.createTreeWalker(document.body,NodeFilter.SHOW_TEXT),n,r=document.createRange();
+  while((n=walk.nextNode())){
+    if(n.parentNode.closest('svg,script,style')) continue;
+    var re=/[^\\s\\u2010-\\u2015-]+/g,m;
+    while((m=re.exec(n.data))){
+      if(m[0].length>24||m[0].indexOf('/')>=0) continue;
+      r.setStart(n,m.index); r.setEnd(n,m.index+m[0].length);
+      var rects=r.getClientRects(),top=null,lines=0;
+      for(var i=0;i<rects.length;i++){ if(rects[i].width>0&&rects[i].top!==top){ top=rects[i].top; lines++; } }
+      if(lines>1) broken++;
+    }
+  }
+  document.body.setAttribute('data-rendered','bars='+drawn+'/'+bars.length+' clipped='+clipped+' overflow='+overflow+' broken='+broken);
 })();
 </script>";
+
+/// A path for a table cell: escaped, and free to break after each `/` (never inside a name).
+pub fn esc_path(s: &str) -> String {
+    esc(s).replace('/', "/<wbr>")
+}
 
 pub fn page_start(out: &mut String, title: &str) {
     let _ = write!(
@@ -377,7 +398,7 @@ pub fn write_check_html(report: &CheckReport, outcome: &str, w: &mut dyn Write) 
     );
     if !report.summary.is_empty() {
         out.push_str("<h2>Which GPUs are served</h2>\n");
-        out.push_str(&super::served::html_rows(report, esc, status_class));
+        served_table(&mut out, report);
     }
     for inst in &report.installs {
         let _ = write!(
@@ -406,7 +427,7 @@ pub fn write_check_html(report: &CheckReport, outcome: &str, w: &mut dyn Write) 
                 let _ = writeln!(
                     out,
                     "<tr><td class=\"l\">{}</td><td class=\"l {}\">{}</td><td class=\"detail\">{}</td></tr>",
-                    esc(&v.library),
+                    esc_path(&v.library),
                     status_class(v.status),
                     v.status.word(),
                     esc(&detail)
@@ -568,6 +589,31 @@ fn gate_class(g: Gate) -> &'static str {
     }
 }
 
+/// `check --gpu all`'s rows (`served`), for the top of the check page.
+fn served_table(out: &mut String, report: &CheckReport) {
+    let heads = [
+        ("GPU", true),
+        ("status", true),
+        ("first missing or warn", true),
+        ("more", false),
+        ("override", true),
+    ];
+    table_head(out, &heads);
+    for r in &report.summary {
+        let more = if r.more > 0 { format!("+{}", r.more) } else { String::new() };
+        let _ = writeln!(
+            out,
+            "<tr><td class=\"l\">{}</td><td class=\"l {}\">{}</td><td class=\"l\">{}</td><td>{more}</td><td class=\"l\">{}</td></tr>",
+            esc(&super::served::gpu_cell(r)),
+            status_class(r.status),
+            r.status.word(),
+            esc_path(&super::served::decider_cell(r, report)),
+            esc(r.override_helps.as_deref().unwrap_or(""))
+        );
+    }
+    out.push_str("</tbody></table>\n");
+}
+
 /// One section's rows as an HTML table.
 fn rows_html(out: &mut String, title: &str, rows: &[&GateRow]) {
     if rows.is_empty() {
@@ -579,7 +625,7 @@ fn rows_html(out: &mut String, title: &str, rows: &[&GateRow]) {
         let _ = writeln!(
             out,
             "<tr><td class=\"l\">{}</td><td class=\"l {}\">{}</td><td class=\"detail\">{}</td><td class=\"l\">{}</td></tr>",
-            esc(&r.gate),
+            esc_path(&r.gate),
             gate_class(r.verdict),
             r.verdict.word(),
             esc(&r.says),

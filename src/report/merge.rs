@@ -208,7 +208,12 @@ fn write_html(
     heads.extend(fleet.targets.iter().map(|t| (t.as_str(), false)));
     table_head(&mut out, &heads);
     for s in &fleet.sources {
-        let _ = write!(out, "<tr><td class=\"l\" title=\"{}\">{}</td>", esc(&s.path), esc(&s.name));
+        let _ = write!(
+            out,
+            "<tr><td class=\"l\" title=\"{}\">{}</td>",
+            esc(&s.path),
+            super::html::esc_path(&s.name)
+        );
         for g in &gpus {
             let word = verdict_word(s.gpu_verdicts.get(g).copied());
             let _ = write!(out, "<td class=\"l {}\">{word}</td>", word.to_lowercase());

@@ -1,12 +1,11 @@
 //! `check --gpu all` for people: one row per GPU (status, the first library that decides it
 //! and how many more, the override that would help), fitted to the width; the same rows as CSV
-//! and as an HTML table. The rows are the check's (`check::summary`), never judged here.
+//! (the page's table is `html`'s). The rows are the check's (`check::summary`), never judged here.
 
-use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use crate::check::summary::GpuRow;
-use crate::check::{CheckReport, Status};
+use crate::check::CheckReport;
 use crate::vocab::units::count;
 
 use super::style::{status_color, wrap, Style};
@@ -16,7 +15,7 @@ use super::table::{render, Column};
 const HEADERS: [&str; 5] = ["gpu", "status", "first missing or warn", "more", "override"];
 
 /// A row's GPU as shown: its target ID, what an override makes it, and `*` for this machine's.
-fn gpu_cell(r: &GpuRow) -> String {
+pub fn gpu_cell(r: &GpuRow) -> String {
     let mut s = r.target.clone();
     if let Some(c) = &r.checked_as {
         s.push_str(&format!("→{c}"));
@@ -28,7 +27,7 @@ fn gpu_cell(r: &GpuRow) -> String {
 }
 
 /// The decider's library as shown: inside its install when only one was checked.
-fn decider_cell(r: &GpuRow, report: &CheckReport) -> String {
+pub fn decider_cell(r: &GpuRow, report: &CheckReport) -> String {
     let Some(d) = &r.first else { return String::new() };
     match report.installs.as_slice() {
         [one] => one.install.inner(&d.library).to_string(),
@@ -121,13 +120,14 @@ pub fn write_rows(report: &CheckReport, md: bool, style: Style, out: &mut dyn Wr
     writeln!(out)
 }
 
-/// The outcome line of `--gpu all`: how many GPUs are served, and how many are not.
-pub fn outcome_line(report: &CheckReport, counted: &str) -> Option<String> {
+/// The outcome line of `--gpu all`: how many GPUs are served, and how many are not, the rows
+/// `rows_are` (above, below) it.
+pub fn outcome_line(report: &CheckReport, counted: &str, rows_are: &str) -> Option<String> {
     let rows = &report.summary;
     let missing = rows.iter().filter(|r| !r.served()).count();
     (!rows.is_empty() && missing > 0).then(|| {
         format!(
-            "{counted} · MISSING: {} of {} lack a required piece (rows above); {} served",
+            "{counted} · MISSING: {} of {} lack a required piece (rows {rows_are}); {} served",
             missing,
             count(rows.len() as u64, "GPU"),
             rows.len() - missing
@@ -174,32 +174,4 @@ pub fn write_csv(report: &CheckReport, out: &mut dyn Write) -> anyhow::Result<()
     }
     out.write_all(&w.into_inner()?)?;
     Ok(())
-}
-
-/// The rows as an HTML table, for the top of the check page.
-pub fn html_rows(
-    report: &CheckReport,
-    esc: impl Fn(&str) -> String,
-    class: impl Fn(Status) -> &'static str,
-) -> String {
-    let mut out = String::from("<table><thead><tr>");
-    for h in ["GPU", "status", "first missing or warn", "more", "override"] {
-        let _ = write!(out, "<th class=\"l\">{h}</th>");
-    }
-    out.push_str("</tr></thead><tbody>\n");
-    for r in &report.summary {
-        let more = if r.more > 0 { format!("+{}", r.more) } else { String::new() };
-        let _ = writeln!(
-            out,
-            "<tr><td class=\"l\">{}</td><td class=\"l {}\">{}</td><td class=\"detail\">{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
-            esc(&gpu_cell(r)),
-            class(r.status),
-            r.status.word(),
-            esc(&decider_cell(r, report)),
-            more,
-            esc(r.override_helps.as_deref().unwrap_or(""))
-        );
-    }
-    out.push_str("</tbody></table>\n");
-    out
 }
