@@ -155,6 +155,9 @@ fn read_file(c: &Candidate, disk: &Path, reading: Reading<'_>) -> (Read, Option<
             release: None,
         }))
     };
+    if let Some(found) = judged_by_name(c, disk, &path, reading.depth) {
+        return (Read::Done(found), None);
+    }
     let src = match open_file(disk, c.followed) {
         Ok(s) => s,
         Err(e) => return (failed(path, 0, e.to_string()), None),
@@ -198,6 +201,36 @@ fn read_file(c: &Candidate, disk: &Path, reading: Reading<'_>) -> (Read, Option<
     }
     let found = Found::one(hashed(inspect(&src, &head, disk, Some(disk), path, reading), &src, reading));
     (Read::Done(found), Some(Opened::new(src.id, head)))
+}
+
+/// At [`Depth::Tables`], a file whose name alone gives the verdict what it needs (a MIOpen
+/// database of a GPU not being checked, `families::miopen::judged_by_name`): its record, made
+/// from its name and size, unopened.
+fn judged_by_name(c: &Candidate, disk: &Path, path: &RelPath, depth: Depth<'_>) -> Option<Found> {
+    let Depth::Tables { wanted, targets } = depth else { return None };
+    let size = crate::source::file::regular_size(disk, c.followed)?;
+    let artifact = families::miopen::judged_by_name(disk, size, wanted, targets)?;
+    let kind = if artifact.format == crate::model::Storage::Sqlite { Kind::Sqlite } else { Kind::Other };
+    let record = crate::model::FileRecord {
+        path: path.clone(),
+        kind,
+        size,
+        bundles: 0,
+        code_objects: Vec::new(),
+        artifact: Some(artifact),
+        kpack_ref: None,
+        hard_link_of: None,
+        sha256: None,
+    };
+    Some(Found::one(FileOutcome {
+        path: path.clone(),
+        kind,
+        size,
+        record: Some(record),
+        problems: Vec::new(),
+        declared_targets: None,
+        release: None,
+    }))
 }
 
 /// With `--digests`, a listed file's outcome with its SHA-256 (or the problem saying why not).

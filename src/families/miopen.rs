@@ -165,6 +165,43 @@ fn detail(mine: &[&FileRecord], arch: &str) -> (Option<&'static GapRule>, String
     }
 }
 
+/// The least a MIOpen database takes on disk: a git-lfs pointer standing for one is smaller
+/// (its text is about 130 bytes), so only a file this large is judged by its name.
+const DATABASE_AT_LEAST: u64 = 1024;
+
+/// A MIOpen database that `check` judges by its name alone, unopened (issue 38): a database
+/// (find-DB, perf-DB, kernel DB; not a bzip2 source form, a model or a user DB) whose name
+/// says a known processor none of the `wanted` GPUs is, in a MIOpen folder (or with a suffix
+/// only MIOpen uses), and large enough not to be a git-lfs pointer. Its verdict needs only
+/// which target it serves (`Miopen::verdict` counts records of the checked GPU's databases
+/// alone), so it is read neither for its records nor for its first bytes; its format is the
+/// one its suffix gives MIOpen's files (`.txt` text, the others SQLite), both databases alike.
+pub fn judged_by_name(path: &Path, size: u64, wanted: &[String], targets: &Targets) -> Option<Artifact> {
+    let name = path.file_name()?.to_str()?;
+    let (suffix, role) = SUFFIXES.iter().find(|(suf, _)| name.ends_with(suf))?;
+    let is_db = matches!(role, Role::FindDb | Role::PerfDb | Role::KernelDb);
+    let base = &name[..name.len() - suffix.len()];
+    let in_miopen = has_component(path, &["miopen", "kernels", "db"]);
+    let distinctive = !matches!(*suffix, ".db" | ".db.txt");
+    if !is_db || size < DATABASE_AT_LEAST || !base.starts_with("gfx") || !(in_miopen || distinctive) {
+        return None;
+    }
+    let (processor, variant, cu) = miopen_name(base, targets)?;
+    if wanted.contains(&processor) {
+        return None;
+    }
+    let format = if suffix.ends_with(".txt") { Storage::Text } else { Storage::Sqlite };
+    Some(Artifact {
+        family: Some(Family::Miopen),
+        role: *role,
+        format,
+        name_target: Some(processor),
+        name_variant: variant,
+        miopen: cu.map(|cu| MiopenFacts { cu_count: Some(cu), records: None }),
+        ..Artifact::default()
+    })
+}
+
 impl Cataloger for Miopen {
     fn family(&self) -> Family {
         Family::Miopen

@@ -124,7 +124,7 @@ pub fn write_prune(
     let all: Vec<&PruneRow> = rows.iter().copied().chain(std::iter::once(t)).collect();
     // One root: paths inside it, the root said once above the table.
     if let [root] = roots {
-        writeln!(out, "Under {root}:")?;
+        writeln!(out, "{}", wrap(&format!("Under {root}:"), "", "  ", style.width))?;
     }
     let name = |r: &PruneRow| match (r.library.path.is_empty(), roots.len()) {
         (true, _) => "total".to_string(),

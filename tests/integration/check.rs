@@ -1144,3 +1144,65 @@ fn gpu_all_table_fits_and_names_what_is_served() {
     assert!(lines[2].starts_with("1,gfx1030,,,ok,"), "{}", csv.stdout);
     assert_eq!(lines.len(), 4, "{}", csv.stdout);
 }
+
+/// `check` opens no MIOpen database of another GPU (issue 38, item 4): a database whose name
+/// says a target not being checked is judged by its name (`families::miopen::judged_by_name`),
+/// its records never counted; the checked GPU's own are read; a file too small to be a
+/// database (a git-lfs pointer) is still read, and serves nothing. The verdicts equal a full
+/// scan's.
+#[test]
+fn check_judges_other_targets_miopen_databases_by_name() {
+    let tree = Tree::new();
+    tree.file(
+        "opt/rocm/lib/libMIOpen.so.1",
+        &host_lib(&[("gfx1030", &co(GFX1030, 0, 1)), ("gfx1100", &co(GFX1100, 0, 1))]),
+    );
+    let records = |n: usize| {
+        (0..n).map(|i| format!("3-32-32-5x5-{i}=ConvOclDirectFwd:{i},8,1,16\n")).collect::<String>()
+    };
+    tree.file(format!("{MIOPEN_DB}/gfx1030_36.HIP.fdb.txt"), records(200).as_bytes());
+    tree.file(format!("{MIOPEN_DB}/gfx1100_48.HIP.fdb.txt"), records(100).as_bytes());
+    let pointer = "version https://git-lfs.github.com/spec/v1\noid sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\nsize 123456\n";
+    tree.file(format!("{MIOPEN_DB}/gfx90a68.db"), pointer.as_bytes());
+    let targets = gfxscan::vocab::targets::Targets::builtin();
+    // Each database's path, format and records as the scan for `check_for` leaves them.
+    let counted = |check_for: Option<Vec<String>>| -> Vec<(String, &str, Option<u64>)> {
+        let model = crate::pipeline::model_of(tree.root(), check_for, &targets);
+        let mut out: Vec<(String, &str, Option<u64>)> = model
+            .snapshot()
+            .files
+            .iter()
+            .filter_map(|f| {
+                let a = f.artifact.as_ref()?;
+                Some((f.path.path.clone(), a.format.name(), a.records()))
+            })
+            .collect();
+        out.sort();
+        out
+    };
+    let db = |name: &str| format!("{MIOPEN_DB}/{name}");
+    let pointer = (db("gfx90a68.db"), "git-lfs-pointer", None);
+    assert_eq!(
+        counted(Some(vec!["gfx1100".into()])),
+        [
+            (db("gfx1030_36.HIP.fdb.txt"), "text", None),
+            (db("gfx1100_48.HIP.fdb.txt"), "text", Some(100)),
+            pointer.clone()
+        ]
+    );
+    assert_eq!(
+        counted(None),
+        [
+            (db("gfx1030_36.HIP.fdb.txt"), "text", Some(200)),
+            (db("gfx1100_48.HIP.fdb.txt"), "text", Some(100)),
+            pointer
+        ]
+    );
+    for gpu in ["gfx1100", "gfx1151"] {
+        let tables = crate::pipeline::verdicts_at(tree.root(), true, &[gpu]);
+        assert_eq!(tables, crate::pipeline::verdicts_at(tree.root(), false, &[gpu]), "{gpu}");
+    }
+    let report = check_json(&tree, &gpus_args(&["gfx1151"]), &[], 1);
+    let v = verdict(only_gpu(&report), &tree, &format!("{MIOPEN_DB}/"));
+    assert_eq!(v["available"], json!(["gfx1030", "gfx1100"]), "the pointer serves nothing: {v:#}");
+}
