@@ -104,8 +104,12 @@ pub fn every_gpu(machine: Gpus, listed: Gpus) -> Gpus {
     Gpus { devices, unknown: machine.unknown }
 }
 
-/// One row per GPU of `report`, in the order of its devices.
+/// One row per GPU of `report`, in the order of its devices; none when no install was checked
+/// (nothing to check: a row would read as OK).
 pub fn rows(report: &CheckReport) -> Vec<GpuRow> {
+    if report.installs.is_empty() {
+        return Vec::new();
+    }
     report.devices.iter().map(|d| row(report, d)).collect()
 }
 

@@ -1206,3 +1206,16 @@ fn check_judges_other_targets_miopen_databases_by_name() {
     let v = verdict(only_gpu(&report), &tree, &format!("{MIOPEN_DB}/"));
     assert_eq!(v["available"], json!(["gfx1030", "gfx1100"]), "the pointer serves nothing: {v:#}");
 }
+
+/// `--gpu all` over roots with no library: nothing to check (exit 4), and no row reads as OK.
+#[test]
+fn gpu_all_with_nothing_to_check_gives_no_rows() {
+    let tree = Tree::new();
+    tree.file("opt/rocm/share/doc/README", b"no code here\n");
+    let sys = kfd(&[0, 110000]);
+    let mut extra = gpus_args(&["all"]);
+    extra.extend(sysfs(&sys));
+    let report = check_json(&tree, &extra, &[], 4);
+    assert_eq!(report["outcome"], "nothing-to-check", "{report:#}");
+    assert_eq!(report.get("summary"), None, "{report:#}");
+}
