@@ -288,8 +288,13 @@ pub fn check_device(model: &Model, device: &Device, targets: &Targets) -> BTreeM
 pub fn check(model: &Model, gpus: &Gpus, targets: &Targets, opts: CheckOptions) -> CheckReport {
     let snap = model.snapshot();
     let mut installs: BTreeMap<Install, Vec<GpuReport>> = BTreeMap::new();
-    for d in &gpus.devices {
-        for (install, report) in check_device(model, d, targets) {
+    // Each GPU judged on its own (in parallel: `--gpu all` judges dozens), then gathered in
+    // the devices' order, so the report is the same whatever the thread count.
+    use rayon::prelude::*;
+    let judged: Vec<BTreeMap<Install, GpuReport>> =
+        gpus.devices.par_iter().map(|d| check_device(model, d, targets)).collect();
+    for by_install in judged {
+        for (install, report) in by_install {
             installs.entry(install).or_default().push(report);
         }
     }
