@@ -111,7 +111,7 @@ pub fn served_line(rows: &[crate::check::summary::GpuRow], width: Option<usize>)
         ),
         names => format!("Served, every required piece present: {of}: {}", names.join(", ")),
     };
-    let fits = width.is_none_or(|w| line.chars().count() <= 2 * w - 2);
+    let fits = width.is_none_or(|w| line.chars().count() <= (2 * w).saturating_sub(2));
     Some(match fits {
         true => line,
         false => format!("Served, every required piece present: {of} (`gfxscan check --gpu all` lists them)"),
