@@ -9,7 +9,7 @@
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use anyhow::{bail, Context};
 use rayon::prelude::*;
@@ -24,7 +24,7 @@ use crate::parse::magic::{classify, Kind, SNIFF_LEN};
 use crate::parse::{ByteSource, Depth};
 use crate::source::file::{file_id, open_file, FileId};
 use crate::source::origin::Origin;
-use crate::source::walk::{resolve_roots, walk, Candidate, Root};
+use crate::source::walk::{resolve_roots, walk, Candidate, Root, Walk, Walked};
 use crate::vocab::targets::Targets;
 
 /// What to scan and how.
@@ -80,11 +80,7 @@ impl ScanConfig {
 
 /// Progress events, for a progress bar the caller draws.
 pub trait Progress: Sync {
-    /// The walk met one more entry.
-    fn walked(&self) {}
-    /// The walk finished with `n` files to read.
-    fn reading(&self, _n: u64) {}
-    /// One file was read.
+    /// One file was read (files are read as the walk finds them: no total is known before).
     fn file_done(&self) {}
     /// A problem was found (for a live warning).
     fn problem(&self, _roots: &[String], _p: &Problem) {}
@@ -158,6 +154,16 @@ fn read_file(c: &Candidate, disk: &Path, reading: Reading<'_>) -> (Read, Option<
     if let Some(found) = judged_by_name(c, disk, &path, reading.depth) {
         return (Read::Done(found), None);
     }
+    // An empty file is judged by its name alone (a `.tar.gz` that is empty is still a broken
+    // promise): `stat` said it holds nothing, so it is not opened.
+    if c.stat.size() == 0 {
+        let empty: &[u8] = &[];
+        if let Some(broken) = broken_promise(disk, empty) {
+            return (failed(path, 0, broken), None);
+        }
+        let outcome = inspect(&Vec::new(), empty, disk, Some(disk), path, reading);
+        return (Read::Done(Found::one(outcome)), None);
+    }
     let src = match open_file(disk, c.followed) {
         Ok(s) => s,
         Err(e) => return (failed(path, 0, e.to_string()), None),
@@ -172,10 +178,8 @@ fn read_file(c: &Candidate, disk: &Path, reading: Reading<'_>) -> (Read, Option<
         Err(e) => return (failed(path, src.len, e.to_string()), None),
     };
     let kind = classify(&head);
-    // A name that promises an archive its bytes do not keep: a page saved by a failed download.
-    let name = disk.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
-    if let Some((what, _)) = archive::promised_by_name(&name).filter(|(_, kinds)| !kinds.contains(&kind)) {
-        return (failed(path, src.len, archive::broken_promise(what, &head)), None);
+    if let Some(broken) = broken_promise(disk, &head) {
+        return (failed(path, src.len, broken), None);
     }
     if kind == Kind::HostElf {
         src.read_scattered();
@@ -203,12 +207,21 @@ fn read_file(c: &Candidate, disk: &Path, reading: Reading<'_>) -> (Read, Option<
     (Read::Done(found), Some(Opened::new(src.id, head)))
 }
 
+/// A name that promises an archive its first bytes do not keep (a page saved by a failed
+/// download, an empty file): the problem to report.
+fn broken_promise(disk: &Path, head: &[u8]) -> Option<String> {
+    let name = disk.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+    let kind = classify(head);
+    let (what, _) = archive::promised_by_name(&name).filter(|(_, kinds)| !kinds.contains(&kind))?;
+    Some(archive::broken_promise(what, head))
+}
+
 /// At [`Depth::Tables`], a file whose name alone gives the verdict what it needs (a MIOpen
 /// database of a GPU not being checked, `families::miopen::judged_by_name`): its record, made
 /// from its name and size, unopened.
 fn judged_by_name(c: &Candidate, disk: &Path, path: &RelPath, depth: Depth<'_>) -> Option<Found> {
     let Depth::Tables { wanted, targets } = depth else { return None };
-    let size = crate::source::file::regular_size(disk, c.followed)?;
+    let size = c.stat.size();
     let artifact = families::miopen::judged_by_name(disk, size, wanted, targets)?;
     let kind = if artifact.format == crate::model::Storage::Sqlite { Kind::Sqlite } else { Kind::Other };
     let record = crate::model::FileRecord {
@@ -248,7 +261,7 @@ fn hashed(mut outcome: FileOutcome, src: &dyn ByteSource, reading: Reading<'_>) 
 fn hard_link_leaders(candidates: &[Candidate]) -> Vec<Option<u32>> {
     let mut leaders = vec![None; candidates.len()];
     let Ok(_) = u32::try_from(candidates.len()) else { return leaders };
-    let mut by_ino: Vec<(u64, u32)> = candidates.iter().zip(0u32..).map(|(c, i)| (c.ino, i)).collect();
+    let mut by_ino: Vec<(u64, u32)> = candidates.iter().zip(0u32..).map(|(c, i)| (c.stat.ino(), i)).collect();
     by_ino.sort_unstable();
     // Byte order of the path: the order the snapshot lists files in.
     let rel = |i: u32| {
@@ -305,11 +318,11 @@ fn read_link(
 }
 
 /// One worker's share of the reading: its tally, the archives it found (expanded later, in
-/// candidate order), and the results it keeps for hard links to the files it read.
+/// path order), and the results it keeps for hard links to the files it read.
 #[derive(Default)]
 struct Part {
     tally: Tally,
-    pending: Vec<(usize, Box<PendingArchive>)>,
+    pending: Vec<PendingArchive>,
     kept: Vec<(usize, FileOutcome, Opened)>,
 }
 
@@ -330,19 +343,8 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
     }
     // Roots that lead to the same tree were merged: indexes refer to the ones kept.
     let given: Vec<String> = roots.iter().map(|r| r.given.display().to_string()).collect();
-    let mut walked =
-        walk(&roots, config.parts.as_deref(), config.follow_links, config.cross_file_systems, &|| {
-            progress.walked()
-        });
     // An OCI image layout given as a root is read as the image, not as a folder of blobs.
     let layouts: Vec<usize> = (0..roots.len()).filter(|&i| archive::is_layout_dir(&roots[i].real)).collect();
-    walked.candidates.retain(|c| !layouts.contains(&c.root));
-    walked.links.retain(|l| !layouts.contains(&l.root));
-    walked.problems.retain(|p| !layouts.contains(&p.path.root));
-    progress.reading(walked.candidates.len() as u64);
-    for p in &walked.problems {
-        progress.problem(&given, p);
-    }
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(config.threads.unwrap_or(0))
         .build()
@@ -353,14 +355,14 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
     let reading =
         Reading { targets, depth: config.depth(targets), decoding: &decoding, digests: config.digests };
     let reader = Reader { reading, progress, given: &given, roots: &roots };
-    let mut tally = pool.install(|| {
-        let Part { mut tally, mut pending, .. } = reader.read_files(&walked.candidates);
-        pending.sort_by_key(|(i, _)| *i);
+    let (mut tally, walked) = pool.install(|| {
+        let (Part { mut tally, mut pending, .. }, walked) = reader.walk_and_read(config, &layouts);
+        pending.sort_by_cached_key(|a| a.path.sort_key());
         tally = tally.merge(reader.expand_archives(&pending, pool.current_num_threads().max(1)));
         for &i in &layouts {
             tally = tally.merge(reader.expand_layout(&roots, i));
         }
-        tally
+        (tally, walked)
     });
     // The decoders kept for reuse are not needed past the reading.
     decoding.drain_idle();
@@ -380,6 +382,11 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
     }
     tally.problems.extend(walked.problems);
     Ok(aggregate::snapshot(tally, given, targets))
+}
+
+/// The value behind a lock, whether or not a worker panicked holding it.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// What every worker of one scan shares: the target table and the progress reporter.
@@ -406,15 +413,54 @@ impl Reader<'_> {
     }
 
     /// Folds one candidate's result into a worker's share: counted now, or an archive for later.
-    fn take(&self, mut part: Part, i: usize, read: Read) -> Part {
+    fn take(&self, mut part: Part, read: Read) -> Part {
         match read {
             Read::Done(f) => {
                 self.report(&f);
                 part.tally.add(f);
             }
-            Read::Archive(a) => part.pending.push((i, a)),
+            Read::Archive(a) => part.pending.push(*a),
         }
         part
+    }
+
+    /// Walks the roots and reads each file as its folder lists it, on this pool's workers.
+    /// A file with more than one name waits for the end of the walk, when all its names are
+    /// known, to be read once for all of them (see `read_files`).
+    fn walk_and_read(&self, config: &ScanConfig, layouts: &[usize]) -> (Part, Walked) {
+        let done = Mutex::new(Part::default());
+        let linked = Mutex::new(Vec::new());
+        let files = |batch: Vec<Candidate>| {
+            let (many, single): (Vec<Candidate>, Vec<Candidate>) =
+                batch.into_iter().partition(|c| c.stat.links > 1);
+            if !many.is_empty() {
+                lock(&linked).extend(many);
+            }
+            let part = single
+                .into_par_iter()
+                .fold(Part::default, |part, c| {
+                    let read = read_file(&c, &c.path(self.roots), self.reading).0;
+                    self.take(part, read)
+                })
+                .reduce(Part::default, Part::merge);
+            let mut done = lock(&done);
+            *done = std::mem::take(&mut *done).merge(part);
+        };
+        let how = Walk {
+            follow_links: config.follow_links,
+            cross_file_systems: config.cross_file_systems,
+            skip: layouts,
+            files: &files,
+        };
+        let walked = walk(self.roots, config.parts.as_deref(), &how);
+        for p in &walked.problems {
+            self.progress.problem(self.given, p);
+        }
+        let mut linked = linked.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+        // In path order: which name leads does not hang on the order folders were listed in.
+        linked.sort_by(|a, b| (a.root, &a.rel).cmp(&(b.root, &b.rel)));
+        let done = done.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+        (done.merge(self.read_files(&linked)), walked)
     }
 
     /// Reads every candidate, in parallel. Each file is read once, however many hard links
@@ -437,7 +483,7 @@ impl Reader<'_> {
                         }
                     }
                 }
-                self.take(part, i, read)
+                self.take(part, read)
             })
             .reduce(Part::default, Part::merge);
         let kept: HashMap<usize, (FileOutcome, Opened)> =
@@ -450,7 +496,7 @@ impl Reader<'_> {
                 let disk = c.path(self.roots);
                 let read =
                     read_link((c, &disk), (leader, &leader.path(self.roots)), kept.get(&l), self.reading);
-                self.take(part, i, read)
+                self.take(part, read)
             })
             .reduce(Part::default, Part::merge);
         first.merge(later)
@@ -460,14 +506,14 @@ impl Reader<'_> {
     /// threads, each one archive at a time: a thread waiting on its archive's members can then
     /// pick up only member work or another worker, never start an archive of its own, so
     /// memory is bounded by the thread count, not by the number of archives.
-    fn expand_archives(&self, pending: &[(usize, Box<PendingArchive>)], threads: usize) -> Tally {
+    fn expand_archives(&self, pending: &[PendingArchive], threads: usize) -> Tally {
         let next = std::sync::atomic::AtomicUsize::new(0);
         let expanded = std::sync::Mutex::new(Tally::default());
         rayon::scope(|scope| {
             for _ in 0..threads.min(pending.len()) {
                 scope.spawn(|_| loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some((_, a)) = pending.get(i) else { break };
+                    let Some(a) = pending.get(i) else { break };
                     let f = a.expand(self.reading);
                     self.report(&f);
                     if let Ok(mut e) = expanded.lock() {
@@ -498,7 +544,6 @@ impl Reader<'_> {
 mod tests {
     use super::*;
     use crate::testing::{code_object, CodeObjectSpec};
-    use std::os::unix::fs::MetadataExt;
 
     /// Review finding: a follower trusted device and inode alone. Between the leader's read and
     /// the follower's check, both names can go and a new file take the follower's name and the
@@ -517,7 +562,7 @@ mod tests {
         let cand = |p: &Path| Candidate {
             root: 0,
             rel: p.strip_prefix(dir.path()).unwrap().into(),
-            ino: std::fs::metadata(p).unwrap().ino(),
+            stat: crate::source::walk::Stat::of_metadata(&std::fs::metadata(p).unwrap()),
             followed: false,
         };
         let (ca, cb) = (cand(&a), cand(&b));

@@ -1,4 +1,5 @@
-//! Progress on stderr: a spinner while walking, a bar while reading, live warnings above it.
+//! Progress on stderr: a spinner counting the files read (they are read as the walk finds
+//! them, so no total is known), live warnings above it.
 //! Drawn only when stderr is a terminal and not `--quiet`; otherwise everything here is silent,
 //! but for what `--verbose` asks to be told (the memory the scan aims under).
 
@@ -27,7 +28,7 @@ impl Bar {
         );
         if shown {
             bar.set_style(
-                ProgressStyle::with_template("{spinner} walking: {pos} entries")
+                ProgressStyle::with_template("{spinner} {pos} files read  {elapsed}")
                     .unwrap_or_else(|_| ProgressStyle::default_spinner()),
             );
         }
@@ -41,18 +42,6 @@ impl Bar {
 }
 
 impl Progress for Bar {
-    fn walked(&self) {
-        self.bar.inc(1);
-    }
-
-    fn reading(&self, n: u64) {
-        self.bar.set_position(0);
-        self.bar.set_length(n);
-        if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} files  {elapsed}") {
-            self.bar.set_style(style);
-        }
-    }
-
     fn file_done(&self) {
         self.bar.inc(1);
     }

@@ -99,11 +99,3 @@ pub fn open_file(path: &std::path::Path, follow: bool) -> std::io::Result<FileSo
     }
     Ok(FileSource { file, len: meta.len(), id: file_id(&meta) })
 }
-
-/// The size of a regular file by `stat` alone (following a last link when `follow`), for a
-/// file judged by its name and never opened; `None` for anything else or an error, which the
-/// caller meets again by opening it.
-pub fn regular_size(path: &std::path::Path, follow: bool) -> Option<u64> {
-    let meta = if follow { std::fs::metadata(path) } else { std::fs::symlink_metadata(path) };
-    meta.ok().filter(|m| m.is_file()).map(|m| m.len())
-}

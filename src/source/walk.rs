@@ -1,17 +1,25 @@
 //! Walking: which files a scan looks at.
 //!
-//! walkdir enumerates each root on one thread (cheap); the scanner reads in parallel. Only
-//! regular files become candidates: FIFOs, sockets and devices are never opened, symlinks are
-//! counted and not followed unless asked (then walkdir detects loops). Everything that cannot
-//! be walked becomes a problem with its path, and the walk goes on.
+//! Folders are listed in parallel on the scan's own workers, and each regular file is handed to
+//! the reader as soon as its folder lists it, with one `stat` relative to that folder: its size
+//! and identity, no open. Nothing is held per file once it is handed over, so a tree of a
+//! million files is walked in the memory of its widest folders. Only regular files become
+//! candidates: FIFOs, sockets and devices are never opened, symlinks are counted and not
+//! followed unless asked (then loops are detected). Everything that cannot be walked becomes
+//! a problem with its path, and the walk goes on.
 
+use std::ffi::{CStr, OsStr};
 use std::fs;
-use std::os::unix::fs::FileTypeExt;
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
-use walkdir::DirEntryExt;
+use rustix::fs::{AtFlags, FileType, OFlags, RawDir};
 
 use crate::model::{Problem, RelPath};
+use crate::source::file::FileId;
 
 /// The places ROCm, Ollama and the amdgpu firmware live, scanned when no root is given.
 pub const DEFAULT_ROOTS: &[&str] =
@@ -110,16 +118,59 @@ pub fn resolve_roots(given: &[PathBuf]) -> Result<Vec<Root>, String> {
     Ok(roots)
 }
 
+/// What one `stat` of a regular file said: all a rule needs before opening it, and the
+/// identity a hard link or an unchanged file is known by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stat {
+    /// Device, inode, size, modification and change times: `source::file::FileId`.
+    pub id: FileId,
+    /// Names the file has: more than one, and another name may be read instead.
+    pub links: u64,
+}
+
+impl Stat {
+    // The kernel's field types differ by architecture (`st_nlink` is 32 bits on aarch64).
+    #[allow(clippy::useless_conversion)]
+    fn of(st: &rustix::fs::Stat) -> Stat {
+        // The kernel's fields, widened as `std::os::unix::fs::MetadataExt` widens them.
+        let id = (
+            st.st_dev,
+            st.st_ino,
+            u64::try_from(st.st_size).unwrap_or(0),
+            i64::try_from(st.st_mtime).unwrap_or(i64::MAX),
+            i64::try_from(st.st_mtime_nsec).unwrap_or(0),
+            i64::try_from(st.st_ctime).unwrap_or(i64::MAX),
+            i64::try_from(st.st_ctime_nsec).unwrap_or(0),
+        );
+        Stat { id, links: u64::from(st.st_nlink) }
+    }
+
+    /// What `std::fs::metadata` said, as the walk's `stat` says it.
+    pub fn of_metadata(m: &fs::Metadata) -> Stat {
+        Stat { id: crate::source::file::file_id(m), links: m.nlink() }
+    }
+
+    /// Its size in bytes.
+    pub fn size(&self) -> u64 {
+        self.id.2
+    }
+
+    /// Its inode number.
+    pub fn ino(&self) -> u64 {
+        self.id.1
+    }
+}
+
 /// A regular file to read.
 #[derive(Debug, Clone)]
 pub struct Candidate {
     /// Index of its root.
     pub root: usize,
-    /// Path relative to the root (the full path is built when the file is opened: a walk of
-    /// millions of files keeps one short name each, see [`Candidate::path`]).
+    /// Path relative to the root (the full path is built when the file is opened, see
+    /// [`Candidate::path`]).
     pub rel: Box<Path>,
-    /// Inode number from the directory listing: names sharing one may be hard links to one file.
-    pub ino: u64,
+    /// What `stat` said when the walk met it.
+    pub stat: Stat,
     /// A symbolic link to a regular file, met with `--follow-links`: opened through the link.
     pub followed: bool,
 }
@@ -149,10 +200,9 @@ pub struct Link {
     pub target: PathBuf,
 }
 
-/// What a walk found.
+/// What a walk found besides the files it handed over.
 #[derive(Debug, Default)]
 pub struct Walked {
-    pub candidates: Vec<Candidate>,
     pub links: Vec<Link>,
     pub symlinks: u64,
     /// FIFOs, sockets and device nodes met inside the roots (skipped, counted).
@@ -163,116 +213,313 @@ pub struct Walked {
     pub problems: Vec<Problem>,
 }
 
-fn special_kind(ft: &fs::FileType) -> Option<&'static str> {
-    if ft.is_fifo() {
-        Some("fifo")
-    } else if ft.is_socket() {
-        Some("socket")
-    } else if ft.is_block_device() {
-        Some("block device")
-    } else if ft.is_char_device() {
-        Some("character device")
-    } else {
-        None
+fn special_kind(ft: FileType) -> Option<&'static str> {
+    match ft {
+        FileType::Fifo => Some("fifo"),
+        FileType::Socket => Some("socket"),
+        FileType::BlockDevice => Some("block device"),
+        FileType::CharacterDevice => Some("character device"),
+        _ => None,
     }
 }
 
 /// Where a followed link leads when that is outside `root` (`None` inside it, or when the
-/// target cannot be resolved: walkdir then reports the entry itself).
+/// target cannot be resolved).
 fn leaves(link: &Path, root: &Path) -> Option<PathBuf> {
     let real = fs::canonicalize(link).ok()?;
     (!real.starts_with(root)).then_some(real)
 }
 
-fn device(path: &Path) -> Option<u64> {
-    use std::os::unix::fs::MetadataExt;
-    fs::metadata(path).ok().map(|m| m.dev())
+/// How a walk goes: its options and what it hands its findings to.
+pub struct Walk<'a> {
+    /// Follow symbolic links (loops are detected and reported).
+    pub follow_links: bool,
+    /// With `follow_links`: walk into other file systems too (else stay on each root's, as
+    /// `find -xdev`).
+    pub cross_file_systems: bool,
+    /// Roots not walked: read another way (an OCI image layout is read as its image).
+    pub skip: &'a [usize],
+    /// Called with the regular files met, a folder's worth at a time (at most [`BATCH`]), on
+    /// whichever worker walked that folder.
+    pub files: &'a (dyn Fn(Vec<Candidate>) + Sync),
 }
 
-/// Walks every root; `tick` is called once per entry (for a progress counter).
-/// With `follow_links`, the walk stays on each root's file system unless `cross_file_systems`
-/// (a link into /proc or another mount is not walked, as `find -xdev`).
-pub fn walk(
-    roots: &[Root],
-    parts: Option<&[PathBuf]>,
-    follow_links: bool,
-    cross_file_systems: bool,
-    tick: &dyn Fn(),
-) -> Walked {
+/// Files handed over at once: a folder of thousands (rocBLAS's library) is read in parallel
+/// while it is still being listed, and a folder of millions is never held whole.
+pub const BATCH: usize = 512;
+
+/// Room for one `getdents64` call's entries.
+const LISTING: usize = 32 * 1024;
+
+/// One root being walked, shared by the workers walking its folders.
+struct RootWalk<'a> {
+    index: usize,
+    root: &'a Root,
+    walk: &'a Walk<'a>,
+    /// Its device, when the walk must stay on it.
+    stay_on: Option<u64>,
+    found: Mutex<Walked>,
+}
+
+/// The folders above one being walked with `--follow-links`: (device, inode, path relative
+/// to the root) of each, nearest first, to tell a loop.
+struct Above {
+    dev: u64,
+    ino: u64,
+    rel: PathBuf,
+    up: Option<Arc<Above>>,
+}
+
+impl Above {
+    fn loop_to(&self, dev: u64, ino: u64) -> Option<&Path> {
+        let mut at = Some(self);
+        while let Some(a) = at {
+            if a.dev == dev && a.ino == ino {
+                return Some(&a.rel);
+            }
+            at = a.up.as_deref();
+        }
+        None
+    }
+}
+
+/// Walks every root on the current rayon pool: folders are listed in parallel, and each
+/// regular file is `stat`ed relative to its folder (no path lookup from the root, no open)
+/// and handed to `walk.files`. `parts`, when given, are the only files and folders walked
+/// (real paths, each under the root it is in). Returns when every folder has been walked.
+pub fn walk(roots: &[Root], parts: Option<&[PathBuf]>, walk: &Walk<'_>) -> Walked {
     let mut out = Walked::default();
-    for (i, root) in roots.iter().enumerate() {
-        // Only the parts inside this root, when the walk is given parts; else the whole root.
+    for (index, root) in roots.iter().enumerate().filter(|(i, _)| !walk.skip.contains(i)) {
+        let stay = walk.follow_links && !walk.cross_file_systems;
+        let stay_on = stay.then(|| fs::metadata(&root.real).ok().map(|m| m.dev())).flatten();
+        let rw = RootWalk { index, root, walk, stay_on, found: Mutex::new(Walked::default()) };
         let starts: Vec<PathBuf> = match parts {
             Some(p) => p.iter().filter(|p| p.starts_with(&root.real)).cloned().collect(),
             None => vec![root.real.clone()],
         };
-        for start in starts {
-            walk_from(&mut out, (i, root), &start, follow_links, cross_file_systems, tick);
-        }
+        rayon::scope(|scope| {
+            for start in &starts {
+                rw.start(scope, start);
+            }
+        });
+        let found = rw.found.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+        out.links.extend(found.links);
+        out.symlinks += found.symlinks;
+        out.special += found.special;
+        out.left_root.extend(found.left_root);
+        out.problems.extend(found.problems);
     }
     out
 }
 
-/// Walks `start`, a root or a part of it, recording what it finds relative to the root.
-fn walk_from(
-    out: &mut Walked,
-    (i, root): (usize, &Root),
-    start: &Path,
-    follow_links: bool,
-    cross_file_systems: bool,
-    tick: &dyn Fn(),
-) {
-    // Relative to the root; empty for the root itself (also when the root is a file).
-    let rel_of =
-        |p: &Path| -> PathBuf { p.strip_prefix(&root.real).map(Path::to_path_buf).unwrap_or_default() };
-    let stay = follow_links && !cross_file_systems;
-    let root_device = device(&root.real);
-    for entry in walkdir::WalkDir::new(start).follow_links(follow_links).same_file_system(stay) {
-        tick();
-        let entry = match entry {
-            Ok(e) => e,
-            Err(err) => {
-                let rel = err.path().map(rel_of).unwrap_or_default();
-                let message = match err.loop_ancestor() {
-                    // A loop back to the root itself has an empty relative path: say so.
-                    Some(a) => match rel_of(a) {
-                        r if r.as_os_str().is_empty() => "symlink loop back to the root".to_string(),
-                        r => format!("symlink loop back to {}", r.display()),
-                    },
-                    None => err.io_error().map_or_else(|| err.to_string(), |e| e.to_string()),
-                };
-                out.problems.push(Problem { path: RelPath::new(i, rel.as_os_str()), message });
-                continue;
-            }
+impl<'a> RootWalk<'a> {
+    fn rel_of(&self, p: &Path) -> PathBuf {
+        p.strip_prefix(&self.root.real).map(Path::to_path_buf).unwrap_or_default()
+    }
+
+    fn note(&self, f: impl FnOnce(&mut Walked)) {
+        let mut found = self.found.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        f(&mut found);
+    }
+
+    fn problem(&self, rel: &Path, message: String) {
+        self.note(|w| w.problems.push(Problem { path: RelPath::new(self.index, rel.as_os_str()), message }));
+    }
+
+    /// Starts at a root, or a part of one: a folder is walked, a file handed over, anything
+    /// else named as a root is a problem (what was asked for is unread).
+    fn start<'s>(&'s self, scope: &rayon::Scope<'s>, start: &Path) {
+        let rel = self.rel_of(start);
+        let st = if self.walk.follow_links { rustix::fs::stat(start) } else { rustix::fs::lstat(start) };
+        let st = match st {
+            Ok(st) => st,
+            Err(e) => return self.problem(&rel, std::io::Error::from(e).to_string()),
         };
-        let ft = entry.file_type();
-        let rel = rel_of(entry.path());
-        if entry.path_is_symlink() && follow_links {
-            // A folder on another file system is not descended into unless asked.
-            let walked_into = |real: &Path| !(stay && ft.is_dir() && device(real) != root_device);
-            if let Some(real) = leaves(entry.path(), &root.real).filter(|r| walked_into(r)) {
-                out.left_root.push((i, rel.clone(), real));
+        match FileType::from_raw_mode(st.st_mode) {
+            FileType::Directory => {
+                let above = self
+                    .walk
+                    .follow_links
+                    .then(|| Arc::new(Above { dev: st.st_dev, ino: st.st_ino, rel: rel.clone(), up: None }));
+                self.folder(scope, start.to_path_buf(), rel, above);
+            }
+            FileType::RegularFile => {
+                let c = Candidate { root: self.index, rel: rel.into(), stat: Stat::of(&st), followed: false };
+                (self.walk.files)(vec![c]);
+            }
+            FileType::Symlink => self.note(|w| w.symlinks += 1),
+            ft => {
+                let kind = special_kind(ft).unwrap_or("unknown file type");
+                if rel.as_os_str().is_empty() {
+                    self.problem(&rel, format!("not a regular file ({kind}): not opened"));
+                } else {
+                    self.note(|w| w.special += 1);
+                }
             }
         }
-        if ft.is_symlink() {
-            out.symlinks += 1;
-            let target = fs::read_link(entry.path()).unwrap_or_default();
-            out.links.push(Link { root: i, path: entry.into_path(), rel, target });
-        } else if ft.is_file() {
-            // The type comes from the directory listing; the size from fstat after opening:
-            // no second stat per file.
-            let (ino, followed) = (entry.ino(), entry.path_is_symlink());
-            out.candidates.push(Candidate { root: i, rel: rel.into_boxed_path(), ino, followed });
-        } else if let Some(kind) = special_kind(&ft) {
-            // Inside a tree a FIFO, socket or device is no file anyone installs: counted and
-            // skipped. Named as a root itself, it is a problem: what was asked for is unread.
-            if rel.as_os_str().is_empty() {
-                out.problems.push(Problem {
-                    path: RelPath::new(i, rel.as_os_str()),
-                    message: format!("not a regular file ({kind}): not opened"),
+    }
+
+    /// Lists one folder: its subfolders are walked as tasks of their own, its files handed
+    /// over in batches.
+    fn folder<'s>(&'s self, scope: &rayon::Scope<'s>, dir: PathBuf, rel: PathBuf, above: Option<Arc<Above>>) {
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NONBLOCK;
+        let fd = match rustix::fs::open(&dir, flags, rustix::fs::Mode::empty()) {
+            Ok(fd) => fd,
+            Err(e) => return self.problem(&rel, std::io::Error::from(e).to_string()),
+        };
+        let mut buf = Vec::with_capacity(LISTING);
+        let mut listing = RawDir::new(&fd, buf.spare_capacity_mut());
+        let mut batch = Vec::new();
+        while let Some(entry) = listing.next() {
+            let entry = match entry {
+                Ok(e) => e,
+                Err(e) => {
+                    self.problem(&rel, std::io::Error::from(e).to_string());
+                    break;
+                }
+            };
+            let name = entry.file_name();
+            if matches!(name.to_bytes(), b"." | b"..") {
+                continue;
+            }
+            let ft = entry.file_type();
+            self.entry(scope, (&fd, &dir, &rel), (name, ft), &above, &mut batch);
+            if batch.len() >= BATCH {
+                (self.walk.files)(std::mem::take(&mut batch));
+            }
+        }
+        if !batch.is_empty() {
+            (self.walk.files)(batch);
+        }
+    }
+
+    /// One entry of a folder.
+    fn entry<'s>(
+        &'s self,
+        scope: &rayon::Scope<'s>,
+        (fd, dir, rel): (&OwnedFd, &Path, &Path),
+        (name, ft): (&CStr, FileType),
+        above: &Option<Arc<Above>>,
+        batch: &mut Vec<Candidate>,
+    ) {
+        let name_os = OsStr::from_bytes(name.to_bytes());
+        let child_rel = || rel.join(name_os);
+        // A file system that does not fill in the type in its listing: `lstat` tells.
+        let lstat = |flags| rustix::fs::statat(fd, name, flags);
+        let (ft, st) = match ft {
+            FileType::Unknown | FileType::RegularFile => match lstat(AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(st) => (FileType::from_raw_mode(st.st_mode), Some(st)),
+                Err(e) => return self.problem(&child_rel(), std::io::Error::from(e).to_string()),
+            },
+            ft => (ft, None),
+        };
+        match (ft, st) {
+            (FileType::RegularFile, Some(st)) => {
+                batch.push(Candidate {
+                    root: self.index,
+                    rel: child_rel().into(),
+                    stat: Stat::of(&st),
+                    followed: false,
                 });
-            } else {
-                out.special += 1;
+            }
+            (FileType::Directory, _) => self.subfolder(scope, dir.join(name_os), child_rel(), above, None),
+            (FileType::Symlink, _) if self.walk.follow_links => {
+                self.follow(scope, (fd, dir), name, child_rel(), above, batch);
+            }
+            (FileType::Symlink, _) => {
+                let target = rustix::fs::readlinkat(fd, name, Vec::new())
+                    .map(|t| PathBuf::from(OsStr::from_bytes(t.as_bytes())))
+                    .unwrap_or_default();
+                let link = Link { root: self.index, path: dir.join(name_os), rel: child_rel(), target };
+                self.note(|w| {
+                    w.symlinks += 1;
+                    w.links.push(link);
+                });
+            }
+            (ft, _) => {
+                if special_kind(ft).is_some() {
+                    self.note(|w| w.special += 1);
+                }
+            }
+        }
+    }
+
+    /// A subfolder, walked as a task of its own. With `--follow-links`, `st` is its `stat`
+    /// when known: a folder that is one of its own ancestors is a loop, reported, and one on
+    /// another file system is left unless the walk crosses them.
+    fn subfolder<'s>(
+        &'s self,
+        scope: &rayon::Scope<'s>,
+        dir: PathBuf,
+        rel: PathBuf,
+        above: &Option<Arc<Above>>,
+        st: Option<rustix::fs::Stat>,
+    ) {
+        let above = match above {
+            Some(up) => {
+                let Some(st) = st.or_else(|| rustix::fs::stat(&dir).ok()) else {
+                    return self.problem(&rel, "cannot stat folder".to_string());
+                };
+                if let Some(a) = up.loop_to(st.st_dev, st.st_ino) {
+                    let message = if a.as_os_str().is_empty() {
+                        "symlink loop back to the root".to_string()
+                    } else {
+                        format!("symlink loop back to {}", a.display())
+                    };
+                    return self.problem(&rel, message);
+                }
+                if self.stay_on.is_some_and(|dev| dev != st.st_dev) {
+                    return;
+                }
+                Some(Arc::new(Above {
+                    dev: st.st_dev,
+                    ino: st.st_ino,
+                    rel: rel.clone(),
+                    up: Some(up.clone()),
+                }))
+            }
+            None => None,
+        };
+        scope.spawn(move |scope| self.folder(scope, dir, rel, above));
+    }
+
+    /// A symbolic link met with `--follow-links`: what it leads to is walked as if it stood
+    /// there (a folder walked, a file handed over); a link that leads nowhere is a problem.
+    fn follow<'s>(
+        &'s self,
+        scope: &rayon::Scope<'s>,
+        (fd, dir): (&OwnedFd, &Path),
+        name: &CStr,
+        rel: PathBuf,
+        above: &Option<Arc<Above>>,
+        batch: &mut Vec<Candidate>,
+    ) {
+        let path = dir.join(OsStr::from_bytes(name.to_bytes()));
+        let st = match rustix::fs::statat(fd, name, AtFlags::empty()) {
+            Ok(st) => st,
+            Err(e) => return self.problem(&rel, std::io::Error::from(e).to_string()),
+        };
+        let ft = FileType::from_raw_mode(st.st_mode);
+        let other_fs = ft == FileType::Directory && self.stay_on.is_some_and(|dev| dev != st.st_dev);
+        if !other_fs {
+            if let Some(real) = leaves(&path, &self.root.real) {
+                self.note(|w| w.left_root.push((self.index, rel.clone(), real)));
+            }
+        }
+        match ft {
+            FileType::Directory => self.subfolder(scope, path, rel, above, Some(st)),
+            FileType::RegularFile => {
+                batch.push(Candidate {
+                    root: self.index,
+                    rel: rel.into(),
+                    stat: Stat::of(&st),
+                    followed: true,
+                });
+            }
+            ft => {
+                if special_kind(ft).is_some() {
+                    self.note(|w| w.special += 1);
+                }
             }
         }
     }
@@ -281,6 +528,17 @@ fn walk_from(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Walks `roots` and gathers the files handed over, sorted by path.
+    fn walk_all(roots: &[Root], follow_links: bool) -> (Walked, Vec<Candidate>) {
+        let files = Mutex::new(Vec::new());
+        let add = |batch: Vec<Candidate>| files.lock().expect("lock").extend(batch);
+        let w = Walk { follow_links, cross_file_systems: false, skip: &[], files: &add };
+        let walked = walk(roots, None, &w);
+        let mut files = files.into_inner().expect("lock");
+        files.sort_by(|a, b| a.rel.cmp(&b.rel));
+        (walked, files)
+    }
 
     #[test]
     fn check_without_root_takes_the_current_rocm_and_ollama_only() {
@@ -324,12 +582,56 @@ mod tests {
         std::os::unix::fs::symlink(b.join("elsewhere"), b.join("root/out")).expect("symlink");
         std::os::unix::fs::symlink("y.so", b.join("root/lib/in.so")).expect("symlink");
         let roots = resolve_roots(&[b.join("root")]).expect("root");
-        let walked = walk(&roots, None, true, false, &|| ());
+        let (walked, files) = walk_all(&roots, true);
         let real = fs::canonicalize(b.join("elsewhere")).expect("real");
         assert_eq!(walked.left_root, [(0, PathBuf::from("out"), real)]);
         // The file under the followed folder is read, once, as part of the root.
-        assert_eq!(walked.candidates.len(), 3);
+        assert_eq!(files.len(), 3);
         // Without following, nothing leaves the root.
-        assert!(walk(&roots, None, false, false, &|| ()).left_root.is_empty());
+        assert!(walk_all(&roots, false).0.left_root.is_empty());
+    }
+
+    /// Each regular file is handed over once, with its `stat`, whatever the batching: a folder
+    /// wider than a batch, nested folders, an empty file; FIFOs and links are counted, not
+    /// handed over; a loop met while following links is a problem naming where it leads.
+    #[test]
+    fn every_file_is_handed_over_once_with_its_stat() {
+        let base = tempfile::tempdir().expect("temp dir");
+        let b = base.path();
+        fs::create_dir_all(b.join("root/wide")).expect("mkdir");
+        fs::create_dir_all(b.join("root/a/b/c")).expect("mkdir");
+        for i in 0..(BATCH * 2 + 7) {
+            fs::write(b.join(format!("root/wide/f{i}")), b"x").expect("write");
+        }
+        fs::write(b.join("root/a/b/c/deep.so"), b"elf?").expect("write");
+        fs::write(b.join("root/a/empty"), b"").expect("write");
+        fs::hard_link(b.join("root/a/b/c/deep.so"), b.join("root/a/twin.so")).expect("link");
+        std::os::unix::fs::symlink("b", b.join("root/a/up")).expect("symlink");
+        std::os::unix::fs::symlink("..", b.join("root/a/b/c/loop")).expect("symlink");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            b.join("root/a/pipe"),
+            FileType::Fifo,
+            rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+            0,
+        )
+        .expect("fifo");
+        let roots = resolve_roots(&[b.join("root")]).expect("root");
+        let (walked, files) = walk_all(&roots, false);
+        assert_eq!(files.len(), BATCH * 2 + 7 + 3);
+        let mut names: Vec<_> = files.iter().map(|c| c.rel.clone()).collect();
+        names.dedup();
+        assert_eq!(names.len(), files.len(), "no file twice");
+        let empty = files.iter().find(|c| c.rel.ends_with("empty")).expect("empty file");
+        assert_eq!(empty.stat.size(), 0);
+        let twin = files.iter().find(|c| c.rel.ends_with("twin.so")).expect("hard link");
+        assert_eq!((twin.stat.links, twin.stat.size()), (2, 4));
+        assert_eq!((walked.symlinks, walked.special, walked.problems.len()), (2, 1, 0));
+        // Following links: `up` is walked as a folder, the loop back to `a/b` is a problem.
+        let (walked, files) = walk_all(&roots, true);
+        assert!(files.iter().any(|c| c.rel.as_ref() == Path::new("a/up/c/deep.so") && c.stat.links == 2));
+        let loops: Vec<_> = walked.problems.iter().map(|p| p.message.as_str()).collect();
+        assert!(loops.iter().all(|m| m.starts_with("symlink loop back to a")), "{loops:?}");
+        assert!(!loops.is_empty());
     }
 }
