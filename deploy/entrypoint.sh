@@ -2,7 +2,9 @@
 # gfxscan's container entrypoint: one snapshot per run, written where a merge can find it.
 #
 #   NODE_NAME   the snapshot's name (a DaemonSet passes the node's name; default: hostname)
-#   OUT_DIR     where snapshots go (default /snapshots); the file is $OUT_DIR/$NODE_NAME.json
+#   OUT_DIR     where snapshots go (default /snapshots); the file is $OUT_DIR/$NODE_NAME.json.
+#               The last one is reused (`--reuse`): a host file unchanged since is not read
+#               again, by the scan or the check
 #   IMAGE       optional: a registry image to scan instead of the host (copied with skopeo into
 #               an OCI layout, read in place, then removed)
 #   ROOTS       optional: what to scan on the host, colon-separated as PATH is (a path may hold
@@ -42,6 +44,11 @@ else
   for r in /host/opt/rocm /host/usr/lib/ollama /host/lib/firmware/amdgpu; do
     [ -e "$r" ] && set -- "$@" "$r"
   done
+fi
+# The host's last snapshot: what it holds of files unchanged since is taken, not read again. An
+# image is copied anew each run, so nothing of it is unchanged.
+if [ -z "${IMAGE:-}" ]; then
+  set -- --reuse "$out" "$@"
 fi
 status=0
 # One scan, two outputs; each is written to a temporary file beside it and renamed into place,

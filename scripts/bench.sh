@@ -3,6 +3,10 @@
 #
 #   bash scripts/bench.sh [DIR] [RUNS]
 #
+# WALK_FILES (default 1000000; 0 skips it) sets the size of the walk's tree: that many empty
+# files in 1,000 folders, held against `find -type f` (the walk alone) and `find -printf %s`
+# (the walk and one stat per file, what gfxscan needs to know a file is empty).
+#
 # DIR defaults to $GFXSCAN_DEBIAN_CORPUS/deb or ~/gfxscan-corpus/deb (the tree built by
 # ../shared/corpus/fetch-debian.sh). Each command runs RUNS times (default 5) after one warm-up
 # run; the median wall time is reported with files/s, peak RSS and the ratio to `find`.
@@ -17,7 +21,7 @@ runs=${2:-5}
 [ -d "$dir" ] || { echo "no tree at $dir: run ../shared/corpus/fetch-debian.sh first" >&2; exit 2; }
 command -v /usr/bin/time >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq time >/dev/null; }
 (cd "$here" && cargo build --release --quiet)
-bin=$here/target/release/gfxscan
+bin=${CARGO_TARGET_DIR:-$here/target}/release/gfxscan
 
 files=$(find "$dir" -type f | wc -l)
 bytes=$(du -sb "$dir" | cut -f1)
@@ -160,8 +164,8 @@ fi
 floors=$here/../shared/floors
 if [ -f "$floors/zfloor.c" ] && command -v python3 >/dev/null 2>&1; then
   [ -f /usr/include/zstd.h ] || { apt-get update -qq && apt-get install -y -qq libzstd-dev >/dev/null; }
-  mkdir -p "$here/target/floors"
-  zf=$here/target/floors/zfloor
+  mkdir -p "${CARGO_TARGET_DIR:-$here/target}/floors"
+  zf=${CARGO_TARGET_DIR:-$here/target}/floors/zfloor
   [ -x "$zf" ] || cc -O2 -o "$zf" "$floors/zfloor.c" -lzstd -lpthread
   work=$(mktemp -d -p "$(dirname "$dir")" .gfxscan-floors.XXXX 2>/dev/null || mktemp -d)
   trap 'rm -rf "$payloads" "$work"' EXIT
@@ -172,19 +176,69 @@ if [ -f "$floors/zfloor.c" ] && command -v python3 >/dev/null 2>&1; then
     cut -f1 "$work/payloads.tsv" | sort -u | while IFS= read -r f; do rm -f "$work/rest/${f#"$dir"/}"; done
     for j in 1 2; do
       full=$(measure full "$zf" "$work/stops.tsv" "$j" | cut -f2)
-      facts=$(measure facts env ZFLOOR_STOP=1 "$zf" "$work/stops.tsv" "$j" | cut -f2)
+      read -r facts frss <<< "$(measure facts env ZFLOOR_STOP=1 "$zf" "$work/stops.tsv" "$j" | cut -f2,3)"
       rest=$(measure rest "$bin" scan -q -j "$j" --json -o /dev/null "$work/rest" | cut -f2)
-      scan=$(measure scan "$bin" scan -q -j "$j" --json -o /dev/null "$dir" | cut -f2)
+      read -r scan srss <<< "$(measure scan "$bin" scan -q -j "$j" --json -o /dev/null "$dir" | cut -f2,3)"
       check=$(measure check "$bin" check -q -j "$j" --gpu gfx1100 "$dir" | cut -f2)
-      awk -v j="$j" -v n="$n" -v full="$full" -v facts="$facts" -v rest="$rest" -v scan="$scan" -v check="$check" 'BEGIN {
+      awk -v j="$j" -v n="$n" -v full="$full" -v facts="$facts" -v rest="$rest" -v scan="$scan" -v check="$check" \
+        -v frss="$frss" -v srss="$srss" 'BEGIN {
         printf "-j %d: %d CCOB payloads; full inflate %.3f s, facts floor %.3f s, rest of the tree %.3f s\n", j, n, full, facts, rest
-        printf "-j %d: gfxscan scan %.3f s = %.2fx (facts floor + rest); check --gpu gfx1100 %.3f s = %.2fx rest\n", j, scan, scan / (facts + rest), check, check / rest }'
+        printf "-j %d: gfxscan scan %.3f s = %.2fx (facts floor + rest); check --gpu gfx1100 %.3f s = %.2fx rest\n", j, scan, scan / (facts + rest), check, check / rest
+        printf "-j %d: peak RSS gfxscan scan %.0f MB, facts floor %.0f MB: %+.0f MB\n", j, srss / 1024, frss / 1024, (srss - frss) / 1024 }'
     done
   else
     echo "floors: no CCOB v2/v3 payloads in the tree, or no hard-linked copy possible"
   fi
 else
   echo "floors: ../shared/floors not here"
+fi
+
+# Rescans: the tree scanned fresh, and with --reuse of a snapshot of it written first. The
+# snapshot records only files that last changed at least 2 s before it was written (see
+# src/reuse.rs), so a tree written just now is given time to settle. The rescan's JSON must be
+# the snapshot's, byte for byte.
+snap=$(mktemp --suffix=.json)
+rescan=$(mktemp --suffix=.json)
+newest=$(find "$dir" -type f -printf '%C@\n' 2>/dev/null | sort -n | tail -1)
+wait=$(awk -v n="${newest:-0}" -v now="$EPOCHREALTIME" 'BEGIN {w = n + 2.2 - now; print (w > 0 ? w : 0)}')
+sleep "$wait"
+"$bin" scan -q --json --reuse "$snap.absent" -o "$snap" "$dir" || true
+fresh=$(measure fresh "$bin" scan -q --json -o /dev/null "$dir")
+reused=$(measure reused "$bin" scan -q --json --reuse "$snap" -o /dev/null "$dir")
+"$bin" scan -q --json --reuse "$snap" -o "$rescan" "$dir" || true
+same=$(cmp -s "$snap" "$rescan" && echo "byte-identical" || echo "DIFFERENT")
+known=$(grep -c '"ino":' "$snap" || true)
+printf '%s\n%s\n' "$fresh" "$reused" | awk -F'\t' -v same="$same" -v known="$known" '
+  NR == 1 {f = $2; fr = $3} NR == 2 {r = $2; rr = $3}
+  END {printf "rescan: fresh %.3f s (%.0f MB), --reuse %.3f s (%.0f MB) = %.0f%% of fresh; %s; %d files known\n", f, fr / 1024, r, rr / 1024, 100 * r / f, same, known}'
+rm -f "$snap" "$rescan"
+[ "$same" = "byte-identical" ] || { echo "a rescan with --reuse differs from the snapshot" >&2; exit 1; }
+
+# The walk: empty files in 1,000 folders, against find (the walk alone) and find -printf %s (the
+# walk and a stat per file). gfxscan opens none of them.
+walk_files=${WALK_FILES:-1000000}
+if [ "$walk_files" -gt 0 ]; then
+  wt=$(mktemp -d)
+  python3 - "$wt" "$walk_files" <<'PY'
+import os, sys
+root, n = sys.argv[1], int(sys.argv[2])
+per = max(1, n // 1000)
+for i in range(n):
+    d = os.path.join(root, f"d{i // per:04d}")
+    if i % per == 0:
+        os.makedirs(d, exist_ok=True)
+    open(os.path.join(d, f"f{i:07d}"), "w").close()
+PY
+  walk=$(
+    measure "find -type f" find "$wt" -type f
+    measure "find -printf %s" find "$wt" -type f -printf '%s\n'
+    measure "gfxscan -j 1" "$bin" scan -q -j 1 --json -o /dev/null "$wt"
+    measure "gfxscan -j 2" "$bin" scan -q -j 2 --json -o /dev/null "$wt"
+  )
+  rm -rf "$wt"
+  printf '%s\n' "$walk" | awk -F'\t' -v n="$walk_files" '
+    NR == 1 {base = $2} NR == 2 {stat = $2}
+    {printf "walk of %d empty files: %-16s %7.3f s %7.1f MB  %5.2fx find  %5.2fx find with stat\n", n, $1, $2, $3 / 1024, $2 / base, (stat > 0 ? $2 / stat : 0)}'
 fi
 
 # cold CMD...: "seconds KiB-read" with the page cache dropped first.

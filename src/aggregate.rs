@@ -136,6 +136,7 @@ pub fn snapshot(tally: Tally, roots: Vec<String>, targets: &Targets) -> Snapshot
         declared_targets,
         rocm_releases,
         links_out_of_root,
+        identities: None,
     }
 }
 

@@ -373,6 +373,14 @@ pub struct ScanOpts {
     /// No progress bar and no live warnings on standard error.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Take the facts of each file unchanged since SNAPSHOT instead of reading it again: a
+    /// JSON snapshot that `scan --reuse` wrote of roots named the same, by this same build of
+    /// gfxscan with the same target table. Unchanged: the same device, inode, size, and
+    /// modification and change times to the nanosecond. A SNAPSHOT that does not exist yet
+    /// reads everything; `scan --reuse` records each file's identity in its JSON for next
+    /// time. Repeatable.
+    #[arg(long, value_name = "SNAPSHOT")]
+    pub reuse: Vec<PathBuf>,
     #[command(flatten)]
     pub table: TableArgs,
 }
@@ -524,6 +532,11 @@ pub struct DiffArgs {
     /// No progress bar and no live warnings on standard error.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Take the facts of a scanned side's files unchanged since SNAPSHOT instead of reading
+    /// them again (see `scan --reuse`): a snapshot of that side's folder, named the same.
+    /// Repeatable.
+    #[arg(long, value_name = "SNAPSHOT")]
+    pub reuse: Vec<PathBuf>,
     #[command(flatten)]
     pub table: TableArgs,
 }

@@ -26,6 +26,7 @@ pub mod model;
 pub mod parse;
 pub mod records;
 pub mod report;
+pub mod reuse;
 pub mod scan;
 pub mod schema;
 pub mod source;

@@ -51,7 +51,7 @@ impl Tool {
 /// `path` is the UTF-8 text; when the bytes are not UTF-8 it is a lossy rendering for people
 /// and `path_hex` holds the exact bytes, hex-encoded.
 #[derive(
-    Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+    Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema,
 )]
 pub struct RelPath {
     /// Index into `roots`.
@@ -825,7 +825,22 @@ impl TryFrom<AnyArtifact> for Artifact {
     type Error = String;
 
     fn try_from(a: AnyArtifact) -> Result<Self, String> {
-        let v1 = |f: Family| a.family == Some(f);
+        // Version 1's flat fields, when it wrote any: a version 2 artifact without its family's
+        // facts reads back as written (no facts), so a snapshot read and written again is the
+        // same bytes (`--reuse` takes records from one).
+        let flat = a.library.is_some()
+            || a.lists_targets.is_some()
+            || a.pack_targets.is_some()
+            || !a.placeholders.is_empty()
+            || a.solutions.is_some()
+            || a.entries.is_some()
+            || a.any_processor
+            || a.cu_count.is_some()
+            || a.records.is_some()
+            || a.prefix.is_some()
+            || a.firmware_dir.is_some()
+            || a.header.is_some();
+        let v1 = |f: Family| flat && a.family == Some(f);
         let tensile = a.tensile.or_else(|| {
             v1(Family::Tensile).then_some(TensileFacts {
                 library: a.library,
@@ -1061,6 +1076,43 @@ pub struct Snapshot {
     /// each leads to. What lies there was scanned as part of the root. Absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub links_out_of_root: Vec<LinkRecord>,
+    /// `scan --reuse`: what each plain file was when it was read, for the next scan to tell
+    /// which files are unchanged and take their facts from here. Absent without `--reuse`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identities: Option<Identities>,
+}
+
+/// The files a scan read, as `stat` showed them (`scan --reuse`), and what their facts depend
+/// on besides their bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Identities {
+    /// The build of gfxscan that read the facts: its version and a digest of its sources
+    /// (`reuse::reader`). Facts read by another build are read again.
+    pub reader: String,
+    /// The target table the facts were read with (`vocab::targets::Targets::digest`): facts
+    /// read with another table are read again.
+    pub targets: String,
+    /// Listed files carry their SHA-256 (`--digests`).
+    pub digests: bool,
+    /// Every plain file read (not an archive, not a file with several names), sorted by root
+    /// and path; a file changed within [`crate::reuse::RACY`] of the scan is left out.
+    pub files: Vec<FileIdentity>,
+}
+
+/// A file as `stat` showed it when it was read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct FileIdentity {
+    #[serde(flatten)]
+    pub path: RelPath,
+    /// What its first bytes said it is.
+    pub kind: Kind,
+    pub dev: u64,
+    pub ino: u64,
+    pub size: u64,
+    /// Last modification: seconds and nanoseconds since the epoch.
+    pub mtime: [i64; 2],
+    /// Last change of the inode (which no user can set back): seconds and nanoseconds.
+    pub ctime: [i64; 2],
 }
 
 /// What kind of inconsistency a finding is.

@@ -19,9 +19,10 @@ use crate::archive;
 use crate::decode::{budget_for, Budget, Decoding};
 use crate::families;
 use crate::inspect::{inspect, FileOutcome, Found, LinkSeen, Reading, FAMILY_HEAD};
-use crate::model::{LinkRecord, Problem, RelPath, Snapshot};
+use crate::model::{FileIdentity, LinkRecord, Problem, RelPath, Snapshot};
 use crate::parse::magic::{classify, Kind, SNIFF_LEN};
 use crate::parse::{ByteSource, Depth};
+use crate::reuse::{identity, Earlier};
 use crate::source::file::{file_id, open_file, FileId};
 use crate::source::origin::Origin;
 use crate::source::walk::{resolve_roots, walk, Candidate, Root, Walk, Walked};
@@ -48,6 +49,10 @@ pub struct ScanConfig {
     pub parts: Option<Vec<PathBuf>>,
     /// `scan --digests`: take each listed file's SHA-256 (reads listed files whole).
     pub digests: bool,
+    /// `--reuse`: the facts of files unchanged since earlier snapshots, taken instead of read.
+    pub reuse: Option<Arc<Earlier>>,
+    /// Record each plain file's identity in the snapshot, for a later `--reuse`.
+    pub record_identities: bool,
 }
 
 impl ScanConfig {
@@ -63,6 +68,8 @@ impl ScanConfig {
             check_for: None,
             parts: None,
             digests: false,
+            reuse: None,
+            record_identities: false,
         }
     }
 
@@ -295,7 +302,7 @@ fn read_link(
     (lead, leader): (&Candidate, &Path),
     kept: Option<&(FileOutcome, Opened)>,
     reading: Reading<'_>,
-) -> Read {
+) -> (Read, bool) {
     let targets = reading.targets;
     let same = kept.filter(|(outcome, opened)| {
         let family =
@@ -311,9 +318,12 @@ fn read_link(
             if let Some(r) = &mut outcome.record {
                 r.hard_link_of = Some(RelPath::new(lead.root, lead.rel.as_os_str()));
             }
-            Read::Done(Found::one(outcome))
+            (Read::Done(Found::one(outcome)), true)
         }
-        None => read_file(c, disk, reading).0,
+        None => {
+            let (read, opened) = read_file(c, disk, reading);
+            (read, opened.is_some() || c.stat.size() == 0)
+        }
     }
 }
 
@@ -324,6 +334,8 @@ struct Part {
     tally: Tally,
     pending: Vec<PendingArchive>,
     kept: Vec<(usize, FileOutcome, Opened)>,
+    /// With `record_identities`: the plain files read, as `stat` showed them.
+    identities: Vec<FileIdentity>,
 }
 
 impl Part {
@@ -331,6 +343,7 @@ impl Part {
         self.tally = self.tally.merge(other.tally);
         self.pending.extend(other.pending);
         self.kept.extend(other.kept);
+        self.identities.extend(other.identities);
         self
     }
 }
@@ -354,15 +367,24 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
     let decoding = Decoding::new(pool.current_num_threads(), target);
     let reading =
         Reading { targets, depth: config.depth(targets), decoding: &decoding, digests: config.digests };
-    let reader = Reader { reading, progress, given: &given, roots: &roots };
-    let (mut tally, walked) = pool.install(|| {
-        let (Part { mut tally, mut pending, .. }, walked) = reader.walk_and_read(config, &layouts);
+    let began = std::time::SystemTime::now();
+    let reader = Reader {
+        reading,
+        progress,
+        given: &given,
+        roots: &roots,
+        earlier: config.reuse.as_deref().map(|e| (e, e.roots_of(&given))),
+        recording: config.record_identities.then_some(began),
+    };
+    let (mut tally, walked, identities) = pool.install(|| {
+        let (Part { mut tally, mut pending, identities, .. }, walked) =
+            reader.walk_and_read(config, &layouts);
         pending.sort_by_cached_key(|a| a.path.sort_key());
         tally = tally.merge(reader.expand_archives(&pending, pool.current_num_threads().max(1)));
         for &i in &layouts {
             tally = tally.merge(reader.expand_layout(&roots, i));
         }
-        (tally, walked)
+        (tally, walked, identities)
     });
     // The decoders kept for reuse are not needed past the reading.
     decoding.drain_idle();
@@ -381,7 +403,11 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
         });
     }
     tally.problems.extend(walked.problems);
-    Ok(aggregate::snapshot(tally, given, targets))
+    let mut snap = aggregate::snapshot(tally, given, targets);
+    if config.record_identities {
+        snap.identities = Some(crate::reuse::identities(identities, targets, config.digests));
+    }
+    Ok(snap)
 }
 
 /// The value behind a lock, whether or not a worker panicked holding it.
@@ -395,6 +421,11 @@ struct Reader<'a> {
     progress: &'a dyn Progress,
     given: &'a [String],
     roots: &'a [Root],
+    /// `--reuse`: facts of files unchanged since earlier snapshots, and the index there of
+    /// each root of this scan.
+    earlier: Option<(&'a Earlier, Vec<Option<usize>>)>,
+    /// When identities are recorded: the time the scan began (see `reuse::RACY`).
+    recording: Option<std::time::SystemTime>,
 }
 
 impl Reader<'_> {
@@ -424,6 +455,35 @@ impl Reader<'_> {
         part
     }
 
+    /// Reads a file with one name, or takes its facts from an earlier snapshot when it is
+    /// unchanged since.
+    fn read_plain(&self, mut part: Part, c: &Candidate) -> Part {
+        let read = self.read_or_reuse(&mut part, c, || {
+            let (read, opened) = read_file(c, &c.path(self.roots), self.reading);
+            (read, opened.is_some() || c.stat.size() == 0)
+        });
+        self.take(part, read)
+    }
+
+    /// `c`'s facts from an earlier snapshot when `stat` shows it unchanged since (`--reuse`),
+    /// else what `read` gives, with whether the file was read in full (opened and its first
+    /// bytes read, or empty). When identities are recorded, one read in full, or reused, is
+    /// recorded in `part`.
+    fn read_or_reuse(&self, part: &mut Part, c: &Candidate, read: impl FnOnce() -> (Read, bool)) -> Read {
+        let path = RelPath::new(c.root, c.rel.as_os_str());
+        let earlier = self.earlier.as_ref().and_then(|(e, here)| Some((*e, (*here.get(c.root)?)?)));
+        let (read, whole) = match earlier.and_then(|(e, here)| e.take(here, &path, &c.stat)) {
+            Some(outcome) => (Read::Done(Found::one(outcome)), true),
+            None => read(),
+        };
+        if let (Some(began), Read::Done(f), true) = (self.recording, &read, whole) {
+            if let ([one], true) = (f.files.as_slice(), f.archives.is_empty()) {
+                part.identities.extend(identity(&path, one.kind, &c.stat, began));
+            }
+        }
+        read
+    }
+
     /// Walks the roots and reads each file as its folder lists it, on this pool's workers.
     /// A file with more than one name waits for the end of the walk, when all its names are
     /// known, to be read once for all of them (see `read_files`).
@@ -438,10 +498,7 @@ impl Reader<'_> {
             }
             let part = single
                 .into_par_iter()
-                .fold(Part::default, |part, c| {
-                    let read = read_file(&c, &c.path(self.roots), self.reading).0;
-                    self.take(part, read)
-                })
+                .fold(Part::default, |part, c| self.read_plain(part, &c))
                 .reduce(Part::default, Part::merge);
             let mut done = lock(&done);
             *done = std::mem::take(&mut *done).merge(part);
@@ -475,7 +532,13 @@ impl Reader<'_> {
             .filter(|&i| leaders.get(i).is_some_and(Option::is_none))
             .fold(Part::default, |mut part, i| {
                 let Some(c) = cands.get(i) else { return part };
-                let (read, opened) = read_file(c, &c.path(self.roots), self.reading);
+                let mut opened = None;
+                let read = self.read_or_reuse(&mut part, c, || {
+                    let (read, o) = read_file(c, &c.path(self.roots), self.reading);
+                    let whole = o.is_some() || c.stat.size() == 0;
+                    opened = o;
+                    (read, whole)
+                });
                 if let (Read::Done(f), Some(opened)) = (&read, opened) {
                     if followed.contains(&i) {
                         if let ([one], true) = (f.files.as_slice(), f.archives.is_empty()) {
@@ -491,11 +554,12 @@ impl Reader<'_> {
         let later = (0..cands.len())
             .into_par_iter()
             .filter_map(|i| Some((i, (*leaders.get(i)?)? as usize)))
-            .fold(Part::default, |part, (i, l)| {
+            .fold(Part::default, |mut part, (i, l)| {
                 let (Some(c), Some(leader)) = (cands.get(i), cands.get(l)) else { return part };
-                let disk = c.path(self.roots);
-                let read =
-                    read_link((c, &disk), (leader, &leader.path(self.roots)), kept.get(&l), self.reading);
+                let read = self.read_or_reuse(&mut part, c, || {
+                    let (disk, lead) = (c.path(self.roots), leader.path(self.roots));
+                    read_link((c, &disk), (leader, &lead), kept.get(&l), self.reading)
+                });
                 self.take(part, read)
             })
             .reduce(Part::default, Part::merge);
@@ -569,7 +633,7 @@ mod tests {
         let (Read::Done(f), Some(opened)) = read_file(&ca, &a, reading) else { panic!("read") };
         let kept = (f.files[0].clone(), opened);
         // Unchanged, the follower takes the leader's result under its own path.
-        let Read::Done(shared) = read_link((&cb, &b), (&ca, &a), Some(&kept), reading) else {
+        let Read::Done(shared) = read_link((&cb, &b), (&ca, &a), Some(&kept), reading).0 else {
             panic!("read")
         };
         assert_eq!(shared.files[0].path, RelPath::new(0, cb.rel.as_os_str()));
@@ -581,6 +645,6 @@ mod tests {
             Read::Done(f) => f.files[0].record.as_ref().map(|r| r.code_objects[0].kernels),
             Read::Archive(_) => panic!("not an archive"),
         };
-        assert_eq!(kernels(read_link((&cb, &b), (&ca, &a), Some(&kept), reading)), Some(Some(1)));
+        assert_eq!(kernels(read_link((&cb, &b), (&ca, &a), Some(&kept), reading).0), Some(Some(1)));
     }
 }

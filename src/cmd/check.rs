@@ -70,7 +70,7 @@ pub fn run(mut args: CheckArgs, color: cli::ColorChoice) -> anyhow::Result<ExitS
     let parts = program.as_ref().map(|(loads, _, real, _)| loads.files(real));
     // Every GPU the code is for is checked with `all`: everything is read.
     let read_for = (!all).then_some(processors);
-    let snap = scan_roots(roots.clone(), &args.opts, &targets, read_for.clone(), parts, false)?;
+    let snap = scan_roots(roots.clone(), &args.opts, &targets, read_for.clone(), parts, false, false)?;
     let found = match all {
         true => summary::every_gpu(found, summary::code_gpus(&snap, &targets)),
         false => found,

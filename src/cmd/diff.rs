@@ -68,10 +68,11 @@ fn side(
         follow_links: false,
         cross_file_systems: false,
         quiet: args.quiet,
+        reuse: args.reuse.clone(),
         table: TableArgs { targets: args.table.targets.clone() },
     };
     let reads_for = diff_reads_for(&args.only);
-    let snap = scan_roots(vec![p.to_path_buf()], &opts, targets, reads_for.clone(), None, false)?;
+    let snap = scan_roots(vec![p.to_path_buf()], &opts, targets, reads_for.clone(), None, false, false)?;
     let context = Context { read_for: reads_for, ..Context::default() };
     Ok((Model::build(snap, targets, context), diff::SideSource::Scan))
 }

@@ -32,7 +32,7 @@ pub fn run(mut args: ExplainArgs, color: cli::ColorChoice) -> anyhow::Result<Exi
         (explain::explain(&target, &targets, none), ExitStatus::Clean)
     } else {
         args.opts.resources.max_memory = Some(memory_aim(&args.opts.resources, false));
-        let snap = scan_roots(roots, &args.opts, &targets, None, None, false)?;
+        let snap = scan_roots(roots, &args.opts, &targets, None, None, false, false)?;
         let model = Model::build(snap, &targets, Context::default());
         let (e, report) = explain_scanned(&model, &target, &args.target, &gpus, &targets, not_checked);
         (e, report.exit_status())

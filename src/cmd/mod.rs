@@ -44,7 +44,8 @@ fn memory_aim(resources: &cli::Resources, tell: bool) -> u64 {
 }
 
 /// Scans `roots` as `opts` say, with a progress bar; for `check`, `check_for` names the GPUs'
-/// processors and the scan reads only what their verdicts need. The facts only: the library
+/// processors and the scan reads only what their verdicts need. `record_identities`: each
+/// plain file's identity goes in the snapshot, for a later `--reuse` (`scan --reuse`). The facts only: the library
 /// model is built from them by the command ([`crate::library::Model::build`]).
 fn scan_roots(
     roots: Vec<PathBuf>,
@@ -53,7 +54,10 @@ fn scan_roots(
     check_for: Option<Vec<String>>,
     parts: Option<Vec<PathBuf>>,
     digests: bool,
+    record_identities: bool,
 ) -> anyhow::Result<model::Snapshot> {
+    let roots_named: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
+    let reuse = earlier_facts(&opts.reuse, &roots_named, targets, digests, opts.quiet);
     let config = crate::scan::ScanConfig {
         roots,
         threads: opts.resources.threads,
@@ -63,11 +67,47 @@ fn scan_roots(
         check_for,
         parts,
         digests,
+        reuse,
+        record_identities,
     };
     let bar = report::progress::Bar::new(opts.quiet);
     let snap = crate::scan::scan(&config, targets, &bar);
     bar.finish();
     snap
+}
+
+/// `--reuse`: the facts the snapshots at `paths` hold for `roots`, each snapshot's use said on
+/// standard error (unless `quiet`). A snapshot that does not exist yet, or cannot be read, gives
+/// nothing: the scan reads every file, as without it.
+fn earlier_facts(
+    paths: &[PathBuf],
+    roots: &[String],
+    targets: &Targets,
+    digests: bool,
+    quiet: bool,
+) -> Option<std::sync::Arc<crate::reuse::Earlier>> {
+    if paths.is_empty() {
+        return None;
+    }
+    let mut snaps = Vec::new();
+    let mut read = Vec::new();
+    for p in paths {
+        match source::snapshot::read_snapshot(p) {
+            Ok(s) => {
+                snaps.push(s);
+                read.push(p);
+            }
+            Err(_) if !p.exists() => report::progress::say_reuse(quiet, p, &crate::reuse::Taken::Absent),
+            Err(e) => {
+                report::progress::say_reuse(quiet, p, &crate::reuse::Taken::Unreadable(format!("{e:#}")))
+            }
+        }
+    }
+    let (earlier, taken) = crate::reuse::Earlier::of(snaps, roots, targets, digests);
+    for (p, t) in read.iter().zip(&taken) {
+        report::progress::say_reuse(quiet, p, t);
+    }
+    Some(std::sync::Arc::new(earlier))
 }
 
 /// The processors whose entries a scanned side of `diff --only` reads whole (see

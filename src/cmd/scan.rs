@@ -26,7 +26,7 @@ fn scan_for(opts: &ScanOpts, targets: &Targets, digests: bool) -> anyhow::Result
     } else {
         opts.roots.clone()
     };
-    scan_roots(roots, opts, targets, None, None, digests)
+    scan_roots(roots, opts, targets, None, None, digests, !opts.reuse.is_empty())
 }
 
 /// Runs `gfxscan scan`.

@@ -332,8 +332,16 @@ pub fn pick_in<'s>(
     pick(group, |c| c.code_target(), dev, targets, rt).map(|(c, via)| (*c, via))
 }
 
+/// The targets code is offered for, as the runtime reads them: a bundle entry's from its ID
+/// (comgr matches by it, `vocab::runtime::comgr_target`), other code's from its ELF. The same
+/// whether its ELF was read or not (`check` reads only the checked GPU's entries), so every
+/// view lists the same.
 fn processors<'a>(cos: impl Iterator<Item = &'a CodeObjectRecord>) -> Vec<String> {
-    cos.map(|c| c.target_id.clone()).collect::<BTreeSet<_>>().into_iter().collect()
+    let offered = |c: &CodeObjectRecord| {
+        let from_id = c.code_target().entry_id.and_then(crate::vocab::runtime::comgr_target);
+        from_id.unwrap_or(&c.target_id).to_string()
+    };
+    cos.map(offered).collect::<BTreeSet<_>>().into_iter().collect()
 }
 
 /// Host libraries and standalone bundles: every code group must serve — a bundle without code

@@ -68,3 +68,25 @@ pub fn say_memory(aim: u64, given: bool, room: Option<crate::source::memory::Roo
     };
     eprintln!("memory: the scan aims under {} ({why})", human_bytes(aim));
 }
+
+/// `--reuse`: what one snapshot gave the scan, on stderr (unless `quiet`).
+pub fn say_reuse(quiet: bool, path: &std::path::Path, taken: &crate::reuse::Taken) {
+    use crate::reuse::Taken;
+    if quiet {
+        return;
+    }
+    let why = match taken {
+        Taken::Absent => "does not exist yet: every file is read".to_string(),
+        Taken::Unreadable(e) => format!("cannot be reused ({e}): every file is read"),
+        Taken::NoIdentities => {
+            "records no file identities (not written by `scan --reuse`): nothing reused".to_string()
+        }
+        Taken::OtherReader(r) => format!("was read by another build of gfxscan ({r}): nothing reused"),
+        Taken::OtherTargets => "was read with another target table: nothing reused".to_string(),
+        Taken::NoDigests => "has no digests and this scan takes them: nothing reused".to_string(),
+        Taken::OtherRoots => "is of other roots: nothing reused".to_string(),
+        Taken::Files(n) => format!("knows {n} files of these roots: each one unchanged is not read again"),
+    };
+    let line = format!("reuse: {}: {why}", path.display());
+    eprintln!("{}", super::safe::shown(&line));
+}

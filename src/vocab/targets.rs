@@ -134,6 +134,9 @@ pub struct Targets {
     policy: Policy,
     /// Where the table came from: `built-in` or a path.
     pub origin: String,
+    /// The SHA-256 of the table's text, as hex: facts read with one table are reused
+    /// (`scan --reuse`) only by a scan with the same table.
+    pub digest: String,
 }
 
 /// The target table as `targets --json` writes it.
@@ -346,6 +349,7 @@ impl RawTargets {
             natural,
             policy,
             origin: origin.to_string(),
+            digest: String::new(),
         })
     }
 }
@@ -353,8 +357,10 @@ impl RawTargets {
 impl Targets {
     /// Parses and validates a table from TOML text.
     pub fn from_toml(text: &str, origin: &str) -> Result<Targets, Vec<String>> {
+        use sha2::Digest;
         let raw: RawTargets = toml::from_str(text).map_err(|e| vec![e.to_string().trim_end().to_string()])?;
-        raw.validate(origin)
+        let digest = sha2::Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+        raw.validate(origin).map(|t| Targets { digest, ..t })
     }
 
     /// The built-in table. It is tested to validate, so failure here is a build defect.

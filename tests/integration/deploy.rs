@@ -172,46 +172,43 @@ fn the_entrypoint_writes_metrics_for_the_textfile_collector() {
     assert!(metrics.path().join("gfxscan_scan.prom").exists());
 }
 
+/// The entrypoint, run as a DaemonSet runs it for node `name`, scanning `roots`.
+fn entrypoint(name: &str, out: &Path, roots: &str) -> Command {
+    let mut c = Command::new("sh");
+    c.arg(deploy("entrypoint.sh"))
+        .env("GFXSCAN", env!("CARGO_BIN_EXE_gfxscan"))
+        .env("NODE_NAME", name)
+        .env("OUT_DIR", out)
+        .env("ROOTS", roots);
+    c
+}
+
 #[test]
 fn the_entrypoint_writes_a_snapshot_merge_reads() {
     let out = tempfile::tempdir().expect("tempdir");
     let sample = format!("{}/sample", env!("CARGO_MANIFEST_DIR"));
-    let mut c = Command::new("sh");
-    c.arg(deploy("entrypoint.sh"))
-        .env("GFXSCAN", env!("CARGO_BIN_EXE_gfxscan"))
-        .env("NODE_NAME", "node-17")
-        .env("OUT_DIR", out.path())
-        .env("ROOTS", &sample);
-    let r = run(c);
+    let r = run(entrypoint("node-17", out.path(), &sample));
     assert_eq!(r.code, 0, "{}", r.stderr);
     let snap = out.path().join("node-17.json");
     assert!(Path::new(&snap).is_file() && !out.path().join("node-17.json.part").exists());
     let text = std::fs::read_to_string(&snap).expect("the snapshot");
     crate::documents::expect_valid_text("snapshot", &text, "the entrypoint's node-17.json");
+    // The next run takes the facts of the files unchanged since from it: the same snapshot.
+    assert_eq!(run(entrypoint("node-17", out.path(), &sample)).code, 0);
+    assert!(text.contains("\"identities\""), "the snapshot records what it read");
+    assert!(std::fs::read_to_string(&snap).ok().as_deref() == Some(text.as_str()), "a rescan differs");
     let m = gfxscan(["merge", out.path().to_str().unwrap_or_default(), "--json"]);
     m.expect_code(0);
     let fleet = m.json();
     assert_eq!(fleet["sources"][0]["name"], "node-17");
     assert!(fleet["targets"].as_array().is_some_and(|t| t.iter().any(|x| x == "gfx1100")));
     // A root that does not exist: gfxscan cannot run, and no snapshot is left behind.
-    let mut c = Command::new("sh");
-    c.arg(deploy("entrypoint.sh"))
-        .env("GFXSCAN", env!("CARGO_BIN_EXE_gfxscan"))
-        .env("NODE_NAME", "node-18")
-        .env("OUT_DIR", out.path())
-        .env("ROOTS", "/nonexistent/rocm");
-    assert_eq!(run(c).code, 2);
+    assert_eq!(run(entrypoint("node-18", out.path(), "/nonexistent/rocm")).code, 2);
     assert!(!out.path().join("node-18.json").exists() && !out.path().join("node-18.json.part").exists());
     // ROOTS is colon-separated, as PATH is: a root may hold spaces.
     let spaced = out.path().join("a folder with spaces");
     std::os::unix::fs::symlink(&sample, &spaced).expect("link");
-    let mut c = Command::new("sh");
-    c.arg(deploy("entrypoint.sh"))
-        .env("GFXSCAN", env!("CARGO_BIN_EXE_gfxscan"))
-        .env("NODE_NAME", "node-19")
-        .env("OUT_DIR", out.path())
-        .env("ROOTS", format!("{}:{sample}", spaced.display()));
-    let r = run(c);
+    let r = run(entrypoint("node-19", out.path(), &format!("{}:{sample}", spaced.display())));
     assert_eq!(r.code, 0, "{}", r.stderr);
     let snap: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.path().join("node-19.json")).expect("snapshot"))

@@ -8,7 +8,7 @@ use crate::fixtures::{co, hip_bundle, mixed, Mixed, GFX1030, GFX1100, GFX900, GF
 
 /// The mixed tree plus 60 more files with device code and problems spread over folders, so
 /// that parallel reads finish out of order.
-fn busy_tree() -> Mixed {
+pub fn busy_tree() -> Mixed {
     let m = mixed();
     let objs = [co(GFX900, 0, 1), co(GFX90A, 0, 2), co(GFX1030, 0, 3), co(GFX1100, 0, 4)];
     for i in 0..60usize {

@@ -14,7 +14,7 @@ const STAGES: &[&[&str]] = &[
     &["source"],
     &["families"],
     &["inspect"],
-    &["aggregate", "archive"],
+    &["aggregate", "archive", "reuse"],
     &["library", "scan"],
     &["check", "diff"],
     &["explain", "merge", "records"],

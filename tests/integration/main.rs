@@ -34,6 +34,7 @@ mod pipeline;
 mod prune;
 mod real_files;
 mod report;
+mod rescan;
 mod scan_cli;
 mod schema;
 mod signals;

@@ -1,0 +1,215 @@
+//! Rescans (`--reuse`): a file unchanged since an earlier snapshot of its root takes the facts
+//! that snapshot holds instead of being read again, as git's index spares the files whose
+//! `stat` has not changed.
+//!
+//! Unchanged means the same device, inode, size, and modification and change times to the
+//! nanosecond (no user can set a change time back). Three rules keep that sound:
+//! - a file whose times lie within [`RACY`] of the start of the scan that read it is not
+//!   recorded: changed again within its file system's timestamp granularity after being read,
+//!   it could keep its times and size. This is git's racy-git rule (`is_racy_timestamp` in
+//!   git's read-cache.c), applied when the snapshot is written rather than when it is read:
+//!   git compares with the index file's own time, which a copied snapshot does not keep;
+//! - facts depend on the code that read them and on the target table: a snapshot made by
+//!   another build ([`reader`]) or with another table gives nothing, and neither does one
+//!   without digests to a scan that takes them;
+//! - only plain files are recorded: an archive's facts span its members, and a file with
+//!   several names is read once for all of them at the end of the walk; both are read again.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::inspect::FileOutcome;
+use crate::model::{FileIdentity, FileRecord, Identities, RelPath, ReleaseSignal, Snapshot};
+use crate::parse::magic::Kind;
+use crate::source::file::FileId;
+use crate::source::walk::Stat;
+use crate::vocab::targets::Targets;
+
+/// How long before a scan's start a file must have last changed to be recorded.
+pub const RACY: Duration = Duration::from_secs(2);
+
+/// The build that reads facts: its version and a digest of its sources (`build.rs`).
+pub fn reader() -> String {
+    format!("{}+{}", env!("CARGO_PKG_VERSION"), env!("GFXSCAN_SOURCES"))
+}
+
+/// What earlier snapshots hold of one file.
+#[derive(Debug)]
+struct Kept {
+    id: FileId,
+    kind: Kind,
+    record: Option<FileRecord>,
+    problems: Vec<String>,
+    declared_targets: Option<Vec<String>>,
+    release: Option<(ReleaseSignal, String)>,
+}
+
+/// The facts earlier snapshots hold, by root name and path.
+#[derive(Debug, Default)]
+pub struct Earlier {
+    /// The roots, as named.
+    roots: Vec<String>,
+    /// Each file, its root an index into `roots`; taken out when used (each path is met once).
+    files: HashMap<RelPath, Mutex<Option<Kept>>>,
+}
+
+/// Why a snapshot given to `--reuse` gives nothing, or how much it gives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Taken {
+    /// It does not exist (yet: the first scan writes it).
+    Absent,
+    /// It could not be read as a snapshot (why).
+    Unreadable(String),
+    /// It records no identities: not written by a scan with `--reuse`.
+    NoIdentities,
+    /// Another build of gfxscan read its facts (its build is named).
+    OtherReader(String),
+    /// Its facts were read with another target table.
+    OtherTargets,
+    /// It has no digests and this scan takes them.
+    NoDigests,
+    /// None of its roots is a root of this scan.
+    OtherRoots,
+    /// This many files' identities were taken.
+    Files(usize),
+}
+
+impl Earlier {
+    /// What `snapshots` hold for the roots of this scan (`roots`, as given: a root is the same
+    /// when it is named the same), and for each snapshot what it gave.
+    pub fn of(
+        snapshots: Vec<Snapshot>,
+        roots: &[String],
+        targets: &Targets,
+        digests: bool,
+    ) -> (Earlier, Vec<Taken>) {
+        let mut earlier = Earlier::default();
+        let taken = snapshots.into_iter().map(|s| earlier.add(s, roots, targets, digests)).collect();
+        (earlier, taken)
+    }
+
+    fn add(&mut self, snap: Snapshot, roots: &[String], targets: &Targets, digests: bool) -> Taken {
+        let Some(ids) = snap.identities else { return Taken::NoIdentities };
+        if ids.reader != reader() {
+            return Taken::OtherReader(ids.reader);
+        }
+        if ids.targets != targets.digest {
+            return Taken::OtherTargets;
+        }
+        if digests && !ids.digests {
+            return Taken::NoDigests;
+        }
+        if !snap.roots.iter().any(|r| roots.contains(r)) {
+            return Taken::OtherRoots;
+        }
+        // This index of each of the snapshot's roots.
+        let root_of: Vec<usize> = snap.roots.iter().map(|r| self.root_named(r)).collect();
+        let here = |p: RelPath| Some(RelPath { root: *root_of.get(p.root)?, ..p });
+        let mut by_path: HashMap<RelPath, Kept> = HashMap::with_capacity(ids.files.len());
+        for f in ids.files {
+            let Some(path) = here(f.path) else { continue };
+            let kept = Kept {
+                id: (f.dev, f.ino, f.size, f.mtime[0], f.mtime[1], f.ctime[0], f.ctime[1]),
+                kind: f.kind,
+                record: None,
+                problems: Vec::new(),
+                declared_targets: None,
+                release: None,
+            };
+            by_path.insert(path, kept);
+        }
+        for mut r in snap.files {
+            if !digests {
+                r.sha256 = None;
+            }
+            if let Some(k) = here(r.path.clone()).and_then(|p| by_path.get_mut(&p)) {
+                k.record = Some(r);
+            }
+        }
+        for p in snap.problems {
+            if let Some(k) = here(p.path).and_then(|p| by_path.get_mut(&p)) {
+                k.problems.push(p.message);
+            }
+        }
+        for d in snap.declared_targets {
+            if let Some(k) = here(d.path).and_then(|p| by_path.get_mut(&p)) {
+                k.declared_targets = Some(d.targets);
+            }
+        }
+        // A library's name states its release again when it is counted (`aggregate::Tally::add`).
+        for m in snap.rocm_releases.into_iter().filter(|m| m.signal != ReleaseSignal::RocmCoreLibrary) {
+            if let Some(k) = here(m.path).and_then(|p| by_path.get_mut(&p)) {
+                k.release = Some((m.signal, m.version));
+            }
+        }
+        let n = by_path.len();
+        self.files.extend(by_path.into_iter().map(|(p, k)| (p, Mutex::new(Some(k)))));
+        Taken::Files(n)
+    }
+
+    fn root_named(&mut self, name: &str) -> usize {
+        self.roots.iter().position(|r| r == name).unwrap_or_else(|| {
+            self.roots.push(name.to_string());
+            self.roots.len() - 1
+        })
+    }
+
+    /// For each root of a scan, as named, its index here (`None`: nothing is known of it).
+    pub fn roots_of(&self, named: &[String]) -> Vec<Option<usize>> {
+        named.iter().map(|n| self.roots.iter().position(|r| r == n)).collect()
+    }
+
+    /// The facts of the file at `path`, as an earlier snapshot holds them under root `here`
+    /// (see [`Earlier::roots_of`]), when `stat` shows it unchanged since; `None` when it must
+    /// be read.
+    pub fn take(&self, here: usize, path: &RelPath, stat: &Stat) -> Option<FileOutcome> {
+        let slot = self.files.get(&RelPath { root: here, ..path.clone() })?;
+        let mut slot = slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let k = slot.take_if(|k| k.id == stat.id)?;
+        let record = k.record.map(|mut r| {
+            r.path = path.clone();
+            r
+        });
+        Some(FileOutcome {
+            path: path.clone(),
+            kind: k.kind,
+            size: stat.size(),
+            record,
+            problems: k.problems,
+            declared_targets: k.declared_targets,
+            release: k.release,
+        })
+    }
+
+    /// No file to take.
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+}
+
+/// The identity to record of a plain file read as `kind`, or `None` when it changed too near
+/// `began`, the start of the scan, to be told apart from a later change (see [`RACY`]).
+pub fn identity(path: &RelPath, kind: Kind, stat: &Stat, began: SystemTime) -> Option<FileIdentity> {
+    let (dev, ino, size, ms, mns, cs, cns) = stat.id;
+    let at = |s: i64, ns: i64| {
+        let secs = u64::try_from(s).ok()?;
+        UNIX_EPOCH.checked_add(Duration::new(secs, u32::try_from(ns).ok()?))
+    };
+    let settled = |t: Option<SystemTime>| t.is_some_and(|t| t + RACY <= began);
+    (settled(at(ms, mns)) && settled(at(cs, cns))).then(|| FileIdentity {
+        path: path.clone(),
+        kind,
+        dev,
+        ino,
+        size,
+        mtime: [ms, mns],
+        ctime: [cs, cns],
+    })
+}
+
+/// The identities a scan recorded, as its snapshot keeps them.
+pub fn identities(mut files: Vec<FileIdentity>, targets: &Targets, digests: bool) -> Identities {
+    files.sort_by_cached_key(|f| f.path.sort_key());
+    Identities { reader: reader(), targets: targets.digest.clone(), digests, files }
+}

@@ -1,0 +1,220 @@
+//! Rescans (`--reuse`, issue 38): a file unchanged since a snapshot takes its facts from it, a
+//! file changed in any way is read again, and the output is byte-identical to a fresh scan's.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use serde_json::Value;
+
+use crate::determinism::busy_tree;
+use crate::fixtures::{co, mixed, GFX1100, GFX900};
+use crate::util::{gfxscan, Run, Tree};
+
+/// Past `gfxscan::reuse::RACY`: files written before it count as settled.
+fn settle() {
+    std::thread::sleep(gfxscan::reuse::RACY + Duration::from_millis(200));
+}
+
+/// `scan ROOT --json --reuse SNAP -o OUT` (quiet), with `extra` arguments.
+fn rescan(tree: &Tree, snap: &Path, out: &Path, extra: &[&str]) -> Run {
+    let (snap, out) = (snap.to_string_lossy(), out.to_string_lossy());
+    let mut args = vec!["scan", "--json", "--reuse", &snap, "-o", &out];
+    args.extend_from_slice(extra);
+    let root = tree.root_str();
+    args.push(&root);
+    gfxscan(args)
+}
+
+fn read_json(p: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(p).expect("snapshot")).expect("JSON")
+}
+
+fn without_identities(mut v: Value) -> Value {
+    v.as_object_mut().expect("object").remove("identities");
+    v
+}
+
+fn identity_paths(v: &Value) -> Vec<String> {
+    let files = v["identities"]["files"].as_array().cloned().unwrap_or_default();
+    files.iter().filter_map(|f| f["path"].as_str().map(str::to_string)).collect()
+}
+
+fn kernels_of(v: &Value, path: &str) -> Vec<u64> {
+    let f = crate::util::file_record(v, path);
+    f["code_objects"].as_array().expect("objects").iter().filter_map(|o| o["kernels"].as_u64()).collect()
+}
+
+struct Snaps {
+    _dir: tempfile::TempDir,
+    first: PathBuf,
+    again: PathBuf,
+}
+
+fn snaps() -> Snaps {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (first, again) = (dir.path().join("first.json"), dir.path().join("again.json"));
+    Snaps { _dir: dir, first, again }
+}
+
+#[test]
+fn an_unchanged_rescan_is_byte_identical_to_a_fresh_scan_and_reads_no_file() {
+    let m = busy_tree();
+    settle();
+    let s = snaps();
+    let first = rescan(&m.tree, &s.first, &s.first, &["-j", "3"]);
+    assert_eq!(first.code, 1, "the tree has broken files: {}", first.stderr);
+    assert!(first.stderr.contains("does not exist yet: every file is read"), "{}", first.stderr);
+    let snap = read_json(&s.first);
+    // Every plain file is recorded: not archives (none here), not the FIFO or the link.
+    let n = snap["summary"]["files"].as_u64().expect("files");
+    assert_eq!(identity_paths(&snap).len() as u64, n);
+    // The facts are a plain scan's.
+    let plain = m.tree.scan(&["--json"]);
+    assert_eq!(without_identities(snap.clone()), plain.json());
+    let again = rescan(&m.tree, &s.first, &s.again, &["-j", "1"]);
+    assert_eq!(again.code, first.code);
+    assert!(again.stderr.contains(&format!("knows {n} files")), "{}", again.stderr);
+    assert!(std::fs::read(&s.first).ok() == std::fs::read(&s.again).ok(), "a rescan differs");
+}
+
+/// An unchanged file's facts come from the snapshot, not the file: edited there, the edit is
+/// what the rescan reports; once the file is touched, it is read again.
+#[test]
+fn unchanged_files_take_their_facts_from_the_snapshot_and_touched_ones_are_read() {
+    let m = mixed();
+    settle();
+    let s = snaps();
+    rescan(&m.tree, &s.first, &s.first, &[]).expect_code(0);
+    let path = "lib/rocblas/kernels.hsaco";
+    let mut edited = read_json(&s.first);
+    let files = edited["files"].as_array_mut().expect("files");
+    let f = files.iter_mut().find(|f| f["path"] == path).expect("record");
+    f["code_objects"][0]["kernels"] = Value::from(999u64);
+    std::fs::write(&s.first, serde_json::to_vec(&edited).expect("JSON")).expect("write");
+    rescan(&m.tree, &s.first, &s.again, &[]).expect_code(0);
+    assert_eq!(kernels_of(&read_json(&s.again), path), [999, 2, 3]);
+    // Touched: the same bytes, a new modification time: read again.
+    let file = std::fs::File::options().write(true).open(m.tree.path(path)).expect("open");
+    file.set_modified(SystemTime::now()).expect("touch");
+    rescan(&m.tree, &s.first, &s.again, &[]).expect_code(0);
+    assert_eq!(kernels_of(&read_json(&s.again), path), [1, 2, 3]);
+}
+
+/// Changed in place, replaced, truncated, touched, or changed with its times set back: each is
+/// read again, and the rescan says what a fresh scan says.
+#[test]
+fn files_changed_in_any_way_are_read_again() {
+    let tree = Tree::new();
+    let names = ["in-place.co", "replaced.co", "truncated.co", "touched.co", "restored.co", "same.co"];
+    for n in names {
+        tree.file(n, &co(GFX900, 0, 2));
+    }
+    settle();
+    let s = snaps();
+    rescan(&tree, &s.first, &s.first, &[]).expect_code(0);
+    let other = co(GFX1100, 0, 2);
+    assert_eq!(other.len(), co(GFX900, 0, 2).len(), "same size, other target");
+    let times = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).expect("mtime");
+    let set_back = |p: &Path, t: SystemTime| {
+        std::fs::File::options().write(true).open(p).and_then(|f| f.set_modified(t)).expect("set time");
+    };
+    // In place, its modification time set back: only the change time tells.
+    let p = tree.path("in-place.co");
+    let t = times(&p);
+    std::fs::write(&p, &other).expect("write");
+    set_back(&p, t);
+    // Replaced by a new file renamed over it, with the old time.
+    let p = tree.path("replaced.co");
+    let t = times(&p);
+    let new = tree.path("new.tmp");
+    std::fs::write(&new, &other).expect("write");
+    set_back(&new, t);
+    std::fs::rename(&new, &p).expect("rename");
+    // Truncated.
+    std::fs::File::options()
+        .write(true)
+        .open(tree.path("truncated.co"))
+        .and_then(|f| f.set_len(100))
+        .expect("truncate");
+    // Touched.
+    set_back(&tree.path("touched.co"), SystemTime::now());
+    // Changed, then every time it shows set back as it was.
+    let p = tree.path("restored.co");
+    let t = times(&p);
+    std::fs::write(&p, &other).expect("write");
+    set_back(&p, t);
+    let re = rescan(&tree, &s.first, &s.again, &[]);
+    let fresh_out = s.first.with_file_name("fresh.json");
+    let fresh = rescan(&tree, &s.first.with_file_name("absent.json"), &fresh_out, &[]);
+    assert_eq!(re.code, fresh.code, "{}", re.stderr);
+    let (re, fresh) = (read_json(&s.again), read_json(&fresh_out));
+    assert_eq!(without_identities(re.clone()), without_identities(fresh));
+    for n in ["in-place.co", "replaced.co", "restored.co"] {
+        let f = crate::util::file_record(&re, n);
+        assert_eq!(f["code_objects"][0]["processor"], "gfx1100", "{n} read again");
+    }
+    assert!(re["problems"].as_array().expect("problems").iter().any(|p| p["path"] == "truncated.co"));
+    // Files changed just now are not recorded (racy); the unchanged one is.
+    assert_eq!(identity_paths(&re), ["same.co"]);
+}
+
+/// A snapshot that cannot vouch for these facts gives nothing, says why, and the scan reads
+/// everything.
+#[test]
+fn a_snapshot_that_cannot_vouch_gives_nothing() {
+    let m = mixed();
+    settle();
+    let s = snaps();
+    rescan(&m.tree, &s.first, &s.first, &[]).expect_code(0);
+    let fresh = read_json(&s.first);
+    type Edit = fn(&mut Value);
+    let cases: [(&str, Edit); 4] = [
+        ("another build of gfxscan", |v| v["identities"]["reader"] = "0.0.1+0000".into()),
+        ("another target table", |v| v["identities"]["targets"] = "00".into()),
+        ("is of other roots", |v| v["roots"][0] = "/elsewhere".into()),
+        ("records no file identities", |v| {
+            v.as_object_mut().expect("object").remove("identities");
+        }),
+    ];
+    for (why, edit) in cases {
+        let mut v = fresh.clone();
+        // A fact that would show if it were taken.
+        let files = v["files"].as_array_mut().expect("files");
+        files.iter_mut().for_each(|f| f["size"] = Value::from(1u64));
+        edit(&mut v);
+        std::fs::write(&s.again, serde_json::to_vec(&v).expect("JSON")).expect("write");
+        let out = s.first.with_file_name("out.json");
+        let run = rescan(&m.tree, &s.again, &out, &[]);
+        assert!(run.stderr.contains(why), "{why}: {}", run.stderr);
+        assert_eq!(without_identities(read_json(&out)), without_identities(fresh.clone()), "{why}");
+    }
+    // Not JSON at all: said, and everything read.
+    std::fs::write(&s.again, b"not a snapshot").expect("write");
+    let out = s.first.with_file_name("out.json");
+    let run = rescan(&m.tree, &s.again, &out, &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stderr.contains("cannot be reused"), "{}", run.stderr);
+    // A scan that takes digests takes nothing from a snapshot without them.
+    let run = rescan(&m.tree, &s.first, &out, &["--digests"]);
+    assert!(run.stderr.contains("has no digests"), "{}", run.stderr);
+}
+
+/// `check` and `diff` take facts from the same snapshot and say what they say without it.
+#[test]
+fn check_and_diff_say_the_same_with_a_reused_snapshot() {
+    let m = busy_tree();
+    settle();
+    let s = snaps();
+    rescan(&m.tree, &s.first, &s.first, &[]);
+    let (root, snap) = (m.tree.root_str(), s.first.to_string_lossy().to_string());
+    for gpu in ["gfx1100", "gfx900", "gfx1151"] {
+        let plain = gfxscan(["check", "-q", "--json", "--gpu", gpu, &root]);
+        let reused = gfxscan(["check", "-q", "--json", "--gpu", gpu, "--reuse", &snap, &root]);
+        assert_eq!(plain.code, reused.code);
+        assert!(plain.stdout == reused.stdout, "check --gpu {gpu} differs with --reuse");
+    }
+    let plain = gfxscan(["diff", "-q", "--json", &snap, &root]);
+    let reused = gfxscan(["diff", "-q", "--json", "--reuse", &snap, &snap, &root]);
+    assert_eq!(plain.code, reused.code);
+    assert!(plain.stdout == reused.stdout, "diff differs with --reuse");
+}
