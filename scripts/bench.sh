@@ -3,6 +3,8 @@
 #
 #   bash scripts/bench.sh [DIR] [RUNS]
 #
+# Also: with ../shared/floors, gfxscan's time and peak RSS against the facts floor of the tree's
+# compressed bundles; a rescan with --reuse against a fresh scan (byte-identical or it fails);
 # WALK_FILES (default 1000000; 0 skips it) sets the size of the walk's tree: that many empty
 # files in 1,000 folders, held against `find -type f` (the walk alone) and `find -printf %s`
 # (the walk and one stat per file, what gfxscan needs to know a file is empty).
@@ -237,8 +239,9 @@ PY
   )
   rm -rf "$wt"
   printf '%s\n' "$walk" | awk -F'\t' -v n="$walk_files" '
-    NR == 1 {base = $2} NR == 2 {stat = $2}
-    {printf "walk of %d empty files: %-16s %7.3f s %7.1f MB  %5.2fx find  %5.2fx find with stat\n", n, $1, $2, $3 / 1024, $2 / base, (stat > 0 ? $2 / stat : 0)}'
+    {name[NR] = $1; t[NR] = $2; rss[NR] = $3}
+    END {for (i = 1; i <= NR; i++)
+      printf "walk of %d empty files: %-16s %7.3f s %7.1f MB  %5.2fx find  %5.2fx find with stat\n", n, name[i], t[i], rss[i] / 1024, t[i] / t[1], t[i] / t[2]}'
 fi
 
 # cold CMD...: "seconds KiB-read" with the page cache dropped first.
