@@ -173,6 +173,7 @@ if [ -f "$floors/zfloor.c" ] && command -v python3 >/dev/null 2>&1; then
   trap 'rm -rf "$payloads" "$work"' EXIT
   python3 "$floors/ccob_ranges.py" "$dir" > "$work/payloads.tsv"
   python3 "$floors/facts_stop.py" < "$work/payloads.tsv" > "$work/stops.tsv"
+  python3 "$floors/check_stop.py" gfx1100 < "$work/payloads.tsv" > "$work/check-stops.tsv"
   n=$(wc -l < "$work/stops.tsv")
   if [ "$n" -gt 0 ] && cp -al "$dir" "$work/rest" 2>/dev/null; then
     cut -f1 "$work/payloads.tsv" | sort -u | while IFS= read -r f; do rm -f "$work/rest/${f#"$dir"/}"; done
@@ -182,10 +183,13 @@ if [ -f "$floors/zfloor.c" ] && command -v python3 >/dev/null 2>&1; then
       rest=$(measure rest "$bin" scan -q -j "$j" --json -o /dev/null "$work/rest" | cut -f2)
       read -r scan srss <<< "$(measure scan "$bin" scan -q -j "$j" --json -o /dev/null "$dir" | cut -f2,3)"
       check=$(measure check "$bin" check -q -j "$j" --gpu gfx1100 "$dir" | cut -f2)
+      cfloor=$(measure cfloor env ZFLOOR_STOP=1 "$zf" "$work/check-stops.tsv" "$j" | cut -f2)
+      crest=$(measure crest "$bin" check -q -j "$j" --gpu gfx1100 "$work/rest" | cut -f2)
       awk -v j="$j" -v n="$n" -v full="$full" -v facts="$facts" -v rest="$rest" -v scan="$scan" -v check="$check" \
-        -v frss="$frss" -v srss="$srss" 'BEGIN {
+        -v frss="$frss" -v srss="$srss" -v cfloor="$cfloor" -v crest="$crest" 'BEGIN {
         printf "-j %d: %d CCOB payloads; full inflate %.3f s, facts floor %.3f s, rest of the tree %.3f s\n", j, n, full, facts, rest
         printf "-j %d: gfxscan scan %.3f s = %.2fx (facts floor + rest); check --gpu gfx1100 %.3f s = %.2fx rest\n", j, scan, scan / (facts + rest), check, check / rest
+        printf "-j %d: check --gpu gfx1100 %.3f s = %.2fx its floor (inflate to the checked entry %.3f s + check of the rest %.3f s)\n", j, check, check / (cfloor + crest), cfloor, crest
         printf "-j %d: peak RSS gfxscan scan %.0f MB, facts floor %.0f MB: %+.0f MB\n", j, srss / 1024, frss / 1024, (srss - frss) / 1024 }'
     done
   else

@@ -1365,6 +1365,36 @@ fn rocm64_tree_has_no_findings() {
     assert_eq!(code, Some(0));
 }
 
+/// Issue 38, item 3: a rescan of Debian's ROCm 6.4 tree with `--reuse` of its own snapshot is
+/// byte-identical to it, every file known (the tree is years old: nothing is racy), and `check`
+/// taking those facts says what it says reading the tree itself, for one GPU and for all.
+fn rocm64_rescan_is_byte_identical_and_checks_agree() {
+    let Some(root) = rocm64_tree() else { return };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (snap, again) = (dir.path().join("snap.json"), dir.path().join("again.json"));
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_gfxscan"))
+            .args(args)
+            .arg(&root)
+            .output()
+            .expect("runs")
+    };
+    let (s, a) = (snap.to_string_lossy(), again.to_string_lossy());
+    run(&["scan", "-q", "--json", "--reuse", &s, "-o", &s]);
+    let first = std::fs::read(&snap).expect("snapshot");
+    let doc: serde_json::Value = serde_json::from_slice(&first).expect("JSON");
+    let known = doc["identities"]["files"].as_array().map_or(0, Vec::len);
+    assert_eq!(known as u64, doc["summary"]["files"].as_u64().expect("files"), "every file recorded");
+    run(&["scan", "-q", "--json", "--reuse", &s, "-o", &a]);
+    assert!(std::fs::read(&again).ok() == Some(first), "the rescan differs from the snapshot");
+    for gpu in ["gfx1100", "gfx900", "all"] {
+        let plain = run(&["check", "-q", "--json", "--gpu", gpu]);
+        let reused = run(&["check", "-q", "--json", "--gpu", gpu, "--reuse", &s]);
+        assert_eq!(plain.status.code(), reused.status.code());
+        assert!(plain.stdout == reused.stdout, "check --gpu {gpu} differs with --reuse");
+    }
+}
+
 /// Issue 35, item 1: `check --gpu all` on Debian's ROCm 6.4 tree fits 80 columns, and every row
 /// agrees with `check --gpu TARGET` of that target: its worst status, its first library with
 /// that status, how many more, and the override its hint names.
@@ -1465,6 +1495,10 @@ fn main() {
         ),
         ("rocm64_tree_has_no_findings", rocm64_tree_has_no_findings),
         ("rocm64_check_all_agrees_with_check_of_each_gpu", rocm64_check_all_agrees_with_check_of_each_gpu),
+        (
+            "rocm64_rescan_is_byte_identical_and_checks_agree",
+            rocm64_rescan_is_byte_identical_and_checks_agree,
+        ),
     ];
     harness::run(tests, || SKIPPED.with(|s| s.borrow_mut().take()));
 }
