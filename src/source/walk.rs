@@ -14,6 +14,7 @@ use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rustix::fs::{AtFlags, FileType, OFlags, RawDir};
@@ -251,6 +252,10 @@ pub const BATCH: usize = 512;
 /// Room for one `getdents64` call's entries.
 const LISTING: usize = 32 * 1024;
 
+/// Folders waiting to be listed, at most: past this, a subfolder is listed at once by the worker
+/// that met it, so a folder of a million subfolders never queues a million tasks.
+const QUEUED: usize = 4096;
+
 /// One root being walked, shared by the workers walking its folders.
 struct RootWalk<'a> {
     index: usize,
@@ -259,6 +264,8 @@ struct RootWalk<'a> {
     /// Its device, when the walk must stay on it.
     stay_on: Option<u64>,
     found: Mutex<Walked>,
+    /// Folders spawned and not yet started (see [`QUEUED`]).
+    queued: AtomicUsize,
 }
 
 /// The folders above one being walked with `--follow-links`: (device, inode, path relative
@@ -292,7 +299,14 @@ pub fn walk(roots: &[Root], parts: Option<&[PathBuf]>, walk: &Walk<'_>) -> Walke
     for (index, root) in roots.iter().enumerate().filter(|(i, _)| !walk.skip.contains(i)) {
         let stay = walk.follow_links && !walk.cross_file_systems;
         let stay_on = stay.then(|| fs::metadata(&root.real).ok().map(|m| m.dev())).flatten();
-        let rw = RootWalk { index, root, walk, stay_on, found: Mutex::new(Walked::default()) };
+        let rw = RootWalk {
+            index,
+            root,
+            walk,
+            stay_on,
+            found: Mutex::new(Walked::default()),
+            queued: AtomicUsize::new(0),
+        };
         let starts: Vec<PathBuf> = match parts {
             Some(p) => p.iter().filter(|p| p.starts_with(&root.real)).cloned().collect(),
             None => vec![root.real.clone()],
@@ -480,7 +494,15 @@ impl<'a> RootWalk<'a> {
             }
             None => None,
         };
-        scope.spawn(move |scope| self.folder(scope, dir, rel, above));
+        if self.queued.fetch_add(1, Ordering::Relaxed) < QUEUED {
+            scope.spawn(move |scope| {
+                self.queued.fetch_sub(1, Ordering::Relaxed);
+                self.folder(scope, dir, rel, above);
+            });
+        } else {
+            self.queued.fetch_sub(1, Ordering::Relaxed);
+            self.folder(scope, dir, rel, above);
+        }
     }
 
     /// A symbolic link met with `--follow-links`: what it leads to is walked as if it stood
@@ -633,5 +655,23 @@ mod tests {
         let loops: Vec<_> = walked.problems.iter().map(|p| p.message.as_str()).collect();
         assert!(loops.iter().all(|m| m.starts_with("symlink loop back to a")), "{loops:?}");
         assert!(!loops.is_empty());
+    }
+
+    /// A folder with more subfolders than may wait in the queue: the ones past it are listed
+    /// at once by the worker that met them, and every file is still handed over once.
+    #[test]
+    fn a_folder_of_more_subfolders_than_the_queue_holds_is_walked_whole() {
+        let base = tempfile::tempdir().expect("temp dir");
+        let n = QUEUED + 300;
+        for i in 0..n {
+            let d = base.path().join(format!("root/d{i}"));
+            fs::create_dir_all(&d).expect("mkdir");
+            fs::write(d.join("f"), b"x").expect("write");
+        }
+        let roots = resolve_roots(&[base.path().join("root")]).expect("root");
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().expect("pool");
+        let (walked, files) = pool.install(|| walk_all(&roots, false));
+        assert_eq!(files.len(), n);
+        assert!(walked.problems.is_empty());
     }
 }
