@@ -103,6 +103,12 @@ fn the_ci_workflow_merges_after_every_scan() {
     let w = &docs("ci/github-actions.yml")[0];
     assert_eq!(s(&w["jobs"]["merge"]["needs"]), "scan");
     assert!(w["jobs"]["scan"]["strategy"]["matrix"]["image"].as_sequence().is_some_and(|i| !i.is_empty()));
+    // The scan runs only when the kept snapshot is not of this digest and these sources.
+    let steps = w["jobs"]["scan"]["steps"].as_sequence().expect("steps");
+    let key = steps.iter().find_map(|st| st["with"]["key"].as_str()).expect("a cache key");
+    assert!(key.contains("steps.digest.outputs.digest") && key.contains("hashFiles('src/**'"), "{key}");
+    let snapshot = steps.iter().find(|st| st["name"] == "snapshot").expect("the snapshot step");
+    assert_eq!(s(&snapshot["if"]), "steps.last.outputs.cache-hit != 'true'");
 }
 
 #[test]
