@@ -1,7 +1,7 @@
-//! Names this build's sources: a digest of every file under `src/`, `targets.toml` and
-//! `Cargo.lock`, compiled in as `GFXSCAN_SOURCES`. A snapshot records it beside the facts it
-//! lets a later scan reuse (`scan --reuse`): facts read by other code are read again, whatever
-//! the version number says.
+//! Names this build: a digest of every file under `src/`, `build.rs`, `targets.toml`,
+//! `Cargo.toml`, `Cargo.lock` and the compiler's version, compiled in as `GFXSCAN_SOURCES`. A
+//! snapshot records it beside the facts it lets a later scan reuse (`scan --reuse`): facts read
+//! by other code are read again, whatever the version number says.
 
 use std::path::{Path, PathBuf};
 
@@ -29,14 +29,19 @@ fn main() {
     let mut all = Vec::new();
     files(Path::new("src"), &mut all);
     all.sort();
-    all.extend(["targets.toml", "Cargo.lock"].map(PathBuf::from));
+    let top = ["build.rs", "targets.toml", "Cargo.toml", "Cargo.lock"];
+    all.extend(top.map(PathBuf::from));
     let mut hash = 0xcbf2_9ce4_8422_2325_u64;
     for p in &all {
         fnv(&mut hash, p.to_string_lossy().as_bytes());
         fnv(&mut hash, &std::fs::read(p).unwrap_or_default());
     }
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let version = std::process::Command::new(rustc).arg("-vV").output().map(|o| o.stdout).unwrap_or_default();
+    fnv(&mut hash, &version);
     println!("cargo:rustc-env=GFXSCAN_SOURCES={hash:016x}");
     println!("cargo:rerun-if-changed=src");
-    println!("cargo:rerun-if-changed=targets.toml");
-    println!("cargo:rerun-if-changed=Cargo.lock");
+    for f in top {
+        println!("cargo:rerun-if-changed={f}");
+    }
 }

@@ -1094,8 +1094,8 @@ pub struct Identities {
     pub targets: String,
     /// Listed files carry their SHA-256 (`--digests`).
     pub digests: bool,
-    /// Every plain file read (not an archive, not a file with several names), sorted by root
-    /// and path; a file changed within [`crate::reuse::RACY`] of the scan is left out.
+    /// Every plain file read whose facts hold no problem (not an archive), sorted by root and
+    /// path; a file changed within [`crate::reuse::RACY`] of the scan is left out.
     pub files: Vec<FileIdentity>,
 }
 

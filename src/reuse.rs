@@ -12,8 +12,12 @@
 //! - facts depend on the code that read them and on the target table: a snapshot made by
 //!   another build ([`reader`]) or with another table gives nothing, and neither does one
 //!   without digests to a scan that takes them;
-//! - only plain files are recorded: an archive's facts span its members, and a file with
-//!   several names is read once for all of them at the end of the walk; both are read again.
+//! - facts must be what this scan would find: a scan that reads less (`check`) takes only facts
+//!   without problems (a whole scan finds problems in entries `check` never reads), and a file
+//!   with several names only when the name it shares its bytes with is the one this scan gives
+//!   (a renamed folder or reordered roots change it without changing the file);
+//! - only what may not change without its `stat` changing is recorded: not an archive (its facts
+//!   span its members), not a file whose facts hold a problem (it may be a passing I/O error).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -43,6 +47,23 @@ struct Kept {
     problems: Vec<String>,
     declared_targets: Option<Vec<String>>,
     release: Option<(ReleaseSignal, String)>,
+}
+
+/// What a scan would find of a file, besides its facts: what facts taken from a snapshot must
+/// agree with.
+#[derive(Debug, Clone, Copy)]
+pub struct Want<'a> {
+    /// For each root of this scan, its index in [`Earlier`] ([`Earlier::roots_of`]).
+    pub roots: &'a [Option<usize>],
+    /// The scan reads less than a whole scan (`check`, `diff --only`: `parse::Depth::Tables`):
+    /// it would not find every problem a whole scan finds, so only facts without problems
+    /// are taken.
+    pub clean: bool,
+    /// The name this scan gives as the one the file shares its bytes with (`hard_link_of`):
+    /// the first in path order of the names with its inode, `None` for that first name or a
+    /// file with one name. A record that says otherwise (a folder renamed, roots reordered)
+    /// is not taken.
+    pub hard_link_of: Option<&'a RelPath>,
 }
 
 /// The facts earlier snapshots hold, by root name and path.
@@ -123,6 +144,8 @@ impl Earlier {
             if !digests {
                 r.sha256 = None;
             }
+            // The name it shares its bytes with, under this index of its root.
+            r.hard_link_of = r.hard_link_of.and_then(here);
             if let Some(k) = here(r.path.clone()).and_then(|p| by_path.get_mut(&p)) {
                 k.record = Some(r);
             }
@@ -160,15 +183,28 @@ impl Earlier {
         named.iter().map(|n| self.roots.iter().position(|r| r == n)).collect()
     }
 
-    /// The facts of the file at `path`, as an earlier snapshot holds them under root `here`
-    /// (see [`Earlier::roots_of`]), when `stat` shows it unchanged since; `None` when it must
+    /// The facts of the file at `path`, as an earlier snapshot holds them, when `stat` shows it
+    /// unchanged since and they are what `want` says this scan would find; `None` when it must
     /// be read.
-    pub fn take(&self, here: usize, path: &RelPath, stat: &Stat) -> Option<FileOutcome> {
+    pub fn take(&self, path: &RelPath, stat: &Stat, want: &Want<'_>) -> Option<FileOutcome> {
+        let here = (*want.roots.get(path.root)?)?;
         let slot = self.files.get(&RelPath { root: here, ..path.clone() })?;
         let mut slot = slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let k = slot.take_if(|k| k.id == stat.id)?;
+        // The name it shares its bytes with, under this scan's index of its root.
+        let scan_root = |r: &RelPath| {
+            let root = want.roots.iter().position(|h| *h == Some(r.root))?;
+            Some(RelPath { root, ..r.clone() })
+        };
+        let linked = |k: &Kept| k.record.as_ref().and_then(|r| r.hard_link_of.as_ref()).map(scan_root);
+        let fits = |k: &Kept| {
+            k.id == stat.id
+                && (!want.clean || k.problems.is_empty())
+                && (k.record.is_none() || linked(k) == want.hard_link_of.map(|l| Some(l.clone())))
+        };
+        let k = slot.take_if(|k| fits(k))?;
         let record = k.record.map(|mut r| {
             r.path = path.clone();
+            r.hard_link_of = want.hard_link_of.cloned();
             r
         });
         Some(FileOutcome {
@@ -212,4 +248,25 @@ pub fn identity(path: &RelPath, kind: Kind, stat: &Stat, began: SystemTime) -> O
 pub fn identities(mut files: Vec<FileIdentity>, targets: &Targets, digests: bool) -> Identities {
     files.sort_by_cached_key(|f| f.path.sort_key());
     Identities { reader: reader(), targets: targets.digest.clone(), digests, files }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// git's racy rule, applied when writing: a file whose modification or change time lies
+    /// within [`RACY`] of the scan's start is not recorded, one older is.
+    #[test]
+    fn a_file_changed_near_the_scan_is_not_recorded() {
+        let began = SystemTime::now();
+        let secs = |t: SystemTime| t.duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
+        let stat = |m: SystemTime, c: SystemTime| Stat { id: (1, 2, 3, secs(m), 0, secs(c), 0), links: 1 };
+        let path = RelPath::new(0, std::ffi::OsStr::new("f"));
+        let old = began - Duration::from_secs(10);
+        let near = began - Duration::from_millis(500);
+        assert!(identity(&path, Kind::Other, &stat(old, old), began).is_some());
+        assert!(identity(&path, Kind::Other, &stat(near, old), began).is_none(), "modified just now");
+        assert!(identity(&path, Kind::Other, &stat(old, near), began).is_none(), "changed just now");
+        assert!(identity(&path, Kind::Other, &stat(began + Duration::from_secs(60), old), began).is_none());
+    }
 }

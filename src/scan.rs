@@ -22,7 +22,7 @@ use crate::inspect::{inspect, FileOutcome, Found, LinkSeen, Reading, FAMILY_HEAD
 use crate::model::{FileIdentity, LinkRecord, Problem, RelPath, Snapshot};
 use crate::parse::magic::{classify, Kind, SNIFF_LEN};
 use crate::parse::{ByteSource, Depth};
-use crate::reuse::{identity, Earlier};
+use crate::reuse::{identity, Earlier, Want};
 use crate::source::file::{file_id, open_file, FileId};
 use crate::source::origin::Origin;
 use crate::source::walk::{resolve_roots, walk, Candidate, Root, Walk, Walked};
@@ -458,27 +458,40 @@ impl Reader<'_> {
     /// Reads a file with one name, or takes its facts from an earlier snapshot when it is
     /// unchanged since.
     fn read_plain(&self, mut part: Part, c: &Candidate) -> Part {
-        let read = self.read_or_reuse(&mut part, c, || {
+        let read = self.read_or_reuse(&mut part, c, Some(None), || {
             let (read, opened) = read_file(c, &c.path(self.roots), self.reading);
             (read, opened.is_some() || c.stat.size() == 0)
         });
         self.take(part, read)
     }
 
-    /// `c`'s facts from an earlier snapshot when `stat` shows it unchanged since (`--reuse`),
-    /// else what `read` gives, with whether the file was read in full (opened and its first
-    /// bytes read, or empty). When identities are recorded, one read in full, or reused, is
-    /// recorded in `part`.
-    fn read_or_reuse(&self, part: &mut Part, c: &Candidate, read: impl FnOnce() -> (Read, bool)) -> Read {
+    /// `c`'s facts from an earlier snapshot when `stat` shows it unchanged since (`--reuse`)
+    /// and `linked` is `Some`: the name this scan says it shares its bytes with (`None` for
+    /// none); else what `read` gives, with whether the file was read in full (opened and its
+    /// first bytes read, or empty). When identities are recorded, a file read in full, or
+    /// reused, whose facts hold no problem (a problem may be a passing I/O error: such a file
+    /// is read again next time) is recorded in `part`.
+    fn read_or_reuse(
+        &self,
+        part: &mut Part,
+        c: &Candidate,
+        linked: Option<Option<&RelPath>>,
+        read: impl FnOnce() -> (Read, bool),
+    ) -> Read {
         let path = RelPath::new(c.root, c.rel.as_os_str());
-        let earlier = self.earlier.as_ref().and_then(|(e, here)| Some((*e, (*here.get(c.root)?)?)));
-        let (read, whole) = match earlier.and_then(|(e, here)| e.take(here, &path, &c.stat)) {
+        let taken = self.earlier.as_ref().zip(linked).and_then(|((e, roots), hard_link_of)| {
+            let clean = matches!(self.reading.depth, Depth::Tables { .. });
+            e.take(&path, &c.stat, &Want { roots, clean, hard_link_of })
+        });
+        let (read, whole) = match taken {
             Some(outcome) => (Read::Done(Found::one(outcome)), true),
             None => read(),
         };
         if let (Some(began), Read::Done(f), true) = (self.recording, &read, whole) {
-            if let ([one], true) = (f.files.as_slice(), f.archives.is_empty()) {
-                part.identities.extend(identity(&path, one.kind, &c.stat, began));
+            if let ([one], true) = (f.files.as_slice(), f.archives.is_empty() && f.problems.is_empty()) {
+                if one.problems.is_empty() {
+                    part.identities.extend(identity(&path, one.kind, &c.stat, began));
+                }
             }
         }
         read
@@ -533,7 +546,9 @@ impl Reader<'_> {
             .fold(Part::default, |mut part, i| {
                 let Some(c) = cands.get(i) else { return part };
                 let mut opened = None;
-                let read = self.read_or_reuse(&mut part, c, || {
+                // A first name whose other names share its result is read: they need its bytes.
+                let linked = (!followed.contains(&i)).then_some(None);
+                let read = self.read_or_reuse(&mut part, c, linked, || {
                     let (read, o) = read_file(c, &c.path(self.roots), self.reading);
                     let whole = o.is_some() || c.stat.size() == 0;
                     opened = o;
@@ -556,7 +571,8 @@ impl Reader<'_> {
             .filter_map(|i| Some((i, (*leaders.get(i)?)? as usize)))
             .fold(Part::default, |mut part, (i, l)| {
                 let (Some(c), Some(leader)) = (cands.get(i), cands.get(l)) else { return part };
-                let read = self.read_or_reuse(&mut part, c, || {
+                let lead = RelPath::new(leader.root, leader.rel.as_os_str());
+                let read = self.read_or_reuse(&mut part, c, Some(Some(&lead)), || {
                     let (disk, lead) = (c.path(self.roots), leader.path(self.roots));
                     read_link((c, &disk), (leader, &lead), kept.get(&l), self.reading)
                 });

@@ -268,6 +268,21 @@ struct RootWalk<'a> {
     queued: AtomicUsize,
 }
 
+/// A folder to list: its path on disk, its path below the root, and with `--follow-links` the
+/// folders above it.
+struct Folder {
+    dir: PathBuf,
+    rel: PathBuf,
+    above: Option<Arc<Above>>,
+}
+
+/// What listing one folder met: files not yet handed over, and subfolders that found the queue
+/// full, to be listed by the same worker once this folder is closed.
+struct Met<'t> {
+    files: Vec<Candidate>,
+    folders: &'t mut Vec<Folder>,
+}
+
 /// The folders above one being walked with `--follow-links`: (device, inode, path relative
 /// to the root) of each, nearest first, to tell a loop.
 struct Above {
@@ -355,7 +370,7 @@ impl<'a> RootWalk<'a> {
                     .walk
                     .follow_links
                     .then(|| Arc::new(Above { dev: st.st_dev, ino: st.st_ino, rel: rel.clone(), up: None }));
-                self.folder(scope, start.to_path_buf(), rel, above);
+                self.folder(scope, Folder { dir: start.to_path_buf(), rel, above });
             }
             FileType::RegularFile => {
                 let c = Candidate { root: self.index, rel: rel.into(), stat: Stat::of(&st), followed: false };
@@ -375,7 +390,23 @@ impl<'a> RootWalk<'a> {
 
     /// Lists one folder: its subfolders are walked as tasks of their own, its files handed
     /// over in batches.
-    fn folder<'s>(&'s self, scope: &rayon::Scope<'s>, dir: PathBuf, rel: PathBuf, above: Option<Arc<Above>>) {
+    fn folder<'s>(&'s self, scope: &rayon::Scope<'s>, first: Folder) {
+        // Subfolders that found the queue full, listed here one after another: each folder is
+        // closed before the next is opened, so a deep tree holds one descriptor a worker.
+        let mut todo = vec![first];
+        while let Some(f) = todo.pop() {
+            self.list(scope, f, &mut todo);
+        }
+    }
+
+    /// Lists one folder: files handed over in batches, subfolders spawned (or added to `todo`
+    /// when the queue is full).
+    fn list<'s>(
+        &'s self,
+        scope: &rayon::Scope<'s>,
+        Folder { dir, rel, above }: Folder,
+        todo: &mut Vec<Folder>,
+    ) {
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NONBLOCK;
         let fd = match rustix::fs::open(&dir, flags, rustix::fs::Mode::empty()) {
             Ok(fd) => fd,
@@ -383,7 +414,7 @@ impl<'a> RootWalk<'a> {
         };
         let mut buf = Vec::with_capacity(LISTING);
         let mut listing = RawDir::new(&fd, buf.spare_capacity_mut());
-        let mut batch = Vec::new();
+        let mut met = Met { files: Vec::new(), folders: todo };
         while let Some(entry) = listing.next() {
             let entry = match entry {
                 Ok(e) => e,
@@ -397,13 +428,13 @@ impl<'a> RootWalk<'a> {
                 continue;
             }
             let ft = entry.file_type();
-            self.entry(scope, (&fd, &dir, &rel), (name, ft), &above, &mut batch);
-            if batch.len() >= BATCH {
-                (self.walk.files)(std::mem::take(&mut batch));
+            self.entry(scope, (&fd, &dir, &rel), (name, ft), &above, &mut met);
+            if met.files.len() >= BATCH {
+                (self.walk.files)(std::mem::take(&mut met.files));
             }
         }
-        if !batch.is_empty() {
-            (self.walk.files)(batch);
+        if !met.files.is_empty() {
+            (self.walk.files)(met.files);
         }
     }
 
@@ -414,7 +445,7 @@ impl<'a> RootWalk<'a> {
         (fd, dir, rel): (&OwnedFd, &Path, &Path),
         (name, ft): (&CStr, FileType),
         above: &Option<Arc<Above>>,
-        batch: &mut Vec<Candidate>,
+        met: &mut Met<'_>,
     ) {
         let name_os = OsStr::from_bytes(name.to_bytes());
         let child_rel = || rel.join(name_os);
@@ -429,16 +460,18 @@ impl<'a> RootWalk<'a> {
         };
         match (ft, st) {
             (FileType::RegularFile, Some(st)) => {
-                batch.push(Candidate {
+                met.files.push(Candidate {
                     root: self.index,
                     rel: child_rel().into(),
                     stat: Stat::of(&st),
                     followed: false,
                 });
             }
-            (FileType::Directory, _) => self.subfolder(scope, dir.join(name_os), child_rel(), above, None),
+            (FileType::Directory, _) => {
+                self.subfolder(scope, dir.join(name_os), child_rel(), above, None, met)
+            }
             (FileType::Symlink, _) if self.walk.follow_links => {
-                self.follow(scope, (fd, dir), name, child_rel(), above, batch);
+                self.follow(scope, (fd, dir), name, child_rel(), above, met);
             }
             (FileType::Symlink, _) => {
                 let target = rustix::fs::readlinkat(fd, name, Vec::new())
@@ -468,6 +501,7 @@ impl<'a> RootWalk<'a> {
         rel: PathBuf,
         above: &Option<Arc<Above>>,
         st: Option<rustix::fs::Stat>,
+        met: &mut Met<'_>,
     ) {
         let above = match above {
             Some(up) => {
@@ -494,14 +528,15 @@ impl<'a> RootWalk<'a> {
             }
             None => None,
         };
+        let f = Folder { dir, rel, above };
         if self.queued.fetch_add(1, Ordering::Relaxed) < QUEUED {
             scope.spawn(move |scope| {
                 self.queued.fetch_sub(1, Ordering::Relaxed);
-                self.folder(scope, dir, rel, above);
+                self.folder(scope, f);
             });
         } else {
             self.queued.fetch_sub(1, Ordering::Relaxed);
-            self.folder(scope, dir, rel, above);
+            met.folders.push(f);
         }
     }
 
@@ -514,7 +549,7 @@ impl<'a> RootWalk<'a> {
         name: &CStr,
         rel: PathBuf,
         above: &Option<Arc<Above>>,
-        batch: &mut Vec<Candidate>,
+        met: &mut Met<'_>,
     ) {
         let path = dir.join(OsStr::from_bytes(name.to_bytes()));
         let st = match rustix::fs::statat(fd, name, AtFlags::empty()) {
@@ -529,9 +564,9 @@ impl<'a> RootWalk<'a> {
             }
         }
         match ft {
-            FileType::Directory => self.subfolder(scope, path, rel, above, Some(st)),
+            FileType::Directory => self.subfolder(scope, path, rel, above, Some(st), met),
             FileType::RegularFile => {
-                batch.push(Candidate {
+                met.files.push(Candidate {
                     root: self.index,
                     rel: rel.into(),
                     stat: Stat::of(&st),
@@ -657,8 +692,10 @@ mod tests {
         assert!(!loops.is_empty());
     }
 
-    /// A folder with more subfolders than may wait in the queue: the ones past it are listed
-    /// at once by the worker that met them, and every file is still handed over once.
+    /// A folder with more subfolders than may wait in the queue: the ones past it are listed by
+    /// the worker that met them once that folder is closed, deep chains below them included
+    /// (review finding: listing them inside it held a descriptor per level and overflowed the
+    /// stack), and every file is still handed over once.
     #[test]
     fn a_folder_of_more_subfolders_than_the_queue_holds_is_walked_whole() {
         let base = tempfile::tempdir().expect("temp dir");
@@ -668,10 +705,17 @@ mod tests {
             fs::create_dir_all(&d).expect("mkdir");
             fs::write(d.join("f"), b"x").expect("write");
         }
+        // A chain 600 folders deep under each of a few of them.
+        for i in (0..n).step_by(1000) {
+            let deep = base.path().join(format!("root/d{i}")).join("c/".repeat(600));
+            fs::create_dir_all(&deep).expect("mkdir");
+            fs::write(deep.join("deep"), b"x").expect("write");
+        }
         let roots = resolve_roots(&[base.path().join("root")]).expect("root");
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().expect("pool");
+        // One worker: the queue fills while it lists, and the rest wait in its own list.
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("pool");
         let (walked, files) = pool.install(|| walk_all(&roots, false));
-        assert_eq!(files.len(), n);
+        assert_eq!(files.len(), n + n.div_ceil(1000));
         assert!(walked.problems.is_empty());
     }
 }
