@@ -198,6 +198,7 @@ impl Earlier {
         let linked = |k: &Kept| k.record.as_ref().and_then(|r| r.hard_link_of.as_ref()).map(scan_root);
         let fits = |k: &Kept| {
             k.id == stat.id
+                && k.record.as_ref().is_none_or(|r| r.size == stat.size())
                 && (!want.clean || k.problems.is_empty())
                 && (k.record.is_none() || linked(k) == want.hard_link_of.map(|l| Some(l.clone())))
         };

@@ -92,7 +92,11 @@ fn earlier_facts(
     let mut snaps = Vec::new();
     let mut read = Vec::new();
     for p in paths {
-        match source::snapshot::read_snapshot(p) {
+        // Held against itself first, as `diff` and `merge` hold a saved snapshot: its facts are
+        // about to be believed for every file that looks unchanged.
+        let checked = source::snapshot::read_snapshot(p)
+            .and_then(|s| crate::library::readback::read_back(s, targets).map_err(anyhow::Error::msg));
+        match checked {
             Ok(s) => {
                 snaps.push(s);
                 read.push(p);

@@ -186,7 +186,7 @@ fn a_snapshot_that_cannot_vouch_gives_nothing() {
         let mut v = fresh.clone();
         // A fact that would show if it were taken.
         let files = v["files"].as_array_mut().expect("files");
-        files.iter_mut().for_each(|f| f["size"] = Value::from(1u64));
+        files.iter_mut().for_each(|f| f["code_objects"][0]["kernels"] = Value::from(999u64));
         edit(&mut v);
         std::fs::write(&s.again, serde_json::to_vec(&v).expect("JSON")).expect("write");
         let out = s.first.with_file_name("out.json");
@@ -194,6 +194,15 @@ fn a_snapshot_that_cannot_vouch_gives_nothing() {
         assert!(run.stderr.contains(why), "{why}: {}", run.stderr);
         assert_eq!(without_identities(read_json(&out)), without_identities(fresh.clone()), "{why}");
     }
+    // A snapshot that disagrees with itself (a file's size changed after gfxscan wrote it)
+    // is not believed: said, and everything read.
+    let mut v = fresh.clone();
+    v["files"][0]["size"] = Value::from(1u64);
+    std::fs::write(&s.again, serde_json::to_vec(&v).expect("JSON")).expect("write");
+    let out = s.first.with_file_name("out.json");
+    let run = rescan(&m.tree, &s.again, &out, &[]);
+    assert!(run.stderr.contains("disagrees with itself"), "{}", run.stderr);
+    assert_eq!(without_identities(read_json(&out)), without_identities(fresh.clone()));
     // Not JSON at all: said, and everything read.
     std::fs::write(&s.again, b"not a snapshot").expect("write");
     let out = s.first.with_file_name("out.json");
