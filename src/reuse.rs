@@ -218,11 +218,6 @@ impl Earlier {
             release: k.release,
         })
     }
-
-    /// No file to take.
-    pub fn is_empty(&self) -> bool {
-        self.files.is_empty()
-    }
 }
 
 /// The identity to record of a plain file read as `kind`, or `None` when it changed too near

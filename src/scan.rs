@@ -302,7 +302,7 @@ fn read_link(
     (lead, leader): (&Candidate, &Path),
     kept: Option<&(FileOutcome, Opened)>,
     reading: Reading<'_>,
-) -> (Read, bool) {
+) -> Read {
     let targets = reading.targets;
     let same = kept.filter(|(outcome, opened)| {
         let family =
@@ -318,12 +318,9 @@ fn read_link(
             if let Some(r) = &mut outcome.record {
                 r.hard_link_of = Some(RelPath::new(lead.root, lead.rel.as_os_str()));
             }
-            (Read::Done(Found::one(outcome)), true)
+            Read::Done(Found::one(outcome))
         }
-        None => {
-            let (read, opened) = read_file(c, disk, reading);
-            (read, opened.is_some() || c.stat.size() == 0)
-        }
+        None => read_file(c, disk, reading).0,
     }
 }
 
@@ -458,36 +455,33 @@ impl Reader<'_> {
     /// Reads a file with one name, or takes its facts from an earlier snapshot when it is
     /// unchanged since.
     fn read_plain(&self, mut part: Part, c: &Candidate) -> Part {
-        let read = self.read_or_reuse(&mut part, c, Some(None), || {
-            let (read, opened) = read_file(c, &c.path(self.roots), self.reading);
-            (read, opened.is_some() || c.stat.size() == 0)
-        });
+        let read = self
+            .read_or_reuse(&mut part, c, Some(None), || read_file(c, &c.path(self.roots), self.reading).0);
         self.take(part, read)
     }
 
     /// `c`'s facts from an earlier snapshot when `stat` shows it unchanged since (`--reuse`)
     /// and `linked` is `Some`: the name this scan says it shares its bytes with (`None` for
-    /// none); else what `read` gives, with whether the file was read in full (opened and its
-    /// first bytes read, or empty). When identities are recorded, a file read in full, or
-    /// reused, whose facts hold no problem (a problem may be a passing I/O error: such a file
-    /// is read again next time) is recorded in `part`.
+    /// none); else what `read` gives. When identities are recorded, a plain file whose facts
+    /// hold no problem is recorded in `part` (a file that could not be opened or read has one,
+    /// and a problem may be a passing I/O error: such a file is read again next time).
     fn read_or_reuse(
         &self,
         part: &mut Part,
         c: &Candidate,
         linked: Option<Option<&RelPath>>,
-        read: impl FnOnce() -> (Read, bool),
+        read: impl FnOnce() -> Read,
     ) -> Read {
         let path = RelPath::new(c.root, c.rel.as_os_str());
         let taken = self.earlier.as_ref().zip(linked).and_then(|((e, roots), hard_link_of)| {
             let clean = matches!(self.reading.depth, Depth::Tables { .. });
             e.take(&path, &c.stat, &Want { roots, clean, hard_link_of })
         });
-        let (read, whole) = match taken {
-            Some(outcome) => (Read::Done(Found::one(outcome)), true),
+        let read = match taken {
+            Some(outcome) => Read::Done(Found::one(outcome)),
             None => read(),
         };
-        if let (Some(began), Read::Done(f), true) = (self.recording, &read, whole) {
+        if let (Some(began), Read::Done(f)) = (self.recording, &read) {
             if let ([one], true) = (f.files.as_slice(), f.archives.is_empty() && f.problems.is_empty()) {
                 if one.problems.is_empty() {
                     part.identities.extend(identity(&path, one.kind, &c.stat, began));
@@ -550,9 +544,8 @@ impl Reader<'_> {
                 let linked = (!followed.contains(&i)).then_some(None);
                 let read = self.read_or_reuse(&mut part, c, linked, || {
                     let (read, o) = read_file(c, &c.path(self.roots), self.reading);
-                    let whole = o.is_some() || c.stat.size() == 0;
                     opened = o;
-                    (read, whole)
+                    read
                 });
                 if let (Read::Done(f), Some(opened)) = (&read, opened) {
                     if followed.contains(&i) {
@@ -649,7 +642,7 @@ mod tests {
         let (Read::Done(f), Some(opened)) = read_file(&ca, &a, reading) else { panic!("read") };
         let kept = (f.files[0].clone(), opened);
         // Unchanged, the follower takes the leader's result under its own path.
-        let Read::Done(shared) = read_link((&cb, &b), (&ca, &a), Some(&kept), reading).0 else {
+        let Read::Done(shared) = read_link((&cb, &b), (&ca, &a), Some(&kept), reading) else {
             panic!("read")
         };
         assert_eq!(shared.files[0].path, RelPath::new(0, cb.rel.as_os_str()));
@@ -661,6 +654,6 @@ mod tests {
             Read::Done(f) => f.files[0].record.as_ref().map(|r| r.code_objects[0].kernels),
             Read::Archive(_) => panic!("not an archive"),
         };
-        assert_eq!(kernels(read_link((&cb, &b), (&ca, &a), Some(&kept), reading).0), Some(Some(1)));
+        assert_eq!(kernels(read_link((&cb, &b), (&ca, &a), Some(&kept), reading)), Some(Some(1)));
     }
 }
