@@ -382,7 +382,32 @@ pub struct ScanOpts {
     #[arg(long, value_name = "SNAPSHOT")]
     pub reuse: Vec<PathBuf>,
     #[command(flatten)]
+    pub images: ImageArgs,
+    #[command(flatten)]
     pub table: TableArgs,
+}
+
+/// How `registry:` roots are fetched.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ImageArgs {
+    /// The platform an image index (a multi-platform image) is narrowed to, for `registry:`
+    /// roots: OS/ARCH[/VARIANT].
+    #[arg(long, value_name = "OS/ARCH[/VARIANT]", default_value = "linux/amd64")]
+    pub platform: crate::source::registry::Platform,
+    /// Speak plain HTTP, not HTTPS, to this registry (HOST or HOST:PORT, as the `registry:`
+    /// root names it). Repeatable.
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pub insecure_registry: Vec<String>,
+}
+
+impl ImageArgs {
+    /// As the scan's configuration takes it.
+    pub fn fetching(&self) -> crate::source::registry::Fetching {
+        crate::source::registry::Fetching {
+            platform: self.platform.clone(),
+            insecure: self.insecure_registry.clone(),
+        }
+    }
 }
 
 /// `gfxscan scan`.
@@ -537,6 +562,8 @@ pub struct DiffArgs {
     /// Repeatable.
     #[arg(long, value_name = "SNAPSHOT")]
     pub reuse: Vec<PathBuf>,
+    #[command(flatten)]
+    pub images: ImageArgs,
     #[command(flatten)]
     pub table: TableArgs,
 }

@@ -1173,6 +1173,32 @@ pub struct ArchiveRecord {
     /// not be read (a problem then says why).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub package: Option<Package>,
+    /// For an image read from a registry (`registry:` root): where it came from. Absent for
+    /// other archives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<ImageSource>,
+}
+
+/// Where an image read from a registry came from: the reference as resolved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ImageSource {
+    /// The registry as the reference names it (`docker.io`, `localhost:5000`).
+    pub registry: String,
+    /// The repository (`rocm/pytorch`).
+    pub repository: String,
+    /// The tag asked for; absent when the reference named a digest only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tag: Option<String>,
+    /// The digest of the image manifest read (`sha256:…`): what was scanned, whatever the tag
+    /// points at later.
+    pub digest: String,
+    /// The digest of the index (multi-platform image) it was chosen from; absent for an image
+    /// that is not in one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index_digest: Option<String>,
+    /// The platform (`linux/amd64`): the index entry's, else the image configuration's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platform: Option<String>,
 }
 
 /// The schema of a map keyed by an enum's JSON words (`BTreeMap<Kind, u64>`), for a field's

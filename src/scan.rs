@@ -25,7 +25,8 @@ use crate::parse::{ByteSource, Depth};
 use crate::reuse::{identity, Earlier, Want};
 use crate::source::file::{file_id, open_file, FileId};
 use crate::source::origin::Origin;
-use crate::source::walk::{resolve_roots, walk, Candidate, Root, Walk, Walked};
+use crate::source::registry::{Fetching, RemoteImage};
+use crate::source::walk::{resolve_roots, walk, Candidate, Root, RootKind, Walk, Walked};
 use crate::vocab::targets::Targets;
 
 /// What to scan and how.
@@ -53,6 +54,8 @@ pub struct ScanConfig {
     pub reuse: Option<Arc<Earlier>>,
     /// Record each plain file's identity in the snapshot, for a later `--reuse`.
     pub record_identities: bool,
+    /// How `registry:` roots are fetched.
+    pub fetching: Fetching,
 }
 
 impl ScanConfig {
@@ -70,6 +73,7 @@ impl ScanConfig {
             digests: false,
             reuse: None,
             record_identities: false,
+            fetching: Fetching::default(),
         }
     }
 
@@ -91,6 +95,11 @@ pub trait Progress: Sync {
     fn file_done(&self) {}
     /// A problem was found (for a live warning).
     fn problem(&self, _roots: &[String], _p: &Problem) {}
+    /// An image of `bytes` compressed bytes is about to be fetched: what to call with each
+    /// count of bytes received.
+    fn image(&self, _name: &str, _bytes: u64) -> Arc<dyn Fn(u64) + Send + Sync> {
+        Arc::new(|_| {})
+    }
 }
 
 /// No progress reporting.
@@ -354,7 +363,25 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
     // Roots that lead to the same tree were merged: indexes refer to the ones kept.
     let given: Vec<String> = roots.iter().map(|r| r.given.display().to_string()).collect();
     // An OCI image layout given as a root is read as the image, not as a folder of blobs.
-    let layouts: Vec<usize> = (0..roots.len()).filter(|&i| archive::is_layout_dir(&roots[i].real)).collect();
+    let layouts: Vec<usize> = (0..roots.len())
+        .filter(|&i| roots[i].kind != RootKind::DockerArchive && archive::is_layout_dir(&roots[i].real))
+        .collect();
+    for r in roots.iter().filter(|r| r.kind == RootKind::OciDir) {
+        if !archive::is_layout_dir(&r.real) {
+            bail!("{}: not an OCI image layout (no oci-layout and index.json in it)", r.given.display());
+        }
+    }
+    // Images in registries are resolved to their manifests before anything is read: a name
+    // that is not there, or access refused, fails the command as a root that does not exist.
+    let mut images: Vec<(usize, RemoteImage)> = Vec::new();
+    for (i, r) in roots.iter().enumerate() {
+        if let RootKind::Registry(image) = &r.kind {
+            let resolved = crate::source::registry::resolve(image, &config.fetching)
+                .with_context(|| format!("{}", r.given.display()))?;
+            images.push((i, resolved));
+        }
+    }
+    let skip: Vec<usize> = layouts.iter().copied().chain(images.iter().map(|(i, _)| *i)).collect();
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(config.threads.unwrap_or(0))
         .build()
@@ -374,12 +401,14 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
         recording: config.record_identities.then_some(began),
     };
     let (mut tally, walked, identities) = pool.install(|| {
-        let (Part { mut tally, mut pending, identities, .. }, walked) =
-            reader.walk_and_read(config, &layouts);
+        let (Part { mut tally, mut pending, identities, .. }, walked) = reader.walk_and_read(config, &skip);
         pending.sort_by_cached_key(|a| a.path.sort_key());
         tally = tally.merge(reader.expand_archives(&pending, pool.current_num_threads().max(1)));
         for &i in &layouts {
             tally = tally.merge(reader.expand_layout(&roots, i));
+        }
+        for (i, image) in &images {
+            tally = tally.merge(reader.expand_registry(*i, image));
         }
         (tally, walked, identities)
     });
@@ -596,6 +625,21 @@ impl Reader<'_> {
             }
         });
         expanded.into_inner().unwrap_or_default()
+    }
+
+    /// Reads root `i`, an image in a registry, as its layers stream in.
+    fn expand_registry(&self, i: usize, image: &RemoteImage) -> Tally {
+        let mut tally = Tally::default();
+        let size = image.layers.iter().map(|b| b.size).sum();
+        let bytes = self.progress.image(self.given.get(i).map_or("", String::as_str), size);
+        image.on_bytes(bytes);
+        let budget = Budget::new(budget_for(size));
+        let ctx =
+            archive::Ctx { reading: self.reading, budget, depth: 0, base: RelPath::new(i, OsStr::new("")) };
+        let found = archive::expand_registry_image(image, &ctx);
+        self.report(&found);
+        tally.add(archive::settle(&ctx.budget, found, &ctx.base));
+        tally
     }
 
     /// Reads root `i`, an OCI image layout folder, as the image it holds.

@@ -14,9 +14,10 @@ use super::tar::{
 use super::{settle, Ctx, Gather, MAX_IMAGE_JSON};
 use crate::decode::Budget;
 use crate::inspect::Found;
-use crate::model::ArchiveRecord;
+use crate::model::{ArchiveRecord, ImageSource};
 use crate::parse::archive::{member_path, TarType, TAR_BLOCK};
 use crate::source::origin::{Metered, Origin};
+use crate::source::registry::{Blob, RemoteImage};
 
 /// A container image's layers, bottom first, as origins with their media kinds.
 pub(super) struct Layers {
@@ -203,6 +204,74 @@ pub(super) fn expand_image(layers: Layers, ctx: &Ctx) -> Found {
     gather.finish(ctx, record)
 }
 
+/// Expands an image from a registry: its layers top first, each fetched once and read as it
+/// streams (decoded by its magic), its size and digest checked at its end. A layer that ends
+/// early or whose bytes are not its digest's is a problem naming it, and nothing it holds is
+/// believed: its members are dropped and its whiteouts hide nothing.
+pub fn expand_registry_image(image: &RemoteImage, ctx: &Ctx) -> Found {
+    let gather = Gather::default();
+    let mut index = LayerIndex::default();
+    for (i, blob) in image.layers.iter().enumerate().rev() {
+        let mut here = Vec::new();
+        let layer = Gather::default();
+        let read = walk_blob(blob, i, ctx, &layer, &index, &mut here);
+        let name = Path::new(&blob.digest);
+        match read {
+            Ok(walked) => {
+                if let Err(e) = walked {
+                    layer.problem(ctx, name, format!("layer: {e}"));
+                }
+                gather.absorb(layer);
+                for (p, kind) in here {
+                    index.note(i, &p, &kind);
+                }
+            }
+            Err(e) => gather.problem(ctx, name, format!("layer: {e}; nothing in it is read")),
+        }
+    }
+    let mut record = image_record(ctx, image.format, image.layers.len());
+    let r = &image.reference;
+    record.image = Some(ImageSource {
+        registry: r.registry.clone(),
+        repository: r.repository.clone(),
+        tag: r.tag.clone(),
+        digest: image.digest.clone(),
+        index_digest: image.index_digest.clone(),
+        platform: image.platform.clone(),
+    });
+    gather.finish(ctx, record)
+}
+
+/// Reads layer `i` as its blob streams by, into `gather`; `here` gets every entry (for the
+/// layer index). The outer `Err`: the blob could not be fetched whole, or is not what its
+/// digest says; the inner one: the tar walk stopped (what it read before stays).
+fn walk_blob(
+    blob: &Arc<Blob>,
+    i: usize,
+    ctx: &Ctx,
+    gather: &Gather,
+    index: &LayerIndex,
+    here: &mut Vec<(PathBuf, TarType)>,
+) -> io::Result<Result<(), ArchiveError>> {
+    let origin = Arc::new(Origin::Remote(blob.clone()));
+    let mut raw = blob.open()?;
+    let mut head = Vec::new();
+    (&mut raw).take(TAR_BLOCK as u64).read_to_end(&mut head)?;
+    let walked = match live_layer(origin, head, &mut raw, &ctx.budget) {
+        Ok(Some((layer, reader))) => {
+            let visible = |p: &Path| index.visible(i, p);
+            walk_tar(&layer, Some(reader), layer_seq(i), ctx, gather, &visible, &mut |p, kind| {
+                here.push((p.to_path_buf(), *kind))
+            })
+        }
+        Ok(None) => Err(ArchiveError::NotATarball),
+        Err(e) => Err(e),
+    };
+    // The digest speaks only at the blob's end: read what the walk left, then believe it.
+    raw.finish()?;
+    Ok(walked)
+}
+
 /// Sequence numbers of layer `i`'s members: above every lower layer's.
 pub(super) fn layer_seq(i: usize) -> u64 {
     (i as u64) << 40
@@ -215,6 +284,7 @@ pub(super) fn image_record(ctx: &Ctx, format: &str, layers: usize) -> ArchiveRec
         members: 0,
         layers: Some(layers as u32),
         package: None,
+        image: None,
     }
 }
 

@@ -48,7 +48,7 @@ use crate::source::digest::{sha256_of, Tee};
 use crate::source::origin::Origin;
 use crate::vocab::codec::Codec;
 pub use error::ArchiveError;
-pub use image::{expand_if_image, expand_layout_dir, is_layout_dir, layout_size};
+pub use image::{expand_if_image, expand_layout_dir, expand_registry_image, is_layout_dir, layout_size};
 use image::{expand_streamed_image, starts_like_image};
 use tar::{expand_tar, tar_stream};
 use zip::expand_zip;
@@ -227,6 +227,31 @@ impl Gather {
         }
     }
 
+    /// Takes in what `other` gathered (one layer's members, read into a gather of their own
+    /// until the layer proved to be what its digest says).
+    fn absorb(&self, other: Gather) {
+        let mut claims = other.claims.into_inner().unwrap_or_default();
+        if let Ok(mut c) = self.claims.lock() {
+            for (path, (seq, n)) in claims.drain() {
+                let e = c.entry(path).or_insert((seq, 0));
+                e.0 = e.0.max(seq);
+                e.1 += n;
+            }
+        }
+        if let Ok(mut m) = self.members.lock() {
+            m.extend(other.members.into_inner().unwrap_or_default());
+        }
+        if let Ok(mut l) = self.links.lock() {
+            l.extend(other.links.into_inner().unwrap_or_default());
+        }
+        if let Ok(mut h) = self.hard_links.lock() {
+            h.extend(other.hard_links.into_inner().unwrap_or_default());
+        }
+        if let Ok(mut f) = self.found.lock() {
+            f.merge(other.found.into_inner().unwrap_or_default());
+        }
+    }
+
     fn hard_link(&self, seq: u64, path: &Path, target: &Path, origin: Arc<Origin>) {
         if let Ok(mut h) = self.hard_links.lock() {
             h.push((seq, path.to_path_buf(), target.to_path_buf(), origin));
@@ -311,6 +336,7 @@ pub fn expand(origin: Arc<Origin>, format: ArchiveFormat, ctx: &Ctx) -> Found {
         members: 0,
         layers: None,
         package: None,
+        image: None,
     };
     let result = match format {
         ArchiveFormat::Deb => expand_deb(&origin, ctx),
@@ -354,7 +380,14 @@ fn expand_deb(origin: &Arc<Origin>, ctx: &Ctx) -> Result<Found, ArchiveError> {
         Ok(p) => (Some(p), None),
         Err((at, why)) => (None, Some((ctx.member(Path::new(&at)), why))),
     };
-    let record = ArchiveRecord { path: ctx.base.clone(), format: name, members: 0, layers: None, package };
+    let record = ArchiveRecord {
+        path: ctx.base.clone(),
+        format: name,
+        members: 0,
+        layers: None,
+        package,
+        image: None,
+    };
     let mut found = expand_tar(&stream, ctx, record)?;
     if let Some((at, why)) = problem {
         found.problem(at, format!("no package identity: {why}"));

@@ -69,6 +69,7 @@ fn side(
         cross_file_systems: false,
         quiet: args.quiet,
         reuse: args.reuse.clone(),
+        images: args.images.clone(),
         table: TableArgs { targets: args.table.targets.clone() },
     };
     let reads_for = diff_reads_for(&args.only);

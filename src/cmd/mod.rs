@@ -69,6 +69,7 @@ fn scan_roots(
         digests,
         reuse,
         record_identities,
+        fetching: opts.images.fetching(),
     };
     let bar = report::progress::Bar::new(opts.quiet);
     let snap = crate::scan::scan(&config, targets, &bar);

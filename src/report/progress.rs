@@ -1,17 +1,21 @@
 //! Progress on stderr: a spinner counting the files read (they are read as the walk finds
-//! them, so no total is known), live warnings above it.
+//! them, so no total is known), a bar per image fetched from a registry (bytes received of
+//! its layers' size), live warnings above them.
 //! Drawn only when stderr is a terminal and not `--quiet`; otherwise everything here is silent,
 //! but for what `--verbose` asks to be told (the memory the scan aims under).
 
 use std::io::IsTerminal;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::sync::Arc;
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::model::Problem;
 use crate::scan::Progress;
 
 /// The scan's progress display.
 pub struct Bar {
+    multi: MultiProgress,
     bar: ProgressBar,
     warn: bool,
 }
@@ -22,22 +26,25 @@ impl Bar {
     pub fn new(quiet: bool) -> Self {
         let dumb = std::env::var_os("TERM").is_some_and(|t| t == "dumb");
         let shown = !quiet && !dumb && std::io::stderr().is_terminal();
-        let bar = ProgressBar::with_draw_target(
-            None,
-            if shown { ProgressDrawTarget::stderr() } else { ProgressDrawTarget::hidden() },
-        );
+        let multi = MultiProgress::with_draw_target(if shown {
+            ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::hidden()
+        });
+        let bar = multi.add(ProgressBar::no_length());
         if shown {
             bar.set_style(
                 ProgressStyle::with_template("{spinner} {pos} files read  {elapsed}")
                     .unwrap_or_else(|_| ProgressStyle::default_spinner()),
             );
         }
-        Bar { bar, warn: shown }
+        Bar { multi, bar, warn: shown }
     }
 
-    /// Removes the bar.
+    /// Removes the bars.
     pub fn finish(&self) {
         self.bar.finish_and_clear();
+        let _ = self.multi.clear();
     }
 }
 
@@ -49,8 +56,21 @@ impl Progress for Bar {
     fn problem(&self, roots: &[String], p: &Problem) {
         if self.warn {
             let line = format!("{}: {}", p.path.display(roots), p.message);
-            self.bar.println(format!("warning: {}", super::safe::shown(&line)));
+            let _ = self.multi.println(format!("warning: {}", super::safe::shown(&line)));
         }
+    }
+
+    fn image(&self, name: &str, bytes: u64) -> Arc<dyn Fn(u64) + Send + Sync> {
+        if !self.warn {
+            return Arc::new(|_| {});
+        }
+        let bar = self.multi.add(ProgressBar::new(bytes));
+        bar.set_style(
+            ProgressStyle::with_template("{prefix} {bar:30} {bytes}/{total_bytes} {bytes_per_sec}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        bar.set_prefix(super::safe::shown(name).into_owned());
+        Arc::new(move |n| bar.inc(n))
     }
 }
 

@@ -99,3 +99,14 @@ pub fn open_file(path: &std::path::Path, follow: bool) -> std::io::Result<FileSo
     }
     Ok(FileSource { file, len: meta.len(), id: file_id(&meta) })
 }
+
+/// A small file read whole (a configuration file): at most `max` bytes, else an error.
+pub fn read_small(path: &std::path::Path, max: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    File::open(path)?.take(max + 1).read_to_end(&mut out)?;
+    if out.len() as u64 > max {
+        return Err(std::io::Error::other(format!("larger than {max} bytes")));
+    }
+    Ok(out)
+}

@@ -1,6 +1,6 @@
 //! Where bytes come from: the walk of the roots, positioned reads of the files it finds, byte
 //! origins that can be reopened (file ranges, memory, decoded streams), SQLite row counts,
-//! saved snapshots, and how much memory the process may use. With KFD's sysfs (`check::devices`), the only code that reads the file
+//! saved snapshots, images in registries (over HTTP), and how much memory the process may use. With KFD's sysfs (`check::devices`), the only code that reads the file
 //! system.
 
 pub mod digest;
@@ -10,6 +10,7 @@ pub mod loader;
 pub mod memory;
 pub mod origin;
 pub mod process;
+pub mod registry;
 pub mod snapshot;
 pub mod sqlite;
 pub mod walk;

@@ -50,6 +50,9 @@ pub enum Origin {
     },
     /// A byte range of a stream.
     Range { inner: Arc<Origin>, offset: u64, len: u64 },
+    /// A layer blob in a registry: fetched afresh each time it is opened, its digest checked
+    /// when it is read to its end.
+    Remote(Arc<crate::source::registry::Blob>),
 }
 
 /// Where each block of a multi-block xz file starts, compressed and not.
@@ -85,6 +88,7 @@ impl Origin {
             Origin::File { .. } | Origin::Memory { .. } => true,
             Origin::Decoded { blocks, .. } => blocks.is_some(),
             Origin::Range { inner, .. } => inner.seekable(),
+            Origin::Remote(_) => false,
         }
     }
 
@@ -106,7 +110,7 @@ impl Origin {
             Origin::Range { inner, offset: o, .. } => {
                 Origin::Range { inner: inner.clone(), offset: o + offset, len }
             }
-            Origin::Decoded { .. } => Origin::Range { inner: self.clone(), offset, len },
+            Origin::Decoded { .. } | Origin::Remote(_) => Origin::Range { inner: self.clone(), offset, len },
         }
     }
 
@@ -115,6 +119,7 @@ impl Origin {
         match self {
             Origin::File { len, .. } | Origin::Memory { len, .. } | Origin::Range { len, .. } => Some(*len),
             Origin::Decoded { len, .. } => *len,
+            Origin::Remote(blob) => Some(blob.size),
         }
     }
 
@@ -168,6 +173,13 @@ impl Origin {
             }
             Origin::Range { inner, offset, len } => {
                 Ok(Box::new(inner.open_at(offset + at)?.take(len.saturating_sub(at))))
+            }
+            Origin::Remote(blob) => {
+                let mut r = blob.open()?;
+                if io::copy(&mut (&mut r).take(at), &mut io::sink())? < at {
+                    return Err(eof());
+                }
+                Ok(Box::new(r))
             }
         }
     }

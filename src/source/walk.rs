@@ -26,11 +26,42 @@ use crate::source::file::FileId;
 pub const DEFAULT_ROOTS: &[&str] =
     &["/opt/rocm", "/opt/rocm-*", "/usr/lib/ollama", "/usr/local/lib/ollama", "/lib/firmware/amdgpu"];
 
-/// A root to scan: as the user named it, and the real path behind it.
+/// A root to scan: as the user named it, the real path behind it, and what it was named as.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Root {
     pub given: PathBuf,
+    /// Empty for an image in a registry.
     pub real: PathBuf,
+    pub kind: RootKind,
+}
+
+/// What a root was named as: a path, whose content decides how it is read, or a source by
+/// name as syft spells them (`registry:`, `oci-dir:`, `docker-archive:`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RootKind {
+    Path,
+    /// `oci-dir:PATH`: an OCI image layout folder, read as its image.
+    OciDir,
+    /// `docker-archive:PATH`: a `docker save` archive (or OCI tarball), read as its image.
+    DockerArchive,
+    /// `registry:HOST/NAME[:TAG|@DIGEST]`: an image fetched from its registry.
+    Registry(crate::source::registry::ImageRef),
+}
+
+/// Splits a root's source prefix from what follows it: `registry:`, `oci-dir:` and
+/// `docker-archive:` always name a source (a path that starts so is written `./registry:…`).
+pub fn root_kind(given: &Path) -> Result<(RootKind, &Path), String> {
+    let Some(text) = given.to_str() else { return Ok((RootKind::Path, given)) };
+    if let Some(image) = text.strip_prefix("registry:") {
+        let r = crate::source::registry::parse_image_ref(image)?;
+        return Ok((RootKind::Registry(r), Path::new("")));
+    }
+    for (prefix, kind) in [("oci-dir:", RootKind::OciDir), ("docker-archive:", RootKind::DockerArchive)] {
+        if let Some(path) = text.strip_prefix(prefix) {
+            return Ok((kind, Path::new(path)));
+        }
+    }
+    Ok((RootKind::Path, given))
 }
 
 /// The default roots that exist, with `/opt/rocm-*` expanded, in a stable order.
@@ -94,7 +125,22 @@ pub fn check_roots_under(base: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
 pub fn resolve_roots(given: &[PathBuf]) -> Result<Vec<Root>, String> {
     let mut roots: Vec<Root> = Vec::new();
     for g in given {
-        let real = fs::canonicalize(g).map_err(|e| format!("{}: {e}", g.display()))?;
+        let (kind, path) = root_kind(g)?;
+        if let RootKind::Registry(_) = kind {
+            if !roots.iter().any(|r| r.given == *g) {
+                roots.push(Root { given: g.clone(), real: PathBuf::new(), kind });
+            }
+            continue;
+        }
+        let real = fs::canonicalize(path).map_err(|e| format!("{}: {e}", g.display()))?;
+        let is_dir = fs::metadata(&real).is_ok_and(|m| m.is_dir());
+        match kind {
+            RootKind::OciDir if !is_dir => return Err(format!("{}: not a folder", g.display())),
+            RootKind::DockerArchive if is_dir => {
+                return Err(format!("{}: a folder, not an archive", g.display()))
+            }
+            _ => {}
+        }
         let readable = match fs::metadata(&real) {
             Ok(m) if m.is_dir() => fs::read_dir(&real).map(|_| ()),
             // Opened as the scan opens files: never blocking on a FIFO.
@@ -106,7 +152,11 @@ pub fn resolve_roots(given: &[PathBuf]) -> Result<Vec<Root>, String> {
         if roots.iter().any(|r| r.real == real) {
             continue;
         }
-        if let Some(r) = roots.iter().find(|r| real.starts_with(&r.real) || r.real.starts_with(&real)) {
+        let nested = |r: &&Root| {
+            !matches!(r.kind, RootKind::Registry(_))
+                && (real.starts_with(&r.real) || r.real.starts_with(&real))
+        };
+        if let Some(r) = roots.iter().find(nested) {
             let (inner, outer) = if real.starts_with(&r.real) { (g, &r.given) } else { (&r.given, g) };
             return Err(format!(
                 "{} lies inside {}: its files would be counted twice; name only one of them",
@@ -114,7 +164,7 @@ pub fn resolve_roots(given: &[PathBuf]) -> Result<Vec<Root>, String> {
                 outer.display()
             ));
         }
-        roots.push(Root { given: g.clone(), real });
+        roots.push(Root { given: g.clone(), real, kind });
     }
     Ok(roots)
 }
