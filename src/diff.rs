@@ -279,6 +279,10 @@ pub struct Side {
     /// The targets a snapshot's tables were cut to (`scan --only` / `--compare`), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub filtered_to: Option<Vec<String>>,
+    /// Images of this side read from a registry: where each came from, its manifest digest
+    /// first (a tag moves; the digest says what was compared). Absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<crate::model::ImageSource>,
 }
 
 /// A file one side could not read.
@@ -446,6 +450,7 @@ fn side(snap: &Snapshot, source: SideSource) -> Side {
             .map(|p| SideProblem { path: p.path.display(&snap.roots), message: p.message.clone() })
             .collect(),
         filtered_to: snap.filtered_to.clone(),
+        images: snap.archives.iter().filter_map(|a| a.image.clone()).collect(),
     }
 }
 

@@ -214,6 +214,11 @@ pub fn sides(d: &SnapshotDiff) -> String {
 fn write_sides(d: &SnapshotDiff, l: Layout, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "{}", wrap(&format!("gfxscan diff · {}", sides(d)), "", "  ", l.style.width))?;
     for (name, s) in [("old", &d.old), ("new", &d.new)] {
+        for i in &s.images {
+            let platform = i.platform.as_deref().map(|p| format!(" · {p}")).unwrap_or_default();
+            let line = format!("{name} image: {}{platform}", i.digest);
+            writeln!(out, "{}", wrap(&super::safe::shown(&line), "", "  ", l.style.width))?;
+        }
         if let Some(f) = &s.filtered_to {
             writeln!(
                 out,

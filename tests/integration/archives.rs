@@ -57,7 +57,7 @@ pub(crate) fn folders(entries: &[Entry]) -> Vec<String> {
 }
 
 /// Writes the entries under `tree/base`.
-fn write_dir(tree: &Tree, base: &str, entries: &[Entry]) {
+pub(crate) fn write_dir(tree: &Tree, base: &str, entries: &[Entry]) {
     std::fs::create_dir_all(tree.path(base)).expect("base folder");
     for e in entries {
         let rel = Path::new(base).join(e.path());
@@ -74,7 +74,7 @@ fn write_dir(tree: &Tree, base: &str, entries: &[Entry]) {
 }
 
 /// A GNU tar of the entries (folders first), written by `tar::Builder`.
-fn tar_of(entries: &[Entry]) -> Vec<u8> {
+pub(crate) fn tar_of(entries: &[Entry]) -> Vec<u8> {
     let mut b = tar::Builder::new(Vec::new());
     for d in folders(entries) {
         let mut h = tar::Header::new_gnu();
@@ -349,7 +349,7 @@ pub(crate) fn deb_of(entries: &[Entry]) -> Vec<u8> {
 }
 
 /// SHA-256, hex (OCI blobs are named by it), as `scan --digests` takes it.
-fn sha256(data: &[u8]) -> String {
+pub(crate) fn sha256(data: &[u8]) -> String {
     gfxscan::source::digest::sha256_of(&data.to_vec()).expect("bytes in memory hash")
 }
 
@@ -548,7 +548,7 @@ fn a_wheel_in_a_tarball_in_a_folder() {
 
 /// Three layers: 1 adds A (gfx906), B (gfx900), C (gfx90a) and d/x (gfx1030); 2 replaces A
 /// (gfx1100) and deletes B; 3 makes d/ opaque and adds d/y (gfx942).
-fn layers() -> [Vec<u8>; 3] {
+pub(crate) fn layers() -> [Vec<u8>; 3] {
     let one = tar_of(&[
         file("A", co(GFX906, 0, 1)),
         file("B", co(GFX900, 0, 1)),
@@ -561,7 +561,7 @@ fn layers() -> [Vec<u8>; 3] {
 }
 
 /// The image's final file system.
-fn final_fs() -> Vec<Entry> {
+pub(crate) fn final_fs() -> Vec<Entry> {
     vec![file("A", co(GFX1100, 0, 3)), file("C", co(GFX90A, 0, 2)), file("d/y", co(GFX942, 0, 1))]
 }
 
@@ -584,7 +584,7 @@ fn docker_save() -> Vec<u8> {
 }
 
 /// An OCI image layout of the three layers, the second gzip-compressed: its entries.
-fn oci_layout() -> Vec<Entry> {
+pub(crate) fn oci_layout() -> Vec<Entry> {
     let [one, two, three] = layers();
     let two = gz(&two);
     let config =

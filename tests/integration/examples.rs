@@ -5,6 +5,10 @@
 //!   command takes it);
 //! - ```` ```console corpus ````: the same, run in the Debian corpus folder
 //!   (`GFXSCAN_DEBIAN_CORPUS`, see `../shared/corpus/README.md`) when it is here;
+//! - ```` ```console registry ````: the same, run in the checkout against the registry `.ci/run`
+//!   starts (`GFXSCAN_TEST_REGISTRY`) when it is there, after the images the examples name are
+//!   pushed to it (`registry_real::push_examples`); the docs write it `127.0.0.1:55000`, a name
+//!   as long as the one it stands for, so that lines wrap the same;
 //! - ```` ```synopsis ````: a command's options, checked against the parser both ways;
 //! - ```` ```shell ````: command lines run one after another by bash in a scratch folder that
 //!   holds links to the checkout's `sample` and `docs`, with `gfxscan` and `check-jsonschema`
@@ -30,6 +34,7 @@ use crate::util::{run, skipped};
 enum Fence {
     Console,
     CorpusConsole,
+    RegistryConsole,
     Synopsis,
     Shell,
     Text,
@@ -40,6 +45,7 @@ impl Fence {
         match info.trim() {
             "console" => Some(Fence::Console),
             "console corpus" => Some(Fence::CorpusConsole),
+            "console registry" => Some(Fence::RegistryConsole),
             "synopsis" => Some(Fence::Synopsis),
             "shell" => Some(Fence::Shell),
             "text" => Some(Fence::Text),
@@ -79,7 +85,7 @@ fn blocks() -> Vec<Block> {
             let Some(info) = line.trim_start().strip_prefix("```") else { continue };
             let at = format!("{name}:{}", n + 1);
             let fence = Fence::from_info(info).unwrap_or_else(|| {
-                panic!("{at}: a ```{info} block: say console, console corpus, synopsis, shell or text")
+                panic!("{at}: a ```{info} block: say console, console corpus, console registry, synopsis, shell or text")
             });
             let body = lines.by_ref().map(|(_, l)| l).take_while(|l| !l.trim_start().starts_with("```"));
             let lines = body.map(str::to_string).collect();
@@ -149,6 +155,9 @@ fn examples(block: &Block) -> Vec<Example> {
     out
 }
 
+/// The registry the docs' examples name, replaced by the one tests run against.
+const DOCS_REGISTRY: &str = "127.0.0.1:55000";
+
 /// Runs each example in `dir` and compares what it prints with its document; with
 /// `UPDATE_EXAMPLES=1`, writes what it prints into the document instead.
 fn check_examples(all: &[Example], dir: &Path) {
@@ -194,8 +203,28 @@ fn same_command(cmd: &str, ex: &Example) -> bool {
     head == ex.head && args.first().map(String::as_str) == Some("gfxscan") && args[1..] == ex.args[..]
 }
 
-/// What an example prints when run in `dir` (its first N lines with `| head -n N`).
+/// What an example prints when run in `dir` (its first N lines with `| head -n N`); the docs'
+/// registry swapped for the test registry in its command, and back in what it prints.
 fn output(ex: &Example, dir: &Path) -> String {
+    let registry = std::env::var("GFXSCAN_TEST_REGISTRY").unwrap_or_default();
+    if registry.is_empty() || !ex.args.iter().any(|a| a.contains(DOCS_REGISTRY)) {
+        return output_as_given(ex, dir);
+    }
+    let swapped: Vec<String> = ex.args.iter().map(|a| a.replace(DOCS_REGISTRY, &registry)).collect();
+    let out = output_as_given(
+        &Example {
+            args: swapped,
+            at: ex.at.clone(),
+            path: ex.path.clone(),
+            head: ex.head,
+            want: String::new(),
+        },
+        dir,
+    );
+    out.replace(&registry, DOCS_REGISTRY)
+}
+
+fn output_as_given(ex: &Example, dir: &Path) -> String {
     let mut c = Command::new(env!("CARGO_BIN_EXE_gfxscan"));
     // `-q` right after the subcommand, when it takes one: never after a `--`.
     c.arg(&ex.args[0]);
@@ -235,6 +264,31 @@ fn every_console_example_prints_what_its_document_shows() {
         std::os::unix::fs::symlink(from, scratch.path().join(name)).expect("a link");
     }
     check_examples(&every, scratch.path());
+}
+
+#[test]
+fn every_registry_example_prints_what_its_document_shows() {
+    let Some(host) = std::env::var("GFXSCAN_TEST_REGISTRY").ok().filter(|h| !h.is_empty()) else {
+        skipped("no registry (GFXSCAN_TEST_REGISTRY, started by .ci/run)");
+        return;
+    };
+    assert_eq!(
+        host.len(),
+        DOCS_REGISTRY.len(),
+        "the test registry {host} is named as long as the docs' {DOCS_REGISTRY}"
+    );
+    let all = blocks();
+    let shown: Vec<Example> =
+        all.iter().filter(|b| b.fence == Fence::RegistryConsole).flat_map(examples).collect();
+    for name in ["check", "diff"] {
+        assert!(
+            shown.iter().any(|e| e.at.starts_with("README.md:") && e.args[0] == name),
+            "the README shows no `gfxscan {name}` of a registry image"
+        );
+    }
+    crate::registry_real::push_examples(&host);
+    let scratch = tempfile::tempdir().expect("tempdir");
+    check_examples(&shown, scratch.path());
 }
 
 #[test]

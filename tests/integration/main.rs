@@ -33,6 +33,8 @@ mod outputs;
 mod pipeline;
 mod prune;
 mod real_files;
+mod registry;
+mod registry_real;
 mod report;
 mod rescan;
 mod scan_cli;
