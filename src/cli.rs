@@ -406,6 +406,7 @@ impl ImageArgs {
         crate::source::registry::Fetching {
             platform: self.platform.clone(),
             insecure: self.insecure_registry.clone(),
+            hold: 0,
         }
     }
 }

@@ -376,7 +376,13 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
     let mut images: Vec<(usize, RemoteImage)> = Vec::new();
     for (i, r) in roots.iter().enumerate() {
         if let RootKind::Registry(image) = &r.kind {
-            let resolved = crate::source::registry::resolve(image, &config.fetching)
+            // Half the memory aim for the one member of an image held whole at a time (images
+            // are read one after another, members past `archive::IN_MEMORY` one at a time).
+            let fetching = Fetching {
+                hold: config.max_memory.unwrap_or(crate::decode::MEMORY_TARGET) / 2,
+                ..config.fetching.clone()
+            };
+            let resolved = crate::source::registry::resolve(image, &fetching)
                 .with_context(|| format!("{}", r.given.display()))?;
             images.push((i, resolved));
         }

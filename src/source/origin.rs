@@ -92,6 +92,16 @@ impl Origin {
         }
     }
 
+    /// For bytes that come from a registry: the largest member a reader holds whole rather
+    /// than fetch the layer again to read it backwards. `None` for bytes that come from here.
+    pub fn remote_hold(&self) -> Option<u64> {
+        match self {
+            Origin::Remote(blob) => Some(blob.hold),
+            Origin::Decoded { inner, .. } | Origin::Range { inner, .. } => inner.remote_hold(),
+            Origin::File { .. } | Origin::Memory { .. } => None,
+        }
+    }
+
     /// A whole file.
     pub fn file(file: Arc<FileSource>) -> Origin {
         let len = file.len();
@@ -269,6 +279,9 @@ impl<S: ByteSource> Seek for SourceReader<S> {
 pub struct ReplaySource<'a> {
     origin: &'a Origin,
     len: u64,
+    /// Every byte read is kept (a member of a registry layer small enough to hold: reading it
+    /// again would fetch the layer again).
+    hold_all: bool,
     state: RefCell<Replay<'a>>,
 }
 
@@ -287,9 +300,11 @@ struct Replay<'a> {
 impl<'a> ReplaySource<'a> {
     pub fn new(origin: &'a Origin, len: u64, live: Option<Box<dyn Read + 'a>>) -> Self {
         let passes = u32::from(live.is_some());
+        let hold_all = origin.remote_hold().is_some_and(|h| len <= h);
         ReplaySource {
             origin,
             len,
+            hold_all,
             state: RefCell::new(Replay {
                 reader: live,
                 buf: Vec::new(),
@@ -380,13 +395,17 @@ impl ByteSource for ReplaySource<'_> {
                 let take = (KEEP_HEAD - st.pos).min(n as u64) as usize;
                 st.head.extend_from_slice(got.get(..take).unwrap_or_default());
             }
-            let keep_from = offset.saturating_sub(KEEP_BEHIND);
+            let keep_from = if self.hold_all { 0 } else { offset.saturating_sub(KEEP_BEHIND) };
             if st.pos + n as u64 > keep_from {
                 // The window holds one contiguous run of bytes: after a gap (bytes read through
                 // and not kept), it starts again here.
                 if st.window.is_empty() || st.window_base + st.window.len() as u64 != st.pos {
                     st.window.clear();
                     st.window_base = st.pos;
+                    if self.hold_all {
+                        // Held whole: grown once to its size, not doubled past it.
+                        st.window.reserve_exact(self.len.saturating_sub(st.pos) as usize);
+                    }
                 }
                 st.window.extend_from_slice(got);
                 // Trim rarely: only once the window holds twice what it must keep.

@@ -43,7 +43,12 @@ struct Served {
     faults: HashMap<String, Fault>,
     /// Requests answered `429` before the next is served.
     throttle: u32,
+    /// Blobs are answered with a redirect to `/storage/DIGEST`, served without authentication
+    /// (as a registry sends clients to its blob storage).
+    redirect: bool,
     requests: Vec<String>,
+    /// Requests to `/storage/` that carried an `Authorization` header.
+    leaked: u32,
 }
 
 /// A registry on 127.0.0.1, serving from memory, one thread per connection.
@@ -117,6 +122,14 @@ impl Fake {
         self.served.lock().expect("lock").faults.insert(format!("sha256:{}", sha256(blob)), fault);
     }
 
+    pub fn redirect_blobs(&self) {
+        self.served.lock().expect("lock").redirect = true;
+    }
+
+    pub fn leaked(&self) -> u32 {
+        self.served.lock().expect("lock").leaked
+    }
+
     pub fn throttle(&self, n: u32) {
         self.served.lock().expect("lock").throttle = n;
     }
@@ -162,6 +175,16 @@ fn serve(stream: TcpStream, served: &Mutex<Served>, auth: &Auth, host: &str) {
         let _ = out.write_all(body);
     };
     served.lock().expect("lock").requests.push(path.clone());
+    if let Some(digest) = path.strip_prefix("/storage/") {
+        let mut s = served.lock().expect("lock");
+        s.leaked += u32::from(authorization.is_some());
+        let blob = s.blobs.get(digest).cloned();
+        drop(s);
+        return match blob {
+            Some(b) => reply(&mut out, "200 OK", &[], &b),
+            None => reply(&mut out, "404 Not Found", &[], b""),
+        };
+    }
     if path.starts_with("/token") {
         let Auth::Bearer(u, p) = auth else { return reply(&mut out, "404 Not Found", &[], b"") };
         if authorization.as_deref() == Some(basic(u, p).as_str()) || (u.is_empty() && authorization.is_none())
@@ -201,7 +224,16 @@ fn serve(stream: TcpStream, served: &Mutex<Served>, auth: &Auth, host: &str) {
     }
     if let Some((_, digest)) = rest.split_once("/blobs/") {
         let (blob, fault) = (s.blobs.get(digest).cloned(), s.faults.get(digest).copied());
+        let redirect = s.redirect;
         drop(s);
+        if redirect && blob.is_some() {
+            return reply(
+                &mut out,
+                "307 Temporary Redirect",
+                &[("Location", format!("http://{host}/storage/{digest}"))],
+                b"",
+            );
+        }
         let Some(mut blob) = blob else { return reply(&mut out, "404 Not Found", &[], b"") };
         match fault {
             None => reply(&mut out, "200 OK", &[], &blob),
@@ -334,6 +366,22 @@ fn bearer_tokens_with_stored_credentials_and_refused_ones() {
     assert!(run.stderr.contains("no credentials for"), "{}", run.stderr);
 }
 
+/// Blobs behind a redirect to storage are fetched there, without the registry's token; layers
+/// compressed with gzip and zstd and plain read alike.
+#[test]
+fn redirects_to_blob_storage_and_every_layer_codec() {
+    let fake = Fake::start(Auth::Bearer(String::new(), String::new()));
+    let [one, two, three] = layers();
+    let zst = zstd::encode_all(three.as_slice(), 3).expect("zstd");
+    fake.push("gfx/test", "v1", &[crate::archives::gz(&one), two, zst], ("linux", "amd64"));
+    fake.redirect_blobs();
+    let run = run_with(&fake, None, &["scan", "--json", "-q", &fake.root("gfx/test:v1")]);
+    run.expect_code(0);
+    assert_eq!(file_paths(&run.json()), ["A", "C", "d/y"]);
+    assert!(fake.requests().iter().filter(|r| r.starts_with("/storage/")).count() >= 3);
+    assert_eq!(fake.leaked(), 0, "the registry's token went to blob storage");
+}
+
 #[test]
 fn basic_authentication_from_the_docker_config() {
     let fake = Fake::start(Auth::Basic("u".into(), "p:w".into()));
@@ -463,4 +511,36 @@ fn check_and_diff_of_two_tags() {
         remote.stdout.replace(&root, "ROOT"),
         tree.stdout.replace(&*t.path("final").to_string_lossy(), "ROOT")
     );
+}
+
+/// A layer member past `archive::IN_MEMORY` whose parser reads it backwards (a host library: its
+/// section table at the end, its fat binary before it) is held whole while it is read when it
+/// fits half the memory aim, so the layer is fetched once; past that, the layer is fetched again
+/// for each backward read (`source::origin::ReplaySource`). Either way the facts are the same.
+#[test]
+fn a_large_library_in_a_layer_is_fetched_once_when_memory_allows() {
+    use gfxscan::testing::{fatbin, host_elf, HostSection};
+    let padding = vec![0u8; 60 << 20];
+    let lib = host_elf(&[
+        HostSection::hip_fatbin(&fatbin(&[crate::fixtures::hip_bundle(&[(
+            "gfx1100",
+            &crate::fixtures::co(crate::fixtures::GFX1100, 0, 2),
+        )])])),
+        HostSection::rodata(".rodata", &padding),
+    ]);
+    let layer = crate::archives::gz(&tar_of(&[crate::archives::file("lib/libbig.so", lib)]));
+    let fake = Fake::start(Auth::None);
+    fake.push("gfx/big", "v1", std::slice::from_ref(&layer), ("linux", "amd64"));
+    let digest = format!("sha256:{}", sha256(&layer));
+    let fetches = |fake: &Fake| fake.requests().iter().filter(|r| r.ends_with(&digest)).count();
+    let held =
+        run_with(&fake, None, &["scan", "--json", "-q", "--max-memory", "256M", &fake.root("gfx/big:v1")]);
+    held.expect_code(0);
+    assert_eq!(fetches(&fake), 1, "held whole: fetched once");
+    let again =
+        run_with(&fake, None, &["scan", "--json", "-q", "--max-memory", "100M", &fake.root("gfx/big:v1")]);
+    again.expect_code(0);
+    assert!(fetches(&fake) >= 3, "not held (50 MiB < 60 MiB): fetched again, {}", fetches(&fake));
+    assert_eq!(held.json()["files"], again.json()["files"]);
+    assert_eq!(held.json()["summary"]["code_objects"], 1);
 }

@@ -39,6 +39,10 @@ pub struct Fetching {
     pub platform: Platform,
     /// Registries spoken to over plain HTTP (`--insecure-registry HOST[:PORT]`).
     pub insecure: Vec<String>,
+    /// The largest layer member held whole in memory while it is read, so that a parser that
+    /// reads it backwards (an ELF's section table sits at its end) does not fetch the layer
+    /// again (see `source::origin::ReplaySource`); set from the scan's memory aim.
+    pub hold: u64,
 }
 
 /// Why an image could not be resolved.
@@ -93,6 +97,8 @@ pub struct Blob {
     client: Arc<Client>,
     pub digest: String,
     pub size: u64,
+    /// Members of this layer up to this size are held whole while they are read.
+    pub hold: u64,
 }
 
 impl Blob {
@@ -219,7 +225,15 @@ pub fn resolve(image: &ImageRef, how: &Fetching) -> Result<RemoteImage, Registry
         let doc = json(&body, &digest)?;
         let media_type = doc.get("mediaType").and_then(|m| m.as_str()).map(str::to_string).or(media.clone());
         if !is_index(media_type.as_deref(), &doc) {
-            return image_of(&client, &doc, digest, index_digest, platform, media_type.as_deref());
+            let image = image_of(&client, &doc, digest, index_digest, platform, media_type.as_deref());
+            return image.map(|mut i| {
+                for b in &mut i.layers {
+                    if let Some(b) = Arc::get_mut(b) {
+                        b.hold = how.hold;
+                    }
+                }
+                i
+            });
         }
         let (chosen, said) = choose(&doc, &how.platform, image)?;
         index_digest.get_or_insert(digest);
@@ -307,7 +321,7 @@ fn image_of(
             return Err(bad(&format!("layer {d}: only sha256 digests are checked")));
         }
         let size = l.get("size").and_then(|s| s.as_u64()).ok_or_else(|| bad("layer without size"))?;
-        blobs.push(Arc::new(Blob { client: client.clone(), digest: d, size }));
+        blobs.push(Arc::new(Blob { client: client.clone(), digest: d, size, hold: 0 }));
     }
     let format = if media_type.is_some_and(|m| m.contains("docker")) { "docker-image" } else { "oci-image" };
     let platform = match platform {
