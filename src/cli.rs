@@ -585,7 +585,8 @@ pub struct ManArgs {
 /// `gfxscan merge`.
 #[derive(Debug, Args)]
 pub struct MergeArgs {
-    /// Snapshots, or folders of snapshots.
+    /// Snapshots, or folders of snapshots; a `registry:HOST/NAME[:TAG|@DIGEST]` image is
+    /// scanned and merged as its snapshot.
     #[arg(value_name = "INPUT", required = true)]
     pub inputs: Vec<PathBuf>,
     /// Judge each source for these GPUs (target IDs, comma-separated), as `check --gpu` does.
@@ -616,6 +617,8 @@ pub struct MergeArgs {
     /// No progress on standard error (merge shows none: taken so that every command takes -q).
     #[arg(short, long)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub images: ImageArgs,
     #[command(flatten)]
     pub table: TableArgs,
 }

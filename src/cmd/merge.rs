@@ -12,6 +12,28 @@ use crate::report::output::deliver_all;
 use crate::source::snapshot;
 use crate::{aggregate, check, merge, report};
 
+/// A `registry:` input's snapshot: the image scanned for every fact.
+fn scan_image(
+    p: &std::path::Path,
+    args: &MergeArgs,
+    targets: &crate::vocab::targets::Targets,
+) -> anyhow::Result<crate::model::Snapshot> {
+    let mut resources = cli::Resources { threads: args.threads, max_memory: None };
+    resources.max_memory = Some(super::memory_aim(&resources, false));
+    let opts = cli::ScanOpts {
+        roots: vec![p.to_path_buf()],
+        outputs: Vec::new(),
+        resources,
+        follow_links: false,
+        cross_file_systems: false,
+        quiet: args.quiet,
+        reuse: Vec::new(),
+        images: args.images.clone(),
+        table: cli::TableArgs { targets: args.table.targets.clone() },
+    };
+    super::scan_roots(vec![p.to_path_buf()], &opts, targets, None, None, false, false)
+}
+
 /// Runs `gfxscan merge`.
 pub fn run(mut args: MergeArgs, color: cli::ColorChoice) -> anyhow::Result<ExitStatus> {
     let targets = load_targets(&args.table)?;
@@ -31,7 +53,11 @@ pub fn run(mut args: MergeArgs, color: cli::ColorChoice) -> anyhow::Result<ExitS
         true => None,
         false => Some(devices::from_args(&args.gpus, &Env::default(), &targets).map_err(anyhow::Error::msg)?),
     };
-    if let [first, ..] = snapshot::missing(&args.inputs).as_slice() {
+    let is_image = |p: &std::path::Path| {
+        matches!(crate::source::walk::root_kind(p), Ok((crate::source::walk::RootKind::Registry(_), _)))
+    };
+    let on_disk: Vec<std::path::PathBuf> = args.inputs.iter().filter(|p| !is_image(p)).cloned().collect();
+    if let [first, ..] = snapshot::missing(&on_disk).as_slice() {
         bail!("{}: no such file or folder (merge takes snapshots and folders of them)", first.display());
     }
     let (paths, unlisted) = merge::gather(&args.inputs, &|d| snapshot::snapshots_in(d));
@@ -44,6 +70,8 @@ pub fn run(mut args: MergeArgs, color: cli::ColorChoice) -> anyhow::Result<ExitS
         let g = gpus.as_ref().map(|g| (g, args.gpus.clone()));
         let read = |p: &std::path::Path| match unlisted.get(p) {
             Some(why) => Err(anyhow::anyhow!("{why}")),
+            // An image in a registry: scanned now, as `scan` would write its snapshot.
+            None if is_image(p) => scan_image(p, &args, &targets),
             None => snapshot::read_snapshot(p).and_then(|s| {
                 readback::read_back(s, &targets).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))
             }),

@@ -500,6 +500,31 @@ fn check_and_diff_of_two_tags() {
     assert!(text.contains(&old) && text.contains(&new), "both digests named: {report:#}");
     let run = run_with(&fake, None, &["diff", "-q", &fake.root("gfx/test:v1"), &fake.root("gfx/test:v2")]);
     assert!(run.stdout.contains(&old) && run.stdout.contains(&new), "{}", run.stdout);
+    // `merge` takes registry images as sources, scanned as `scan` would write them.
+    let merged = run_with(
+        &fake,
+        None,
+        &["merge", "--json", "-q", "--gpu", "gfx1100", &fake.root("gfx/test:v1"), &fake.root("gfx/test:v2")],
+    );
+    let fleet = merged.json();
+    let sources = fleet["sources"].as_array().cloned().unwrap_or_default();
+    assert_eq!(sources.len(), 2, "{fleet:#}");
+    assert!(
+        sources.iter().all(|s| s["files"].as_u64().is_some_and(|f| f > 0) && s["verdict"].is_string()),
+        "{fleet:#}"
+    );
+    assert_eq!(sources[0]["path"].as_str(), Some(fake.root("gfx/test:v1").as_str()));
+    // `explain` of the image says what `explain` of its final tree says.
+    let t2 = Tree::new();
+    write_dir(&t2, "final", &final_fs());
+    let root = fake.root("gfx/test:v1");
+    let remote = run_with(&fake, None, &["explain", "gfx1100", "--json", "-q", &root]);
+    let tree = gfxscan(["explain", "gfx1100", "--json", "-q", &t2.path("final").to_string_lossy()]);
+    assert_eq!(remote.code, tree.code);
+    assert_eq!(
+        remote.stdout.replace(&root, "ROOT"),
+        tree.stdout.replace(&*t2.path("final").to_string_lossy(), "ROOT")
+    );
     // `check` of the image says what `check` of its final tree says.
     let t = Tree::new();
     write_dir(&t, "final", &final_fs());
