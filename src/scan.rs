@@ -636,7 +636,7 @@ impl Reader<'_> {
     /// Reads root `i`, an image in a registry, as its layers stream in.
     fn expand_registry(&self, i: usize, image: &RemoteImage) -> Tally {
         let mut tally = Tally::default();
-        let size = image.layers.iter().map(|b| b.size).sum();
+        let size = image.layers.iter().fold(0u64, |sum, b| sum.saturating_add(b.size));
         let bytes = self.progress.image(self.given.get(i).map_or("", String::as_str), size);
         image.on_bytes(bytes);
         let budget = Budget::new(budget_for(size));

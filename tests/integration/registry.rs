@@ -97,6 +97,34 @@ impl Fake {
         digest
     }
 
+    /// Rewrites the manifest under `tag` and the index under `list` in Docker's media types (a
+    /// schema 2 manifest and a manifest list), as `docker push` writes them.
+    pub fn as_docker(&self, repo: &str, tag: &str, list: &str) -> String {
+        let mut s = self.served.lock().expect("lock");
+        let (_, body) = s.manifests.get(&format!("{repo}:{tag}")).cloned().expect("pushed");
+        let mut doc: Value = serde_json::from_slice(&body).expect("json");
+        doc["mediaType"] = json!("application/vnd.docker.distribution.manifest.v2+json");
+        doc["config"]["mediaType"] = json!("application/vnd.docker.container.image.v1+json");
+        for l in doc["layers"].as_array_mut().expect("layers") {
+            l["mediaType"] = json!("application/vnd.docker.image.rootfs.diff.tar.gzip");
+        }
+        let body = doc.to_string().into_bytes();
+        let digest = format!("sha256:{}", sha256(&body));
+        let media = "application/vnd.docker.distribution.manifest.v2+json".to_string();
+        s.manifests.insert(format!("{repo}:{digest}"), (media.clone(), body.clone()));
+        s.manifests.insert(format!("{repo}:{tag}"), (media, body.clone()));
+        let index = json!({"schemaVersion": 2, "mediaType": "application/vnd.docker.distribution.manifest.list.v2+json",
+            "manifests": [{"mediaType": "application/vnd.docker.distribution.manifest.v2+json", "digest": digest, "size": body.len(),
+                           "platform": {"os": "linux", "architecture": "amd64"}}]})
+        .to_string()
+        .into_bytes();
+        let list_digest = format!("sha256:{}", sha256(&index));
+        let media = "application/vnd.docker.distribution.manifest.list.v2+json".to_string();
+        s.manifests.insert(format!("{repo}:{list_digest}"), (media.clone(), index.clone()));
+        s.manifests.insert(format!("{repo}:{list}"), (media, index));
+        digest
+    }
+
     /// An index under `tag` of the manifests `entries` names (digest, os, architecture).
     pub fn push_index(&self, repo: &str, tag: &str, entries: &[(&str, &str, &str)]) -> String {
         let mut s = self.served.lock().expect("lock");
@@ -471,6 +499,27 @@ fn an_index_is_narrowed_to_the_platform() {
     );
     run.expect_code(0);
     assert_eq!(run.json()["archives"][0]["image"]["digest"].as_str(), Some(arm.as_str()));
+}
+
+#[test]
+fn docker_media_types_read_as_oci_ones() {
+    let fake = Fake::start(Auth::None);
+    let [one, two, three] = layers();
+    fake.push(
+        "gfx/test",
+        "v1",
+        &[crate::archives::gz(&one), crate::archives::gz(&two), crate::archives::gz(&three)],
+        ("linux", "amd64"),
+    );
+    let digest = fake.as_docker("gfx/test", "v1", "list");
+    for tag in ["v1", "list"] {
+        let run = run_with(&fake, None, &["scan", "--json", "-q", &fake.root(&format!("gfx/test:{tag}"))]);
+        run.expect_code(0);
+        let snap = run.json();
+        assert_eq!(file_paths(&snap), ["A", "C", "d/y"], "{tag}");
+        assert_eq!(snap["archives"][0]["format"], "docker-image");
+        assert_eq!(snap["archives"][0]["image"]["digest"].as_str(), Some(digest.as_str()), "{tag}");
+    }
 }
 
 #[test]
