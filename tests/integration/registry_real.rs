@@ -336,3 +336,40 @@ fn a_registry_with_passwords() {
     anonymous.expect_code(2);
     assert!(anonymous.stderr.contains("no credentials for"), "{}", anonymous.stderr);
 }
+
+/// HTTPS, the certificate checked against the trust store: the registry's CA named by
+/// `SSL_CERT_FILE` (as the system store's bundle is found), else refused with why.
+#[test]
+fn an_https_registry_verified_against_the_trust_store() {
+    let Some((_, skopeo)) = registry() else { return };
+    let Some(spec) = std::env::var("GFXSCAN_TEST_REGISTRY_TLS").ok().filter(|s| !s.is_empty()) else {
+        return skipped("no registry on HTTPS (GFXSCAN_TEST_REGISTRY_TLS, started by .ci/run)");
+    };
+    let Some((host, ca)) = spec.split_once(' ') else {
+        panic!("GFXSCAN_TEST_REGISTRY_TLS is HOST:PORT CA.pem")
+    };
+    let t = Tree::new();
+    let mut layout = Layout::new(t.path("layout"));
+    layout.image("v1", &[sample_layer()], "amd64");
+    push(&skopeo, &layout.dir, "v1", &format!("{host}/gfxscan/tls:v1"), None);
+    let root = format!("registry:{host}/gfxscan/tls:v1");
+    let empty = Tree::new();
+    let scan = |ca: Option<&str>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gfxscan"));
+        cmd.args(["scan", "--json", "-q", &root])
+            .env("DOCKER_CONFIG", empty.root())
+            .env_remove("SSL_CERT_DIR");
+        match ca {
+            Some(ca) => cmd.env("SSL_CERT_FILE", ca),
+            None => cmd.env_remove("SSL_CERT_FILE"),
+        };
+        crate::util::run(cmd)
+    };
+    let trusted = scan(Some(ca));
+    trusted.expect_code(0);
+    let tree = gfxscan(["scan", "--json", "-q", &sample().to_string_lossy()]).json();
+    assert_eq!(facts(&trusted.json()), facts(&tree));
+    let untrusted = scan(None);
+    untrusted.expect_code(2);
+    assert!(untrusted.stderr.contains("not trusted by this system's trust store"), "{}", untrusted.stderr);
+}

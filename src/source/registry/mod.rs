@@ -426,13 +426,20 @@ impl Client {
 
     fn unreachable(&self, url: &str, e: &ureq::Error) -> RegistryError {
         let mut why = e.to_string();
-        if self.base.starts_with("https:")
-            && matches!(e, ureq::Error::Tls(_) | ureq::Error::Rustls(_) | ureq::Error::Io(_))
-        {
-            why.push_str(&format!(
-                " (a registry on plain HTTP needs --insecure-registry {})",
-                self.image.registry
-            ));
+        if self.base.starts_with("https:") {
+            // rustls' words: a certificate it could not verify, or an answer that was no TLS
+            // at all (a registry speaking plain HTTP).
+            if why.contains("certificate") {
+                why.push_str(
+                    " (the registry's certificate is not trusted by this system's trust store; \
+                     SSL_CERT_FILE names another CA bundle)",
+                );
+            } else if why.contains("InvalidContentType") || why.contains("corrupt message") {
+                why.push_str(&format!(
+                    " (a registry on plain HTTP needs --insecure-registry {})",
+                    self.image.registry
+                ));
+            }
         }
         RegistryError::Unreachable { url: url.to_string(), why }
     }
