@@ -254,7 +254,7 @@ fn walk_blob(
     here: &mut Vec<(PathBuf, TarType)>,
 ) -> io::Result<Result<(), ArchiveError>> {
     let origin = Arc::new(Origin::Remote(blob.clone()));
-    let mut raw = blob.open()?;
+    let mut raw = blob.open_first()?;
     let mut head = Vec::new();
     (&mut raw).take(TAR_BLOCK as u64).read_to_end(&mut head)?;
     let walked = match live_layer(origin, head, &mut raw, &ctx.budget) {

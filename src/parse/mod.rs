@@ -20,6 +20,7 @@ pub mod kpack;
 pub mod ldcache;
 pub mod magic;
 pub mod miopen;
+pub mod modinfo;
 pub mod msgpack;
 pub mod offload;
 pub mod package;

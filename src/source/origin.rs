@@ -184,13 +184,7 @@ impl Origin {
             Origin::Range { inner, offset, len } => {
                 Ok(Box::new(inner.open_at(offset + at)?.take(len.saturating_sub(at))))
             }
-            Origin::Remote(blob) => {
-                let mut r = blob.open()?;
-                if io::copy(&mut (&mut r).take(at), &mut io::sink())? < at {
-                    return Err(eof());
-                }
-                Ok(Box::new(r))
-            }
+            Origin::Remote(blob) => Ok(Box::new(blob.open_at(at)?)),
         }
     }
 
@@ -287,6 +281,12 @@ pub struct ReplaySource<'a> {
 
 struct Replay<'a> {
     reader: Option<Box<dyn Read + 'a>>,
+    /// `reader` is the live stream the archive walk is on (the first pass).
+    on_live: bool,
+    /// The live stream, set aside while a reopened reader reads what lies before its position:
+    /// reading goes back to it there, so the origin is read again only up to where the first
+    /// pass had reached (bytes of a registry layer past that could not be checked yet).
+    live: Option<(Box<dyn Read + 'a>, u64)>,
     /// One chunk, reused for every read from the stream.
     buf: Vec<u8>,
     pos: u64,
@@ -300,6 +300,7 @@ struct Replay<'a> {
 impl<'a> ReplaySource<'a> {
     pub fn new(origin: &'a Origin, len: u64, live: Option<Box<dyn Read + 'a>>) -> Self {
         let passes = u32::from(live.is_some());
+        let on_live = live.is_some();
         let hold_all = origin.remote_hold().is_some_and(|h| len <= h);
         ReplaySource {
             origin,
@@ -307,6 +308,8 @@ impl<'a> ReplaySource<'a> {
             hold_all,
             state: RefCell::new(Replay {
                 reader: live,
+                on_live,
+                live: None,
                 buf: Vec::new(),
                 pos: 0,
                 passes,
@@ -368,7 +371,13 @@ impl ByteSource for ReplaySource<'_> {
                 });
             }
             *count += 1;
-            st.reader = Some(self.origin.open_at(start).map_err(|e| io_err(e, start))?);
+            let reopened = self.origin.open_at(start).map_err(|e| io_err(e, start))?;
+            if st.on_live && start < st.pos {
+                let pos = st.pos;
+                st.live = st.reader.take().map(|r| (r, pos));
+            }
+            st.on_live = false;
+            st.reader = Some(reopened);
             st.pos = start;
             st.window.clear();
             st.window_base = start;
@@ -381,7 +390,13 @@ impl ByteSource for ReplaySource<'_> {
             st.buf = vec![0u8; CHUNK];
         }
         while st.pos < ahead {
-            let want = (ahead - st.pos).min(CHUNK as u64) as usize;
+            if st.live.as_ref().is_some_and(|(_, at)| *at == st.pos) {
+                st.reader = st.live.take().map(|(r, _)| r);
+                st.on_live = true;
+            }
+            // A reopened reader stops where the live stream was set aside.
+            let until = st.live.as_ref().map_or(ahead, |(_, at)| ahead.min(*at.max(&st.pos)));
+            let want = (until.max(st.pos + 1) - st.pos).min(CHUNK as u64) as usize;
             let Some(reader) = st.reader.as_mut() else { break };
             let n = match reader.read(st.buf.get_mut(..want).unwrap_or_default()) {
                 Ok(0) if st.pos >= end => break,

@@ -24,6 +24,8 @@ pub enum Fault {
     Short,
     /// `Content-Length` says it all, then the connection closes halfway.
     Stop,
+    /// The first request gets the blob; later ones the same length of other bytes.
+    ForgeLater,
 }
 
 /// What the registry asks of clients.
@@ -49,6 +51,8 @@ struct Served {
     requests: Vec<String>,
     /// Requests to `/storage/` that carried an `Authorization` header.
     leaked: u32,
+    /// Blob requests with a `Range` header.
+    ranges: u32,
 }
 
 /// A registry on 127.0.0.1, serving from memory, one thread per connection.
@@ -154,6 +158,10 @@ impl Fake {
         self.served.lock().expect("lock").redirect = true;
     }
 
+    pub fn ranges(&self) -> u32 {
+        self.served.lock().expect("lock").ranges
+    }
+
     pub fn leaked(&self) -> u32 {
         self.served.lock().expect("lock").leaked
     }
@@ -179,6 +187,7 @@ fn serve(stream: TcpStream, served: &Mutex<Served>, auth: &Auth, host: &str) {
     }
     let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
     let mut authorization = None;
+    let mut range: Option<usize> = None;
     loop {
         let mut h = String::new();
         if reader.read_line(&mut h).is_err() || h.trim().is_empty() {
@@ -187,6 +196,13 @@ fn serve(stream: TcpStream, served: &Mutex<Served>, auth: &Auth, host: &str) {
         if let Some((k, v)) = h.split_once(':') {
             if k.eq_ignore_ascii_case("authorization") {
                 authorization = Some(v.trim().to_string());
+            }
+            if k.eq_ignore_ascii_case("range") {
+                range = v
+                    .trim()
+                    .strip_prefix("bytes=")
+                    .and_then(|r| r.strip_suffix('-'))
+                    .and_then(|n| n.parse().ok());
             }
         }
     }
@@ -253,6 +269,8 @@ fn serve(stream: TcpStream, served: &Mutex<Served>, auth: &Auth, host: &str) {
     if let Some((_, digest)) = rest.split_once("/blobs/") {
         let (blob, fault) = (s.blobs.get(digest).cloned(), s.faults.get(digest).copied());
         let redirect = s.redirect;
+        let earlier = s.requests.iter().filter(|r| r.ends_with(digest)).count();
+        s.ranges += u32::from(range.is_some());
         drop(s);
         if redirect && blob.is_some() {
             return reply(
@@ -263,8 +281,19 @@ fn serve(stream: TcpStream, served: &Mutex<Served>, auth: &Auth, host: &str) {
             );
         }
         let Some(mut blob) = blob else { return reply(&mut out, "404 Not Found", &[], b"") };
+        if let (Some(Fault::ForgeLater), true) = (fault, earlier > 1) {
+            let mid = blob.len() / 2;
+            if let Some(b) = blob.get_mut(mid) {
+                *b ^= 0x20;
+            }
+        }
+        if let Some(from) = range.filter(|&r| r > 0 && r < blob.len()) {
+            let part = blob.get(from..).unwrap_or_default().to_vec();
+            let header = ("Content-Range", format!("bytes {from}-{}/{}", blob.len() - 1, blob.len()));
+            return reply(&mut out, "206 Partial Content", &[header], &part);
+        }
         match fault {
-            None => reply(&mut out, "200 OK", &[], &blob),
+            None | Some(Fault::ForgeLater) => reply(&mut out, "200 OK", &[], &blob),
             Some(Fault::Corrupt) => {
                 let mid = blob.len() / 2;
                 if let Some(b) = blob.get_mut(mid) {
@@ -617,4 +646,55 @@ fn a_large_library_in_a_layer_is_fetched_once_when_memory_allows() {
     assert!(fetches(&fake) >= 3, "not held (50 MiB < 60 MiB): fetched again, {}", fetches(&fake));
     assert_eq!(held.json()["files"], again.json()["files"]);
     assert_eq!(held.json()["summary"]["code_objects"], 1);
+}
+
+/// A layer read again (a library its parser reads backwards, past what memory holds) is checked
+/// piece by piece against its first, digest-checked read: a registry that sends other bytes the
+/// second time is caught, never believed. Review finding: such bytes were believed (a forged
+/// code object in the library counted). An uncompressed layer is read again from the piece
+/// holding the member, with a range request.
+#[test]
+fn a_layer_read_again_is_checked_against_its_first_read() {
+    use gfxscan::testing::{fatbin, host_elf, HostSection};
+    let padding = vec![0u8; 60 << 20];
+    let lib = host_elf(&[
+        HostSection::hip_fatbin(&fatbin(&[crate::fixtures::hip_bundle(&[(
+            "gfx1100",
+            &crate::fixtures::co(crate::fixtures::GFX1100, 0, 2),
+        )])])),
+        HostSection::rodata(".rodata", &padding),
+    ]);
+    let layer = tar_of(&[
+        crate::archives::file("a/small.co", crate::fixtures::co(crate::fixtures::GFX900, 0, 1)),
+        crate::archives::file("a/filler", vec![7u8; 300 << 10]),
+        crate::archives::file("lib/libbig.so", lib),
+    ]);
+    let honest = Fake::start(Auth::None);
+    honest.push("gfx/big", "v1", std::slice::from_ref(&layer), ("linux", "amd64"));
+    let run = run_with(
+        &honest,
+        None,
+        &["scan", "--json", "-q", "--max-memory", "100M", &honest.root("gfx/big:v1")],
+    );
+    run.expect_code(0);
+    let want = run.json();
+    assert!(honest.ranges() >= 1, "read again from the member's piece");
+
+    let forged = Fake::start(Auth::None);
+    forged.push("gfx/big", "v1", std::slice::from_ref(&layer), ("linux", "amd64"));
+    forged.fault(&layer, Fault::ForgeLater);
+    let run = run_with(
+        &forged,
+        None,
+        &["scan", "--json", "-q", "--max-memory", "100M", &forged.root("gfx/big:v1")],
+    );
+    run.expect_code(1);
+    let snap = run.json();
+    let p = problems(&snap);
+    assert!(
+        p.iter().any(|(path, m)| path == "lib/libbig.so" && m.contains("read again is not what it was")),
+        "{p:?}"
+    );
+    // What was read from checked bytes stands; nothing more (the forged bytes sit in .rodata).
+    assert_eq!(snap["files"], want["files"]);
 }

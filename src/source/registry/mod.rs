@@ -6,6 +6,7 @@
 //! digest and size as it streams (the last read of a blob that does not match fails).
 
 pub mod auth;
+pub mod blob;
 pub mod reference;
 
 use std::io::{self, Read};
@@ -15,6 +16,7 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 
 use auth::{Challenge, Credentials};
+pub use blob::Blob;
 pub use reference::{parse_image_ref, ImageRef, Platform};
 
 /// The manifest kinds asked for, OCI and Docker's (the `Accept` header of a manifest request).
@@ -92,93 +94,12 @@ pub struct RemoteImage {
     pub layers: Vec<Arc<Blob>>,
 }
 
-/// One layer blob: fetched afresh each time it is opened.
-pub struct Blob {
-    client: Arc<Client>,
-    pub digest: String,
-    pub size: u64,
-    /// Members of this layer up to this size are held whole while they are read.
-    pub hold: u64,
-}
-
-impl Blob {
-    /// Starts fetching it; the reader fails at its end when the bytes are not the digest's.
-    pub fn open(&self) -> io::Result<BlobReader> {
-        let url = format!("{}/v2/{}/blobs/{}", self.client.base, self.client.image.repository, self.digest);
-        let response = self.client.get(&url, None, &self.digest).map_err(io::Error::other)?;
-        let body = response.into_body().into_reader();
-        Ok(BlobReader {
-            body: Box::new(body),
-            hasher: Sha256::new(),
-            digest: self.digest.clone(),
-            size: self.size,
-            read: 0,
-            checked: false,
-            meter: self.client.meter.get().cloned(),
-        })
-    }
-}
-
 impl RemoteImage {
     /// Tells `meter` of every count of layer bytes received from now on.
     pub fn on_bytes(&self, meter: Meter) {
         if let Some(b) = self.layers.first() {
             let _ = b.client.meter.set(meter);
         }
-    }
-}
-
-/// A blob as it streams, hashed as it goes: its end is an error unless the bytes had the
-/// declared size and digest.
-pub struct BlobReader {
-    body: Box<dyn Read + Send>,
-    hasher: Sha256,
-    digest: String,
-    size: u64,
-    read: u64,
-    checked: bool,
-    meter: Option<Meter>,
-}
-
-impl Read for BlobReader {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.body.read(buf)?;
-        if let Some(m) = &self.meter {
-            m(n as u64);
-        }
-        let got = buf.get(..n).unwrap_or_default();
-        self.read += n as u64;
-        if self.read > self.size {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("blob {} is longer than its declared {} bytes", self.digest, self.size),
-            ));
-        }
-        self.hasher.update(got);
-        if n == 0 && !buf.is_empty() && !self.checked {
-            if self.read < self.size {
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    format!("blob {} ends after {} of its {} bytes", self.digest, self.read, self.size),
-                ));
-            }
-            let hex: String = self.hasher.clone().finalize().iter().map(|b| format!("{b:02x}")).collect();
-            if self.digest != format!("sha256:{hex}") {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!("blob {} does not match its digest (its bytes are sha256:{hex})", self.digest),
-                ));
-            }
-            self.checked = true;
-        }
-        Ok(n)
-    }
-}
-
-impl BlobReader {
-    /// Reads what is left and checks the whole blob against its digest.
-    pub fn finish(&mut self) -> io::Result<()> {
-        io::copy(self, &mut io::sink()).map(|_| ())
     }
 }
 
@@ -321,7 +242,7 @@ fn image_of(
             return Err(bad(&format!("layer {d}: only sha256 digests are checked")));
         }
         let size = l.get("size").and_then(|s| s.as_u64()).ok_or_else(|| bad("layer without size"))?;
-        blobs.push(Arc::new(Blob { client: client.clone(), digest: d, size, hold: 0 }));
+        blobs.push(Arc::new(Blob::new(client.clone(), d, size)));
     }
     let format = if media_type.is_some_and(|m| m.contains("docker")) { "docker-image" } else { "oci-image" };
     let platform = match platform {
@@ -385,12 +306,26 @@ impl Client {
         accept: Option<&str>,
         what: &str,
     ) -> Result<ureq::http::Response<ureq::Body>, RegistryError> {
+        self.get_with(url, accept, None, what)
+    }
+
+    /// [`Client::get`] with a `Range` header.
+    fn get_with(
+        &self,
+        url: &str,
+        accept: Option<&str>,
+        range: Option<&str>,
+        what: &str,
+    ) -> Result<ureq::http::Response<ureq::Body>, RegistryError> {
         let mut authenticated = false;
         let mut retries = 0;
         loop {
             let mut request = self.agent.get(url);
             if let Some(a) = accept {
                 request = request.header("Accept", a);
+            }
+            if let Some(r) = range {
+                request = request.header("Range", r);
             }
             if let Some(a) = self.authorization.lock().ok().and_then(|a| a.clone()) {
                 request = request.header("Authorization", a);
@@ -573,28 +508,5 @@ mod tests {
     #[test]
     fn query_values_are_escaped() {
         assert_eq!(query_escape("repository:a/b:pull"), "repository%3Aa%2Fb%3Apull");
-    }
-
-    #[test]
-    fn a_blob_reader_fails_at_its_end_unless_size_and_digest_hold() {
-        let data = b"layer bytes".to_vec();
-        let good = sha256_hex(&data);
-        let reader = |digest: &str, size: u64| BlobReader {
-            body: Box::new(io::Cursor::new(data.clone())),
-            hasher: Sha256::new(),
-            digest: digest.to_string(),
-            size,
-            read: 0,
-            checked: false,
-            meter: None,
-        };
-        assert!(reader(&good, data.len() as u64).finish().is_ok());
-        let wrong = format!("sha256:{}", "0".repeat(64));
-        let e = reader(&wrong, data.len() as u64).finish().unwrap_err();
-        assert!(e.to_string().contains("does not match its digest"), "{e}");
-        let e = reader(&good, data.len() as u64 + 5).finish().unwrap_err();
-        assert!(e.to_string().contains("ends after 11 of its 16 bytes"), "{e}");
-        let e = reader(&good, 4).finish().unwrap_err();
-        assert!(e.to_string().contains("longer than"), "{e}");
     }
 }
