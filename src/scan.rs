@@ -435,6 +435,24 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
         });
     }
     tally.problems.extend(walked.problems);
+    // `docker-archive:` promises an image: a root so named that read as anything else says so.
+    for (i, r) in roots.iter().enumerate().filter(|(_, r)| r.kind == RootKind::DockerArchive) {
+        let image = |a: &crate::model::ArchiveRecord| {
+            a.path.root == i
+                && a.path.bytes().is_empty()
+                && matches!(a.format.as_str(), "docker-image" | "oci-image")
+        };
+        if !tally.archives.iter().any(image) {
+            tally.problems.push(Problem {
+                path: RelPath::new(i, OsStr::new("")),
+                message: format!(
+                    "{} is named docker-archive:, but is not a container image (no manifest.json, \
+                     nor index.json with oci-layout): read as what it is",
+                    r.given.display()
+                ),
+            });
+        }
+    }
     let mut snap = aggregate::snapshot(tally, given, targets);
     if config.record_identities {
         snap.identities = Some(crate::reuse::identities(identities, targets, config.digests));

@@ -207,7 +207,8 @@ pub(super) fn expand_image(layers: Layers, ctx: &Ctx) -> Found {
 /// Expands an image from a registry: its layers top first, each fetched once and read as it
 /// streams (decoded by its magic), its size and digest checked at its end. A layer that ends
 /// early or whose bytes are not its digest's is a problem naming it, and nothing it holds is
-/// believed: its members are dropped and its whiteouts hide nothing.
+/// believed; the layers below it are not read either, as what it deletes or replaces of them
+/// is unknown: the image reads as less than it holds, never as a file system it does not have.
 pub fn expand_registry_image(image: &RemoteImage, ctx: &Ctx) -> Found {
     let gather = Gather::default();
     let mut index = LayerIndex::default();
@@ -226,7 +227,15 @@ pub fn expand_registry_image(image: &RemoteImage, ctx: &Ctx) -> Found {
                     index.note(i, &p, &kind);
                 }
             }
-            Err(e) => gather.problem(ctx, name, format!("layer: {e}; nothing in it is read")),
+            Err(e) => {
+                gather.problem(ctx, name, format!("layer: {e}; nothing in it is read"));
+                for below in image.layers.iter().take(i) {
+                    let why = "layer not read: a layer above it could not be read, so what it deletes or \
+                               replaces here is unknown";
+                    gather.problem(ctx, Path::new(&below.digest), why.to_string());
+                }
+                break;
+            }
         }
     }
     let mut record = image_record(ctx, image.format, image.layers.len());

@@ -19,7 +19,9 @@ fn scan_image(
     targets: &crate::vocab::targets::Targets,
 ) -> anyhow::Result<crate::model::Snapshot> {
     let mut resources = cli::Resources { threads: args.threads, max_memory: None };
-    resources.max_memory = Some(super::memory_aim(&resources, false));
+    // Sources are read in parallel: each image scanned gets its share of the memory aim.
+    let share = rayon::current_num_threads().max(1) as u64;
+    resources.max_memory = Some((super::memory_aim(&resources, false) / share).max(100 << 20));
     let opts = cli::ScanOpts {
         roots: vec![p.to_path_buf()],
         outputs: Vec::new(),

@@ -127,7 +127,8 @@ pub fn resolve_roots(given: &[PathBuf]) -> Result<Vec<Root>, String> {
     for g in given {
         let (kind, path) = root_kind(g)?;
         if let RootKind::Registry(_) = kind {
-            if !roots.iter().any(|r| r.given == *g) {
+            // One image however it is spelled (`a` is `docker.io/library/a:latest`).
+            if !roots.iter().any(|r| r.kind == kind) {
                 roots.push(Root { given: g.clone(), real: PathBuf::new(), kind });
             }
             continue;

@@ -236,8 +236,7 @@ fn registry_images_scan_as_their_layouts_and_trees() {
         // The layout's index names four tags; a layout is read by its only or linux/amd64 entry.
         let local = gfxscan(["scan", "--json", "-q", &named]);
         local.expect_code(0);
-        let local = local.json();
-        assert_eq!(file_paths(&local).len(), want.len() + 1, "{named}: {local:#}");
+        assert_eq!(facts(&local.json()), facts(&tree), "{named} is the sample, as the registry's copy");
     }
 
     // The index: narrowed to linux/amd64 by default (the deleted image), or to arm64.
@@ -372,4 +371,51 @@ fn an_https_registry_verified_against_the_trust_store() {
     let untrusted = scan(None);
     untrusted.expect_code(2);
     assert!(untrusted.stderr.contains("not trusted by this system's trust store"), "{}", untrusted.stderr);
+}
+
+/// The real registry serving a corrupted and a cut blob, as its storage holds them: each a
+/// problem naming the layer, nothing of it believed, exit 1. `.ci/run` names the anonymous
+/// registry's storage folder (`GFXSCAN_TEST_REGISTRY_DATA`).
+#[test]
+fn a_real_registry_serving_a_broken_layer() {
+    let Some((host, skopeo)) = registry() else { return };
+    let Some(data) = std::env::var("GFXSCAN_TEST_REGISTRY_DATA").ok().filter(|s| !s.is_empty()) else {
+        return skipped("no registry storage folder (GFXSCAN_TEST_REGISTRY_DATA, set by .ci/run)");
+    };
+    // Layers of their own (a stamp no other test's image has): blobs are shared by digest.
+    let stamp = format!("{:?}-{}", std::time::SystemTime::now(), std::process::id());
+    for (tag, cut) in [("corrupt", false), ("cut", true)] {
+        let t = Tree::new();
+        let mut layout = Layout::new(t.path("layout"));
+        let base = tar_of(&[
+            file("stamp", format!("{stamp}-{tag}").into_bytes()),
+            file("k.co", crate::fixtures::co(crate::fixtures::GFX900, 0, 1)),
+        ]);
+        let top = tar_of(&[
+            file("top.co", crate::fixtures::co(crate::fixtures::GFX1100, 0, 1)),
+            file("stamp2", format!("{stamp}-{tag}-top").into_bytes()),
+        ]);
+        layout.image(tag, &[base, top.clone()], "amd64");
+        push(&skopeo, &layout.dir, tag, &format!("{host}/gfxscan/broken:{tag}"), None);
+        let digest = sha256(&gz(&top));
+        let stored =
+            Path::new(&data).join(format!("docker/registry/v2/blobs/sha256/{}/{digest}/data", &digest[..2]));
+        let mut bytes = std::fs::read(&stored).expect("the stored blob");
+        if cut {
+            bytes.truncate(bytes.len() / 2);
+        } else {
+            let mid = bytes.len() / 2;
+            bytes[mid] ^= 0x10;
+        }
+        std::fs::write(&stored, &bytes).expect("break the stored blob");
+        let run =
+            run(&host, None, &["scan", "--json", "-q", &format!("registry:{host}/gfxscan/broken:{tag}")]);
+        run.expect_code(1);
+        let snap = run.json();
+        let p = problems(&snap);
+        let named = format!("sha256:{digest}");
+        let says = if cut { "ends after" } else { "does not match its digest" };
+        assert!(p.iter().any(|(path, m)| path == &named && m.contains(says)), "{tag}: {p:?}");
+        assert!(file_paths(&snap).is_empty(), "{tag}: nothing believed: {snap:#}");
+    }
 }

@@ -125,6 +125,9 @@ pub fn resolve(image: &ImageRef, how: &Fetching) -> Result<RemoteImage, Registry
         .http_status_as_error(false)
         .tls_config(tls)
         .max_redirects(10)
+        // A redirect within the registry keeps its authorization; one to another host (blob
+        // storage) or down to plain HTTP never does.
+        .redirect_auth_headers(ureq::config::RedirectAuthHeaders::SameHost)
         .timeout_connect(Some(Duration::from_secs(30)))
         .timeout_recv_response(Some(Duration::from_secs(120)))
         .timeout_per_read(Some(Duration::from_secs(120)))
@@ -146,7 +149,8 @@ pub fn resolve(image: &ImageRef, how: &Fetching) -> Result<RemoteImage, Registry
         let doc = json(&body, &digest)?;
         let media_type = doc.get("mediaType").and_then(|m| m.as_str()).map(str::to_string).or(media.clone());
         if !is_index(media_type.as_deref(), &doc) {
-            let image = image_of(&client, &doc, digest, index_digest, platform, media_type.as_deref());
+            let image = image_of(&client, &doc, digest, index_digest, platform, media_type.as_deref())
+                .and_then(|i| same_platform(i, &how.platform));
             return image.map(|mut i| {
                 for b in &mut i.layers {
                     if let Some(b) = Arc::get_mut(b) {
@@ -170,16 +174,34 @@ pub fn resolve(image: &ImageRef, how: &Fetching) -> Result<RemoteImage, Registry
     Err(RegistryError::Document { what: image.to_string(), why: "indexes nested too deep".into() })
 }
 
+/// An image that is not in an index is refused when its configuration names another platform
+/// than the one asked for (as containerd's pull does: "no match for platform in manifest").
+fn same_platform(image: RemoteImage, want: &Platform) -> Result<RemoteImage, RegistryError> {
+    let Some(p) = image.platform.as_deref().filter(|_| image.index_digest.is_none()) else {
+        return Ok(image);
+    };
+    let mut parts = p.split('/');
+    let (os, arch, variant) = (parts.next(), parts.next(), parts.next());
+    if want.matches(os, arch, variant) {
+        Ok(image)
+    } else {
+        Err(RegistryError::NoPlatform(image.reference.to_string(), want.to_string(), p.to_string()))
+    }
+}
+
 fn json(body: &[u8], what: &str) -> Result<serde_json::Value, RegistryError> {
     serde_json::from_slice(body)
         .map_err(|e| RegistryError::Document { what: what.to_string(), why: e.to_string() })
 }
 
-/// True for an OCI index or a Docker manifest list (by media type, else by its `manifests`).
+/// True for an OCI index or a Docker manifest list: by its media type when that is one of the
+/// manifest kinds, else by its shape (`manifests` and no `layers`: an index served as
+/// `application/json`).
 fn is_index(media_type: Option<&str>, doc: &serde_json::Value) -> bool {
     match media_type {
-        Some(m) => m.contains("image.index") || m.contains("manifest.list"),
-        None => doc.get("manifests").is_some() && doc.get("layers").is_none(),
+        Some(m) if m.contains("image.index") || m.contains("manifest.list") => true,
+        Some(m) if m.contains("image.manifest") || m.contains("distribution.manifest.v2") => false,
+        _ => doc.get("manifests").is_some() && doc.get("layers").is_none(),
     }
 }
 
@@ -336,7 +358,14 @@ impl Client {
                 200..=299 => return Ok(response),
                 401 if !authenticated => {
                     authenticated = true;
-                    let challenge = header(&response, "www-authenticate");
+                    // The first challenge this client speaks, of however many the registry sent.
+                    let challenge = response
+                        .headers()
+                        .get_all("www-authenticate")
+                        .iter()
+                        .filter_map(|v| v.to_str().ok())
+                        .find(|v| auth::parse_challenge(v).is_some())
+                        .map(str::to_string);
                     self.authenticate(challenge.as_deref(), what)?;
                 }
                 401 | 403 => return Err(self.denied(what, status)),
@@ -427,6 +456,14 @@ impl Client {
         }
         let mut request = self.agent.get(&url);
         if let Some(c) = &self.credentials {
+            // Never down to plain HTTP: an HTTPS registry's credentials go only to an HTTPS
+            // token server.
+            if self.base.starts_with("https:") && !realm.starts_with("https:") {
+                return Err(RegistryError::Document {
+                    what: format!("token server {realm}"),
+                    why: "not HTTPS: the stored credentials are not sent there".into(),
+                });
+            }
             request = request.header("Authorization", c.basic());
         }
         let response = request.call().map_err(|e| self.unreachable(&url, &e))?;

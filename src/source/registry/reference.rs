@@ -1,13 +1,15 @@
 //! Image references and platforms as people type them: `HOST/NAME[:TAG|@DIGEST]` and
 //! `OS/ARCH[/VARIANT]`, normalised as Docker's `distribution/reference` package does
-//! (`ParseNormalizedNamed`: a first component with a `.` or `:`, or `localhost`, names the
-//! registry; else Docker Hub, where a one-component name is `library/NAME`; no tag and no
-//! digest is `:latest`).
+//! (normalize.go `splitDockerDomain`: a first component with a `.` or `:`, `localhost`, or an
+//! upper-case letter names the registry; else Docker Hub; `index.docker.io` is `docker.io`;
+//! on Docker Hub a one-component name is `library/NAME`; no tag and no digest is `:latest`).
 
 use std::fmt;
 
 /// The registry Docker Hub names are served from (`reference.DefaultDomain`).
 pub const DOCKER_HUB: &str = "docker.io";
+/// Docker Hub's old name (`reference.legacyDefaultDomain`), read as [`DOCKER_HUB`].
+const LEGACY_DOCKER_HUB: &str = "index.docker.io";
 /// Where Docker Hub's registry API lives (`registry.IndexHostname` → `registry-1.docker.io`).
 const DOCKER_HUB_API: &str = "registry-1.docker.io";
 
@@ -72,30 +74,37 @@ pub fn parse_image_ref(text: &str) -> Result<ImageRef, String> {
     if let Some(t) = &tag {
         check_tag(t).map_err(|e| bad(&e))?;
     }
-    let (registry, repository) = match name.split_once('/') {
-        Some((first, path)) if first.contains(['.', ':']) || first == "localhost" => {
+    let (mut registry, mut repository) = match name.split_once('/') {
+        Some((first, path))
+            if first.contains(['.', ':'])
+                || first == "localhost"
+                || first.bytes().any(|b| b.is_ascii_uppercase()) =>
+        {
             (first.to_string(), path.to_string())
         }
-        Some(_) => (DOCKER_HUB.to_string(), name.to_string()),
-        None => (DOCKER_HUB.to_string(), format!("library/{name}")),
+        _ => (DOCKER_HUB.to_string(), name.to_string()),
     };
+    if registry == LEGACY_DOCKER_HUB {
+        registry = DOCKER_HUB.to_string();
+    }
+    if registry == DOCKER_HUB && !repository.contains('/') {
+        repository = format!("library/{repository}");
+    }
     check_host(&registry).map_err(|e| bad(&e))?;
     check_repository(&repository).map_err(|e| bad(&e))?;
     let tag = if tag.is_none() && digest.is_none() { Some("latest".to_string()) } else { tag };
     Ok(ImageRef { registry, repository, tag, digest })
 }
 
-/// `sha256:` and 64 lower-case hex digits (the only algorithm registries serve), or another
-/// `ALG:HEX` with an algorithm name as the OCI image spec's digest grammar allows.
+/// `sha256:` and 64 lower-case hex digits: the only digest gfxscan checks bytes against (and
+/// what registries use), so the only one it takes — a pin it could not check is refused, not
+/// fetched unchecked.
 pub fn parse_digest(d: &str) -> Result<String, String> {
-    let (alg, hex) = d.split_once(':').ok_or_else(|| format!("digest {d:?} has no algorithm"))?;
-    let alg_ok = !alg.is_empty()
-        && alg.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"+._-".contains(&b));
-    let hex_ok = !hex.is_empty()
-        && hex.len() <= 256
-        && hex.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase());
-    if !alg_ok || !hex_ok || (alg == "sha256" && hex.len() != 64) {
-        return Err(format!("{d:?} is not a digest (sha256: and 64 hex digits)"));
+    let hex = d
+        .strip_prefix("sha256:")
+        .ok_or_else(|| format!("{d:?} is not a sha256 digest (sha256: and 64 hex digits)"))?;
+    if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+        return Err(format!("{d:?} is not a digest (sha256: and 64 lower-case hex digits)"));
     }
     Ok(d.to_string())
 }
@@ -232,11 +241,21 @@ mod tests {
         assert_eq!((d.registry.as_str(), d.tag.as_deref()), ("ghcr.io", None));
         assert_eq!(d.manifest_ref(), format!("sha256:{}", "a".repeat(64)));
         assert_eq!(r("ghcr.io/a/b:t").to_string(), "ghcr.io/a/b:t");
+        // Review finding: Docker Hub names written with the domain, its old name, and an
+        // upper-case first component (a registry, in Docker's rules).
+        assert_eq!(r("docker.io/ubuntu").repository, "library/ubuntu");
+        let old = r("index.docker.io/rocm/pytorch");
+        assert_eq!((old.registry.as_str(), old.repository.as_str()), ("docker.io", "rocm/pytorch"));
+        assert_eq!(r("Foo/bar").registry, "Foo");
+        assert!(
+            parse_image_ref(&format!("a/b@sha512:{}", "a".repeat(128))).is_err(),
+            "an unchecked algorithm"
+        );
     }
 
     #[test]
     fn malformed_references_say_why() {
-        for bad in ["", "UPPER/case", "a/b:", "a/b:-x", "a/b@sha256:abc", "host:99999/a", "a//b", "a/b@md5"] {
+        for bad in ["", "UPPER/Case", "a/b:", "a/b:-x", "a/b@sha256:abc", "host:99999/a", "a//b", "a/b@md5"] {
             assert!(parse_image_ref(bad).is_err(), "{bad}");
         }
     }
