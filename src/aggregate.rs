@@ -59,7 +59,12 @@ impl Tally {
             for message in o.problems {
                 self.problems.push(Problem { path: o.path.clone(), message });
             }
-            self.files.extend(o.record);
+            self.files.extend(o.record.map(|r| *r));
+        }
+        self.summary.files += found.counted.files;
+        self.summary.bytes += found.counted.bytes;
+        for (kind, n) in found.counted.kinds {
+            *self.summary.kinds.entry(kind).or_default() += n;
         }
         self.summary.symlinks += found.symlinks;
         self.links.extend(found.links);

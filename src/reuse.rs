@@ -212,7 +212,7 @@ impl Earlier {
             path: path.clone(),
             kind: k.kind,
             size: stat.size(),
-            record,
+            record: record.map(Box::new),
             problems: k.problems,
             declared_targets: k.declared_targets,
             release: k.release,

@@ -255,7 +255,7 @@ fn judged_by_name(c: &Candidate, disk: &Path, path: &RelPath, depth: Depth<'_>) 
         path: path.clone(),
         kind,
         size,
-        record: Some(record),
+        record: Some(Box::new(record)),
         problems: Vec::new(),
         declared_targets: None,
         release: None,

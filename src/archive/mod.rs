@@ -193,6 +193,9 @@ type HardLink = (u64, PathBuf, PathBuf, Arc<Origin>);
 #[derive(Default)]
 struct Gather {
     members: Mutex<Vec<Collected>>,
+    /// Members that add nothing but to the counts ([`Found::count_only`]): where each is and
+    /// what it counts as.
+    counted: Mutex<Vec<(u64, PathBuf, Kind, u64)>>,
     claims: Mutex<HashMap<PathBuf, (u64, u32)>>,
     links: Mutex<Vec<(u64, PathBuf, Vec<u8>)>>,
     hard_links: Mutex<Vec<HardLink>>,
@@ -210,6 +213,12 @@ impl Gather {
     }
 
     fn add(&self, seq: u64, path: PathBuf, found: Found) {
+        if let Some((kind, size)) = found.count_only() {
+            if let Ok(mut c) = self.counted.lock() {
+                c.push((seq, path, kind, size));
+            }
+            return;
+        }
         if let Ok(mut m) = self.members.lock() {
             m.push(Collected { seq, path, found });
         }
@@ -240,6 +249,9 @@ impl Gather {
         }
         if let Ok(mut m) = self.members.lock() {
             m.extend(other.members.into_inner().unwrap_or_default());
+        }
+        if let Ok(mut c) = self.counted.lock() {
+            c.extend(other.counted.into_inner().unwrap_or_default());
         }
         if let Ok(mut l) = self.links.lock() {
             l.extend(other.links.into_inner().unwrap_or_default());
@@ -305,6 +317,12 @@ impl Gather {
             if last(m.seq, &m.path) {
                 record.members += 1;
                 found.merge(m.found);
+            }
+        }
+        for (seq, path, kind, size) in self.counted.into_inner().unwrap_or_default() {
+            if last(seq, &path) {
+                record.members += 1;
+                found.counted.add(kind, size);
             }
         }
         for l in linked {

@@ -276,8 +276,9 @@ pub(super) fn walk_tar<'a>(
     };
     let mut tar = TarStream { origin: stream, reader, pos: 0 };
     let random = stream.random().is_some();
-    // Every regular file so far, visible or not: what a later hard link may name.
-    let mut files: HashMap<PathBuf, Arc<Origin>> = HashMap::new();
+    // Every regular file so far, visible or not: what a later hard link may name (where its
+    // data starts and its size: an origin is made only for a file a link names).
+    let mut files: HashMap<PathBuf, (u64, u64)> = HashMap::new();
     let mut seq = first_seq;
     let mut failure = None;
     rayon::in_place_scope(|scope| loop {
@@ -311,7 +312,7 @@ pub(super) fn walk_tar<'a>(
             }
         } else if kind == TarType::File {
             let origin = Arc::new(stream.range(entry.data, h.size));
-            files.insert(path.clone(), origin.clone());
+            files.insert(path.clone(), (entry.data, h.size));
             let member = Member { origin, seq, path: &path, size: h.size };
             match wanted.then(|| regular_member(scope, &mut tar, member, random, ctx, gather)) {
                 Some(Ok(n)) => consumed = n,
@@ -322,7 +323,7 @@ pub(super) fn walk_tar<'a>(
                 None => {}
             }
         } else if wanted {
-            other_member(kind, h, seq, &path, &files, ctx, gather);
+            other_member(kind, h, seq, &path, (stream, &files), ctx, gather);
         }
         if let Err(source) = tar.skip(entry.stored.saturating_sub(consumed)) {
             failure = Some(ArchiveError::Member { path, source });
@@ -427,7 +428,7 @@ fn other_member(
     h: &TarHeader,
     seq: u64,
     path: &Path,
-    files: &HashMap<PathBuf, Arc<Origin>>,
+    (stream, files): (&Arc<Origin>, &HashMap<PathBuf, (u64, u64)>),
     ctx: &Ctx,
     gather: &Gather,
 ) {
@@ -441,7 +442,9 @@ fn other_member(
         }
         TarType::HardLink => {
             match member_path(&h.link).ok().flatten().and_then(|t| files.get(&t).map(|o| (t, o))) {
-                Some((target, origin)) => gather.hard_link(seq, path, &target, origin.clone()),
+                Some((target, &(data, size))) => {
+                    gather.hard_link(seq, path, &target, Arc::new(stream.range(data, size)))
+                }
                 None => gather.problem(
                     ctx,
                     path,

@@ -24,7 +24,8 @@ pub struct FileOutcome {
     pub path: RelPath,
     pub kind: Kind,
     pub size: u64,
-    pub record: Option<FileRecord>,
+    /// Boxed: most files have none, and an archive of many files holds an outcome per file.
+    pub record: Option<Box<FileRecord>>,
     pub problems: Vec<String>,
     /// For TheRock's `share/therock/dist_info.json`: the targets it declares.
     pub declared_targets: Option<Vec<String>>,
@@ -65,10 +66,39 @@ pub struct LinkSeen {
 #[derive(Debug, Default)]
 pub struct Found {
     pub files: Vec<FileOutcome>,
+    /// Files that add nothing but to the counts (no record, no problem, nothing their name
+    /// says): an archive of a million such members holds three numbers, not a million outcomes.
+    pub counted: Counted,
     pub links: Vec<LinkSeen>,
     pub symlinks: u64,
     pub problems: Vec<Problem>,
     pub archives: Vec<ArchiveRecord>,
+}
+
+/// Files counted and nothing more: how many, their bytes, how many of each kind.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Counted {
+    pub files: u64,
+    pub bytes: u64,
+    pub kinds: std::collections::BTreeMap<Kind, u64>,
+}
+
+impl Counted {
+    /// One more file of `kind` and `size`.
+    pub fn add(&mut self, kind: Kind, size: u64) {
+        self.files += 1;
+        self.bytes += size;
+        *self.kinds.entry(kind).or_default() += 1;
+    }
+
+    /// Both counts in one.
+    pub fn merge(&mut self, other: Counted) {
+        self.files += other.files;
+        self.bytes += other.bytes;
+        for (k, n) in other.kinds {
+            *self.kinds.entry(k).or_default() += n;
+        }
+    }
 }
 
 impl Found {
@@ -80,10 +110,33 @@ impl Found {
     /// Takes in everything `other` found.
     pub fn merge(&mut self, other: Found) {
         self.files.extend(other.files);
+        self.counted.merge(other.counted);
         self.links.extend(other.links);
         self.symlinks += other.symlinks;
         self.problems.extend(other.problems);
         self.archives.extend(other.archives);
+    }
+
+    /// The kind and size of its one file when that file adds nothing but to the counts (see
+    /// [`Found::counted`]) and nothing else was found.
+    pub fn count_only(&self) -> Option<(Kind, u64)> {
+        let alone = self.links.is_empty()
+            && self.problems.is_empty()
+            && self.archives.is_empty()
+            && self.symlinks == 0;
+        match self.files.as_slice() {
+            [o] if alone
+                && o.record.is_none()
+                && o.problems.is_empty()
+                && o.release.is_none()
+                && o.declared_targets.is_none()
+                && !o.kind.is_host_binary()
+                && self.counted.files == 0 =>
+            {
+                Some((o.kind, o.size))
+            }
+            _ => None,
+        }
     }
 
     /// What reading one file gave.
@@ -216,7 +269,7 @@ pub fn inspect<'t>(
     }
     out.problems = col.problems;
     if !col.code_objects.is_empty() || col.bundles > 0 || artifact.is_some() || col.kpack_ref.is_some() {
-        out.record = Some(FileRecord {
+        out.record = Some(Box::new(FileRecord {
             path: out.path.clone(),
             kind,
             size,
@@ -226,7 +279,7 @@ pub fn inspect<'t>(
             kpack_ref: col.kpack_ref,
             hard_link_of: None,
             sha256: None,
-        });
+        }));
     }
     out
 }
