@@ -1452,6 +1452,94 @@ fn rocm64_check_all_agrees_with_check_of_each_gpu() {
     }
 }
 
+/// The kernel roots of `scripts/fetch-debian-kernels.sh` (DIR/kernel), or `None` (skipped).
+fn kernel_corpus() -> Option<PathBuf> {
+    let dir = PathBuf::from(corpus_dir()?).join("kernel");
+    if !dir.join("truth").is_dir() {
+        skipped(&format!("{} not present (run scripts/fetch-debian-kernels.sh)", dir.display()));
+        return None;
+    }
+    Some(dir)
+}
+
+/// Each Debian amdgpu module's `.modinfo` firmware list is what Debian's own `modinfo -F
+/// firmware` prints (kmod, truth independent of gfxscan): 553 names for 6.1, 646 for 6.12.
+fn kernel_modinfo_matches_modinfo_truth() {
+    let Some(dir) = kernel_corpus() else { return };
+    let mut checked = 0;
+    for (release, count) in [("6.1.0-57-amd64", 553), ("6.12.117+deb13-amd64", 646)] {
+        let root = dir.join(format!("linux-{release}"));
+        let modules = gfxscan::source::kernel::amdgpu_modules(&root);
+        assert_eq!(modules.len(), 1, "{}", root.display());
+        let started = std::time::Instant::now();
+        let m = gfxscan::source::kernel::amdgpu_modules(&root).remove(0);
+        let took = started.elapsed();
+        let info = m.modinfo.expect("modinfo");
+        let truth: Vec<String> = std::fs::read_to_string(dir.join(format!("truth/{release}.firmware")))
+            .expect("truth")
+            .lines()
+            .map(str::to_string)
+            .collect();
+        assert_eq!(info.firmware, truth, "{release}");
+        assert_eq!(info.firmware.len(), count);
+        assert_eq!(info.release(), Some(release));
+        eprintln!(
+            "{release}: {} firmware names, {} aliases, module read in {took:?}",
+            count,
+            info.aliases.len()
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 2);
+}
+
+/// The driver-and-firmware judgement on Debian's kernels and firmware: gfx1151 and gfx1201 are
+/// unknown to 6.1's driver and known to 6.12's, with every required file in firmware 20250410;
+/// gfx1100 is served by both; optional absences are named, never fatal.
+fn debian_drivers_and_firmware_judge_each_gpu() {
+    use gfxscan::check::driver::{judge, DriverOutcome, Loader};
+    let Some(dir) = kernel_corpus() else { return };
+    let targets = Targets::builtin();
+    let judged = |root: &str, gpu: &str| {
+        let root = dir.join(root);
+        let m = gfxscan::source::kernel::amdgpu_modules(&root).remove(0);
+        let info = m.modinfo.expect("modinfo");
+        let release = info.release().unwrap_or_default().to_string();
+        let loader = Loader::of(&release, m.config.as_deref());
+        let present = |name: &str| {
+            loader.places(name, &release).iter().any(|p| gfxscan::source::kernel::exists_in(&root, p))
+        };
+        let t = targets.by_name(gpu).expect("target");
+        judge(Some(&info), &t.firmware, &present)
+    };
+    let six1 = "linux-6.1.0-57-amd64+firmware-20230210-root";
+    let six12 = "linux-6.12.117+deb13-amd64+firmware-20250410-root";
+    for gpu in ["gfx1151", "gfx1201"] {
+        assert_eq!(judged(six1, gpu).outcome, DriverOutcome::NotKnown, "{gpu} on 6.1");
+        let j = judged(six12, gpu);
+        assert_eq!(j.outcome, DriverOutcome::Ok, "{gpu} on 6.12 with 20250410: {j:?}");
+        eprintln!("{gpu} on 6.12: asks {}, optional absent {:?}", j.asked.len(), j.optional_absent);
+    }
+    assert_eq!(judged(six12, "gfx1151").asked.len(), 7);
+    assert_eq!(judged(six12, "gfx1201").asked.len(), 9);
+    for root in [six1, six12] {
+        let j = judged(root, "gfx1100");
+        assert_eq!(j.outcome, DriverOutcome::Ok, "gfx1100 in {root}: {j:?}");
+    }
+    // gfx1201's gc_12_0_1_toc.bin is asked for only with amdgpu.fw_load_type=3: named if absent.
+    let j = judged(six12, "gfx1201");
+    assert!(
+        j.optional_absent
+            .iter()
+            .all(|(n, _)| n.ends_with("_toc.bin") || n.contains("kicker") || n.ends_with("_mes_2.bin")),
+        "{j:?}"
+    );
+    // The 6.12 driver on bookworm's 2023 firmware: gfx1151's files are not there yet.
+    let j = judged("linux-6.12.117+deb13-amd64+firmware-20230210-root", "gfx1151");
+    assert_eq!(j.outcome, DriverOutcome::Missing, "{j:?}");
+    assert!(j.dmesg().is_some_and(|l| l.contains("Direct firmware load for amdgpu/gc_11_5_1_")));
+}
+
 #[path = "corpus_harness.rs"]
 mod harness;
 
@@ -1499,6 +1587,8 @@ fn main() {
             "rocm64_rescan_is_byte_identical_and_checks_agree",
             rocm64_rescan_is_byte_identical_and_checks_agree,
         ),
+        ("kernel_modinfo_matches_modinfo_truth", kernel_modinfo_matches_modinfo_truth),
+        ("debian_drivers_and_firmware_judge_each_gpu", debian_drivers_and_firmware_judge_each_gpu),
     ];
     harness::run(tests, || SKIPPED.with(|s| s.borrow_mut().take()));
 }

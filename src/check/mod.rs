@@ -19,6 +19,7 @@
 //! read.
 
 pub mod devices;
+pub mod driver;
 pub mod program;
 pub mod prune;
 pub mod summary;

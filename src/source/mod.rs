@@ -6,6 +6,7 @@
 pub mod digest;
 pub mod dlopen;
 pub mod file;
+pub mod kernel;
 pub mod loader;
 pub mod memory;
 pub mod origin;

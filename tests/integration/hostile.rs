@@ -375,3 +375,25 @@ fn hostile_names_reach_no_terminal_raw() {
         }
     }
 }
+
+/// A kernel module's `.modinfo` is read through its section table; every cut of a module and
+/// garbage in it is an error or fewer names, never a panic.
+#[test]
+fn kernel_module_modinfo_cut_anywhere() {
+    use gfxscan::parse::modinfo::parse_modinfo;
+    let info = b"license=GPL\0firmware=amdgpu/gc_11_5_1_pfp.bin\0alias=pci:v00001002d0000744Csv*sd*bc*sc*i*\0vermagic=6.12.117 SMP\0";
+    let module = host_elf(&[HostSection::rodata(".modinfo", info)]);
+    let m = parse_modinfo(&module.as_slice()).expect("a whole module");
+    assert_eq!(m.firmware, ["amdgpu/gc_11_5_1_pfp.bin"]);
+    assert_eq!(m.release(), Some("6.12.117"));
+    for cut in (0..module.len()).step_by(7) {
+        let _ = parse_modinfo(&&module[..cut]);
+    }
+    for seed in 0..64 {
+        let mut bad = module.clone();
+        let g = garbage(16, seed);
+        let at = (seed as usize * 37) % (bad.len() - 16);
+        bad[at..at + 16].copy_from_slice(&g);
+        let _ = parse_modinfo(&bad.as_slice());
+    }
+}

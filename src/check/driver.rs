@@ -1,0 +1,291 @@
+//! Will the GPU come up at all: does the kernel's amdgpu driver know the target, and does the
+//! root hold every firmware file the driver asks for it. Pure: a driver's `.modinfo`, the
+//! target's firmware name prefixes (`targets.toml` `firmware`: a graphics IP version such as
+//! `gc_11_5_1`, or an ASIC codename such as `vega10`) and a test of which firmware files exist
+//! in, a judgement out.
+//!
+//! The driver declares the files it may request (`MODULE_FIRMWARE`); those named for the
+//! target's prefixes are what it asks for that GPU. A driver that declares none for them does
+//! not know the GPU (Linux 6.1 and gfx1151: no `gc_11_5_1_*`). Some declared files are asked
+//! for only under a condition, or are optional (a missing one does not stop the probe); the
+//! rules below are read from Linux 6.12's amdgpu (`drivers/gpu/drm/amd/amdgpu`, functions
+//! named at each rule). Only files named for the target's prefixes are judged: an
+//! IP-discovery GPU's other blocks (PSP, SDMA, SMU, VCN, display) have firmware named by their
+//! own IP versions, which a gfx target does not determine.
+
+use crate::parse::modinfo::ModInfo;
+
+/// How the kernel's firmware loader finds a file (drivers/base/firmware_loader/main.c):
+/// `_request_firmware` tries the plain name, then `.zst` (`CONFIG_FW_LOADER_COMPRESS_ZSTD`,
+/// Linux 5.19+), then `.xz` (`CONFIG_FW_LOADER_COMPRESS_XZ`, 5.3+), each suffix through every
+/// folder of `fw_path[]` before the next: `/lib/firmware/updates/<release>`,
+/// `/lib/firmware/updates`, `/lib/firmware/<release>`, `/lib/firmware`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Loader {
+    pub zstd: bool,
+    pub xz: bool,
+}
+
+impl Loader {
+    /// The loader of kernel `release`: from its configuration (`/boot/config-<release>`) when
+    /// there is one, else by version (Debian's 6.1 has xz only, so the version alone is a guess
+    /// the configuration overrides).
+    pub fn of(release: &str, config: Option<&str>) -> Loader {
+        if let Some(c) = config {
+            let set = |key: &str| c.lines().any(|l| l.trim() == format!("{key}=y"));
+            return Loader {
+                zstd: set("CONFIG_FW_LOADER_COMPRESS_ZSTD"),
+                xz: set("CONFIG_FW_LOADER_COMPRESS_XZ"),
+            };
+        }
+        let v = version(release);
+        Loader { zstd: v >= (5, 19), xz: v >= (5, 3) }
+    }
+
+    /// Where file `name` (`amdgpu/gc_11_5_1_pfp.bin`) may be, relative to the root, in the
+    /// order the kernel looks (with merged `/usr`, `lib/` is `usr/lib/`: both are tried).
+    pub fn places(&self, name: &str, release: &str) -> Vec<String> {
+        let mut suffixes = vec![""];
+        if self.zstd {
+            suffixes.push(".zst");
+        }
+        if self.xz {
+            suffixes.push(".xz");
+        }
+        let folders = [
+            format!("firmware/updates/{release}"),
+            "firmware/updates".to_string(),
+            format!("firmware/{release}"),
+            "firmware".to_string(),
+        ];
+        let mut out = Vec::new();
+        for s in suffixes {
+            for f in &folders {
+                for base in ["lib", "usr/lib"] {
+                    out.push(format!("{base}/{f}/{name}{s}"));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// `major.minor` of a kernel release (`6.12.117+deb13-amd64` → (6, 12)).
+pub fn version(release: &str) -> (u32, u32) {
+    let mut parts = release.split(|c: char| !c.is_ascii_digit());
+    let n = |p: Option<&str>| p.and_then(|s| s.parse().ok()).unwrap_or(0);
+    (n(parts.next()), n(parts.next()))
+}
+
+/// What a missing declared file costs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    /// The probe fails without it.
+    Required,
+    /// The driver goes on without it, or asks for it only under a condition that is not the
+    /// default: why.
+    Optional(&'static str),
+}
+
+/// What the driver does without `file` (a file name without its folder).
+pub fn need(file: &str) -> Need {
+    let stem = file.strip_suffix(".bin").unwrap_or(file);
+    let ends = |s: &str| stem.ends_with(s);
+    if ends("_cap") {
+        return Need::Optional(
+            "asked for under SR-IOV only, and optional there (amdgpu_psp.c psp_init_cap_microcode)",
+        );
+    }
+    if stem.contains("kicker") || ends("_rlc_1") || ends("_rlc_am4") {
+        return Need::Optional("asked for instead of the usual file on some boards only (amdgpu_ucode.c amdgpu_is_kicker_fw; gfx_v9_0.c, gfx_v11_0.c init_microcode)");
+    }
+    if ends("_ip_discovery") {
+        return Need::Optional(
+            "its absence is not fatal (amdgpu_discovery.c amdgpu_discovery_set_ip_blocks)",
+        );
+    }
+    if stem.starts_with("gc_") && ends("_toc") {
+        return Need::Optional(
+            "asked for only with amdgpu.fw_load_type=3 (gfx_v11_0.c, gfx_v12_0.c init_toc_microcode)",
+        );
+    }
+    if ends("_mec2") {
+        return Need::Optional(
+            "optional for gfx9 and gfx10 (gfx_v9_0.c, gfx_v10_0.c init_cp_compute_microcode)",
+        );
+    }
+    if ["_pfp_2", "_me_2", "_ce_2", "_mec_2", "_mec2_2"].iter().any(|s| ends(s)) {
+        return Need::Optional(
+            "the newer of two files; the older is taken without it (gfx_v8_0.c gfx_v8_0_init_microcode)",
+        );
+    }
+    if ends("_dmcu") {
+        return Need::Optional(
+            "display microcontroller firmware whose absence is ignored (amdgpu_dm.c load_dmcu_fw)",
+        );
+    }
+    Need::Required
+}
+
+/// Declared files that stand in for one another: `gc_11_*_mes_2.bin` is asked for first and
+/// `gc_11_*_mes.bin` taken without it (amdgpu_mes.c amdgpu_mes_init_microcode).
+fn alternative(file: &str) -> Option<String> {
+    file.strip_suffix("_mes_2.bin").map(|s| format!("{s}_mes.bin"))
+}
+
+/// What the driver and the root say for one target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DriverOutcome {
+    /// No amdgpu module in the roots: whether the GPU comes up is not known from here.
+    Unknown,
+    /// The driver asks for no firmware of the target's: it does not know the GPU.
+    NotKnown,
+    /// A file the probe needs is absent: the GPU does not come up.
+    Missing,
+    /// Every file the probe needs is there.
+    Ok,
+}
+
+/// The judgement for one target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DriverJudgement {
+    pub outcome: DriverOutcome,
+    /// The kernel release the driver was built for.
+    pub release: Option<String>,
+    /// The files it asks for the target, as declared (`amdgpu/gc_11_5_1_pfp.bin`).
+    pub asked: Vec<String>,
+    /// Required files absent.
+    pub missing: Vec<String>,
+    /// Optional files absent, each with why it does not matter.
+    pub optional_absent: Vec<(String, &'static str)>,
+}
+
+impl DriverJudgement {
+    /// The line the kernel logs for the first missing file (drivers/base/firmware_loader/
+    /// main.c `_request_firmware`), as `dmesg` shows it.
+    pub fn dmesg(&self) -> Option<String> {
+        self.missing
+            .first()
+            .map(|f| format!("amdgpu 0000:…: Direct firmware load for {f} failed with error -2"))
+    }
+}
+
+/// Judges target `prefixes` (`targets.toml` `firmware`) against `driver` (none: no module in
+/// the roots); `present` says whether a declared file (`amdgpu/x.bin`) is in the root, as the
+/// kernel's loader would find it (see [`Loader::places`]).
+pub fn judge(
+    driver: Option<&ModInfo>,
+    prefixes: &[String],
+    present: &dyn Fn(&str) -> bool,
+) -> DriverJudgement {
+    let mut j = DriverJudgement {
+        outcome: DriverOutcome::Unknown,
+        release: None,
+        asked: Vec::new(),
+        missing: Vec::new(),
+        optional_absent: Vec::new(),
+    };
+    let Some(driver) = driver else { return j };
+    j.release = driver.release().map(str::to_string);
+    let file_of = |name: &str| name.rsplit('/').next().unwrap_or(name).to_string();
+    let ours = |name: &&String| {
+        let file = file_of(name);
+        prefixes.iter().any(|p| file.strip_prefix(p.as_str()).is_some_and(|r| r.starts_with('_')))
+    };
+    j.asked = driver.firmware.iter().filter(ours).cloned().collect();
+    if j.asked.is_empty() {
+        j.outcome = DriverOutcome::NotKnown;
+        return j;
+    }
+    for name in &j.asked {
+        if present(name) {
+            continue;
+        }
+        let stands_in = alternative(name).is_some_and(|alt| {
+            let full = match name.rsplit_once('/') {
+                Some((dir, _)) => format!("{dir}/{}", file_of(&alt)),
+                None => alt,
+            };
+            j.asked.contains(&full) && present(&full)
+        });
+        match need(&file_of(name)) {
+            _ if stands_in => j.optional_absent.push((
+                name.clone(),
+                "the older MES file is taken without it (amdgpu_mes.c amdgpu_mes_init_microcode)",
+            )),
+            Need::Required => j.missing.push(name.clone()),
+            Need::Optional(why) => j.optional_absent.push((name.clone(), why)),
+        }
+    }
+    j.outcome = if j.missing.is_empty() { DriverOutcome::Ok } else { DriverOutcome::Missing };
+    j
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn driver(files: &[&str]) -> ModInfo {
+        ModInfo {
+            vermagic: Some("6.12.117+deb13-amd64 SMP preempt".into()),
+            firmware: files.iter().map(|f| format!("amdgpu/{f}")).collect(),
+            ..ModInfo::default()
+        }
+    }
+
+    #[test]
+    fn a_driver_without_the_targets_files_does_not_know_it() {
+        let d = driver(&["gc_11_0_0_pfp.bin"]);
+        let j = judge(Some(&d), &["gc_11_5_1".into()], &|_| true);
+        assert_eq!(j.outcome, DriverOutcome::NotKnown);
+        assert_eq!(judge(None, &["gc_11_5_1".into()], &|_| true).outcome, DriverOutcome::Unknown);
+        // A prefix is a whole name part: gc_11_0_1 is not gc_11_0_10.
+        let d = driver(&["gc_11_0_10_pfp.bin"]);
+        assert_eq!(judge(Some(&d), &["gc_11_0_1".into()], &|_| true).outcome, DriverOutcome::NotKnown);
+    }
+
+    #[test]
+    fn required_absent_is_missing_optional_absent_is_named() {
+        let d = driver(&[
+            "gc_11_5_1_pfp.bin",
+            "gc_11_5_1_me.bin",
+            "gc_11_5_1_toc.bin",
+            "gc_11_5_1_mes_2.bin",
+            "gc_11_5_1_mes.bin",
+        ]);
+        let have =
+            |n: &str| !n.ends_with("_me.bin") && !n.ends_with("_toc.bin") && !n.ends_with("_mes_2.bin");
+        let j = judge(Some(&d), &["gc_11_5_1".into()], &have);
+        assert_eq!(j.outcome, DriverOutcome::Missing);
+        assert_eq!(j.missing, ["amdgpu/gc_11_5_1_me.bin"]);
+        let optional: Vec<&str> = j.optional_absent.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(optional, ["amdgpu/gc_11_5_1_toc.bin", "amdgpu/gc_11_5_1_mes_2.bin"]);
+        assert_eq!(
+            j.dmesg().unwrap(),
+            "amdgpu 0000:…: Direct firmware load for amdgpu/gc_11_5_1_me.bin failed with error -2"
+        );
+        // Without the older MES file the newer one is required.
+        let j = judge(Some(&d), &["gc_11_5_1".into()], &|n: &str| {
+            !n.ends_with("_mes_2.bin") && !n.ends_with("_mes.bin")
+        });
+        assert_eq!(j.missing, ["amdgpu/gc_11_5_1_mes_2.bin", "amdgpu/gc_11_5_1_mes.bin"]);
+    }
+
+    #[test]
+    fn the_loader_looks_as_the_kernel_does() {
+        let l = Loader::of(
+            "6.1.0-57-amd64",
+            Some("CONFIG_FW_LOADER_COMPRESS_XZ=y\n# CONFIG_FW_LOADER_COMPRESS_ZSTD is not set\n"),
+        );
+        assert_eq!(l, Loader { zstd: false, xz: true });
+        assert_eq!(Loader::of("6.12.117", None), Loader { zstd: true, xz: true });
+        assert_eq!(Loader::of("5.4.0", None), Loader { zstd: false, xz: true });
+        let places = l.places("amdgpu/x.bin", "6.1.0-57-amd64");
+        assert_eq!(places.first().unwrap(), "lib/firmware/updates/6.1.0-57-amd64/amdgpu/x.bin");
+        assert_eq!(places.get(7).unwrap(), "usr/lib/firmware/amdgpu/x.bin");
+        assert_eq!(places.last().unwrap(), "usr/lib/firmware/amdgpu/x.bin.xz");
+        assert!(!places.iter().any(|p| p.ends_with(".zst")));
+        assert_eq!(version("6.12.117+deb13-amd64"), (6, 12));
+    }
+}
