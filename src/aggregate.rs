@@ -142,6 +142,7 @@ pub fn snapshot(tally: Tally, roots: Vec<String>, targets: &Targets) -> Snapshot
         rocm_releases,
         links_out_of_root,
         identities: None,
+        drivers: Vec::new(),
     }
 }
 

@@ -1080,6 +1080,32 @@ pub struct Snapshot {
     /// which files are unchanged and take their facts from here. Absent without `--reuse`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identities: Option<Identities>,
+    /// The kernel's amdgpu driver modules in the roots (a root that is a whole system or its
+    /// image: `lib/modules/<release>/…/amdgpu.ko*`), each with the firmware it declares and
+    /// which of those files the root holds, found as the kernel's loader finds them. Absent
+    /// when no root holds one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drivers: Vec<DriverRecord>,
+}
+
+/// One amdgpu kernel module and the firmware it may ask for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DriverRecord {
+    /// Root index and the module's path (`lib/modules/6.12.117+deb13-amd64/kernel/drivers/gpu/
+    /// drm/amd/amdgpu/amdgpu.ko.xz`).
+    #[serde(flatten)]
+    pub path: RelPath,
+    /// The kernel release it was built for (`vermagic`'s first word).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release: Option<String>,
+    /// Whether that kernel's loader takes `.zst` and `.xz` firmware: from its configuration
+    /// (`boot/config-<release>`) when the root holds it, else by version.
+    pub firmware_zstd: bool,
+    pub firmware_xz: bool,
+    /// The firmware files it declares (`MODULE_FIRMWARE`, `modinfo -F firmware`), in order.
+    pub firmware: Vec<String>,
+    /// Those of them the root holds, as the kernel's loader would find them.
+    pub present: Vec<String>,
 }
 
 /// The files a scan read, as `stat` showed them (`scan --reuse`), and what their facts depend

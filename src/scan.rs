@@ -453,7 +453,18 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
             });
         }
     }
+    // The kernel's side of each root that is a whole system: its amdgpu modules and firmware.
+    let mut drivers = Vec::new();
+    for (i, r) in roots.iter().enumerate().filter(|(_, r)| r.kind == RootKind::Path && r.real.is_dir()) {
+        if config.parts.is_some() {
+            break;
+        }
+        let (found, problems) = crate::source::kernel::drivers(&r.real, i);
+        drivers.extend(found);
+        tally.problems.extend(problems);
+    }
     let mut snap = aggregate::snapshot(tally, given, targets);
+    snap.drivers = drivers;
     if config.record_identities {
         snap.identities = Some(crate::reuse::identities(identities, targets, config.digests));
     }

@@ -1534,6 +1534,17 @@ fn debian_drivers_and_firmware_judge_each_gpu() {
             .all(|(n, _)| n.ends_with("_toc.bin") || n.contains("kicker") || n.ends_with("_mes_2.bin")),
         "{j:?}"
     );
+    // A scan's snapshot records the driver and which declared files each root holds: of 6.12's
+    // 646, 21 are absent from firmware-amd-graphics 20250410 and 8 from 20260916 (the issue's
+    // count, from the packages' file lists).
+    for (fw, present) in [("20250410", 625), ("20260916", 638)] {
+        let root = dir.join(format!("linux-6.12.117+deb13-amd64+firmware-{fw}-root"));
+        let snap = scan(&whole_tree(&root), &targets, &Silent).expect("scan");
+        let [d] = snap.drivers.as_slice() else { panic!("one driver: {:?}", snap.drivers) };
+        assert_eq!((d.firmware.len(), d.present.len()), (646, present), "{fw}");
+        assert_eq!(d.release.as_deref(), Some("6.12.117+deb13-amd64"));
+        assert!(d.firmware_zstd && d.firmware_xz, "from the kernel's config");
+    }
     // The 6.12 driver on bookworm's 2023 firmware: gfx1151's files are not there yet.
     let j = judged("linux-6.12.117+deb13-amd64+firmware-20230210-root", "gfx1151");
     assert_eq!(j.outcome, DriverOutcome::Missing, "{j:?}");

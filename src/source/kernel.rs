@@ -8,6 +8,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 use crate::decode::{budget_for, Budget};
+use crate::model::{DriverRecord, Problem, RelPath};
 use crate::parse::modinfo::{parse_modinfo, ModInfo};
 use crate::source::origin::Origin;
 use crate::vocab::codec::Codec;
@@ -29,6 +30,102 @@ pub struct Module {
     pub modinfo: Result<ModInfo, String>,
     /// Its kernel's configuration, when the root holds it.
     pub config: Option<String>,
+}
+
+/// How the kernel's firmware loader finds a file (drivers/base/firmware_loader/main.c):
+/// `_request_firmware` tries the plain name, then `.zst` (`CONFIG_FW_LOADER_COMPRESS_ZSTD`,
+/// Linux 5.19+), then `.xz` (`CONFIG_FW_LOADER_COMPRESS_XZ`, 5.3+), each suffix through every
+/// folder of `fw_path[]` before the next: `/lib/firmware/updates/<release>`,
+/// `/lib/firmware/updates`, `/lib/firmware/<release>`, `/lib/firmware`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Loader {
+    pub zstd: bool,
+    pub xz: bool,
+}
+
+impl Loader {
+    /// The loader of kernel `release`: from its configuration (`/boot/config-<release>`) when
+    /// there is one, else by version (Debian's 6.1 has xz only, so the version alone is a guess
+    /// the configuration overrides).
+    pub fn of(release: &str, config: Option<&str>) -> Loader {
+        if let Some(c) = config {
+            let set = |key: &str| c.lines().any(|l| l.trim() == format!("{key}=y"));
+            return Loader {
+                zstd: set("CONFIG_FW_LOADER_COMPRESS_ZSTD"),
+                xz: set("CONFIG_FW_LOADER_COMPRESS_XZ"),
+            };
+        }
+        let v = version(release);
+        Loader { zstd: v >= (5, 19), xz: v >= (5, 3) }
+    }
+
+    /// Where file `name` (`amdgpu/gc_11_5_1_pfp.bin`) may be, relative to the root, in the
+    /// order the kernel looks (with merged `/usr`, `lib/` is `usr/lib/`: both are tried).
+    pub fn places(&self, name: &str, release: &str) -> Vec<String> {
+        let mut suffixes = vec![""];
+        if self.zstd {
+            suffixes.push(".zst");
+        }
+        if self.xz {
+            suffixes.push(".xz");
+        }
+        let folders = [
+            format!("firmware/updates/{release}"),
+            "firmware/updates".to_string(),
+            format!("firmware/{release}"),
+            "firmware".to_string(),
+        ];
+        let mut out = Vec::new();
+        for s in suffixes {
+            for f in &folders {
+                for base in ["lib", "usr/lib"] {
+                    out.push(format!("{base}/{f}/{name}{s}"));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// `major.minor` of a kernel release (`6.12.117+deb13-amd64` → (6, 12)).
+pub fn version(release: &str) -> (u32, u32) {
+    let mut parts = release.split(|c: char| !c.is_ascii_digit());
+    let n = |p: Option<&str>| p.and_then(|s| s.parse().ok()).unwrap_or(0);
+    (n(parts.next()), n(parts.next()))
+}
+
+/// The driver records of every amdgpu module under `root` (root index `index`): each with the
+/// firmware it declares and which of those the root holds; a module that cannot be read is
+/// a problem at its path.
+pub fn drivers(root: &Path, index: usize) -> (Vec<DriverRecord>, Vec<Problem>) {
+    let (mut out, mut problems) = (Vec::new(), Vec::new());
+    for m in amdgpu_modules(root) {
+        let path = RelPath::new(index, m.path.as_os_str());
+        let info = match m.modinfo {
+            Ok(i) => i,
+            Err(e) => {
+                problems.push(Problem { path, message: format!("kernel module: {e}") });
+                continue;
+            }
+        };
+        let release = info.release().unwrap_or_default().to_string();
+        let loader = Loader::of(&release, m.config.as_deref());
+        let present = info
+            .firmware
+            .iter()
+            .filter(|n| loader.places(n, &release).iter().any(|p| exists_in(root, p)))
+            .cloned()
+            .collect();
+        out.push(DriverRecord {
+            path,
+            release: info.release().map(str::to_string),
+            firmware_zstd: loader.zstd,
+            firmware_xz: loader.xz,
+            firmware: info.firmware,
+            present,
+        });
+    }
+    (out, problems)
 }
 
 /// Every amdgpu module under `root`, by path.
@@ -153,6 +250,23 @@ fn through_linked_folder(root: &Path, rel: &Path) -> Option<PathBuf> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_loader_looks_as_the_kernel_does() {
+        let l = Loader::of(
+            "6.1.0-57-amd64",
+            Some("CONFIG_FW_LOADER_COMPRESS_XZ=y\n# CONFIG_FW_LOADER_COMPRESS_ZSTD is not set\n"),
+        );
+        assert_eq!(l, Loader { zstd: false, xz: true });
+        assert_eq!(Loader::of("6.12.117", None), Loader { zstd: true, xz: true });
+        assert_eq!(Loader::of("5.4.0", None), Loader { zstd: false, xz: true });
+        let places = l.places("amdgpu/x.bin", "6.1.0-57-amd64");
+        assert_eq!(places.first().unwrap(), "lib/firmware/updates/6.1.0-57-amd64/amdgpu/x.bin");
+        assert_eq!(places.get(7).unwrap(), "usr/lib/firmware/amdgpu/x.bin");
+        assert_eq!(places.last().unwrap(), "usr/lib/firmware/amdgpu/x.bin.xz");
+        assert!(!places.iter().any(|p| p.ends_with(".zst")));
+        assert_eq!(version("6.12.117+deb13-amd64"), (6, 12));
+    }
 
     #[test]
     fn firmware_found_through_links_inside_the_root_only() {

@@ -397,3 +397,40 @@ fn kernel_module_modinfo_cut_anywhere() {
         let _ = parse_modinfo(&bad.as_slice());
     }
 }
+
+/// A root holding a kernel: its amdgpu module is recorded with the firmware it declares and
+/// which of those the root holds, found as the kernel's loader finds them (`.xz` only when the
+/// kernel's configuration takes it, links inside the root); a module that cannot be read is a
+/// problem at its path, and the scan goes on.
+#[test]
+fn a_roots_kernel_driver_and_its_firmware_are_recorded() {
+    let info = b"firmware=amdgpu/gc_11_5_1_pfp.bin\0firmware=amdgpu/gc_11_5_1_me.bin\0firmware=amdgpu/gc_11_5_1_mec.bin\0firmware=amdgpu/gc_11_5_1_rlc.bin\0vermagic=6.1.0-9-amd64 SMP\0";
+    let module = host_elf(&[HostSection::rodata(".modinfo", info)]);
+    let t = Tree::new();
+    t.file("lib/modules/6.1.0-9-amd64/kernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko", &module);
+    t.file(
+        "boot/config-6.1.0-9-amd64",
+        b"CONFIG_FW_LOADER_COMPRESS_XZ=y\n# CONFIG_FW_LOADER_COMPRESS_ZSTD is not set\n",
+    );
+    t.file("lib/firmware/amdgpu/gc_11_5_1_pfp.bin", b"x");
+    t.file("lib/firmware/amdgpu/gc_11_5_1_me.bin.xz", b"x");
+    t.file("lib/firmware/amdgpu/gc_11_5_1_mec.bin.zst", b"x");
+    t.symlink("gc_11_5_1_pfp.bin", "lib/firmware/amdgpu/gc_11_5_1_rlc.bin");
+    t.file("lib/modules/6.2.0/kernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko", b"not a module");
+    let (run, snap) = t.scan_json(&[]);
+    run.expect_code(1);
+    let d = &snap["drivers"];
+    assert_eq!(d.as_array().map(Vec::len), Some(1), "{snap:#}");
+    assert_eq!(d[0]["release"], "6.1.0-9-amd64");
+    assert_eq!(d[0]["firmware_xz"], true);
+    assert_eq!(d[0]["firmware_zstd"], false);
+    assert_eq!(
+        d[0]["present"],
+        json!(["amdgpu/gc_11_5_1_pfp.bin", "amdgpu/gc_11_5_1_me.bin", "amdgpu/gc_11_5_1_rlc.bin"]),
+        "the .zst is not taken by a kernel without zstd firmware"
+    );
+    assert!(
+        problems(&snap).iter().any(|(p, m)| p.contains("6.2.0") && m.starts_with("kernel module:")),
+        "{snap:#}"
+    );
+}
