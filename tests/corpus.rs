@@ -1545,6 +1545,16 @@ fn debian_drivers_and_firmware_judge_each_gpu() {
         assert_eq!(d.release.as_deref(), Some("6.12.117+deb13-amd64"));
         assert!(d.firmware_zstd && d.firmware_xz, "from the kernel's config");
     }
+    // `check` says the same, through the snapshot: gfx1151 is down on 6.1 (exit 1), up on 6.12
+    // with 20250410 (nothing else to check: exit 4).
+    let (code, doc) = gfxscan_json(&["check", "--json", "-q", "--gpu", "gfx1151"], &dir.join(six1));
+    assert_eq!((code, doc["drivers"][0]["outcome"].as_str()), (Some(1), Some("not-known")), "{doc:#}");
+    let (code, doc) =
+        gfxscan_json(&["check", "--json", "-q", "--gpu", "gfx1151,gfx1201,gfx1100"], &dir.join(six12));
+    assert_eq!(code, Some(4), "{doc:#}");
+    let outcomes: Vec<&str> =
+        doc["drivers"].as_array().expect("drivers").iter().filter_map(|d| d["outcome"].as_str()).collect();
+    assert_eq!(outcomes, ["ok", "ok", "ok"]);
     // The 6.12 driver on bookworm's 2023 firmware: gfx1151's files are not there yet.
     let j = judged("linux-6.12.117+deb13-amd64+firmware-20230210-root", "gfx1151");
     assert_eq!(j.outcome, DriverOutcome::Missing, "{j:?}");

@@ -13,6 +13,9 @@
 //! IP-discovery GPU's other blocks (PSP, SDMA, SMU, VCN, display) have firmware named by their
 //! own IP versions, which a gfx target does not determine.
 
+use serde::Serialize;
+
+use crate::model::DriverRecord;
 use crate::parse::modinfo::ModInfo;
 pub use crate::source::kernel::{version, Loader};
 
@@ -73,7 +76,8 @@ fn alternative(file: &str) -> Option<String> {
 }
 
 /// What the driver and the root say for one target.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
 pub enum DriverOutcome {
     /// No amdgpu module in the roots: whether the GPU comes up is not known from here.
     Unknown,
@@ -86,7 +90,7 @@ pub enum DriverOutcome {
 }
 
 /// The judgement for one target.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct DriverJudgement {
     pub outcome: DriverOutcome,
     /// The kernel release the driver was built for.
@@ -97,6 +101,40 @@ pub struct DriverJudgement {
     pub missing: Vec<String>,
     /// Optional files absent, each with why it does not matter.
     pub optional_absent: Vec<(String, &'static str)>,
+}
+
+/// One GPU against one kernel module of the roots (`check`'s driver-and-firmware row).
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct DriverCheck {
+    /// The GPU's target (`gfx1151`).
+    pub gpu: String,
+    /// The module, joined with its root.
+    pub module: String,
+    #[serde(flatten)]
+    pub judgement: DriverJudgement,
+    /// What `dmesg` says when a required file is absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dmesg: Option<String>,
+}
+
+/// Every checked target against every amdgpu module the snapshot records.
+pub fn check_drivers(
+    drivers: &[DriverRecord],
+    roots: &[String],
+    gpus: &[(String, Vec<String>)],
+) -> Vec<DriverCheck> {
+    let mut out = Vec::new();
+    for d in drivers {
+        let info =
+            ModInfo { vermagic: d.release.clone(), firmware: d.firmware.clone(), ..ModInfo::default() };
+        let present = |name: &str| d.present.iter().any(|p| p == name);
+        for (gpu, prefixes) in gpus {
+            let judgement = judge(Some(&info), prefixes, &present);
+            let dmesg = judgement.dmesg();
+            out.push(DriverCheck { gpu: gpu.clone(), module: d.path.display(roots), judgement, dmesg });
+        }
+    }
+    out
 }
 
 impl DriverJudgement {

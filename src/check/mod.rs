@@ -153,6 +153,11 @@ pub struct CheckReport {
     /// `check --gpu all`: one row per GPU, read from the verdicts above (absent otherwise).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub summary: Vec<summary::GpuRow>,
+    /// Each checked GPU against each amdgpu kernel module in the roots: does the driver know
+    /// it, and does the root hold every firmware file it asks for (absent when no root holds a
+    /// kernel module: whether the GPU comes up is not judged).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub drivers: Vec<driver::DriverCheck>,
 }
 
 impl CheckReport {
@@ -326,7 +331,21 @@ pub fn check(model: &Model, gpus: &Gpus, targets: &Targets, opts: CheckOptions) 
         LibraryKind::HostLibrary | LibraryKind::Bundle => true,
         LibraryKind::Family(f) => cataloger(f).holds_device_code(),
     });
-    let outcome = if installs.iter().any(|i| i.status == Status::Missing) {
+    // The kernel's side: a driver that does not know a GPU, or lacks a file it needs, leaves
+    // the GPU down whatever its libraries hold.
+    let mut targets_checked: Vec<(String, Vec<String>)> = Vec::new();
+    for d in &gpus.devices {
+        let name = d.native.processor.clone();
+        if targets_checked.iter().all(|(n, _)| *n != name) {
+            let prefixes = targets.by_name(&name).map(|t| t.firmware.clone()).unwrap_or_default();
+            targets_checked.push((name, prefixes));
+        }
+    }
+    let drivers = driver::check_drivers(&snap.drivers, &snap.roots, &targets_checked);
+    let driver_down = drivers.iter().any(|d| {
+        matches!(d.judgement.outcome, driver::DriverOutcome::Missing | driver::DriverOutcome::NotKnown)
+    });
+    let outcome = if installs.iter().any(|i| i.status == Status::Missing) || driver_down {
         Outcome::Missing
     } else if !snap.problems.is_empty() || !gpus.unknown.is_empty() {
         Outcome::Incomplete
@@ -349,5 +368,6 @@ pub fn check(model: &Model, gpus: &Gpus, targets: &Targets, opts: CheckOptions) 
         links_out_of_root: snap.links_out_of_root.clone(),
         program: None,
         summary: Vec::new(),
+        drivers,
     }
 }

@@ -243,6 +243,37 @@ fn write_program(
 
 /// The last line of the text (`Place::End`), or the first of the page (`Place::Top`): how
 /// many GPUs in how many installs, and the outcome; what it points to is where it says.
+/// One GPU against one kernel module: the driver-and-firmware row.
+fn driver_line(d: &crate::check::driver::DriverCheck) -> String {
+    use crate::check::driver::DriverOutcome;
+    let j = &d.judgement;
+    let kernel =
+        format!("{} · Linux {} ({})", d.gpu, j.release.as_deref().unwrap_or("of unknown release"), d.module);
+    let optional = match j.optional_absent.len() {
+        0 => String::new(),
+        n => format!(
+            "; {n} optional absent: {}",
+            j.optional_absent.iter().map(|(f, _)| f.as_str()).collect::<Vec<_>>().join(", ")
+        ),
+    };
+    match j.outcome {
+        DriverOutcome::Ok => {
+            format!("{kernel} · OK: the {} files it asks for are there{optional}", j.asked.len())
+        }
+        DriverOutcome::Missing => format!(
+            "{kernel} · MISSING: {} of the {} files it asks for are absent ({}){optional}; dmesg: {}",
+            j.missing.len(),
+            j.asked.len(),
+            j.missing.join(", "),
+            d.dmesg.as_deref().unwrap_or("")
+        ),
+        DriverOutcome::NotKnown => {
+            format!("{kernel} · MISSING: the driver asks for no firmware of this GPU: it does not know it (no /dev/kfd node)")
+        }
+        DriverOutcome::Unknown => format!("{kernel} · unknown"),
+    }
+}
+
 pub fn outcome_line(report: &CheckReport, at: Place) -> String {
     let (hints, listed) = match at {
         Place::End => ("above", "above"),
@@ -286,6 +317,22 @@ pub fn outcome_line(report: &CheckReport, at: Place) -> String {
         }
         Outcome::Missing if !report.summary.is_empty() => {
             super::served::outcome_line(report, &counted, hints).unwrap_or_default()
+        }
+        // The GPU does not come up: said before any library, which cannot help it then.
+        Outcome::Missing
+            if report
+                .drivers
+                .iter()
+                .any(|d| d.judgement.outcome != crate::check::driver::DriverOutcome::Ok) =>
+        {
+            let mut down: Vec<&str> = report
+                .drivers
+                .iter()
+                .filter(|d| d.judgement.outcome != crate::check::driver::DriverOutcome::Ok)
+                .map(|d| d.gpu.as_str())
+                .collect();
+            down.dedup();
+            format!("{counted} · MISSING: the kernel's driver or its firmware leaves {} down (driver and firmware, {listed})", down.join(", "))
         }
         Outcome::Missing => {
             let missing: Vec<String> = report
@@ -418,6 +465,13 @@ pub fn write_check(
     for l in &report.links_out_of_root {
         let line = format!("followed out of the root: {} → {}", l.path.display(&report.roots), l.target);
         writeln!(out, "{}", wrap(&line, li, "    ", style.width))?;
+    }
+    if !report.drivers.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "{h}Driver and firmware:")?;
+        for d in &report.drivers {
+            writeln!(out, "{}", wrap(&super::safe::shown(&driver_line(d)), li, "    ", style.width))?;
+        }
     }
     if !report.problems.is_empty() {
         writeln!(out)?;

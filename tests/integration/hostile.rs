@@ -434,3 +434,47 @@ fn a_roots_kernel_driver_and_its_firmware_are_recorded() {
         "{snap:#}"
     );
 }
+
+/// `check` judges each GPU against the root's kernel: a driver that asks for no firmware of the
+/// GPU does not know it, a required file absent leaves it down with the line `dmesg` shows;
+/// either is MISSING (exit 1), whatever the libraries hold. No kernel in the roots: no row.
+#[test]
+fn check_says_when_the_kernel_leaves_the_gpu_down() {
+    let info = b"firmware=amdgpu/gc_11_0_0_pfp.bin\0firmware=amdgpu/gc_11_0_0_me.bin\0firmware=amdgpu/gc_11_0_0_toc.bin\0vermagic=6.1.0-9-amd64 SMP\0";
+    let t = Tree::new();
+    t.file(
+        "lib/modules/6.1.0-9-amd64/kernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko",
+        &host_elf(&[HostSection::rodata(".modinfo", info)]),
+    );
+    t.file("lib/firmware/amdgpu/gc_11_0_0_pfp.bin", b"x");
+    t.file("opt/rocm/lib/k.co", &co(GFX1100, 0, 1));
+    let check = |gpu: &str| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_gfxscan"));
+        c.args(["check", "--json", "-q", "--gpu", gpu]).arg(t.root());
+        crate::util::run(c)
+    };
+    let r = check("gfx1100");
+    r.expect_code(1);
+    let d = &r.json()["drivers"][0];
+    assert_eq!((d["gpu"].as_str(), d["outcome"].as_str()), (Some("gfx1100"), Some("missing")));
+    assert_eq!(d["missing"], json!(["amdgpu/gc_11_0_0_me.bin"]));
+    assert_eq!(d["optional_absent"][0][0], "amdgpu/gc_11_0_0_toc.bin");
+    assert!(
+        d["dmesg"].as_str().is_some_and(
+            |l| l.contains("Direct firmware load for amdgpu/gc_11_0_0_me.bin failed with error -2")
+        )
+    );
+    let r = check("gfx1151");
+    r.expect_code(1);
+    assert_eq!(r.json()["drivers"][0]["outcome"], "not-known");
+    t.file("lib/firmware/amdgpu/gc_11_0_0_me.bin.xz", b"x");
+    let r = check("gfx1100");
+    assert_eq!(
+        r.json()["drivers"][0]["outcome"],
+        "ok",
+        "xz firmware, taken by a 6.1 kernel without its config"
+    );
+    std::fs::remove_dir_all(t.path("lib/modules")).expect("no kernel");
+    let r = check("gfx1100");
+    assert!(r.json().get("drivers").is_none());
+}
