@@ -186,7 +186,8 @@ pub struct Inputs<'a> {
 pub fn explain(target: &Target, targets: &Targets, inputs: Inputs) -> Explanation {
     let policy = targets.policy();
     let snap = inputs.model.map(Model::snapshot);
-    let (ships, layer_counts) = snap.map(|s| shipped(s, target, targets)).unwrap_or_default();
+    let (mut ships, layer_counts) = snap.map(|s| shipped(s, target, targets)).unwrap_or_default();
+    ships.extend(inputs.check.map(|c| driver_rows(c, &target.name)).unwrap_or_default());
     let installs = match (inputs.model, inputs.check) {
         (Some(model), Some(check)) => install_gates(model, check, inputs.with_override, target, targets),
         _ => Vec::new(),
@@ -209,6 +210,36 @@ pub fn explain(target: &Target, targets: &Targets, inputs: Inputs) -> Explanatio
         not_checked: inputs.check.map(|c| c.not_checked.clone()).unwrap_or_default(),
         problems: snap.map(|s| s.problems.clone()).unwrap_or_default(),
     }
+}
+
+/// The kernel's gate: check's driver-and-firmware judgement of the target against each amdgpu
+/// module in the roots, as check gives it (`check::driver`).
+fn driver_rows(check: &CheckReport, target: &str) -> Vec<GateRow> {
+    use crate::check::driver::DriverOutcome;
+    check
+        .drivers
+        .iter()
+        .filter(|d| d.gpu == target)
+        .map(|d| {
+            let j = &d.judgement;
+            let (says, verdict) = match j.outcome {
+                DriverOutcome::Ok => (
+                    format!("knows it; the {} firmware files it asks for are there", j.asked.len()),
+                    Gate::Allows,
+                ),
+                DriverOutcome::Missing => {
+                    (format!("knows it; absent: {}", j.missing.join(", ")), Gate::Blocks)
+                }
+                DriverOutcome::NotKnown => {
+                    ("asks for no firmware of it: does not know it".to_string(), Gate::Blocks)
+                }
+                DriverOutcome::Unknown => ("not judged".to_string(), Gate::Unknown),
+            };
+            let gate =
+                format!("amdgpu driver, Linux {}", j.release.as_deref().unwrap_or("of unknown release"));
+            GateRow::new(Section::Ships, gate, says, verdict, "check (driver and firmware)")
+        })
+        .collect()
 }
 
 /// The gates that hold whatever is installed. Each list is held against the newest release

@@ -467,6 +467,16 @@ fn check_says_when_the_kernel_leaves_the_gpu_down() {
     let r = check("gfx1151");
     r.expect_code(1);
     assert_eq!(r.json()["drivers"][0]["outcome"], "not-known");
+    // explain's kernel gate reads check's judgement: it blocks, and explain exits as check.
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_gfxscan"));
+    c.args(["explain", "gfx1151", "--json", "-q"]).arg(t.root());
+    let e = crate::util::run(c);
+    e.expect_code(1);
+    let doc = e.json();
+    let row = doc["ships"].as_array().and_then(|r| {
+        r.iter().find(|r| r["gate"].as_str().is_some_and(|g| g.starts_with("amdgpu driver"))).cloned()
+    });
+    assert_eq!(row.map(|r| r["verdict"].clone()), Some(json!("blocks")), "{doc:#}");
     t.file("lib/firmware/amdgpu/gc_11_0_0_me.bin.xz", b"x");
     let r = check("gfx1100");
     assert_eq!(
