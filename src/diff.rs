@@ -662,7 +662,10 @@ pub fn diff(
         lo: libraries_by_identity(old_model),
         ln: libraries_by_identity(new_model),
     };
-    let (losses, gains, id_changes) = coverage(&sides, &uo, &un, compared.as_ref(), targets);
+    let (mut losses, mut gains, id_changes) = coverage(&sides, &uo, &un, compared.as_ref(), targets);
+    let (lost, gained) = driver_coverage(old, new, compared.as_ref(), targets);
+    losses.extend(lost);
+    gains.extend(gained);
     let files = file_changes(old, new);
     let mut d = SnapshotDiff {
         schema_version: DIFF_SCHEMA_VERSION,
@@ -706,6 +709,46 @@ pub fn diff(
         DiffOutcome::Changed
     };
     d
+}
+
+/// The unit a kernel's amdgpu driver and its firmware make, across the two sides.
+pub const DRIVER_UNIT: &str = "driver:amdgpu";
+
+/// Targets the kernel's side serves on one side and not the other: a target is served when some
+/// amdgpu module of the side knows it and the side holds every firmware file it asks for
+/// (`check::driver`, as `check` judges it). A side without a kernel says nothing: no loss or
+/// gain is claimed against it.
+fn driver_coverage(
+    old: &Snapshot,
+    new: &Snapshot,
+    compared: Option<&BTreeSet<String>>,
+    targets: &Targets,
+) -> (Option<Coverage>, Option<Coverage>) {
+    if old.drivers.is_empty() || new.drivers.is_empty() {
+        return (None, None);
+    }
+    let served = |s: &Snapshot| -> BTreeSet<String> {
+        let gpus: Vec<(String, Vec<String>)> = targets
+            .iter()
+            .filter(|t| !t.firmware.is_empty() && compared.is_none_or(|c| c.contains(&t.name)))
+            .map(|t| (t.name.clone(), t.firmware.clone()))
+            .collect();
+        crate::check::driver::check_drivers(&s.drivers, &s.roots, &gpus)
+            .into_iter()
+            .filter(|d| d.judgement.outcome == crate::check::driver::DriverOutcome::Ok)
+            .map(|d| d.gpu)
+            .collect()
+    };
+    let (before, after) = (served(old), served(new));
+    let unit = |t: Vec<String>| {
+        (!t.is_empty()).then(|| Coverage {
+            library: DRIVER_UNIT.to_string(),
+            how: UnitChange::Changed,
+            targets: t,
+            via_generic: BTreeMap::new(),
+        })
+    };
+    (unit(before.difference(&after).cloned().collect()), unit(after.difference(&before).cloned().collect()))
 }
 
 /// Counts per family and target (and all code objects per target) that differ, for the

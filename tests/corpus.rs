@@ -1555,6 +1555,26 @@ fn debian_drivers_and_firmware_judge_each_gpu() {
     let outcomes: Vec<&str> =
         doc["drivers"].as_array().expect("drivers").iter().filter_map(|d| d["outcome"].as_str()).collect();
     assert_eq!(outcomes, ["ok", "ok", "ok"]);
+    // `diff` of two roots: going back from 6.12 to 6.1 on the same firmware loses the GPUs 6.1
+    // does not know (GC 9.4.3, 11.5.x, 12.0.x; gfx10's MES files are asked for only with
+    // amdgpu.mes=1, so gfx1010 and gfx1030 stay).
+    let (code, doc) = {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_gfxscan"))
+            .args(["diff", "--json", "-q", "--fail-on-loss"])
+            .arg(dir.join(six12))
+            .arg(dir.join("linux-6.1.0-57-amd64+firmware-20250410-root"))
+            .output()
+            .expect("gfxscan runs");
+        (out.status.code(), serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("JSON"))
+    };
+    assert_eq!(code, Some(1));
+    let lost: Vec<&str> = doc["losses"]
+        .as_array()
+        .and_then(|l| l.iter().find(|c| c["library"] == "driver:amdgpu"))
+        .and_then(|c| c["targets"].as_array())
+        .map(|t| t.iter().filter_map(|v| v.as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(lost, ["gfx942", "gfx1150", "gfx1151", "gfx1152", "gfx1200", "gfx1201"], "{doc:#}");
     // The 6.12 driver on bookworm's 2023 firmware: gfx1151's files are not there yet.
     let j = judged("linux-6.12.117+deb13-amd64+firmware-20230210-root", "gfx1151");
     assert_eq!(j.outcome, DriverOutcome::Missing, "{j:?}");

@@ -61,6 +61,16 @@ pub fn need(file: &str) -> Need {
             "the newer of two files; the older is taken without it (gfx_v8_0.c gfx_v8_0_init_microcode)",
         );
     }
+    // MES on GC 10 (the codename-named GPUs and gc_10_*) runs only with amdgpu.mes=1 (default 0):
+    // 6.1's amdgpu_discovery.c amdgpu_discovery_set_mes_ip_blocks adds mes_v10_1 under
+    // `if (amdgpu_mes)`; from GC 11 it is always added.
+    let mes = ["_mes", "_mes1", "_mes_2"].iter().any(|s| ends(s));
+    let gfx10 = stem.starts_with("gc_10_") || !stem.starts_with("gc_");
+    if mes && gfx10 {
+        return Need::Optional(
+            "gfx10's MES runs only with amdgpu.mes=1 (amdgpu_discovery.c amdgpu_discovery_set_mes_ip_blocks)",
+        );
+    }
     if ends("_dmcu") {
         return Need::Optional(
             "display microcontroller firmware whose absence is ignored (amdgpu_dm.c load_dmcu_fw)",
@@ -209,6 +219,15 @@ mod tests {
             firmware: files.iter().map(|f| format!("amdgpu/{f}")).collect(),
             ..ModInfo::default()
         }
+    }
+
+    #[test]
+    fn gfx10_mes_is_optional_gfx11_mes_is_not() {
+        assert!(matches!(need("sienna_cichlid_mes1.bin"), Need::Optional(_)));
+        assert!(matches!(need("navi10_mes.bin"), Need::Optional(_)));
+        assert!(matches!(need("gc_10_3_6_mes.bin"), Need::Optional(_)));
+        assert_eq!(need("gc_11_0_0_mes1.bin"), Need::Required);
+        assert_eq!(need("gc_12_0_1_mes.bin"), Need::Required);
     }
 
     #[test]
