@@ -417,10 +417,28 @@ fn a_roots_kernel_driver_and_its_firmware_are_recorded() {
     t.file("lib/firmware/amdgpu/gc_11_5_1_mec.bin.zst", b"x");
     t.symlink("gc_11_5_1_pfp.bin", "lib/firmware/amdgpu/gc_11_5_1_rlc.bin");
     t.file("lib/modules/6.2.0/kernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko", b"not a module");
+    // Compressed modules, as Debian (xz) and others (zstd) ship them: read the same.
+    let zst_info = b"firmware=amdgpu/vega10_me.bin\0vermagic=6.8.0-zst SMP\0";
+    let zst =
+        zstd::encode_all(host_elf(&[HostSection::rodata(".modinfo", zst_info)]).as_slice(), 3).expect("zstd");
+    t.file("usr/lib/modules/6.8.0-zst/kernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko.zst", &zst);
+    let xz_info = b"firmware=amdgpu/navi10_me.bin\0vermagic=6.12.0-xz SMP\0";
+    let mut xz = Vec::new();
+    {
+        use std::io::Write;
+        let mut e = liblzma::write::XzEncoder::new(&mut xz, 6);
+        e.write_all(&host_elf(&[HostSection::rodata(".modinfo", xz_info)])).expect("xz");
+        e.finish().expect("xz");
+    }
+    t.file("usr/lib/modules/6.12.0-xz/kernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko.xz", &xz);
     let (run, snap) = t.scan_json(&[]);
     run.expect_code(1);
+    let all = snap["drivers"].as_array().cloned().unwrap_or_default();
+    let releases: Vec<&str> = all.iter().filter_map(|d| d["release"].as_str()).collect();
+    assert_eq!(releases, ["6.1.0-9-amd64", "6.12.0-xz", "6.8.0-zst"], "{snap:#}");
+    assert_eq!(all[2]["firmware"], json!(["amdgpu/vega10_me.bin"]));
+    assert_eq!(all[1]["firmware"], json!(["amdgpu/navi10_me.bin"]));
     let d = &snap["drivers"];
-    assert_eq!(d.as_array().map(Vec::len), Some(1), "{snap:#}");
     assert_eq!(d[0]["release"], "6.1.0-9-amd64");
     assert_eq!(d[0]["firmware_xz"], true);
     assert_eq!(d[0]["firmware_zstd"], false);
