@@ -639,21 +639,25 @@ fn check_and_diff_of_two_tags() {
     );
 }
 
+/// A 60 MiB host library: its fat binary (one gfx1100 code object) first, then 60 MiB of
+/// `.rodata`, then its section table: read backwards by its parser.
+fn big_library() -> Vec<u8> {
+    use gfxscan::testing::{fatbin, host_elf, HostSection};
+    let padding = vec![0u8; 60 << 20];
+    let co = crate::fixtures::co(crate::fixtures::GFX1100, 0, 2);
+    host_elf(&[
+        HostSection::hip_fatbin(&fatbin(&[crate::fixtures::hip_bundle(&[("gfx1100", &co)])])),
+        HostSection::rodata(".rodata", &padding),
+    ])
+}
+
 /// A layer member past `archive::IN_MEMORY` whose parser reads it backwards (a host library: its
 /// section table at the end, its fat binary before it) is held whole while it is read when it
 /// fits half the memory aim, so the layer is fetched once; past that, the layer is fetched again
 /// for each backward read (`source::origin::ReplaySource`). Either way the facts are the same.
 #[test]
 fn a_large_library_in_a_layer_is_fetched_once_when_memory_allows() {
-    use gfxscan::testing::{fatbin, host_elf, HostSection};
-    let padding = vec![0u8; 60 << 20];
-    let lib = host_elf(&[
-        HostSection::hip_fatbin(&fatbin(&[crate::fixtures::hip_bundle(&[(
-            "gfx1100",
-            &crate::fixtures::co(crate::fixtures::GFX1100, 0, 2),
-        )])])),
-        HostSection::rodata(".rodata", &padding),
-    ]);
+    let lib = big_library();
     let layer = crate::archives::gz(&tar_of(&[crate::archives::file("lib/libbig.so", lib)]));
     let fake = Fake::start(Auth::None);
     fake.push("gfx/big", "v1", std::slice::from_ref(&layer), ("linux", "amd64"));
@@ -678,15 +682,7 @@ fn a_large_library_in_a_layer_is_fetched_once_when_memory_allows() {
 /// holding the member, with a range request.
 #[test]
 fn a_layer_read_again_is_checked_against_its_first_read() {
-    use gfxscan::testing::{fatbin, host_elf, HostSection};
-    let padding = vec![0u8; 60 << 20];
-    let lib = host_elf(&[
-        HostSection::hip_fatbin(&fatbin(&[crate::fixtures::hip_bundle(&[(
-            "gfx1100",
-            &crate::fixtures::co(crate::fixtures::GFX1100, 0, 2),
-        )])])),
-        HostSection::rodata(".rodata", &padding),
-    ]);
+    let lib = big_library();
     let layer = tar_of(&[
         crate::archives::file("a/small.co", crate::fixtures::co(crate::fixtures::GFX900, 0, 1)),
         crate::archives::file("a/filler", vec![7u8; 300 << 10]),
