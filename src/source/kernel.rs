@@ -4,6 +4,7 @@
 //! file is in the root, symbolic links followed inside the root (an absolute link is read
 //! against the root, as the kernel would see it there).
 
+use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
@@ -131,6 +132,8 @@ pub fn drivers(root: &Path, index: usize) -> (Vec<DriverRecord>, Vec<Problem>) {
 /// Every amdgpu module under `root`, by path.
 pub fn amdgpu_modules(root: &Path) -> Vec<Module> {
     let mut out = Vec::new();
+    // With merged `/usr`, `lib` is a link to `usr/lib`: the same module is met under both.
+    let mut seen = std::collections::HashSet::new();
     for base in ["lib/modules", "usr/lib/modules"] {
         let Ok(releases) = std::fs::read_dir(root.join(base)) else { continue };
         let mut releases: Vec<PathBuf> = releases.flatten().map(|e| e.path()).collect();
@@ -139,8 +142,10 @@ pub fn amdgpu_modules(root: &Path) -> Vec<Module> {
             let release = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             for name in ["amdgpu.ko", "amdgpu.ko.xz", "amdgpu.ko.zst"] {
                 let p = dir.join("kernel/drivers/gpu/drm/amd/amdgpu").join(name);
-                // A link (`lib` → `usr/lib` seen twice) is the same module: read it once.
-                if !p.symlink_metadata().is_ok_and(|m| m.is_file()) {
+                // A module that is a link is read where it leads (if that is under a base too);
+                // one met twice through a linked folder is read once.
+                let Ok(meta) = p.symlink_metadata() else { continue };
+                if !meta.is_file() || !seen.insert((meta.dev(), meta.ino())) {
                     continue;
                 }
                 let rel = p.strip_prefix(root).map(Path::to_path_buf).unwrap_or_else(|_| p.clone());
@@ -266,6 +271,20 @@ mod tests {
         assert_eq!(places.last().unwrap(), "usr/lib/firmware/amdgpu/x.bin.xz");
         assert!(!places.iter().any(|p| p.ends_with(".zst")));
         assert_eq!(version("6.12.117+deb13-amd64"), (6, 12));
+    }
+
+    /// Review finding: on a merged-`/usr` root (`lib` → `usr/lib`, Debian 12 and later) the
+    /// module was found twice, under `lib/modules` and `usr/lib/modules`.
+    #[test]
+    fn a_module_met_through_a_linked_lib_is_one_module() {
+        let t = tempfile::tempdir().unwrap();
+        let r = t.path();
+        let dir = r.join("usr/lib/modules/6.12.0/kernel/drivers/gpu/drm/amd/amdgpu");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("amdgpu.ko"), b"not a module").unwrap();
+        std::os::unix::fs::symlink("usr/lib", r.join("lib")).unwrap();
+        let found = amdgpu_modules(r);
+        assert_eq!(found.len(), 1, "{found:?}");
     }
 
     #[test]
