@@ -61,7 +61,10 @@ for f in firmware-amd-graphics_*.deb; do
   d="$K/firmware-$version"
   [ -d "$d" ] || { mkdir -p "$d.part" && dpkg-deb -x "$f" "$d.part" && mv "$d.part" "$d"; }
 done
+# Roots made by an earlier version of this script, which took its own roots for kernels.
+find "$K" -mindepth 1 -maxdepth 1 -name '*-root+*' -exec rm -rf {} +
 for kernel in "$K"/linux-*/; do
+  case $kernel in *-root/) continue ;; esac   # a root made by an earlier run, not a kernel
   for fw in "$K"/firmware-*/; do
     root="$K/$(basename "$kernel")+$(basename "$fw")-root"
     [ -d "$root" ] && continue
@@ -72,4 +75,4 @@ for kernel in "$K"/linux-*/; do
   done
 done
 wc -l "$K"/truth/*.firmware
-ls -d "$K"/*-root
+find "$K" -mindepth 1 -maxdepth 1 -name '*-root' | sort
