@@ -733,7 +733,8 @@ fn driver_coverage(
             .filter(|t| !t.firmware.is_empty() && compared.is_none_or(|c| c.contains(&t.name)))
             .map(|t| (t.name.clone(), t.firmware.clone()))
             .collect();
-        crate::check::driver::check_drivers(&s.drivers, &s.roots, &gpus)
+        let kernel = crate::check::driver::Kernel::Roots { drivers: &s.drivers, roots: &s.roots };
+        crate::check::driver::check_drivers(kernel, &gpus)
             .into_iter()
             .filter(|d| d.judgement.outcome == crate::check::driver::DriverOutcome::Ok)
             .map(|d| d.gpu)

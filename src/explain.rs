@@ -233,10 +233,16 @@ fn driver_rows(check: &CheckReport, target: &str) -> Vec<GateRow> {
                 DriverOutcome::NotKnown => {
                     ("asks for no firmware of it: does not know it".to_string(), Gate::Blocks)
                 }
-                DriverOutcome::Unknown => ("not judged".to_string(), Gate::Unknown),
+                DriverOutcome::Unknown => (
+                    format!("not judged: {}", d.unjudged.map_or("", crate::check::driver::Unjudged::words)),
+                    Gate::Unknown,
+                ),
             };
-            let gate =
-                format!("amdgpu driver, Linux {}", j.release.as_deref().unwrap_or("of unknown release"));
+            let gate = match (&d.module, &j.release) {
+                (_, Some(r)) => format!("amdgpu driver, Linux {r}"),
+                (None, None) => "amdgpu driver".to_string(),
+                (Some(_), None) => "amdgpu driver, Linux of unknown release".to_string(),
+            };
             GateRow::new(Section::Ships, gate, says, verdict, "check (driver and firmware)")
         })
         .collect()

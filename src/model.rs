@@ -1092,12 +1092,17 @@ pub struct Snapshot {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DriverRecord {
     /// Root index and the module's path (`lib/modules/6.12.117+deb13-amd64/kernel/drivers/gpu/
-    /// drm/amd/amdgpu/amdgpu.ko.xz`).
+    /// drm/amd/amdgpu/amdgpu.ko.xz`): of each release, the one modprobe loads (`updates/` before
+    /// the kernel's own).
     #[serde(flatten)]
     pub path: RelPath,
-    /// The kernel release it was built for (`vermagic`'s first word).
+    /// The kernel release it was built for (`vermagic`'s first word; for a built-in driver,
+    /// its `lib/modules` folder's name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub release: Option<String>,
+    /// Built into the kernel, not a module: `path` is the release's `modules.builtin.modinfo`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub built_in: bool,
     /// Whether that kernel's loader takes `.zst` and `.xz` firmware: from its configuration
     /// (`boot/config-<release>`) when the root holds it, else by version.
     pub firmware_zstd: bool,

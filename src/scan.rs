@@ -459,7 +459,7 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
         if config.parts.is_some() {
             break;
         }
-        let (found, problems) = crate::source::kernel::drivers(&r.real, i);
+        let (found, problems) = crate::source::kernel::drivers(&r.real, i, None);
         drivers.extend(found);
         tally.problems.extend(problems);
     }

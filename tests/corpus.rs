@@ -1469,10 +1469,10 @@ fn kernel_modinfo_matches_modinfo_truth() {
     let mut checked = 0;
     for (release, count) in [("6.1.0-57-amd64", 553), ("6.12.117+deb13-amd64", 646)] {
         let root = dir.join(format!("linux-{release}"));
-        let modules = gfxscan::source::kernel::amdgpu_modules(&root);
+        let modules = gfxscan::source::kernel::amdgpu_modules(&root, None);
         assert_eq!(modules.len(), 1, "{}", root.display());
         let started = std::time::Instant::now();
-        let m = gfxscan::source::kernel::amdgpu_modules(&root).remove(0);
+        let m = gfxscan::source::kernel::amdgpu_modules(&root, None).remove(0);
         let took = started.elapsed();
         let info = m.modinfo.expect("modinfo");
         let truth: Vec<String> = std::fs::read_to_string(dir.join(format!("truth/{release}.firmware")))
@@ -1502,7 +1502,7 @@ fn debian_drivers_and_firmware_judge_each_gpu() {
     let targets = Targets::builtin();
     let judged = |root: &str, gpu: &str| {
         let root = dir.join(root);
-        let m = gfxscan::source::kernel::amdgpu_modules(&root).remove(0);
+        let m = gfxscan::source::kernel::amdgpu_modules(&root, None).remove(0);
         let info = m.modinfo.expect("modinfo");
         let release = info.release().unwrap_or_default().to_string();
         let loader = Loader::of(&release, m.config.as_deref());
@@ -1510,7 +1510,7 @@ fn debian_drivers_and_firmware_judge_each_gpu() {
             loader.places(name, &release).iter().any(|p| gfxscan::source::kernel::exists_in(&root, p))
         };
         let t = targets.by_name(gpu).expect("target");
-        judge(Some(&info), &t.firmware, &present)
+        judge(Some(&info), &t.firmware, &present, &Default::default())
     };
     let six1 = "linux-6.1.0-57-amd64+firmware-20230210-root";
     let six12 = "linux-6.12.117+deb13-amd64+firmware-20250410-root";
@@ -1521,7 +1521,20 @@ fn debian_drivers_and_firmware_judge_each_gpu() {
         eprintln!("{gpu} on 6.12: asks {}, optional absent {:?}", j.asked.len(), j.optional_absent);
     }
     assert_eq!(judged(six12, "gfx1151").asked.len(), 7);
-    assert_eq!(judged(six12, "gfx1201").asked.len(), 9);
+    // Of gfx1201's 9 declared files, `_mes.bin` and `_mes1.bin` are asked for only with
+    // amdgpu.uni_mes=0 (amdgpu_mes.c amdgpu_mes_init_microcode): 7 by default.
+    let j = judged(six12, "gfx1201");
+    assert_eq!(j.asked.len(), 7, "{j:?}");
+    assert!(j.asked.iter().any(|n| n.ends_with("gc_12_0_1_uni_mes.bin")), "{j:?}");
+    // 20250410 has neither gc_11_0_3_mes.bin (asked for only without _mes_2.bin) nor
+    // cyan_skillfish_gpu_info.bin (only without an IP discovery table): both GPUs are served.
+    for gpu in ["gfx1101", "gfx1013"] {
+        let j = judged(six12, gpu);
+        assert_eq!(j.outcome, DriverOutcome::Ok, "{gpu} on 6.12 with 20250410: {j:?}");
+        assert!(!j.optional_absent.is_empty(), "{gpu}: the absent fallback is named: {j:?}");
+    }
+    // Bookworm's own firmware (20230210) predates GC 11.0.3 (gfx1101, RX 7800 XT): down there.
+    assert_eq!(judged(six1, "gfx1101").outcome, DriverOutcome::Missing);
     for root in [six1, six12] {
         let j = judged(root, "gfx1100");
         assert_eq!(j.outcome, DriverOutcome::Ok, "gfx1100 in {root}: {j:?}");
@@ -1531,7 +1544,7 @@ fn debian_drivers_and_firmware_judge_each_gpu() {
     assert!(
         j.optional_absent
             .iter()
-            .all(|(n, _)| n.ends_with("_toc.bin") || n.contains("kicker") || n.ends_with("_mes_2.bin")),
+            .all(|(n, _)| n.ends_with("_toc.bin") || n.contains("kicker") || n.contains("_mes")),
         "{j:?}"
     );
     // A scan's snapshot records the driver and which declared files each root holds: of 6.12's

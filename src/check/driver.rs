@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use crate::model::DriverRecord;
 use crate::parse::modinfo::ModInfo;
-pub use crate::source::kernel::{version, Loader};
+pub use crate::source::kernel::{version, Loader, RunningKernel};
 
 /// What a missing declared file costs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,8 +29,48 @@ pub enum Need {
     Optional(&'static str),
 }
 
-/// What the driver does without `file` (a file name without its folder).
-pub fn need(file: &str) -> Need {
+/// The driver's parameters that change which files it asks for (amdgpu_drv.c
+/// `module_param_named`): their defaults, or those a loaded driver runs with
+/// (`/sys/module/amdgpu/parameters`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct Settings {
+    /// `amdgpu.mes` (default 0): 1 runs MES on GC 10 too, and asks for its files.
+    pub mes: i64,
+    /// `amdgpu.uni_mes` (default 1): on GPUs for which the driver declares `_uni_mes.bin`, that
+    /// file is asked for in place of `_mes.bin` and `_mes1.bin` (amdgpu_discovery.c
+    /// `amdgpu_discovery_set_mes_ip_blocks`, amdgpu_mes.c `amdgpu_mes_init_microcode`).
+    pub uni_mes: i64,
+    /// `amdgpu.fw_load_type` (default -1): 3 loads GC 11 and 12 firmware through the RLC
+    /// backdoor, which asks for `gc_*_toc.bin` (amdgpu_ucode.c `amdgpu_ucode_get_load_type`).
+    pub fw_load_type: i64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings { mes: 0, uni_mes: 1, fw_load_type: -1 }
+    }
+}
+
+impl Settings {
+    /// The settings of a loaded driver: its parameters by name (`mes`, `uni_mes`,
+    /// `fw_load_type`), each as sysfs shows it; an absent or unreadable one keeps its default.
+    pub fn from_parameters(params: &[(String, String)]) -> Settings {
+        let mut s = Settings::default();
+        for (name, value) in params {
+            let Ok(v) = value.trim().parse::<i64>() else { continue };
+            match name.as_str() {
+                "mes" => s.mes = v,
+                "uni_mes" => s.uni_mes = v,
+                "fw_load_type" => s.fw_load_type = v,
+                _ => {}
+            }
+        }
+        s
+    }
+}
+
+/// What the driver does without `file` (a file name without its folder), run with `settings`.
+pub fn need(file: &str, settings: &Settings) -> Need {
     let stem = file.strip_suffix(".bin").unwrap_or(file);
     let ends = |s: &str| stem.ends_with(s);
     if ends("_cap") {
@@ -46,7 +86,7 @@ pub fn need(file: &str) -> Need {
             "its absence is not fatal (amdgpu_discovery.c amdgpu_discovery_set_ip_blocks)",
         );
     }
-    if stem.starts_with("gc_") && ends("_toc") {
+    if stem.starts_with("gc_") && ends("_toc") && settings.fw_load_type != 3 {
         return Need::Optional(
             "asked for only with amdgpu.fw_load_type=3 (gfx_v11_0.c, gfx_v12_0.c init_toc_microcode)",
         );
@@ -66,9 +106,16 @@ pub fn need(file: &str) -> Need {
     // `if (amdgpu_mes)`; from GC 11 it is always added.
     let mes = ["_mes", "_mes1", "_mes_2"].iter().any(|s| ends(s));
     let gfx10 = stem.starts_with("gc_10_") || !stem.starts_with("gc_");
-    if mes && gfx10 {
+    if mes && gfx10 && settings.mes != 1 {
         return Need::Optional(
             "gfx10's MES runs only with amdgpu.mes=1 (amdgpu_discovery.c amdgpu_discovery_set_mes_ip_blocks)",
+        );
+    }
+    // navi12 and cyan_skillfish read their IP discovery table from the GPU and ask for
+    // gpu_info only without one (amdgpu_device.c amdgpu_device_parse_gpu_info_fw).
+    if stem == "navi12_gpu_info" || stem == "cyan_skillfish_gpu_info" {
+        return Need::Optional(
+            "asked for only when the GPU's IP discovery table cannot be read (amdgpu_device.c amdgpu_device_parse_gpu_info_fw)",
         );
     }
     if ends("_dmcu") {
@@ -85,6 +132,40 @@ fn alternative(file: &str) -> Option<String> {
     file.strip_suffix("_mes_2.bin").map(|s| format!("{s}_mes.bin"))
 }
 
+/// Why declared file `name` is not asked for under `settings`, given every file the driver
+/// declares and which are present: MES files of one of the two schemes a GPU may run
+/// (amdgpu_mes.c `amdgpu_mes_init_microcode`: `_uni_mes.bin` with `amdgpu.uni_mes=1` where the
+/// driver has it, else `_mes.bin` and `_mes1.bin`), and GC 11's older `_mes.bin` beside a
+/// present `_mes_2.bin`.
+fn not_asked(
+    name: &str,
+    declared: &[String],
+    settings: &Settings,
+    present: &dyn Fn(&str) -> bool,
+) -> Option<&'static str> {
+    let uni = |prefix: &str| declared.iter().any(|d| d == &format!("{prefix}_uni_mes.bin"));
+    // GC 11 asks for `_mes_2.bin` first and for `_mes.bin` only without it.
+    if let Some(prefix) = name.strip_suffix("_mes.bin") {
+        let newer = format!("{prefix}_mes_2.bin");
+        if declared.contains(&newer) && present(&newer) {
+            return Some(
+                "asked for only when the _mes_2 file is absent (amdgpu_mes.c amdgpu_mes_init_microcode)",
+            );
+        }
+    }
+    if let Some(prefix) = name.strip_suffix("_mes.bin").or_else(|| name.strip_suffix("_mes1.bin")) {
+        if uni(prefix) && settings.uni_mes != 0 {
+            return Some("asked for only with amdgpu.uni_mes=0: by default the driver asks for the _uni_mes file (amdgpu_mes.c amdgpu_mes_init_microcode)");
+        }
+    }
+    if let Some(prefix) = name.strip_suffix("_uni_mes.bin") {
+        if settings.uni_mes == 0 && uni(prefix) {
+            return Some("not asked for with amdgpu.uni_mes=0: the _mes and _mes1 files are (amdgpu_mes.c amdgpu_mes_init_microcode)");
+        }
+    }
+    None
+}
+
 /// What the driver and the root say for one target.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
@@ -97,6 +178,13 @@ pub enum DriverOutcome {
     Missing,
     /// Every file the probe needs is there.
     Ok,
+}
+
+impl DriverOutcome {
+    /// The GPU does not come up: the driver does not know it, or lacks a file it needs.
+    pub fn down(&self) -> bool {
+        matches!(self, DriverOutcome::NotKnown | DriverOutcome::Missing)
+    }
 }
 
 /// The judgement for one target.
@@ -113,35 +201,147 @@ pub struct DriverJudgement {
     pub optional_absent: Vec<(String, &'static str)>,
 }
 
-/// One GPU against one kernel module of the roots (`check`'s driver-and-firmware row).
+/// Why a GPU's driver and firmware were not judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Unjudged {
+    /// No amdgpu module in the roots (an install such as /opt/rocm holds none).
+    NoModuleInRoots,
+    /// The running kernel's `lib/modules/<release>` holds no amdgpu driver (in a container,
+    /// the host's modules are not there).
+    NoModuleForRunningKernel,
+    /// The running kernel's amdgpu module could not be read.
+    ModuleUnreadable,
+    /// The target table names no firmware for the target (`targets.toml` `firmware`).
+    NoFirmwareNames,
+}
+
+impl Unjudged {
+    /// Why, in words.
+    pub fn words(self) -> &'static str {
+        match self {
+            Unjudged::NoModuleInRoots => "no amdgpu kernel module in the roots (check without ROOT judges this machine's kernel; a ROOT that holds lib/modules is judged too)",
+            Unjudged::NoModuleForRunningKernel => "no amdgpu driver for the running kernel under lib/modules (in a container the host's modules are not visible)",
+            Unjudged::ModuleUnreadable => "the running kernel's amdgpu module could not be read",
+            Unjudged::NoFirmwareNames => "the target table names no firmware for this target",
+        }
+    }
+}
+
+/// One GPU against one amdgpu driver (`check`'s driver-and-firmware row).
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct DriverCheck {
     /// The GPU's target (`gfx1151`).
     pub gpu: String,
-    /// The module, joined with its root.
-    pub module: String,
+    /// The module, joined with its root (or the running system's); none when there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub module: Option<String>,
+    /// Built into the kernel: `module` is its `modules.builtin.modinfo`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub built_in: bool,
     #[serde(flatten)]
     pub judgement: DriverJudgement,
+    /// For `unknown`: why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unjudged: Option<Unjudged>,
+    /// What stopped the module's reading, for `module-unreadable`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+    /// The driver parameters the judgement follows: the defaults, or the running driver's.
+    pub settings: Settings,
+    /// The parameters are the running driver's (`/sys/module/amdgpu/parameters`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub running: bool,
     /// What `dmesg` says when a required file is absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dmesg: Option<String>,
 }
 
-/// Every checked target against every amdgpu module the snapshot records.
-pub fn check_drivers(
-    drivers: &[DriverRecord],
-    roots: &[String],
-    gpus: &[(String, Vec<String>)],
-) -> Vec<DriverCheck> {
+/// The kernel a check judges GPUs against.
+#[derive(Debug, Clone, Copy)]
+pub enum Kernel<'a> {
+    /// The amdgpu drivers of the roots (a snapshot's `drivers`), shown under their roots.
+    Roots { drivers: &'a [DriverRecord], roots: &'a [String] },
+    /// The running system's (`check` without ROOT).
+    Running(&'a RunningKernel),
+}
+
+impl Kernel<'_> {
+    /// Its amdgpu drivers.
+    fn drivers(&self) -> &[DriverRecord] {
+        match self {
+            Kernel::Roots { drivers, .. } => drivers,
+            Kernel::Running(k) => &k.drivers,
+        }
+    }
+
+    /// A driver's module as shown: under its root, or the running system's.
+    fn shown(&self, d: &DriverRecord) -> String {
+        match self {
+            Kernel::Roots { roots, .. } => d.path.display(roots),
+            Kernel::Running(k) => k.system.join(&d.path.path).display().to_string(),
+        }
+    }
+
+    /// The parameters its drivers run with, and whether they are a running driver's.
+    fn settings(&self) -> (Settings, bool) {
+        match self {
+            Kernel::Running(RunningKernel { parameters: Some(p), .. }) => {
+                (Settings::from_parameters(p), true)
+            }
+            _ => (Settings::default(), false),
+        }
+    }
+
+    /// Why there is no driver to judge against, and what stopped a module's reading.
+    fn unjudged(&self) -> (Unjudged, Option<String>) {
+        match self {
+            Kernel::Roots { .. } => (Unjudged::NoModuleInRoots, None),
+            Kernel::Running(RunningKernel { unreadable: Some(e), .. }) => {
+                (Unjudged::ModuleUnreadable, Some(e.clone()))
+            }
+            Kernel::Running(_) => (Unjudged::NoModuleForRunningKernel, None),
+        }
+    }
+}
+
+/// Every target of `gpus` (name, `targets.toml` firmware prefixes) against every amdgpu driver
+/// of `kernel`; a target with no driver to judge it against gets one `unknown` row, with why.
+pub fn check_drivers(kernel: Kernel, gpus: &[(String, Vec<String>)]) -> Vec<DriverCheck> {
+    let (settings, running) = kernel.settings();
+    let row = |gpu: &str, module: Option<&DriverRecord>, judgement: DriverJudgement| DriverCheck {
+        gpu: gpu.to_string(),
+        module: module.map(|d| kernel.shown(d)),
+        built_in: module.is_some_and(|d| d.built_in),
+        dmesg: judgement.dmesg(),
+        judgement,
+        unjudged: None,
+        problem: None,
+        settings,
+        running,
+    };
+    if kernel.drivers().is_empty() {
+        let (why, problem) = kernel.unjudged();
+        let release = match kernel {
+            Kernel::Running(k) => k.release.clone(),
+            Kernel::Roots { .. } => None,
+        };
+        let unknown = |(gpu, _): &(String, Vec<String>)| {
+            let mut judgement = judge(None, &[], &|_| false, &settings);
+            judgement.release = release.clone();
+            DriverCheck { unjudged: Some(why), problem: problem.clone(), ..row(gpu, None, judgement) }
+        };
+        return gpus.iter().map(unknown).collect();
+    }
     let mut out = Vec::new();
-    for d in drivers {
+    for d in kernel.drivers() {
         let info =
             ModInfo { vermagic: d.release.clone(), firmware: d.firmware.clone(), ..ModInfo::default() };
         let present = |name: &str| d.present.iter().any(|p| p == name);
         for (gpu, prefixes) in gpus {
-            let judgement = judge(Some(&info), prefixes, &present);
-            let dmesg = judgement.dmesg();
-            out.push(DriverCheck { gpu: gpu.clone(), module: d.path.display(roots), judgement, dmesg });
+            let judgement = judge(Some(&info), prefixes, &present, &settings);
+            let unjudged = prefixes.is_empty().then_some(Unjudged::NoFirmwareNames);
+            out.push(DriverCheck { unjudged, ..row(gpu, Some(d), judgement) });
         }
     }
     out
@@ -164,6 +364,7 @@ pub fn judge(
     driver: Option<&ModInfo>,
     prefixes: &[String],
     present: &dyn Fn(&str) -> bool,
+    settings: &Settings,
 ) -> DriverJudgement {
     let mut j = DriverJudgement {
         outcome: DriverOutcome::Unknown,
@@ -174,12 +375,24 @@ pub fn judge(
     };
     let Some(driver) = driver else { return j };
     j.release = driver.release().map(str::to_string);
+    if prefixes.is_empty() {
+        return j;
+    }
     let file_of = |name: &str| name.rsplit('/').next().unwrap_or(name).to_string();
     let ours = |name: &&String| {
         let file = file_of(name);
         prefixes.iter().any(|p| file.strip_prefix(p.as_str()).is_some_and(|r| r.starts_with('_')))
     };
-    j.asked = driver.firmware.iter().filter(ours).cloned().collect();
+    let declared: Vec<String> = driver.firmware.iter().filter(ours).cloned().collect();
+    // What it asks for under `settings`; a declared file of the other MES scheme is not.
+    let mut skipped = Vec::new();
+    for name in declared.iter() {
+        match not_asked(name, &declared, settings, present) {
+            Some(why) if !present(name) => skipped.push((name.clone(), why)),
+            Some(_) => {}
+            None => j.asked.push(name.clone()),
+        }
+    }
     if j.asked.is_empty() {
         j.outcome = DriverOutcome::NotKnown;
         return j;
@@ -195,7 +408,7 @@ pub fn judge(
             };
             j.asked.contains(&full) && present(&full)
         });
-        match need(&file_of(name)) {
+        match need(&file_of(name), settings) {
             _ if stands_in => j.optional_absent.push((
                 name.clone(),
                 "the older MES file is taken without it (amdgpu_mes.c amdgpu_mes_init_microcode)",
@@ -204,6 +417,7 @@ pub fn judge(
             Need::Optional(why) => j.optional_absent.push((name.clone(), why)),
         }
     }
+    j.optional_absent.extend(skipped);
     j.outcome = if j.missing.is_empty() { DriverOutcome::Ok } else { DriverOutcome::Missing };
     j
 }
@@ -223,22 +437,28 @@ mod tests {
 
     #[test]
     fn gfx10_mes_is_optional_gfx11_mes_is_not() {
-        assert!(matches!(need("sienna_cichlid_mes1.bin"), Need::Optional(_)));
-        assert!(matches!(need("navi10_mes.bin"), Need::Optional(_)));
-        assert!(matches!(need("gc_10_3_6_mes.bin"), Need::Optional(_)));
-        assert_eq!(need("gc_11_0_0_mes1.bin"), Need::Required);
-        assert_eq!(need("gc_12_0_1_mes.bin"), Need::Required);
+        assert!(matches!(need("sienna_cichlid_mes1.bin", &Settings::default()), Need::Optional(_)));
+        assert!(matches!(need("navi10_mes.bin", &Settings::default()), Need::Optional(_)));
+        assert!(matches!(need("gc_10_3_6_mes.bin", &Settings::default()), Need::Optional(_)));
+        assert_eq!(need("gc_11_0_0_mes1.bin", &Settings::default()), Need::Required);
+        assert_eq!(need("gc_12_0_1_mes.bin", &Settings::default()), Need::Required);
     }
 
     #[test]
     fn a_driver_without_the_targets_files_does_not_know_it() {
         let d = driver(&["gc_11_0_0_pfp.bin"]);
-        let j = judge(Some(&d), &["gc_11_5_1".into()], &|_| true);
+        let j = judge(Some(&d), &["gc_11_5_1".into()], &|_| true, &Settings::default());
         assert_eq!(j.outcome, DriverOutcome::NotKnown);
-        assert_eq!(judge(None, &["gc_11_5_1".into()], &|_| true).outcome, DriverOutcome::Unknown);
+        assert_eq!(
+            judge(None, &["gc_11_5_1".into()], &|_| true, &Settings::default()).outcome,
+            DriverOutcome::Unknown
+        );
         // A prefix is a whole name part: gc_11_0_1 is not gc_11_0_10.
         let d = driver(&["gc_11_0_10_pfp.bin"]);
-        assert_eq!(judge(Some(&d), &["gc_11_0_1".into()], &|_| true).outcome, DriverOutcome::NotKnown);
+        assert_eq!(
+            judge(Some(&d), &["gc_11_0_1".into()], &|_| true, &Settings::default()).outcome,
+            DriverOutcome::NotKnown
+        );
     }
 
     #[test]
@@ -252,7 +472,7 @@ mod tests {
         ]);
         let have =
             |n: &str| !n.ends_with("_me.bin") && !n.ends_with("_toc.bin") && !n.ends_with("_mes_2.bin");
-        let j = judge(Some(&d), &["gc_11_5_1".into()], &have);
+        let j = judge(Some(&d), &["gc_11_5_1".into()], &have, &Settings::default());
         assert_eq!(j.outcome, DriverOutcome::Missing);
         assert_eq!(j.missing, ["amdgpu/gc_11_5_1_me.bin"]);
         let optional: Vec<&str> = j.optional_absent.iter().map(|(n, _)| n.as_str()).collect();
@@ -262,9 +482,99 @@ mod tests {
             "amdgpu 0000:…: Direct firmware load for amdgpu/gc_11_5_1_me.bin failed with error -2"
         );
         // Without the older MES file the newer one is required.
-        let j = judge(Some(&d), &["gc_11_5_1".into()], &|n: &str| {
-            !n.ends_with("_mes_2.bin") && !n.ends_with("_mes.bin")
-        });
+        let j = judge(
+            Some(&d),
+            &["gc_11_5_1".into()],
+            &|n: &str| !n.ends_with("_mes_2.bin") && !n.ends_with("_mes.bin"),
+            &Settings::default(),
+        );
         assert_eq!(j.missing, ["amdgpu/gc_11_5_1_mes_2.bin", "amdgpu/gc_11_5_1_mes.bin"]);
+    }
+
+    /// amdgpu_drv.c: `mes` 0, `uni_mes` 1, `fw_load_type` -1 by default; a loaded driver's
+    /// values as sysfs prints them, garbage keeping the default.
+    #[test]
+    fn settings_are_the_drivers_defaults_or_a_running_drivers() {
+        assert_eq!(Settings::default(), Settings { mes: 0, uni_mes: 1, fw_load_type: -1 });
+        let p = |n: &str, v: &str| (n.to_string(), v.to_string());
+        let s = Settings::from_parameters(&[p("mes", "1\n"), p("uni_mes", "x"), p("fw_load_type", "3")]);
+        assert_eq!(s, Settings { mes: 1, uni_mes: 1, fw_load_type: 3 });
+    }
+
+    /// gfx10's MES (amdgpu.mes=1) and the GC 11/12 RLC backdoor's TOC (amdgpu.fw_load_type=3)
+    /// are required when the running driver is set so.
+    #[test]
+    fn parameters_make_conditional_files_required() {
+        let on = Settings { mes: 1, fw_load_type: 3, ..Settings::default() };
+        assert_eq!(need("navi10_mes.bin", &on), Need::Required);
+        assert_eq!(need("gc_11_0_0_toc.bin", &on), Need::Required);
+        assert!(matches!(need("gc_11_0_0_toc.bin", &Settings::default()), Need::Optional(_)));
+    }
+
+    /// GC 12 with `_uni_mes.bin` declared asks for it alone by default; with amdgpu.uni_mes=0 for
+    /// `_mes.bin` and `_mes1.bin` alone (amdgpu_mes.c amdgpu_mes_init_microcode). A driver that
+    /// declares no `_uni_mes.bin` asks for `_mes` and `_mes1`.
+    #[test]
+    fn the_mes_scheme_follows_uni_mes() {
+        let d = driver(&[
+            "gc_12_0_1_pfp.bin",
+            "gc_12_0_1_uni_mes.bin",
+            "gc_12_0_1_mes.bin",
+            "gc_12_0_1_mes1.bin",
+        ]);
+        let prefixes = ["gc_12_0_1".to_string()];
+        let only =
+            |have: &'static [&str]| move |n: &str| have.iter().any(|h| n == format!("amdgpu/gc_12_0_1{h}"));
+        let uni = judge(Some(&d), &prefixes, &only(&["_pfp.bin", "_uni_mes.bin"]), &Settings::default());
+        assert_eq!(uni.outcome, DriverOutcome::Ok);
+        assert_eq!(uni.asked, ["amdgpu/gc_12_0_1_pfp.bin", "amdgpu/gc_12_0_1_uni_mes.bin"]);
+        let split = Settings { uni_mes: 0, ..Settings::default() };
+        let j = judge(Some(&d), &prefixes, &only(&["_pfp.bin", "_uni_mes.bin"]), &split);
+        assert_eq!(j.missing, ["amdgpu/gc_12_0_1_mes.bin", "amdgpu/gc_12_0_1_mes1.bin"]);
+        let j = judge(Some(&d), &prefixes, &only(&["_pfp.bin", "_mes.bin", "_mes1.bin"]), &split);
+        assert_eq!(j.outcome, DriverOutcome::Ok);
+        let j =
+            judge(Some(&d), &prefixes, &only(&["_pfp.bin", "_mes.bin", "_mes1.bin"]), &Settings::default());
+        assert_eq!(j.missing, ["amdgpu/gc_12_0_1_uni_mes.bin"]);
+        let older = driver(&["gc_12_0_1_pfp.bin", "gc_12_0_1_mes.bin", "gc_12_0_1_mes1.bin"]);
+        let j = judge(Some(&older), &prefixes, &only(&["_pfp.bin"]), &Settings::default());
+        assert_eq!(j.missing, ["amdgpu/gc_12_0_1_mes.bin", "amdgpu/gc_12_0_1_mes1.bin"]);
+    }
+
+    /// No driver: one unknown row a GPU, with why; a target the table names no firmware for
+    /// is unknown beside a driver, never "not known".
+    #[test]
+    fn rows_without_a_driver_or_firmware_names_are_unknown() {
+        let gpus =
+            vec![("gfx1100".to_string(), vec!["gc_11_0_0".to_string()]), ("gfx1170".to_string(), vec![])];
+        let rows = check_drivers(Kernel::Roots { drivers: &[], roots: &[] }, &gpus);
+        assert_eq!(rows.len(), 2);
+        assert!(rows.iter().all(|r| r.judgement.outcome == DriverOutcome::Unknown
+            && r.unjudged == Some(Unjudged::NoModuleInRoots)
+            && r.module.is_none()));
+        let running = RunningKernel { unreadable: Some("amdgpu.ko: cut".into()), ..RunningKernel::default() };
+        let rows = check_drivers(Kernel::Running(&running), &gpus);
+        assert_eq!(rows[0].unjudged, Some(Unjudged::ModuleUnreadable));
+        assert_eq!(rows[0].problem.as_deref(), Some("amdgpu.ko: cut"));
+        let d = driver(&["gc_11_0_0_pfp.bin"]);
+        assert_eq!(judge(Some(&d), &[], &|_| true, &Settings::default()).outcome, DriverOutcome::Unknown);
+    }
+
+    /// GC 11 asks for `_mes.bin` only when `_mes_2.bin` is absent; navi12 and cyan_skillfish
+    /// ask for gpu_info only without an IP discovery table (Debian's 20250410 firmware has
+    /// neither `gc_11_0_3_mes.bin` nor `cyan_skillfish_gpu_info.bin`, and serves both GPUs).
+    #[test]
+    fn fallbacks_absent_beside_what_is_asked_first_are_harmless() {
+        let d = driver(&["gc_11_0_3_pfp.bin", "gc_11_0_3_mes_2.bin", "gc_11_0_3_mes.bin"]);
+        let j = judge(
+            Some(&d),
+            &["gc_11_0_3".into()],
+            &|n: &str| !n.ends_with("3_mes.bin"),
+            &Settings::default(),
+        );
+        assert_eq!(j.outcome, DriverOutcome::Ok, "{j:?}");
+        assert_eq!(j.optional_absent[0].0, "amdgpu/gc_11_0_3_mes.bin");
+        assert!(matches!(need("cyan_skillfish_gpu_info.bin", &Settings::default()), Need::Optional(_)));
+        assert_eq!(need("vega10_gpu_info.bin", &Settings::default()), Need::Required);
     }
 }

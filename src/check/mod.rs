@@ -198,6 +198,9 @@ impl CheckReport {
 pub struct CheckOptions {
     /// Installs found and not checked.
     pub not_checked: Vec<String>,
+    /// The running system's kernel, to judge the GPUs' driver and firmware against in place of
+    /// the roots' (`check` without ROOT).
+    pub running_kernel: Option<driver::RunningKernel>,
 }
 
 /// `major.minor.stepping` of a target's KFD version, the form HSA_OVERRIDE_GFX_VERSION takes.
@@ -341,10 +344,12 @@ pub fn check(model: &Model, gpus: &Gpus, targets: &Targets, opts: CheckOptions) 
             targets_checked.push((name, prefixes));
         }
     }
-    let drivers = driver::check_drivers(&snap.drivers, &snap.roots, &targets_checked);
-    let driver_down = drivers.iter().any(|d| {
-        matches!(d.judgement.outcome, driver::DriverOutcome::Missing | driver::DriverOutcome::NotKnown)
-    });
+    let kernel = match &opts.running_kernel {
+        Some(k) => driver::Kernel::Running(k),
+        None => driver::Kernel::Roots { drivers: &snap.drivers, roots: &snap.roots },
+    };
+    let drivers = driver::check_drivers(kernel, &targets_checked);
+    let driver_down = drivers.iter().any(|d| d.judgement.outcome.down());
     let outcome = if installs.iter().any(|i| i.status == Status::Missing) || driver_down {
         Outcome::Missing
     } else if !snap.problems.is_empty() || !gpus.unknown.is_empty() {

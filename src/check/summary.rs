@@ -6,6 +6,7 @@
 use serde::Serialize;
 
 use super::devices::{Device, Gpus};
+use super::driver::DriverOutcome;
 use super::{CheckReport, GpuReport, LibraryKind, Status};
 use crate::model::Snapshot;
 use crate::vocab::targets::Targets;
@@ -34,6 +35,9 @@ pub struct GpuRow {
     /// the check's hint for it says.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub override_helps: Option<String>,
+    /// The kernel's driver and firmware, as the check judged them (`drivers`): a driver that
+    /// leaves the GPU down makes the row MISSING whatever its libraries hold.
+    pub driver: DriverOutcome,
 }
 
 impl GpuRow {
@@ -121,7 +125,9 @@ fn row(report: &CheckReport, d: &Device) -> GpuRow {
         .flat_map(|i| i.gpus.iter().map(move |g| (i.install.path.as_str(), g)))
         .filter(|(_, g)| g.device.index == d.index)
         .collect();
-    let status = of_gpu.iter().map(|(_, g)| g.status()).max().unwrap_or(Status::Ok);
+    let driver = driver_of(report, &d.native.processor);
+    let libraries = of_gpu.iter().map(|(_, g)| g.status()).max().unwrap_or(Status::Ok);
+    let status = if driver.down() { Status::Missing } else { libraries };
     let mut deciders = of_gpu
         .iter()
         .flat_map(|(install, g)| g.verdicts.iter().map(move |v| (*install, v)))
@@ -140,5 +146,16 @@ fn row(report: &CheckReport, d: &Device) -> GpuRow {
         first,
         more: deciders.count(),
         override_helps: of_gpu.iter().find_map(|(_, g)| g.override_helps.clone()),
+        driver,
     }
+}
+
+/// The driver's word on `processor` across the kernels judged: down if any leaves it down (the
+/// first such), else OK if one serves it, else unknown.
+fn driver_of(report: &CheckReport, processor: &str) -> DriverOutcome {
+    let of: Vec<&DriverOutcome> =
+        report.drivers.iter().filter(|x| x.gpu == processor).map(|x| &x.judgement.outcome).collect();
+    let down = of.iter().find(|o| o.down());
+    let ok = of.iter().any(|o| **o == DriverOutcome::Ok);
+    down.map(|o| (*o).clone()).unwrap_or(if ok { DriverOutcome::Ok } else { DriverOutcome::Unknown })
 }

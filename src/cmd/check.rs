@@ -81,7 +81,16 @@ pub fn run(mut args: CheckArgs, color: cli::ColorChoice) -> anyhow::Result<ExitS
         libpaths: pending.into_iter().map(|p| p.place_in(&roots)).collect(),
     };
     let model = Model::build(snap, &targets, context);
-    let mut result = check::check(&model, &found, &targets, check::CheckOptions { not_checked });
+    // Without ROOT the check is of a system — this machine, a process's or a program's root —
+    // and so is the kernel judged: the one it runs, with its driver's parameters.
+    let system = match (&process, &args.root) {
+        (Some(p), _) => p.root.clone(),
+        (None, Some(r)) => r.clone(),
+        (None, None) => args.sysfs_root.clone().unwrap_or_else(|| "/".into()),
+    };
+    let running_kernel = args.opts.roots.is_empty().then(|| source::kernel::running(&system));
+    let mut result =
+        check::check(&model, &found, &targets, check::CheckOptions { not_checked, running_kernel });
     if let Some((loads, shown, real, label)) = &program {
         result = result.with_program(loads.report(label, shown, real));
     }

@@ -53,7 +53,8 @@ pub fn explain_scanned(
     targets: &Targets,
     not_checked: Vec<String>,
 ) -> (explain::Explanation, check::CheckReport) {
-    let report = check::check(model, gpus, targets, check::CheckOptions { not_checked });
+    let report =
+        check::check(model, gpus, targets, check::CheckOptions { not_checked, ..Default::default() });
     let over = override_gpus(given, target, targets)
         .map(|g| check::check(model, &g, targets, check::CheckOptions::default()));
     let inputs = explain::Inputs { model: Some(model), check: Some(&report), with_override: over.as_ref() };

@@ -68,6 +68,22 @@ pub fn modinfo_of(bytes: &[u8]) -> ModInfo {
     out
 }
 
+/// The `.modinfo` of built-in module `module` from a kernel's `modules.builtin.modinfo`: the
+/// `.modinfo` sections of every built-in module, each string prefixed with its module's name
+/// and a dot (`amdgpu.firmware=amdgpu/…`; linux scripts/Makefile.vmlinux_o, `modinfo` reads it
+/// for built-in modules: kmod libkmod-builtin.c). It names no `vermagic`.
+pub fn builtin_modinfo(bytes: &[u8], module: &str) -> ModInfo {
+    let prefix = format!("{module}.");
+    let ours: Vec<u8> = bytes
+        .split(|&b| b == 0)
+        .filter_map(|e| e.strip_prefix(prefix.as_bytes()))
+        .flat_map(|e| e.iter().copied().chain([0]))
+        .collect();
+    let mut info = modinfo_of(&ours);
+    info.name.get_or_insert_with(|| module.to_string());
+    info
+}
+
 /// The PCI vendor and device an `alias=pci:v…d…` names, when it names one device (a class
 /// match, `d*`, names none).
 pub fn pci_device(alias: &str) -> Option<(u32, u32)> {
@@ -106,5 +122,16 @@ mod tests {
     fn a_module_without_modinfo_is_an_error_not_a_panic() {
         assert!(parse_modinfo(&b"\x7fELF garbage".as_slice()).is_err());
         assert!(parse_modinfo(&b"".as_slice()).is_err());
+    }
+
+    /// `modules.builtin.modinfo`: every built-in module's strings, each prefixed with its name.
+    #[test]
+    fn builtin_modinfo_takes_the_modules_own_strings() {
+        let bytes = b"drm.firmware=x.bin\0amdgpu.firmware=amdgpu/a.bin\0amdgpuX.firmware=y\0amdgpu.alias=pci:v00001002d*sv*sd*bc03sc00i00*\0\0amdgpu.firmware=amdgpu/b.bin";
+        let m = builtin_modinfo(bytes, "amdgpu");
+        assert_eq!(m.firmware, ["amdgpu/a.bin", "amdgpu/b.bin"]);
+        assert_eq!(m.aliases.len(), 1);
+        assert_eq!(m.name.as_deref(), Some("amdgpu"));
+        assert_eq!(m.vermagic, None);
     }
 }

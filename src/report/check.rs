@@ -244,11 +244,40 @@ fn write_program(
 /// The last line of the text (`Place::End`), or the first of the page (`Place::Top`): how
 /// many GPUs in how many installs, and the outcome; what it points to is where it says.
 /// One GPU against one kernel module: the driver-and-firmware row.
+/// The driver-and-firmware lines: one per GPU and driver judged; GPUs not judged for the same
+/// reason share one line.
+fn driver_lines(drivers: &[crate::check::driver::DriverCheck]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut unknown: Vec<(String, Vec<&str>)> = Vec::new();
+    for d in drivers {
+        match (d.module.as_ref(), d.unjudged) {
+            (None, Some(why)) => {
+                let release =
+                    d.judgement.release.as_deref().map(|r| format!("Linux {r} · ")).unwrap_or_default();
+                let words = format!("{release}unknown: {}", why.words())
+                    + &d.problem.as_deref().map(|p| format!(": {p}")).unwrap_or_default();
+                match unknown.iter_mut().find(|(w, _)| *w == words) {
+                    Some((_, gpus)) => gpus.push(&d.gpu),
+                    None => unknown.push((words, vec![&d.gpu])),
+                }
+            }
+            _ => out.push(driver_line(d)),
+        }
+    }
+    let grouped = unknown.into_iter().map(|(words, gpus)| format!("{} · {words}", gpus.join(", ")));
+    grouped.chain(out).collect()
+}
+
 fn driver_line(d: &crate::check::driver::DriverCheck) -> String {
-    use crate::check::driver::DriverOutcome;
+    use crate::check::driver::{DriverOutcome, Settings};
     let j = &d.judgement;
-    let kernel =
-        format!("{} · Linux {} ({})", d.gpu, j.release.as_deref().unwrap_or("of unknown release"), d.module);
+    let module = d.module.as_deref().unwrap_or("");
+    let built_in = if d.built_in { ", built in" } else { "" };
+    let kernel = format!(
+        "{} · Linux {} ({module}{built_in})",
+        d.gpu,
+        j.release.as_deref().unwrap_or("of unknown release")
+    );
     let optional = match j.optional_absent.len() {
         0 => String::new(),
         n => format!(
@@ -256,21 +285,38 @@ fn driver_line(d: &crate::check::driver::DriverCheck) -> String {
             j.optional_absent.iter().map(|(f, _)| f.as_str()).collect::<Vec<_>>().join(", ")
         ),
     };
-    match j.outcome {
-        DriverOutcome::Ok => {
-            format!("{kernel} · OK: the {} files it asks for are there{optional}", j.asked.len())
+    // The running driver's parameters, where they change what it asks for.
+    let defaults = Settings::default();
+    let mut set = Vec::new();
+    for (name, v, default) in [
+        ("mes", d.settings.mes, defaults.mes),
+        ("uni_mes", d.settings.uni_mes, defaults.uni_mes),
+        ("fw_load_type", d.settings.fw_load_type, defaults.fw_load_type),
+    ] {
+        if v != default {
+            set.push(format!("amdgpu.{name}={v}"));
         }
-        DriverOutcome::Missing => format!(
-            "{kernel} · MISSING: {} of the {} files it asks for are absent ({}){optional}; dmesg: {}",
+    }
+    let settings = match set.is_empty() {
+        true => String::new(),
+        false => format!("; as the running driver is set: {}", set.join(" ")),
+    };
+    match (j.outcome.clone(), d.unjudged) {
+        (_, Some(why)) => format!("{kernel} · unknown: {}", why.words()),
+        (DriverOutcome::Ok, None) => {
+            format!("{kernel} · OK: the {} files it asks for are there{optional}{settings}", j.asked.len())
+        }
+        (DriverOutcome::Missing, None) => format!(
+            "{kernel} · MISSING: {} of the {} files it asks for are absent ({}){optional}{settings}; dmesg: {}",
             j.missing.len(),
             j.asked.len(),
             j.missing.join(", "),
             d.dmesg.as_deref().unwrap_or("")
         ),
-        DriverOutcome::NotKnown => {
+        (DriverOutcome::NotKnown, None) => {
             format!("{kernel} · MISSING: the driver asks for no firmware of this GPU: it does not know it (no /dev/kfd node)")
         }
-        DriverOutcome::Unknown => format!("{kernel} · unknown"),
+        (DriverOutcome::Unknown, None) => format!("{kernel} · unknown"),
     }
 }
 
@@ -319,16 +365,11 @@ pub fn outcome_line(report: &CheckReport, at: Place) -> String {
             super::served::outcome_line(report, &counted, hints).unwrap_or_default()
         }
         // The GPU does not come up: said before any library, which cannot help it then.
-        Outcome::Missing
-            if report
-                .drivers
-                .iter()
-                .any(|d| d.judgement.outcome != crate::check::driver::DriverOutcome::Ok) =>
-        {
+        Outcome::Missing if report.drivers.iter().any(|d| d.judgement.outcome.down()) => {
             let mut down: Vec<&str> = report
                 .drivers
                 .iter()
-                .filter(|d| d.judgement.outcome != crate::check::driver::DriverOutcome::Ok)
+                .filter(|d| d.judgement.outcome.down())
                 .map(|d| d.gpu.as_str())
                 .collect();
             down.dedup();
@@ -466,13 +507,6 @@ pub fn write_check(
         let line = format!("followed out of the root: {} → {}", l.path.display(&report.roots), l.target);
         writeln!(out, "{}", wrap(&line, li, "    ", style.width))?;
     }
-    if !report.drivers.is_empty() {
-        writeln!(out)?;
-        writeln!(out, "{h}Driver and firmware:")?;
-        for d in &report.drivers {
-            writeln!(out, "{}", wrap(&super::safe::shown(&driver_line(d)), li, "    ", style.width))?;
-        }
-    }
     if !report.problems.is_empty() {
         writeln!(out)?;
         writeln!(out, "{h}Could not be read ({}):", report.problems.len())?;
@@ -485,6 +519,13 @@ pub fn write_check(
         || !report.problems.is_empty()
         || !report.links_out_of_root.is_empty()
     {
+        writeln!(out)?;
+    }
+    if !report.drivers.is_empty() {
+        writeln!(out, "{h}Driver and firmware:")?;
+        for line in driver_lines(&report.drivers) {
+            writeln!(out, "{}", wrap(&super::safe::shown(&line), li, "    ", style.width))?;
+        }
         writeln!(out)?;
     }
     // The report's runtime is the one for installs that ship none: said only where it applies,

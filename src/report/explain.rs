@@ -152,14 +152,20 @@ fn allowing(rows: &[&GateRow], noun: &str) -> String {
 /// How many layers the roots ship for the target, and which; then those absent at no cost
 /// (their gate allows: nothing fails without them).
 fn shipping(rows: &[&GateRow]) -> String {
+    // Layers are counted; the kernel's driver is a gate of its own, said after them.
+    let (layers, kernel): (Vec<&GateRow>, Vec<&GateRow>) = rows.iter().partition(|r| r.count.is_some());
     let has = |r: &&&GateRow| r.count.is_some_and(|n| n > 0);
-    let yes: Vec<&str> = rows.iter().filter(has).map(|r| r.gate.as_str()).collect();
+    let yes: Vec<&str> = layers.iter().filter(has).map(|r| r.gate.as_str()).collect();
     let which = if yes.is_empty() { String::new() } else { format!(": {}", yes.join(", ")) };
-    let mut s = format!("{} of {} layers{which}", yes.len(), rows.len());
+    let mut s = format!("{} of {} layers{which}", yes.len(), layers.len());
     let spare: Vec<&str> =
-        rows.iter().filter(|r| !has(r) && r.verdict == Gate::Allows).map(|r| r.gate.as_str()).collect();
+        layers.iter().filter(|r| !has(r) && r.verdict == Gate::Allows).map(|r| r.gate.as_str()).collect();
     if !spare.is_empty() {
         s.push_str(&format!(" (absent, nothing fails without them: {})", spare.join(", ")));
+    }
+    for k in kernel {
+        let word = if k.verdict == Gate::Unknown { "not judged" } else { k.verdict.word() };
+        s.push_str(&format!("; {}: {word}", k.gate));
     }
     s
 }

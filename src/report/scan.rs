@@ -238,6 +238,9 @@ fn write_by_target(
         shown.into_iter().partition(|(t, _)| !(fold && runtime_only(snap, targets, t)));
     if rows.is_empty() && folded.is_empty() {
         writeln!(out, "No AMDGPU code objects, Tensile libraries, MIOpen databases or firmware found.")?;
+        for n in driver_notes(snap, targets) {
+            writeln!(out, "{}", wrap(&n, if md { "- " } else { "" }, "  ", style.width))?;
+        }
         return Ok(());
     }
     let all = layers();
@@ -313,6 +316,7 @@ fn write_by_target(
     if !rows.is_empty() && !legend.is_empty() {
         notes.push(format!("Columns: {}.", legend.join("; ")));
     }
+    notes.extend(driver_notes(snap, targets));
     if !folded.is_empty() {
         let names: Vec<&str> = folded.iter().map(|(t, _)| t.as_str()).collect();
         notes.push(format!(
@@ -341,6 +345,46 @@ fn write_by_target(
 }
 
 /// A target row's name: a generic target says which chosen targets it serves.
+/// What each amdgpu driver of the roots asks for and finds, per target with firmware names, as
+/// `check` judges it (`check::driver::check_drivers`): the FIRMWARE column counts files by
+/// name; these lines say which of them a kernel requests and whether all it needs are there.
+fn driver_notes(snap: &Snapshot, targets: &Targets) -> Vec<String> {
+    use crate::check::driver::{check_drivers, DriverOutcome, Kernel};
+    let gpus: Vec<(String, Vec<String>)> = targets
+        .iter()
+        .filter(|t| !t.firmware.is_empty())
+        .map(|t| (t.name.clone(), t.firmware.clone()))
+        .collect();
+    let mut out = Vec::new();
+    for d in &snap.drivers {
+        let rows =
+            check_drivers(Kernel::Roots { drivers: std::slice::from_ref(d), roots: &snap.roots }, &gpus);
+        let of = |o: DriverOutcome| -> Vec<String> {
+            let mut v: Vec<String> =
+                rows.iter().filter(|r| r.judgement.outcome == o).map(|r| r.gpu.clone()).collect();
+            targets.sort(&mut v);
+            v
+        };
+        let (ok, missing) = (of(DriverOutcome::Ok), of(DriverOutcome::Missing));
+        let release = d.release.as_deref().unwrap_or("of unknown release");
+        let mut line = format!(
+            "Kernel: amdgpu of Linux {release} ({}) asks for {} firmware files, {} present; every file it needs is there for {}",
+            d.path.display(&snap.roots),
+            d.firmware.len(),
+            d.present.len(),
+            if ok.is_empty() { "no target".to_string() } else { ok.join(", ") }
+        );
+        if !missing.is_empty() {
+            line.push_str(&format!(
+                "; absent for {} (gfxscan check --gpu TARGET names them)",
+                missing.join(", ")
+            ));
+        }
+        out.push(format!("{line}."));
+    }
+    out
+}
+
 fn target_label(t: &str, served: &[String]) -> String {
     if served.is_empty() {
         t.to_string()

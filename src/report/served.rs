@@ -4,6 +4,7 @@
 
 use std::io::{self, Write};
 
+use crate::check::driver::DriverOutcome;
 use crate::check::summary::GpuRow;
 use crate::check::CheckReport;
 use crate::vocab::units::count;
@@ -26,8 +27,14 @@ pub fn gpu_cell(r: &GpuRow) -> String {
     s
 }
 
-/// The decider's library as shown: inside its install when only one was checked.
+/// The decider's library as shown: inside its install when only one was checked; the kernel's
+/// driver first when it leaves the GPU down.
 pub fn decider_cell(r: &GpuRow, report: &CheckReport) -> String {
+    match r.driver {
+        DriverOutcome::NotKnown => return "amdgpu driver: does not know it".to_string(),
+        DriverOutcome::Missing => return "amdgpu driver: firmware absent".to_string(),
+        DriverOutcome::Ok | DriverOutcome::Unknown => {}
+    }
     let Some(d) = &r.first else { return String::new() };
     match report.installs.as_slice() {
         [one] => one.install.inner(&d.library).to_string(),
@@ -149,6 +156,7 @@ pub fn write_csv(report: &CheckReport, out: &mut dyn Write) -> anyhow::Result<()
         "first_kind",
         "more",
         "override",
+        "driver",
     ];
     super::safe::write_record(&mut w, header)?;
     for r in &report.summary {
@@ -169,6 +177,7 @@ pub fn write_csv(report: &CheckReport, out: &mut dyn Write) -> anyhow::Result<()
                 kind,
                 r.more.to_string(),
                 r.override_helps.clone().unwrap_or_default(),
+                super::json_word(&r.driver),
             ],
         )?;
     }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use crate::decode::{budget_for, Budget};
 use crate::model::{DriverRecord, Problem, RelPath};
-use crate::parse::modinfo::{parse_modinfo, ModInfo};
+use crate::parse::modinfo::{builtin_modinfo, parse_modinfo, ModInfo, MAX_MODINFO};
 use crate::source::origin::Origin;
 use crate::vocab::codec::Codec;
 
@@ -21,6 +21,13 @@ const MAX_MODULE: u64 = 256 << 20;
 const MAX_CONFIG: u64 = 4 << 20;
 /// Most symbolic links followed for one firmware name.
 const MAX_LINKS: u32 = 16;
+/// Largest `modules.dep` or `modules.builtin` read (6.12's `modules.dep` is 0.6 MB).
+const MAX_DEP: u64 = 32 << 20;
+/// Folders below `updates/` or `extra/` looked into for a module, and entries read of each.
+const MAX_DEPTH: u32 = 8;
+const MAX_ENTRIES: usize = 100_000;
+/// The names of the amdgpu module: plain, `.xz`, `.zst` (scripts/Makefile.modinst).
+const MODULE_NAMES: [&str; 3] = ["amdgpu.ko", "amdgpu.ko.xz", "amdgpu.ko.zst"];
 
 /// One amdgpu module found in a root.
 #[derive(Debug)]
@@ -31,6 +38,10 @@ pub struct Module {
     pub modinfo: Result<ModInfo, String>,
     /// Its kernel's configuration, when the root holds it.
     pub config: Option<String>,
+    /// The name of its `lib/modules` folder: the release it serves.
+    pub release: String,
+    /// Built into the kernel, not a module (`path` is `modules.builtin.modinfo`).
+    pub built_in: bool,
 }
 
 /// How the kernel's firmware loader finds a file (drivers/base/firmware_loader/main.c):
@@ -98,9 +109,9 @@ pub fn version(release: &str) -> (u32, u32) {
 /// The driver records of every amdgpu module under `root` (root index `index`): each with the
 /// firmware it declares and which of those the root holds; a module that cannot be read is
 /// a problem at its path.
-pub fn drivers(root: &Path, index: usize) -> (Vec<DriverRecord>, Vec<Problem>) {
+pub fn drivers(root: &Path, index: usize, only: Option<&str>) -> (Vec<DriverRecord>, Vec<Problem>) {
     let (mut out, mut problems) = (Vec::new(), Vec::new());
-    for m in amdgpu_modules(root) {
+    for m in amdgpu_modules(root, only) {
         let path = RelPath::new(index, m.path.as_os_str());
         let info = match m.modinfo {
             Ok(i) => i,
@@ -109,7 +120,8 @@ pub fn drivers(root: &Path, index: usize) -> (Vec<DriverRecord>, Vec<Problem>) {
                 continue;
             }
         };
-        let release = info.release().unwrap_or_default().to_string();
+        // A module's own word on its kernel, else (built in) its folder's name.
+        let release = info.release().unwrap_or(&m.release).to_string();
         let loader = Loader::of(&release, m.config.as_deref());
         let present = info
             .firmware
@@ -119,7 +131,8 @@ pub fn drivers(root: &Path, index: usize) -> (Vec<DriverRecord>, Vec<Problem>) {
             .collect();
         out.push(DriverRecord {
             path,
-            release: info.release().map(str::to_string),
+            release: Some(release.clone()),
+            built_in: m.built_in,
             firmware_zstd: loader.zstd,
             firmware_xz: loader.xz,
             firmware: info.firmware,
@@ -129,8 +142,58 @@ pub fn drivers(root: &Path, index: usize) -> (Vec<DriverRecord>, Vec<Problem>) {
     (out, problems)
 }
 
-/// Every amdgpu module under `root`, by path.
-pub fn amdgpu_modules(root: &Path) -> Vec<Module> {
+/// The running system's kernel, as `check` without a ROOT reads it.
+#[derive(Debug, Clone, Default)]
+pub struct RunningKernel {
+    /// The system's root: `/` (or `check --sysfs-root`).
+    pub system: PathBuf,
+    /// Its release: `proc/sys/kernel/osrelease`, what `uname -r` prints.
+    pub release: Option<String>,
+    /// The amdgpu driver of that release in the system's `lib/modules` (root index 0), or of
+    /// every release when none is known.
+    pub drivers: Vec<DriverRecord>,
+    /// What stopped the reading of that release's module.
+    pub unreadable: Option<String>,
+    /// The running driver's parameters that change what it asks for
+    /// (`sys/module/amdgpu/parameters/{mes,uni_mes,fw_load_type}`), when amdgpu is loaded.
+    pub parameters: Option<Vec<(String, String)>>,
+}
+
+/// The parameters of a loaded amdgpu that decide which firmware it asks for.
+const PARAMETERS: [&str; 3] = ["mes", "uni_mes", "fw_load_type"];
+
+/// The kernel running on the system whose root is `system`: its release, its amdgpu driver,
+/// and that driver's parameters when it is loaded. A root with no `proc/` (an image) runs no
+/// kernel: each of its kernels' drivers is judged.
+pub fn running(system: &Path) -> RunningKernel {
+    let small = |rel: &str| {
+        crate::source::file::read_small(&system.join(rel), 4096)
+            .ok()
+            .map(|b| String::from_utf8_lossy(&b).trim().to_string())
+    };
+    // A release names one folder: anything else is not believed.
+    let release = small("proc/sys/kernel/osrelease")
+        .filter(|r| !r.is_empty() && !r.contains('/') && r != "." && r != "..");
+    // A system image with no `/proc` of its own: each of its kernels.
+    let (drivers, problems) = drivers(system, 0, release.as_deref());
+    let parameters = system.join("sys/module/amdgpu").is_dir().then(|| {
+        PARAMETERS
+            .iter()
+            .filter_map(|p| small(&format!("sys/module/amdgpu/parameters/{p}")).map(|v| (p.to_string(), v)))
+            .collect()
+    });
+    RunningKernel {
+        system: system.to_path_buf(),
+        release,
+        drivers,
+        unreadable: problems.first().map(|p| format!("{}: {}", p.path.path, p.message)),
+        parameters,
+    }
+}
+
+/// Every amdgpu driver under `root` (of kernel `only`, when given), by kernel release: per
+/// release folder the one modprobe loads (see [`module_of_release`]).
+pub fn amdgpu_modules(root: &Path, only: Option<&str>) -> Vec<Module> {
     let mut out = Vec::new();
     // With merged `/usr`, `lib` is a link to `usr/lib`: the same module is met under both.
     let mut seen = std::collections::HashSet::new();
@@ -140,24 +203,99 @@ pub fn amdgpu_modules(root: &Path) -> Vec<Module> {
         releases.sort();
         for dir in releases {
             let release = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            for name in ["amdgpu.ko", "amdgpu.ko.xz", "amdgpu.ko.zst"] {
-                let p = dir.join("kernel/drivers/gpu/drm/amd/amdgpu").join(name);
-                // A module that is a link is read where it leads (if that is under a base too);
-                // one met twice through a linked folder is read once.
-                let Ok(meta) = p.symlink_metadata() else { continue };
-                if !meta.is_file() || !seen.insert((meta.dev(), meta.ino())) {
-                    continue;
-                }
-                let rel = p.strip_prefix(root).map(Path::to_path_buf).unwrap_or_else(|_| p.clone());
-                let config =
-                    crate::source::file::read_small(&root.join(format!("boot/config-{release}")), MAX_CONFIG)
-                        .ok()
-                        .map(|b| String::from_utf8_lossy(&b).into_owned());
-                out.push(Module { path: rel, modinfo: read_modinfo(&p), config });
+            if only.is_some_and(|o| o != release) {
+                continue;
             }
+            let Some((p, how)) = module_of_release(root, &dir) else { continue };
+            // A module that is a link is read where it leads; one met twice through a linked
+            // folder is read once.
+            let Ok(meta) = p.metadata() else { continue };
+            if !meta.is_file() || !seen.insert((meta.dev(), meta.ino())) {
+                continue;
+            }
+            let rel = p.strip_prefix(root).map(Path::to_path_buf).unwrap_or_else(|_| p.clone());
+            let config =
+                crate::source::file::read_small(&root.join(format!("boot/config-{release}")), MAX_CONFIG)
+                    .ok()
+                    .map(|b| String::from_utf8_lossy(&b).into_owned());
+            let modinfo = match how {
+                Found::Module => read_modinfo(&p),
+                Found::BuiltIn => crate::source::file::read_small(&p, MAX_MODINFO)
+                    .map_err(|e| e.to_string())
+                    .map(|b| builtin_modinfo(&b, "amdgpu")),
+            };
+            out.push(Module { path: rel, modinfo, config, release, built_in: how == Found::BuiltIn });
         }
     }
     out
+}
+
+/// How a release folder holds its amdgpu driver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Found {
+    /// A loadable module, at the path given.
+    Module,
+    /// Built into the kernel: its `.modinfo` is in `modules.builtin.modinfo`, the path given.
+    BuiltIn,
+}
+
+/// The amdgpu driver of one `lib/modules/<release>` folder, as modprobe finds it: the module
+/// `modules.dep` names (depmod wrote it after its search order, which puts `updates/` — where
+/// DKMS installs AMD's amdgpu-dkms — before the kernel's own: kmod tools/depmod.c `cfg_load`);
+/// else, in a folder depmod never ran in (an unpacked package), the first of `updates/`,
+/// `extra/` and `kernel/`; else the `.modinfo` of a built-in amdgpu (`modules.builtin`).
+fn module_of_release(root: &Path, dir: &Path) -> Option<(PathBuf, Found)> {
+    let is_amdgpu = |name: &str| MODULE_NAMES.contains(&name);
+    if let Ok(dep) = crate::source::file::read_small(&dir.join("modules.dep"), MAX_DEP) {
+        let text = String::from_utf8_lossy(&dep);
+        let named = text
+            .lines()
+            .filter_map(|l| l.split_once(':'))
+            .map(|(m, _)| m.trim())
+            .find(|m| Path::new(m).file_name().and_then(|n| n.to_str()).is_some_and(is_amdgpu));
+        if let Some(m) = named {
+            // Relative to the release folder (absolute in kmod before 8: read in the root);
+            // a name that leads out of the root is not followed.
+            let in_root = match m.strip_prefix('/') {
+                Some(abs) => Some(PathBuf::from(abs)),
+                None => dir.strip_prefix(root).ok().map(|d| d.join(m)),
+            };
+            return in_root.and_then(|r| normalise(&r)).map(|r| (root.join(r), Found::Module));
+        }
+    }
+    for sub in ["updates", "extra"] {
+        if let Some(p) = find_module(&dir.join(sub), 0) {
+            return Some((p, Found::Module));
+        }
+    }
+    let own = dir.join("kernel/drivers/gpu/drm/amd/amdgpu");
+    if let Some(p) = MODULE_NAMES.iter().map(|n| own.join(n)).find(|p| p.symlink_metadata().is_ok()) {
+        return Some((p, Found::Module));
+    }
+    let builtin = crate::source::file::read_small(&dir.join("modules.builtin"), MAX_DEP).ok()?;
+    let listed = String::from_utf8_lossy(&builtin)
+        .lines()
+        .any(|l| Path::new(l.trim()).file_name().and_then(|n| n.to_str()).is_some_and(is_amdgpu));
+    listed.then(|| (dir.join("modules.builtin.modinfo"), Found::BuiltIn))
+}
+
+/// The first amdgpu module under `dir`, by name order, at most [`MAX_DEPTH`] folders down.
+fn find_module(dir: &Path, depth: u32) -> Option<PathBuf> {
+    let mut entries: Vec<std::fs::DirEntry> =
+        std::fs::read_dir(dir).ok()?.flatten().take(MAX_ENTRIES).collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in &entries {
+        if e.file_name().to_str().is_some_and(|n| MODULE_NAMES.contains(&n)) {
+            return Some(e.path());
+        }
+    }
+    if depth >= MAX_DEPTH {
+        return None;
+    }
+    entries
+        .iter()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .find_map(|e| find_module(&e.path(), depth + 1))
 }
 
 /// A module's `.modinfo`, read in place: through the section table, of the module itself or of
@@ -283,7 +421,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("amdgpu.ko"), b"not a module").unwrap();
         std::os::unix::fs::symlink("usr/lib", r.join("lib")).unwrap();
-        let found = amdgpu_modules(r);
+        let found = amdgpu_modules(r, None);
         assert_eq!(found.len(), 1, "{found:?}");
     }
 

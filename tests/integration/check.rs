@@ -1139,7 +1139,11 @@ fn gpu_all_table_fits_and_names_what_is_served() {
     let csv = check(&c, &[]);
     csv.expect_code(1);
     let lines: Vec<&str> = csv.stdout.lines().collect();
-    assert_eq!(lines[0], "gpu,target,checked_as,node,status,install,first_library,first_kind,more,override");
+    assert_eq!(
+        lines[0],
+        "gpu,target,checked_as,node,status,install,first_library,first_kind,more,override,driver"
+    );
+    assert!(lines[1].ends_with(",unknown"), "no kernel in the roots: {}", csv.stdout);
     assert!(lines[1].starts_with("0,gfx1031,,1,missing,"), "{}", csv.stdout);
     assert!(lines[2].starts_with("1,gfx1030,,,ok,"), "{}", csv.stdout);
     assert_eq!(lines.len(), 4, "{}", csv.stdout);

@@ -11,6 +11,7 @@ mod determinism;
 mod diff;
 #[path = "../documents.rs"]
 mod documents;
+mod drivers;
 mod examples;
 mod explain;
 #[path = "../explain_agrees.rs"]

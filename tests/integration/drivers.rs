@@ -1,0 +1,362 @@
+//! The kernel's side (issue 37): the amdgpu driver a root's kernel loads, found as modprobe
+//! finds it, and the firmware it asks for each GPU, judged by `check` (per driver, or `unknown`
+//! with why), `check --gpu all`, `explain` and `diff`, in roots and on a running system.
+
+use serde_json::{json, Value};
+
+use gfxscan::testing::{host_elf, HostSection};
+
+use crate::fixtures::{co, hip_bundle, GFX1100};
+use crate::util::{problems, Tree};
+
+/// A kernel module whose `.modinfo` holds `info`.
+fn module(info: &[u8]) -> Vec<u8> {
+    host_elf(&[HostSection::rodata(".modinfo", info)])
+}
+
+/// `gfxscan ARGS` run to its end.
+fn gfxscan(args: &[&str]) -> crate::util::Run {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_gfxscan"));
+    c.args(args);
+    crate::util::run(c)
+}
+
+/// The firmware of GC 11.0.0 (gfx1100) a driver declares, as `firmware=` strings.
+const GC_11_0_0: &[u8] = b"firmware=amdgpu/gc_11_0_0_pfp.bin\0firmware=amdgpu/gc_11_0_0_me.bin\0firmware=amdgpu/gc_11_0_0_mec.bin\0";
+
+/// The root `t` with every file of GC 11.0.0 under `lib/firmware`.
+fn with_gc_11_0_0_firmware(t: &Tree) {
+    for f in ["pfp", "me", "mec"] {
+        t.file(format!("lib/firmware/amdgpu/gc_11_0_0_{f}.bin"), b"x");
+    }
+}
+
+/// A root holding a kernel: its amdgpu module is recorded with the firmware it declares and
+/// which of those the root holds, found as the kernel's loader finds them (`.xz` only when the
+/// kernel's configuration takes it, links inside the root); a module that cannot be read is a
+/// problem at its path, and the scan goes on.
+#[test]
+fn a_roots_kernel_driver_and_its_firmware_are_recorded() {
+    let info = b"firmware=amdgpu/gc_11_5_1_pfp.bin\0firmware=amdgpu/gc_11_5_1_me.bin\0firmware=amdgpu/gc_11_5_1_mec.bin\0firmware=amdgpu/gc_11_5_1_rlc.bin\0vermagic=6.1.0-9-amd64 SMP\0";
+    let module = host_elf(&[HostSection::rodata(".modinfo", info)]);
+    let t = Tree::new();
+    t.file("lib/modules/6.1.0-9-amd64/kernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko", &module);
+    t.file(
+        "boot/config-6.1.0-9-amd64",
+        b"CONFIG_FW_LOADER_COMPRESS_XZ=y\n# CONFIG_FW_LOADER_COMPRESS_ZSTD is not set\n",
+    );
+    t.file("lib/firmware/amdgpu/gc_11_5_1_pfp.bin", b"x");
+    t.file("lib/firmware/amdgpu/gc_11_5_1_me.bin.xz", b"x");
+    t.file("lib/firmware/amdgpu/gc_11_5_1_mec.bin.zst", b"x");
+    t.symlink("gc_11_5_1_pfp.bin", "lib/firmware/amdgpu/gc_11_5_1_rlc.bin");
+    t.file("lib/modules/6.2.0/kernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko", b"not a module");
+    // Compressed modules, as Debian (xz) and others (zstd) ship them: read the same.
+    let zst_info = b"firmware=amdgpu/vega10_me.bin\0vermagic=6.8.0-zst SMP\0";
+    let zst =
+        zstd::encode_all(host_elf(&[HostSection::rodata(".modinfo", zst_info)]).as_slice(), 3).expect("zstd");
+    t.file("usr/lib/modules/6.8.0-zst/kernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko.zst", &zst);
+    let xz_info = b"firmware=amdgpu/navi10_me.bin\0vermagic=6.12.0-xz SMP\0";
+    let mut xz = Vec::new();
+    {
+        use std::io::Write;
+        let mut e = liblzma::write::XzEncoder::new(&mut xz, 6);
+        e.write_all(&host_elf(&[HostSection::rodata(".modinfo", xz_info)])).expect("xz");
+        e.finish().expect("xz");
+    }
+    t.file("usr/lib/modules/6.12.0-xz/kernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko.xz", &xz);
+    let (run, snap) = t.scan_json(&[]);
+    run.expect_code(1);
+    let all = snap["drivers"].as_array().cloned().unwrap_or_default();
+    let releases: Vec<&str> = all.iter().filter_map(|d| d["release"].as_str()).collect();
+    assert_eq!(releases, ["6.1.0-9-amd64", "6.12.0-xz", "6.8.0-zst"], "{snap:#}");
+    assert_eq!(all[2]["firmware"], json!(["amdgpu/vega10_me.bin"]));
+    assert_eq!(all[1]["firmware"], json!(["amdgpu/navi10_me.bin"]));
+    let d = &snap["drivers"];
+    assert_eq!(d[0]["release"], "6.1.0-9-amd64");
+    assert_eq!(d[0]["firmware_xz"], true);
+    assert_eq!(d[0]["firmware_zstd"], false);
+    assert_eq!(
+        d[0]["present"],
+        json!(["amdgpu/gc_11_5_1_pfp.bin", "amdgpu/gc_11_5_1_me.bin", "amdgpu/gc_11_5_1_rlc.bin"]),
+        "the .zst is not taken by a kernel without zstd firmware"
+    );
+    assert!(
+        problems(&snap).iter().any(|(p, m)| p.contains("6.2.0") && m.starts_with("kernel module:")),
+        "{snap:#}"
+    );
+}
+
+/// `check` judges each GPU against the root's kernel: a driver that asks for no firmware of the
+/// GPU does not know it, a required file absent leaves it down with the line `dmesg` shows;
+/// either is MISSING (exit 1), whatever the libraries hold. No kernel in the roots: unknown, and
+/// the exit code is the libraries'.
+#[test]
+fn check_says_when_the_kernel_leaves_the_gpu_down() {
+    let info = b"firmware=amdgpu/gc_11_0_0_pfp.bin\0firmware=amdgpu/gc_11_0_0_me.bin\0firmware=amdgpu/gc_11_0_0_toc.bin\0vermagic=6.1.0-9-amd64 SMP\0";
+    let t = Tree::new();
+    t.file(
+        "lib/modules/6.1.0-9-amd64/kernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko",
+        &host_elf(&[HostSection::rodata(".modinfo", info)]),
+    );
+    t.file("lib/firmware/amdgpu/gc_11_0_0_pfp.bin", b"x");
+    t.file("opt/rocm/lib/k.hipfb", &hip_bundle(&[("gfx1100", &co(GFX1100, 0, 1))]));
+    let check = |gpu: &str| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_gfxscan"));
+        c.args(["check", "--json", "-q", "--gpu", gpu]).arg(t.root());
+        crate::util::run(c)
+    };
+    let r = check("gfx1100");
+    r.expect_code(1);
+    let d = &r.json()["drivers"][0];
+    assert_eq!((d["gpu"].as_str(), d["outcome"].as_str()), (Some("gfx1100"), Some("missing")));
+    assert_eq!(d["missing"], json!(["amdgpu/gc_11_0_0_me.bin"]));
+    assert_eq!(d["optional_absent"][0][0], "amdgpu/gc_11_0_0_toc.bin");
+    assert!(
+        d["dmesg"].as_str().is_some_and(
+            |l| l.contains("Direct firmware load for amdgpu/gc_11_0_0_me.bin failed with error -2")
+        )
+    );
+    let r = check("gfx1151");
+    r.expect_code(1);
+    assert_eq!(r.json()["drivers"][0]["outcome"], "not-known");
+    // explain's kernel gate reads check's judgement: it blocks, and explain exits as check.
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_gfxscan"));
+    c.args(["explain", "gfx1151", "--json", "-q"]).arg(t.root());
+    let e = crate::util::run(c);
+    e.expect_code(1);
+    let doc = e.json();
+    let row = doc["ships"].as_array().and_then(|r| {
+        r.iter().find(|r| r["gate"].as_str().is_some_and(|g| g.starts_with("amdgpu driver"))).cloned()
+    });
+    assert_eq!(row.map(|r| r["verdict"].clone()), Some(json!("blocks")), "{doc:#}");
+    t.file("lib/firmware/amdgpu/gc_11_0_0_me.bin.xz", b"x");
+    let r = check("gfx1100");
+    assert_eq!(
+        r.json()["drivers"][0]["outcome"],
+        "ok",
+        "xz firmware, taken by a 6.1 kernel without its config"
+    );
+    std::fs::remove_dir_all(t.path("lib/modules")).expect("no kernel");
+    let r = check("gfx1100");
+    r.expect_code(0);
+    assert_eq!(r.json()["drivers"][0]["outcome"], "unknown");
+    assert_eq!(r.json()["drivers"][0]["unjudged"], "no-module-in-roots");
+}
+
+/// Without a kernel in the roots, `check` says so in one line for every GPU, and its exit code
+/// is its libraries'; `explain` shows the gate as unknown, with the same reason.
+#[test]
+fn no_kernel_in_the_roots_is_unknown_and_said_once() {
+    let t = Tree::new();
+    t.file("opt/rocm/lib/k.hipfb", &hip_bundle(&[("gfx1100", &co(GFX1100, 0, 1))]));
+    let r = gfxscan(&["check", "--gpu", "gfx1100,gfx900", "-q", t.root().to_str().unwrap()]);
+    let words = r.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains("gfx1100, gfx900 · unknown: no amdgpu kernel module in the roots"),
+        "{}",
+        r.stdout
+    );
+    let e = gfxscan(&["explain", "gfx1100", "--json", "-q", t.root().to_str().unwrap()]);
+    e.expect_code(0);
+    let doc = e.json();
+    let gate = doc["ships"].as_array().and_then(|r| r.iter().find(|r| r["gate"] == "amdgpu driver").cloned());
+    let gate = gate.unwrap_or_else(|| panic!("no driver gate: {doc:#}"));
+    assert_eq!(gate["verdict"], "unknown");
+    assert!(
+        gate["says"].as_str().is_some_and(|s| s.contains("no amdgpu kernel module in the roots")),
+        "{gate}"
+    );
+}
+
+/// modprobe loads the module `modules.dep` names — AMD's amdgpu-dkms under `updates/dkms`
+/// before the kernel's own (kmod tools/depmod.c `cfg_load` puts `updates` first); in a folder
+/// depmod never ran in, `updates/` is looked in first all the same. A `modules.dep` naming a
+/// path out of the root is not followed.
+#[test]
+fn the_module_judged_is_the_one_modprobe_loads() {
+    let t = Tree::new();
+    let rel = "lib/modules/6.8.0-40-generic";
+    t.file(
+        format!("{rel}/kernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko.zst"),
+        &zstd_of(&module(b"firmware=amdgpu/gc_11_0_0_pfp.bin\0vermagic=6.8.0-40-generic SMP\0")),
+    );
+    let dkms = [GC_11_0_0, b"vermagic=6.8.0-40-generic SMP\0"].concat();
+    t.file(format!("{rel}/updates/dkms/amdgpu.ko.zst"), &zstd_of(&module(&dkms)));
+    with_gc_11_0_0_firmware(&t);
+    let drivers = |t: &Tree| -> Vec<Value> {
+        let (_, snap) = t.scan_json(&[]);
+        snap["drivers"].as_array().cloned().unwrap_or_default()
+    };
+    let d = drivers(&t);
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(d[0]["path"], format!("{rel}/updates/dkms/amdgpu.ko.zst"), "no modules.dep: updates/ first");
+    assert_eq!(d[0]["firmware"].as_array().map(Vec::len), Some(3));
+    t.file(
+        format!("{rel}/modules.dep"),
+        b"kernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko.zst: kernel/drivers/gpu/drm/drm.ko.zst\nkernel/drivers/gpu/drm/drm.ko.zst:\n",
+    );
+    let d = drivers(&t);
+    assert_eq!(
+        d[0]["path"],
+        format!("{rel}/kernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko.zst"),
+        "as modules.dep says"
+    );
+    t.file(format!("{rel}/modules.dep"), b"../../../../../../../tmp/amdgpu.ko:\n");
+    assert!(drivers(&t).is_empty(), "modules.dep out of the root is not followed");
+}
+
+/// An amdgpu built into the kernel (`modules.builtin`) is judged from the release's
+/// `modules.builtin.modinfo`, its strings prefixed `amdgpu.`.
+#[test]
+fn a_built_in_amdgpu_is_judged_from_modules_builtin_modinfo() {
+    let t = Tree::new();
+    let rel = "usr/lib/modules/6.12.9-custom";
+    t.file(
+        format!("{rel}/modules.builtin"),
+        b"kernel/drivers/gpu/drm/drm.ko\nkernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko\n",
+    );
+    t.file(
+        format!("{rel}/modules.builtin.modinfo"),
+        b"drm.firmware=other.bin\0amdgpu.firmware=amdgpu/gc_11_0_0_pfp.bin\0amdgpu.firmware=amdgpu/gc_11_0_0_me.bin\0amdgpu.license=GPL\0",
+    );
+    t.file("usr/lib/firmware/amdgpu/gc_11_0_0_pfp.bin", b"x");
+    t.file("opt/rocm/lib/k.hipfb", &hip_bundle(&[("gfx1100", &co(GFX1100, 0, 1))]));
+    let r = gfxscan(&["check", "--gpu", "gfx1100", "--json", "-q", t.root().to_str().unwrap()]);
+    r.expect_code(1);
+    let d = &r.json()["drivers"][0];
+    assert_eq!(d["built_in"], true, "{d}");
+    assert_eq!(d["release"], "6.12.9-custom");
+    assert_eq!(d["missing"], json!(["amdgpu/gc_11_0_0_me.bin"]));
+}
+
+/// `check` of a system (no ROOT: here a program's `--root`) judges the kernel it runs: the
+/// release `proc/sys/kernel/osrelease` names, not the system's other kernels, with the running
+/// driver's parameters (`sys/module/amdgpu/parameters`) deciding what it asks for: GC 12 with
+/// `amdgpu.uni_mes=0` asks for `_mes.bin` and `_mes1.bin`, not `_uni_mes.bin`.
+#[test]
+fn a_systems_running_kernel_is_judged_with_its_drivers_parameters() {
+    let t = Tree::new();
+    let spec = gfxscan::testing::DynamicSpec { e_type: 2, ..Default::default() };
+    t.file("usr/bin/prog", &gfxscan::testing::dynamic_elf(&spec));
+    t.file("proc/sys/kernel/osrelease", b"6.12.0-1\n");
+    let gc12 = b"firmware=amdgpu/gc_12_0_1_pfp.bin\0firmware=amdgpu/gc_12_0_1_uni_mes.bin\0firmware=amdgpu/gc_12_0_1_mes.bin\0firmware=amdgpu/gc_12_0_1_mes1.bin\0vermagic=6.12.0-1 SMP\0";
+    t.file("lib/modules/6.12.0-1/kernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko", &module(gc12));
+    t.file(
+        "lib/modules/6.1.0-1/kernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko",
+        &module(b"vermagic=6.1.0-1 SMP\0"),
+    );
+    t.file("lib/firmware/amdgpu/gc_12_0_1_pfp.bin", b"x");
+    t.file("lib/firmware/amdgpu/gc_12_0_1_uni_mes.bin", b"x");
+    let root = t.root().to_str().unwrap().to_string();
+    let check =
+        || gfxscan(&["check", "--gpu", "gfx1201", "--exe", "/usr/bin/prog", "--root", &root, "--json", "-q"]);
+    let r = check();
+    let doc = r.json();
+    let d = doc["drivers"].as_array().cloned().unwrap_or_default();
+    assert_eq!(d.len(), 1, "only the running kernel's driver: {doc:#}");
+    assert_eq!(d[0]["release"], "6.12.0-1");
+    assert_eq!(d[0]["outcome"], "ok", "uni_mes by default: {:#}", d[0]);
+    let absent: Vec<&str> =
+        d[0]["optional_absent"].as_array().into_iter().flatten().filter_map(|p| p[0].as_str()).collect();
+    assert_eq!(absent, ["amdgpu/gc_12_0_1_mes.bin", "amdgpu/gc_12_0_1_mes1.bin"]);
+    assert_eq!(d[0]["running"], Value::Null, "amdgpu not loaded: the defaults");
+    t.file("sys/module/amdgpu/parameters/uni_mes", b"0\n");
+    t.file("sys/module/amdgpu/parameters/mes", b"garbage\n");
+    let d = check().json()["drivers"][0].clone();
+    assert_eq!(d["running"], true);
+    assert_eq!(d["settings"], json!({"mes": 0, "uni_mes": 0, "fw_load_type": -1}));
+    assert_eq!(d["outcome"], "missing", "{d:#}");
+    assert_eq!(d["missing"], json!(["amdgpu/gc_12_0_1_mes.bin", "amdgpu/gc_12_0_1_mes1.bin"]));
+    let text = gfxscan(&["check", "--gpu", "gfx1201", "--exe", "/usr/bin/prog", "--root", &root]);
+    text.expect_code(1);
+    let words = text.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(words.contains("as the running driver is set: amdgpu.uni_mes=0"), "{}", text.stdout);
+    // The running kernel's release without its modules (a container): unknown, and why.
+    std::fs::remove_dir_all(t.path("lib/modules/6.12.0-1")).expect("remove");
+    let d = check().json()["drivers"][0].clone();
+    assert_eq!(
+        (d["outcome"].as_str(), d["unjudged"].as_str()),
+        (Some("unknown"), Some("no-module-for-running-kernel"))
+    );
+    assert_eq!(d["release"], "6.12.0-1");
+}
+
+/// `check --gpu all`: a GPU the roots' code serves but their kernel's driver does not know is
+/// MISSING in its row, the driver named as what decides it, as `check --gpu` of it says.
+#[test]
+fn gpu_all_rows_read_the_drivers_verdict() {
+    let t = Tree::new();
+    let info = [GC_11_0_0, b"vermagic=6.1.0-9-amd64 SMP\0"].concat();
+    t.file("lib/modules/6.1.0-9-amd64/kernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko", &module(&info));
+    with_gc_11_0_0_firmware(&t);
+    let (a, b) = (co(GFX1100, 0, 1), co(crate::fixtures::GFX90A, 0, 1));
+    t.file("opt/rocm/lib/k.hipfb", &hip_bundle(&[("gfx1100", &a), ("gfx90a", &b)]));
+    let root = t.root().to_str().unwrap().to_string();
+    let r = gfxscan(&["check", "--gpu", "all", "--json", "-q", &root]);
+    r.expect_code(1);
+    let doc = r.json();
+    let rows = doc["summary"].as_array().cloned().unwrap_or_default();
+    let row =
+        |t: &str| rows.iter().find(|r| r["target"] == t).cloned().unwrap_or_else(|| panic!("{t}: {doc:#}"));
+    assert_eq!(
+        (row("gfx1100")["status"].as_str(), row("gfx1100")["driver"].as_str()),
+        (Some("ok"), Some("ok"))
+    );
+    assert_eq!(
+        (row("gfx90a")["status"].as_str(), row("gfx90a")["driver"].as_str()),
+        (Some("missing"), Some("not-known"))
+    );
+    let one = gfxscan(&["check", "--gpu", "gfx90a", "--json", "-q", &root]);
+    one.expect_code(1);
+    assert_eq!(one.json()["drivers"][0]["outcome"], "not-known");
+    let text = gfxscan(&["check", "--gpu", "all", &root]);
+    assert!(
+        text.stdout
+            .lines()
+            .any(|l| l.trim_start().starts_with("gfx90a") && l.contains("amdgpu driver: does not know it")),
+        "{}",
+        text.stdout
+    );
+}
+
+/// Rules that depend on the driver's parameters and on what it declares, through `check`: a
+/// target the table names no firmware for is not judged (unknown, never MISSING).
+#[test]
+fn a_target_without_firmware_names_is_not_judged() {
+    let t = Tree::new();
+    let info = [GC_11_0_0, b"vermagic=6.1.0-9-amd64 SMP\0"].concat();
+    t.file("lib/modules/6.1.0-9-amd64/kernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko", &module(&info));
+    t.file("opt/rocm/lib/k.hipfb", &hip_bundle(&[("gfx1100", &co(GFX1100, 0, 1))]));
+    // gfx1170: no `firmware` in targets.toml.
+    let r = gfxscan(&["check", "--gpu", "gfx1170", "--json", "-q", t.root().to_str().unwrap()]);
+    let d = &r.json()["drivers"][0];
+    assert_eq!(
+        (d["outcome"].as_str(), d["unjudged"].as_str()),
+        (Some("unknown"), Some("no-firmware-names")),
+        "{d}"
+    );
+}
+
+fn zstd_of(bytes: &[u8]) -> Vec<u8> {
+    zstd::encode_all(bytes, 3).expect("zstd")
+}
+
+/// `scan` says under its table what each driver of the roots asks for and finds, per target, as
+/// `check` judges it: the FIRMWARE column counts files by name, asked for or not.
+#[test]
+fn scan_says_what_the_kernel_asks_for_and_finds() {
+    let t = Tree::new();
+    let info = [GC_11_0_0, b"firmware=amdgpu/vega10_me.bin\0vermagic=6.1.0-9-amd64 SMP\0"].concat();
+    t.file("lib/modules/6.1.0-9-amd64/kernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko", &module(&info));
+    with_gc_11_0_0_firmware(&t);
+    let r = gfxscan(&["scan", "-q", t.root().to_str().unwrap()]);
+    let words = r.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(words.contains("Kernel: amdgpu of Linux 6.1.0-9-amd64"), "{}", r.stdout);
+    assert!(
+        words.contains("asks for 4 firmware files, 3 present; every file it needs is there for gfx1100; absent for gfx900"),
+        "{}",
+        r.stdout
+    );
+    let one = gfxscan(&["check", "--gpu", "gfx900", "--json", "-q", t.root().to_str().unwrap()]);
+    assert_eq!(one.json()["drivers"][0]["outcome"], "missing", "the same judgement");
+}
