@@ -467,7 +467,9 @@ pub struct CheckArgs {
     /// HIP_VISIBLE_DEVICES leave them.
     #[arg(long = "gpu", value_name = "TARGET_ID", value_delimiter = ',')]
     pub gpus: Vec<String>,
-    /// Read the KFD topology under DIR instead of / (for containers and tests).
+    /// Read the running system under DIR instead of / (for containers and tests): its KFD
+    /// topology, and without ROOT its kernel (proc/sys/kernel/osrelease, lib/modules,
+    /// lib/firmware, sys/module/amdgpu).
     #[arg(long, value_name = "DIR")]
     pub sysfs_root: Option<PathBuf>,
     /// Judge what PROGRAM (a program, or a shared library) loads, as the dynamic loader finds

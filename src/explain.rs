@@ -233,6 +233,7 @@ fn driver_rows(check: &CheckReport, target: &str) -> Vec<GateRow> {
                 DriverOutcome::NotKnown => {
                     ("asks for no firmware of it: does not know it".to_string(), Gate::Blocks)
                 }
+                DriverOutcome::NoDriver => ("this kernel has no amdgpu driver".to_string(), Gate::Blocks),
                 DriverOutcome::Unknown => (
                     format!("not judged: {}", d.unjudged.map_or("", crate::check::driver::Unjudged::words)),
                     Gate::Unknown,

@@ -1103,6 +1103,17 @@ pub struct DriverRecord {
     /// Built into the kernel, not a module: `path` is the release's `modules.builtin.modinfo`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub built_in: bool,
+    /// The kernel has no amdgpu driver: depmod's `modules.dep` names none and
+    /// `modules.builtin` does not list it; `path` is the release folder.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub absent: bool,
+    /// Why the module could not be read (its problem says the same).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<String>,
+    /// For a built-in driver: the firmware its kernel carries in its own image
+    /// (`CONFIG_EXTRA_FIRMWARE`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub built_in_firmware: Vec<String>,
     /// Whether that kernel's loader takes `.zst` and `.xz` firmware: from its configuration
     /// (`boot/config-<release>`) when the root holds it, else by version.
     pub firmware_zstd: bool,

@@ -1507,7 +1507,10 @@ fn debian_drivers_and_firmware_judge_each_gpu() {
         let release = info.release().unwrap_or_default().to_string();
         let loader = Loader::of(&release, m.config.as_deref());
         let present = |name: &str| {
-            loader.places(name, &release).iter().any(|p| gfxscan::source::kernel::exists_in(&root, p))
+            loader
+                .places(name, &release)
+                .iter()
+                .any(|p| gfxscan::source::rooted::is_file_in_root(&root, std::path::Path::new(p)))
         };
         let t = targets.by_name(gpu).expect("target");
         judge(Some(&info), &t.firmware, &present, &Default::default())

@@ -34,8 +34,11 @@ pub enum Need {
 /// (`/sys/module/amdgpu/parameters`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Settings {
-    /// `amdgpu.mes` (default 0): 1 runs MES on GC 10 too, and asks for its files.
+    /// `amdgpu.mes` (default 0): not 0 runs MES on GC 10 too (Linux 6.1), and asks for its
+    /// `_mes.bin`.
     pub mes: i64,
+    /// `amdgpu.mes_kiq` (default 0): with `mes`, GC 10 also asks for its `_mes1.bin`.
+    pub mes_kiq: i64,
     /// `amdgpu.uni_mes` (default 1): on GPUs for which the driver declares `_uni_mes.bin`, that
     /// file is asked for in place of `_mes.bin` and `_mes1.bin` (amdgpu_discovery.c
     /// `amdgpu_discovery_set_mes_ip_blocks`, amdgpu_mes.c `amdgpu_mes_init_microcode`).
@@ -47,7 +50,7 @@ pub struct Settings {
 
 impl Default for Settings {
     fn default() -> Self {
-        Settings { mes: 0, uni_mes: 1, fw_load_type: -1 }
+        Settings { mes: 0, mes_kiq: 0, uni_mes: 1, fw_load_type: -1 }
     }
 }
 
@@ -60,6 +63,7 @@ impl Settings {
             let Ok(v) = value.trim().parse::<i64>() else { continue };
             match name.as_str() {
                 "mes" => s.mes = v,
+                "mes_kiq" => s.mes_kiq = v,
                 "uni_mes" => s.uni_mes = v,
                 "fw_load_type" => s.fw_load_type = v,
                 _ => {}
@@ -69,8 +73,9 @@ impl Settings {
     }
 }
 
-/// What the driver does without `file` (a file name without its folder), run with `settings`.
-pub fn need(file: &str, settings: &Settings) -> Need {
+/// What the driver of kernel `version` (`major.minor`) does without `file` (a file name without
+/// its folder), run with `settings`.
+pub fn need(file: &str, settings: &Settings, version: (u32, u32)) -> Need {
     let stem = file.strip_suffix(".bin").unwrap_or(file);
     let ends = |s: &str| stem.ends_with(s);
     if ends("_cap") {
@@ -101,19 +106,23 @@ pub fn need(file: &str, settings: &Settings) -> Need {
             "the newer of two files; the older is taken without it (gfx_v8_0.c gfx_v8_0_init_microcode)",
         );
     }
-    // MES on GC 10 (the codename-named GPUs and gc_10_*) runs only with amdgpu.mes=1 (default 0):
-    // 6.1's amdgpu_discovery.c amdgpu_discovery_set_mes_ip_blocks adds mes_v10_1 under
-    // `if (amdgpu_mes)`; from GC 11 it is always added.
-    let mes = ["_mes", "_mes1", "_mes_2"].iter().any(|s| ends(s));
+    // MES on GC 10 (the codename-named GPUs and gc_10_*): 6.1's amdgpu_discovery.c
+    // amdgpu_discovery_set_mes_ip_blocks adds mes_v10_1 under `if (amdgpu_mes)` (default 0),
+    // and asks for the KIQ pipe's `_mes1` only `if (amdgpu_mes_kiq)` too; 6.12 adds it for GC 10
+    // never. From GC 11 it is always added.
     let gfx10 = stem.starts_with("gc_10_") || !stem.starts_with("gc_");
-    if mes && gfx10 && settings.mes != 1 {
+    let runs = settings.mes != 0 && version < (6, 12);
+    let mes1 = ends("_mes1") && !(runs && settings.mes_kiq != 0);
+    if gfx10 && (mes1 || ((ends("_mes") || ends("_mes_2")) && !runs)) {
         return Need::Optional(
-            "gfx10's MES runs only with amdgpu.mes=1 (amdgpu_discovery.c amdgpu_discovery_set_mes_ip_blocks)",
+            "gfx10's MES runs only with amdgpu.mes=1 before Linux 6.12, its KIQ file only with amdgpu.mes_kiq=1 too (amdgpu_discovery.c amdgpu_discovery_set_mes_ip_blocks)",
         );
     }
-    // navi12 and cyan_skillfish read their IP discovery table from the GPU and ask for
-    // gpu_info only without one (amdgpu_device.c amdgpu_device_parse_gpu_info_fw).
-    if stem == "navi12_gpu_info" || stem == "cyan_skillfish_gpu_info" {
+    // cyan_skillfish reads its IP discovery table from the GPU and asks for gpu_info only
+    // without one (amdgpu_device.c amdgpu_device_parse_gpu_info_fw); navi12 as well in 6.12,
+    // but in 6.1 always: before 6.12 it is held required.
+    let navi12 = stem == "navi12_gpu_info" && version >= (6, 12);
+    if navi12 || stem == "cyan_skillfish_gpu_info" {
         return Need::Optional(
             "asked for only when the GPU's IP discovery table cannot be read (amdgpu_device.c amdgpu_device_parse_gpu_info_fw)",
         );
@@ -172,6 +181,8 @@ fn not_asked(
 pub enum DriverOutcome {
     /// No amdgpu module in the roots: whether the GPU comes up is not known from here.
     Unknown,
+    /// The kernel has no amdgpu driver at all.
+    NoDriver,
     /// The driver asks for no firmware of the target's: it does not know the GPU.
     NotKnown,
     /// A file the probe needs is absent: the GPU does not come up.
@@ -183,7 +194,7 @@ pub enum DriverOutcome {
 impl DriverOutcome {
     /// The GPU does not come up: the driver does not know it, or lacks a file it needs.
     pub fn down(&self) -> bool {
-        matches!(self, DriverOutcome::NotKnown | DriverOutcome::Missing)
+        matches!(self, DriverOutcome::NoDriver | DriverOutcome::NotKnown | DriverOutcome::Missing)
     }
 }
 
@@ -210,8 +221,13 @@ pub enum Unjudged {
     /// The running kernel's `lib/modules/<release>` holds no amdgpu driver (in a container,
     /// the host's modules are not there).
     NoModuleForRunningKernel,
-    /// The running kernel's amdgpu module could not be read.
+    /// The amdgpu module could not be read.
     ModuleUnreadable,
+    /// A built-in driver asks for its firmware before the root is mounted: from the initramfs
+    /// or the kernel image (`CONFIG_EXTRA_FIRMWARE`); the root's files, all there, are copies
+    /// gfxscan cannot tell are in the initramfs (firmware_loader/main.c
+    /// `fw_get_filesystem_firmware` waits for the initramfs only).
+    BuiltInNeedsInitramfs,
     /// The target table names no firmware for the target (`targets.toml` `firmware`).
     NoFirmwareNames,
 }
@@ -222,7 +238,8 @@ impl Unjudged {
         match self {
             Unjudged::NoModuleInRoots => "no amdgpu kernel module in the roots (check without ROOT judges this machine's kernel; a ROOT that holds lib/modules is judged too)",
             Unjudged::NoModuleForRunningKernel => "no amdgpu driver for the running kernel under lib/modules (in a container the host's modules are not visible)",
-            Unjudged::ModuleUnreadable => "the running kernel's amdgpu module could not be read",
+            Unjudged::ModuleUnreadable => "its amdgpu module could not be read",
+            Unjudged::BuiltInNeedsInitramfs => "amdgpu is built into this kernel: it loads its firmware from the initramfs before the root is mounted, and the initramfs is not read here (every file it asks for is in the root)",
             Unjudged::NoFirmwareNames => "the target table names no firmware for this target",
         }
     }
@@ -293,14 +310,11 @@ impl Kernel<'_> {
         }
     }
 
-    /// Why there is no driver to judge against, and what stopped a module's reading.
-    fn unjudged(&self) -> (Unjudged, Option<String>) {
+    /// Why there is no driver to judge against.
+    fn unjudged(&self) -> Unjudged {
         match self {
-            Kernel::Roots { .. } => (Unjudged::NoModuleInRoots, None),
-            Kernel::Running(RunningKernel { unreadable: Some(e), .. }) => {
-                (Unjudged::ModuleUnreadable, Some(e.clone()))
-            }
-            Kernel::Running(_) => (Unjudged::NoModuleForRunningKernel, None),
+            Kernel::Roots { .. } => Unjudged::NoModuleInRoots,
+            Kernel::Running(_) => Unjudged::NoModuleForRunningKernel,
         }
     }
 }
@@ -321,7 +335,7 @@ pub fn check_drivers(kernel: Kernel, gpus: &[(String, Vec<String>)]) -> Vec<Driv
         running,
     };
     if kernel.drivers().is_empty() {
-        let (why, problem) = kernel.unjudged();
+        let why = kernel.unjudged();
         let release = match kernel {
             Kernel::Running(k) => k.release.clone(),
             Kernel::Roots { .. } => None,
@@ -329,22 +343,47 @@ pub fn check_drivers(kernel: Kernel, gpus: &[(String, Vec<String>)]) -> Vec<Driv
         let unknown = |(gpu, _): &(String, Vec<String>)| {
             let mut judgement = judge(None, &[], &|_| false, &settings);
             judgement.release = release.clone();
-            DriverCheck { unjudged: Some(why), problem: problem.clone(), ..row(gpu, None, judgement) }
+            DriverCheck { unjudged: Some(why), ..row(gpu, None, judgement) }
         };
         return gpus.iter().map(unknown).collect();
     }
     let mut out = Vec::new();
     for d in kernel.drivers() {
-        let info =
-            ModInfo { vermagic: d.release.clone(), firmware: d.firmware.clone(), ..ModInfo::default() };
-        let present = |name: &str| d.present.iter().any(|p| p == name);
         for (gpu, prefixes) in gpus {
-            let judgement = judge(Some(&info), prefixes, &present, &settings);
-            let unjudged = prefixes.is_empty().then_some(Unjudged::NoFirmwareNames);
-            out.push(DriverCheck { unjudged, ..row(gpu, Some(d), judgement) });
+            out.push(judge_record(d, gpu, prefixes, &settings, &row));
         }
     }
     out
+}
+
+/// One GPU (`gpu`, its firmware `prefixes`) against one driver record.
+fn judge_record(
+    d: &DriverRecord,
+    gpu: &str,
+    prefixes: &[String],
+    settings: &Settings,
+    row: &dyn Fn(&str, Option<&DriverRecord>, DriverJudgement) -> DriverCheck,
+) -> DriverCheck {
+    let info = ModInfo { vermagic: d.release.clone(), firmware: d.firmware.clone(), ..ModInfo::default() };
+    let present = |name: &str| d.present.iter().any(|p| p == name);
+    let mut judgement = judge(Some(&info), prefixes, &present, settings);
+    let mut unjudged = prefixes.is_empty().then_some(Unjudged::NoFirmwareNames);
+    if d.absent {
+        judgement =
+            DriverJudgement { outcome: DriverOutcome::NoDriver, ..judge(None, &[], &present, settings) };
+        judgement.release = d.release.clone();
+        unjudged = None;
+    } else if d.unreadable.is_some() {
+        judgement = DriverJudgement { release: d.release.clone(), ..judge(None, &[], &present, settings) };
+        unjudged = Some(Unjudged::ModuleUnreadable);
+    } else if d.built_in
+        && judgement.outcome == DriverOutcome::Ok
+        && !judgement.asked.iter().all(|a| d.built_in_firmware.contains(a))
+    {
+        judgement.outcome = DriverOutcome::Unknown;
+        unjudged = Some(Unjudged::BuiltInNeedsInitramfs);
+    }
+    DriverCheck { unjudged, problem: d.unreadable.clone(), ..row(gpu, Some(d), judgement) }
 }
 
 impl DriverJudgement {
@@ -408,7 +447,7 @@ pub fn judge(
             };
             j.asked.contains(&full) && present(&full)
         });
-        match need(&file_of(name), settings) {
+        match need(&file_of(name), settings, version(driver.release().unwrap_or_default())) {
             _ if stands_in => j.optional_absent.push((
                 name.clone(),
                 "the older MES file is taken without it (amdgpu_mes.c amdgpu_mes_init_microcode)",
@@ -427,6 +466,62 @@ pub fn judge(
 mod tests {
     use super::*;
 
+    /// A driver record of 6.12 declaring gc_11_0_0_pfp.bin, present, changed by `edit`.
+    fn record(edit: impl Fn(&mut DriverRecord)) -> DriverRecord {
+        let mut r = DriverRecord {
+            path: crate::model::RelPath::new(0, std::ffi::OsStr::new("lib/modules/6.12.0/amdgpu.ko")),
+            release: Some("6.12.0".into()),
+            built_in: false,
+            absent: false,
+            unreadable: None,
+            built_in_firmware: Vec::new(),
+            firmware_zstd: true,
+            firmware_xz: true,
+            firmware: vec!["amdgpu/gc_11_0_0_pfp.bin".into()],
+            present: vec!["amdgpu/gc_11_0_0_pfp.bin".into()],
+        };
+        edit(&mut r);
+        r
+    }
+
+    /// A built-in driver whose files are all in the root is not OK: it reads them from the
+    /// initramfs; those in the kernel image (`CONFIG_EXTRA_FIRMWARE`) are there for certain.
+    #[test]
+    fn a_built_in_driver_is_ok_only_with_its_firmware_in_the_kernel() {
+        let gpus = vec![("gfx1100".to_string(), vec!["gc_11_0_0".to_string()])];
+        let roots = ["/".to_string()];
+        let judged = |r: DriverRecord| check_drivers(Kernel::Roots { drivers: &[r], roots: &roots }, &gpus);
+        let rows = judged(record(|r| r.built_in = true));
+        assert_eq!(
+            (rows[0].judgement.outcome.clone(), rows[0].unjudged),
+            (DriverOutcome::Unknown, Some(Unjudged::BuiltInNeedsInitramfs))
+        );
+        let rows = judged(record(|r| {
+            r.built_in = true;
+            r.built_in_firmware = vec!["amdgpu/gc_11_0_0_pfp.bin".into()];
+        }));
+        assert_eq!(rows[0].judgement.outcome, DriverOutcome::Ok);
+        let rows = judged(record(|r| {
+            r.built_in = true;
+            r.present.clear();
+        }));
+        assert_eq!(rows[0].judgement.outcome, DriverOutcome::Missing);
+    }
+
+    /// Linux 6.1 runs gfx10's MES only with amdgpu.mes set (any value but 0), and its KIQ file
+    /// only with amdgpu.mes_kiq too; 6.12 never; navi12's gpu_info is required before 6.12.
+    #[test]
+    fn gfx10_mes_and_navi12_gpu_info_follow_the_kernel() {
+        let mes = Settings { mes: 2, ..Settings::default() };
+        assert_eq!(need("navi10_mes.bin", &mes, (6, 1)), Need::Required);
+        assert!(matches!(need("sienna_cichlid_mes1.bin", &mes, (6, 1)), Need::Optional(_)));
+        let kiq = Settings { mes: 1, mes_kiq: 1, ..Settings::default() };
+        assert_eq!(need("sienna_cichlid_mes1.bin", &kiq, (6, 1)), Need::Required);
+        assert!(matches!(need("navi10_mes.bin", &kiq, (6, 12)), Need::Optional(_)));
+        assert_eq!(need("navi12_gpu_info.bin", &Settings::default(), (6, 1)), Need::Required);
+        assert!(matches!(need("navi12_gpu_info.bin", &Settings::default(), (6, 12)), Need::Optional(_)));
+    }
+
     fn driver(files: &[&str]) -> ModInfo {
         ModInfo {
             vermagic: Some("6.12.117+deb13-amd64 SMP preempt".into()),
@@ -437,11 +532,11 @@ mod tests {
 
     #[test]
     fn gfx10_mes_is_optional_gfx11_mes_is_not() {
-        assert!(matches!(need("sienna_cichlid_mes1.bin", &Settings::default()), Need::Optional(_)));
-        assert!(matches!(need("navi10_mes.bin", &Settings::default()), Need::Optional(_)));
-        assert!(matches!(need("gc_10_3_6_mes.bin", &Settings::default()), Need::Optional(_)));
-        assert_eq!(need("gc_11_0_0_mes1.bin", &Settings::default()), Need::Required);
-        assert_eq!(need("gc_12_0_1_mes.bin", &Settings::default()), Need::Required);
+        assert!(matches!(need("sienna_cichlid_mes1.bin", &Settings::default(), (6, 12)), Need::Optional(_)));
+        assert!(matches!(need("navi10_mes.bin", &Settings::default(), (6, 12)), Need::Optional(_)));
+        assert!(matches!(need("gc_10_3_6_mes.bin", &Settings::default(), (6, 12)), Need::Optional(_)));
+        assert_eq!(need("gc_11_0_0_mes1.bin", &Settings::default(), (6, 12)), Need::Required);
+        assert_eq!(need("gc_12_0_1_mes.bin", &Settings::default(), (6, 12)), Need::Required);
     }
 
     #[test]
@@ -495,20 +590,20 @@ mod tests {
     /// values as sysfs prints them, garbage keeping the default.
     #[test]
     fn settings_are_the_drivers_defaults_or_a_running_drivers() {
-        assert_eq!(Settings::default(), Settings { mes: 0, uni_mes: 1, fw_load_type: -1 });
+        assert_eq!(Settings::default(), Settings { mes: 0, mes_kiq: 0, uni_mes: 1, fw_load_type: -1 });
         let p = |n: &str, v: &str| (n.to_string(), v.to_string());
         let s = Settings::from_parameters(&[p("mes", "1\n"), p("uni_mes", "x"), p("fw_load_type", "3")]);
-        assert_eq!(s, Settings { mes: 1, uni_mes: 1, fw_load_type: 3 });
+        assert_eq!(s, Settings { mes: 1, mes_kiq: 0, uni_mes: 1, fw_load_type: 3 });
     }
 
-    /// gfx10's MES (amdgpu.mes=1) and the GC 11/12 RLC backdoor's TOC (amdgpu.fw_load_type=3)
+    /// gfx10's MES (amdgpu.mes=1, Linux 6.1) and the GC 11/12 RLC backdoor's TOC (amdgpu.fw_load_type=3)
     /// are required when the running driver is set so.
     #[test]
     fn parameters_make_conditional_files_required() {
         let on = Settings { mes: 1, fw_load_type: 3, ..Settings::default() };
-        assert_eq!(need("navi10_mes.bin", &on), Need::Required);
-        assert_eq!(need("gc_11_0_0_toc.bin", &on), Need::Required);
-        assert!(matches!(need("gc_11_0_0_toc.bin", &Settings::default()), Need::Optional(_)));
+        assert_eq!(need("navi10_mes.bin", &on, (6, 1)), Need::Required);
+        assert_eq!(need("gc_11_0_0_toc.bin", &on, (6, 12)), Need::Required);
+        assert!(matches!(need("gc_11_0_0_toc.bin", &Settings::default(), (6, 12)), Need::Optional(_)));
     }
 
     /// GC 12 with `_uni_mes.bin` declared asks for it alone by default; with amdgpu.uni_mes=0 for
@@ -552,10 +647,17 @@ mod tests {
         assert!(rows.iter().all(|r| r.judgement.outcome == DriverOutcome::Unknown
             && r.unjudged == Some(Unjudged::NoModuleInRoots)
             && r.module.is_none()));
-        let running = RunningKernel { unreadable: Some("amdgpu.ko: cut".into()), ..RunningKernel::default() };
+        let rows = check_drivers(Kernel::Running(&RunningKernel::default()), &gpus);
+        assert_eq!(rows[0].unjudged, Some(Unjudged::NoModuleForRunningKernel));
+        let cut = record(|r| r.unreadable = Some("amdgpu.ko: cut".into()));
+        let running = RunningKernel { drivers: vec![cut], ..RunningKernel::default() };
         let rows = check_drivers(Kernel::Running(&running), &gpus);
         assert_eq!(rows[0].unjudged, Some(Unjudged::ModuleUnreadable));
+        assert_eq!(rows[0].judgement.outcome, DriverOutcome::Unknown);
         assert_eq!(rows[0].problem.as_deref(), Some("amdgpu.ko: cut"));
+        let none = record(|r| r.absent = true);
+        let rows = check_drivers(Kernel::Roots { drivers: &[none], roots: &["/".into()] }, &gpus);
+        assert!(rows.iter().all(|r| r.judgement.outcome == DriverOutcome::NoDriver), "{rows:?}");
         let d = driver(&["gc_11_0_0_pfp.bin"]);
         assert_eq!(judge(Some(&d), &[], &|_| true, &Settings::default()).outcome, DriverOutcome::Unknown);
     }
@@ -574,7 +676,44 @@ mod tests {
         );
         assert_eq!(j.outcome, DriverOutcome::Ok, "{j:?}");
         assert_eq!(j.optional_absent[0].0, "amdgpu/gc_11_0_3_mes.bin");
-        assert!(matches!(need("cyan_skillfish_gpu_info.bin", &Settings::default()), Need::Optional(_)));
-        assert_eq!(need("vega10_gpu_info.bin", &Settings::default()), Need::Required);
+        assert!(matches!(
+            need("cyan_skillfish_gpu_info.bin", &Settings::default(), (6, 12)),
+            Need::Optional(_)
+        ));
+        assert_eq!(need("vega10_gpu_info.bin", &Settings::default(), (6, 12)), Need::Required);
+    }
+
+    /// Every optional or conditional rule of [`need`], one file each, and files it must leave
+    /// required.
+    #[test]
+    fn each_rule_names_its_files() {
+        let d = Settings::default();
+        for optional in [
+            "vega10_cap.bin",
+            "gc_11_0_0_rlc_kicker.bin",
+            "gc_11_0_0_rlc_1.bin",
+            "picasso_rlc_am4.bin",
+            "vega10_ip_discovery.bin",
+            "gc_11_5_1_toc.bin",
+            "vega10_mec2.bin",
+            "polaris10_pfp_2.bin",
+            "polaris10_mec2_2.bin",
+            "navi12_gpu_info.bin",
+            "raven_dmcu.bin",
+            "navi10_mes.bin",
+        ] {
+            assert!(matches!(need(optional, &d, (6, 12)), Need::Optional(_)), "{optional}");
+        }
+        for required in [
+            "gc_11_5_1_pfp.bin",
+            "gc_11_5_1_imu.bin",
+            "vega10_gpu_info.bin",
+            "gc_12_0_1_uni_mes.bin",
+            "psp_14_0_1_toc.bin",
+            "polaris10_pfp.bin",
+            "vega10_mec.bin",
+        ] {
+            assert_eq!(need(required, &d, (6, 12)), Need::Required, "{required}");
+        }
     }
 }

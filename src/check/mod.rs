@@ -350,9 +350,11 @@ pub fn check(model: &Model, gpus: &Gpus, targets: &Targets, opts: CheckOptions) 
     };
     let drivers = driver::check_drivers(kernel, &targets_checked);
     let driver_down = drivers.iter().any(|d| d.judgement.outcome.down());
+    // A module that could not be read leaves the GPU's side unjudged: no OK over it.
+    let driver_unread = drivers.iter().any(|d| d.unjudged == Some(driver::Unjudged::ModuleUnreadable));
     let outcome = if installs.iter().any(|i| i.status == Status::Missing) || driver_down {
         Outcome::Missing
-    } else if !snap.problems.is_empty() || !gpus.unknown.is_empty() {
+    } else if !snap.problems.is_empty() || !gpus.unknown.is_empty() || driver_unread {
         Outcome::Incomplete
     } else if !has_code {
         Outcome::NothingToCheck

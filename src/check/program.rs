@@ -9,8 +9,9 @@ use serde::Serialize;
 use crate::parse::dynamic::parse_dynamic;
 use crate::source::dlopen::{data_dirs, follow, ollama_runner_path, DataDir, DataKind, RunTimeLoad};
 use crate::source::file::open_file;
-use crate::source::loader::{in_root, Closure, Loader, LoaderEnv, Object, Through};
+use crate::source::loader::{Closure, Loader, LoaderEnv, Object, Through};
 use crate::source::process::Process;
+use crate::source::rooted::in_root;
 use crate::vocab::verdict::Status;
 
 /// A program's loads, as found.

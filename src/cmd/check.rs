@@ -83,10 +83,11 @@ pub fn run(mut args: CheckArgs, color: cli::ColorChoice) -> anyhow::Result<ExitS
     let model = Model::build(snap, &targets, context);
     // Without ROOT the check is of a system — this machine, a process's or a program's root —
     // and so is the kernel judged: the one it runs, with its driver's parameters.
-    let system = match (&process, &args.root) {
-        (Some(p), _) => p.root.clone(),
-        (None, Some(r)) => r.clone(),
-        (None, None) => args.sysfs_root.clone().unwrap_or_else(|| "/".into()),
+    let system = match (&args.sysfs_root, &process, &args.root) {
+        (Some(s), _, _) => s.clone(),
+        (None, Some(p), _) => p.root.clone(),
+        (None, None, Some(r)) => r.clone(),
+        (None, None, None) => "/".into(),
     };
     let running_kernel = args.opts.roots.is_empty().then(|| source::kernel::running(&system));
     let mut result =

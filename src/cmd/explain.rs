@@ -34,7 +34,11 @@ pub fn run(mut args: ExplainArgs, color: cli::ColorChoice) -> anyhow::Result<Exi
         args.opts.resources.max_memory = Some(memory_aim(&args.opts.resources, false));
         let snap = scan_roots(roots, &args.opts, &targets, None, None, false, false)?;
         let model = Model::build(snap, &targets, Context::default());
-        let (e, report) = explain_scanned(&model, &target, &args.target, &gpus, &targets, not_checked);
+        // Without ROOT, this machine's installs: and its running kernel, as `check` judges it.
+        let running_kernel =
+            args.opts.roots.is_empty().then(|| crate::source::kernel::running(std::path::Path::new("/")));
+        let opts = check::CheckOptions { not_checked, running_kernel };
+        let (e, report) = explain_scanned(&model, &target, &args.target, &gpus, &targets, opts);
         (e, report.exit_status())
     };
     deliver_all(outputs, status, |format, style, w| {
@@ -51,12 +55,13 @@ pub fn explain_scanned(
     given: &str,
     gpus: &Gpus,
     targets: &Targets,
-    not_checked: Vec<String>,
+    opts: check::CheckOptions,
 ) -> (explain::Explanation, check::CheckReport) {
-    let report =
-        check::check(model, gpus, targets, check::CheckOptions { not_checked, ..Default::default() });
-    let over = override_gpus(given, target, targets)
-        .map(|g| check::check(model, &g, targets, check::CheckOptions::default()));
+    // The same kernel under the override: it changes the code looked for, not the GPU.
+    let same_kernel =
+        check::CheckOptions { running_kernel: opts.running_kernel.clone(), ..Default::default() };
+    let report = check::check(model, gpus, targets, opts);
+    let over = override_gpus(given, target, targets).map(|g| check::check(model, &g, targets, same_kernel));
     let inputs = explain::Inputs { model: Some(model), check: Some(&report), with_override: over.as_ref() };
     (explain::explain(target, targets, inputs), report)
 }

@@ -111,7 +111,7 @@ fn gates_for(model: &Model, targets: &Targets, names: &[String]) -> Vec<crate::e
         .filter(|t| !t.is_generic())
         .filter_map(|t| {
             let gpus = check::devices::from_args(std::slice::from_ref(&t.name), &none, targets).ok()?;
-            Some(super::explain::explain_scanned(model, t, &t.name, &gpus, targets, Vec::new()).0)
+            Some(super::explain::explain_scanned(model, t, &t.name, &gpus, targets, Default::default()).0)
         })
         .collect()
 }

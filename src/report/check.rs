@@ -12,7 +12,8 @@ use crate::model::Family;
 use crate::vocab::targets::Targets;
 use crate::vocab::units::count;
 
-use super::style::{cut_path_start, fill_cell, paint, status_color, wrap, Style};
+use super::style::{fill_cell, paint, status_color, wrap, Style};
+use super::table::fit_name;
 use super::write_json;
 
 /// The GPU's line: index, where it was found, its target (and override), its product.
@@ -87,16 +88,6 @@ fn status_line(text: &str, first: &str, word: &str, status: Status, style: Style
 fn in_folder(library: &str, dir: &str) -> bool {
     let folder = library.trim_end_matches('/');
     folder == dir || folder.ends_with(&format!("/{dir}"))
-}
-
-/// A library's name in `room` columns: leading folders go first, then the middle of a name
-/// too long by itself.
-pub(super) fn fit_name(name: &str, room: usize) -> String {
-    let cut = cut_path_start(name, room);
-    match cut.chars().count() > room {
-        true => super::table::shorten_middle(&cut, room),
-        false => cut,
-    }
 }
 
 /// Where the outcome line stands: after everything (text), or first (the page).
@@ -302,7 +293,11 @@ fn driver_line(d: &crate::check::driver::DriverCheck) -> String {
         false => format!("; as the running driver is set: {}", set.join(" ")),
     };
     match (j.outcome.clone(), d.unjudged) {
-        (_, Some(why)) => format!("{kernel} · unknown: {}", why.words()),
+        (_, Some(why)) => format!(
+            "{kernel} · unknown: {}{}",
+            why.words(),
+            d.problem.as_deref().map(|p| format!(": {p}")).unwrap_or_default()
+        ),
         (DriverOutcome::Ok, None) => {
             format!("{kernel} · OK: the {} files it asks for are there{optional}{settings}", j.asked.len())
         }
@@ -312,6 +307,10 @@ fn driver_line(d: &crate::check::driver::DriverCheck) -> String {
             j.asked.len(),
             j.missing.join(", "),
             d.dmesg.as_deref().unwrap_or("")
+        ),
+        (DriverOutcome::NoDriver, None) => format!(
+            "{kernel} · MISSING: this kernel has no amdgpu driver (modules.dep names none; Ubuntu keeps it in linux-modules-extra-{})",
+            j.release.as_deref().unwrap_or("<release>")
         ),
         (DriverOutcome::NotKnown, None) => {
             format!("{kernel} · MISSING: the driver asks for no firmware of this GPU: it does not know it (no /dev/kfd node)")

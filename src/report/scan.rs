@@ -367,9 +367,20 @@ fn driver_notes(snap: &Snapshot, targets: &Targets) -> Vec<String> {
         };
         let (ok, missing) = (of(DriverOutcome::Ok), of(DriverOutcome::Missing));
         let release = d.release.as_deref().unwrap_or("of unknown release");
+        let at = d.path.display(&snap.roots);
+        if d.absent {
+            out.push(format!(
+                "Kernel: Linux {release} ({at}) has no amdgpu driver: no GPU comes up with it."
+            ));
+            continue;
+        }
+        if let Some(e) = &d.unreadable {
+            out.push(format!("Kernel: the amdgpu module of Linux {release} ({at}) could not be read: {e}."));
+            continue;
+        }
         let mut line = format!(
-            "Kernel: amdgpu of Linux {release} ({}) asks for {} firmware files, {} present; every file it needs is there for {}",
-            d.path.display(&snap.roots),
+            "Kernel: amdgpu of Linux {release} ({at}{}) declares {} firmware files, {} present; every file it needs is there for {}",
+            if d.built_in { ", built in" } else { "" },
             d.firmware.len(),
             d.present.len(),
             if ok.is_empty() { "no target".to_string() } else { ok.join(", ") }
@@ -379,6 +390,11 @@ fn driver_notes(snap: &Snapshot, targets: &Targets) -> Vec<String> {
                 "; absent for {} (gfxscan check --gpu TARGET names them)",
                 missing.join(", ")
             ));
+        }
+        if d.built_in && !of(DriverOutcome::Unknown).is_empty() {
+            line.push_str(
+                "; built in, it loads firmware from the initramfs, not read here: the others are unknown",
+            );
         }
         out.push(format!("{line}."));
     }

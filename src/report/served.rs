@@ -32,6 +32,7 @@ pub fn gpu_cell(r: &GpuRow) -> String {
 pub fn decider_cell(r: &GpuRow, report: &CheckReport) -> String {
     match r.driver {
         DriverOutcome::NotKnown => return "amdgpu driver: does not know it".to_string(),
+        DriverOutcome::NoDriver => return "amdgpu driver: not in this kernel".to_string(),
         DriverOutcome::Missing => return "amdgpu driver: firmware absent".to_string(),
         DriverOutcome::Ok | DriverOutcome::Unknown => {}
     }
@@ -70,7 +71,7 @@ fn columns(report: &CheckReport, md: bool, style: Style) -> Vec<Column> {
             let name = decider_cell(r, report);
             room.map_or_else(
                 || name.clone(),
-                |room| super::check::fit_name(&name, room.max(HEADERS[2].len())),
+                |room| super::table::fit_name(&name, room.max(HEADERS[2].len())),
             )
         })
         .collect();

@@ -173,6 +173,16 @@ fn shorten(text: &str, room: usize) -> String {
     }
 }
 
+/// A library's name in `room` columns: leading folders go first, then the middle of a name
+/// too long by itself.
+pub fn fit_name(name: &str, room: usize) -> String {
+    let cut = super::style::cut_path_start(name, room);
+    match cut.chars().count() > room {
+        true => shorten_middle(&cut, room),
+        false => cut,
+    }
+}
+
 /// `text` in at most `room` characters, its middle cut for "…": a file name keeps both the
 /// start that says what it is and the end that says for which target.
 pub fn shorten_middle(text: &str, room: usize) -> String {

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use crate::parse::host::parse_sections;
 use crate::source::file::open_file;
-use crate::source::loader::{in_root, list_in_root, Loader, Object};
+use crate::source::loader::{Loader, Object};
+use crate::source::rooted::{in_root, list_in_root};
 
 /// A library loaded at run time, or looked for and not found.
 #[derive(Debug, Clone, PartialEq, Eq)]

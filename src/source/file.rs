@@ -70,6 +70,15 @@ impl ByteSource for FileSource {
 }
 
 impl FileSource {
+    /// Its bytes from the start, up to `cap + 1` of them (more than `cap` says the file is
+    /// larger), read to their end whatever size the file claims (`/proc` files claim 0).
+    pub fn read_to_cap(&self, cap: u64) -> std::io::Result<Vec<u8>> {
+        use std::io::Read;
+        let mut out = Vec::new();
+        (&self.file).take(cap.saturating_add(1)).read_to_end(&mut out)?;
+        Ok(out)
+    }
+
     /// Turns the kernel's readahead off for this file. A host library's facts are headers
     /// scattered through a `.hip_fatbin` of up to gigabytes, a few KiB every few dozen KiB:
     /// readahead fetched 128 KiB around each, four times the bytes on a cold cache, for no gain
@@ -100,11 +109,10 @@ pub fn open_file(path: &std::path::Path, follow: bool) -> std::io::Result<FileSo
     Ok(FileSource { file, len: meta.len(), id: file_id(&meta) })
 }
 
-/// A small file read whole (a configuration file): at most `max` bytes, else an error.
+/// A small file read whole (a configuration file): at most `max` bytes, else an error. A last
+/// link is followed; a FIFO or device is refused, never blocked on.
 pub fn read_small(path: &std::path::Path, max: u64) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    let mut out = Vec::new();
-    File::open(path)?.take(max + 1).read_to_end(&mut out)?;
+    let out = open_file(path, true)?.read_to_cap(max)?;
     if out.len() as u64 > max {
         return Err(std::io::Error::other(format!("larger than {max} bytes")));
     }

@@ -1,17 +1,18 @@
-//! The kernel's side of a root: its amdgpu driver modules (`lib/modules/<release>/kernel/
-//! drivers/gpu/drm/amd/amdgpu/amdgpu.ko`, plain, `.ko.xz` or `.ko.zst`, under `lib/` or merged
-//! `usr/lib/`), each kernel's configuration (`boot/config-<release>`), and whether a firmware
-//! file is in the root, symbolic links followed inside the root (an absolute link is read
-//! against the root, as the kernel would see it there).
+//! The kernel's side of a root: per kernel release, the amdgpu driver modprobe loads
+//! (`lib/modules/<release>/…/amdgpu.ko`, plain, `.ko.xz` or `.ko.zst`, under `lib/` or merged
+//! `usr/lib/`, or built in), its kernel's configuration (`boot/config-<release>`), and whether a
+//! firmware file is in the root; the running system's kernel and its driver's parameters. Every
+//! path is looked up inside the root, links resolved there (`source::rooted`).
 
 use std::os::unix::fs::MetadataExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::decode::{budget_for, Budget};
 use crate::model::{DriverRecord, Problem, RelPath};
-use crate::parse::modinfo::{builtin_modinfo, parse_modinfo, ModInfo, MAX_MODINFO};
+use crate::parse::modinfo::{builtin_modinfo, parse_modinfo, ModInfo};
 use crate::source::origin::Origin;
+use crate::source::rooted::{in_root, is_file_in_root, list_in_root, read_in_root};
 use crate::vocab::codec::Codec;
 
 /// Bytes a module may inflate to, four times over, before its reading stops (Linux 6.12's
@@ -19,29 +20,43 @@ use crate::vocab::codec::Codec;
 const MAX_MODULE: u64 = 256 << 20;
 /// Largest kernel configuration read.
 const MAX_CONFIG: u64 = 4 << 20;
-/// Most symbolic links followed for one firmware name.
-const MAX_LINKS: u32 = 16;
-/// Largest `modules.dep` or `modules.builtin` read (6.12's `modules.dep` is 0.6 MB).
+/// Largest `modules.dep`, `modules.builtin` or `modules.builtin.modinfo` read (6.12's
+/// `modules.dep` is 0.6 MB).
 const MAX_DEP: u64 = 32 << 20;
-/// Folders below `updates/` or `extra/` looked into for a module, and entries read of each.
+/// Folders below `updates/` or `extra/` looked into for a module, and entries looked at in all.
 const MAX_DEPTH: u32 = 8;
 const MAX_ENTRIES: usize = 100_000;
 /// The names of the amdgpu module: plain, `.xz`, `.zst` (scripts/Makefile.modinst).
 const MODULE_NAMES: [&str; 3] = ["amdgpu.ko", "amdgpu.ko.xz", "amdgpu.ko.zst"];
+/// Where kernels keep their modules, one folder a release.
+const MODULE_BASES: [&str; 2] = ["/lib/modules", "/usr/lib/modules"];
 
-/// One amdgpu module found in a root.
+/// The amdgpu driver of one kernel release found in a root.
 #[derive(Debug)]
 pub struct Module {
-    /// Its path, relative to the root.
+    /// Its path, relative to the root: the module, `modules.builtin.modinfo` for a built-in
+    /// one, or the release folder for a kernel without one.
     pub path: PathBuf,
-    /// Its `.modinfo`, or why it could not be read.
+    /// How the release holds it.
+    pub how: Holds,
+    /// Its `.modinfo`, or why it could not be read (empty for [`Holds::Nothing`]).
     pub modinfo: Result<ModInfo, String>,
     /// Its kernel's configuration, when the root holds it.
     pub config: Option<String>,
     /// The name of its `lib/modules` folder: the release it serves.
     pub release: String,
-    /// Built into the kernel, not a module (`path` is `modules.builtin.modinfo`).
-    pub built_in: bool,
+}
+
+/// How a kernel release holds its amdgpu driver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Holds {
+    /// A loadable module.
+    Module,
+    /// Built into the kernel: its `.modinfo` is in `modules.builtin.modinfo`.
+    BuiltIn,
+    /// None: depmod's `modules.dep` names no amdgpu and `modules.builtin` does not list it
+    /// (Ubuntu keeps amdgpu in `linux-modules-extra-<release>`).
+    Nothing,
 }
 
 /// How the kernel's firmware loader finds a file (drivers/base/firmware_loader/main.c):
@@ -106,33 +121,44 @@ pub fn version(release: &str) -> (u32, u32) {
     (n(parts.next()), n(parts.next()))
 }
 
-/// The driver records of every amdgpu module under `root` (root index `index`): each with the
-/// firmware it declares and which of those the root holds; a module that cannot be read is
-/// a problem at its path.
+/// The driver records of every kernel release under `root` (root index `index`; of release
+/// `only`, when given): each with the firmware its amdgpu declares and which of those the root
+/// holds. A module that cannot be read is a problem at its path, and a record saying so.
 pub fn drivers(root: &Path, index: usize, only: Option<&str>) -> (Vec<DriverRecord>, Vec<Problem>) {
     let (mut out, mut problems) = (Vec::new(), Vec::new());
     for m in amdgpu_modules(root, only) {
         let path = RelPath::new(index, m.path.as_os_str());
-        let info = match m.modinfo {
-            Ok(i) => i,
+        let (info, unreadable) = match m.modinfo {
+            Ok(i) => (i, None),
             Err(e) => {
-                problems.push(Problem { path, message: format!("kernel module: {e}") });
-                continue;
+                problems.push(Problem { path: path.clone(), message: format!("kernel module: {e}") });
+                (ModInfo::default(), Some(e))
             }
         };
-        // A module's own word on its kernel, else (built in) its folder's name.
+        // A module's own word on its kernel, else its folder's name.
         let release = info.release().unwrap_or(&m.release).to_string();
         let loader = Loader::of(&release, m.config.as_deref());
+        // A built-in driver's firmware built into the kernel is there whatever the root holds.
+        let built_in_firmware = match m.how {
+            Holds::BuiltIn => extra_firmware(m.config.as_deref()),
+            Holds::Module | Holds::Nothing => Vec::new(),
+        };
         let present = info
             .firmware
             .iter()
-            .filter(|n| loader.places(n, &release).iter().any(|p| exists_in(root, p)))
+            .filter(|n| {
+                built_in_firmware.contains(n)
+                    || loader.places(n, &release).iter().any(|p| is_file_in_root(root, Path::new(p)))
+            })
             .cloned()
             .collect();
         out.push(DriverRecord {
             path,
             release: Some(release.clone()),
-            built_in: m.built_in,
+            built_in: m.how == Holds::BuiltIn,
+            absent: m.how == Holds::Nothing,
+            unreadable,
+            built_in_firmware,
             firmware_zstd: loader.zstd,
             firmware_xz: loader.xz,
             firmware: info.firmware,
@@ -140,6 +166,12 @@ pub fn drivers(root: &Path, index: usize, only: Option<&str>) -> (Vec<DriverReco
         });
     }
     (out, problems)
+}
+
+/// The firmware a kernel carries in its own image (`CONFIG_EXTRA_FIRMWARE`, space-separated).
+fn extra_firmware(config: Option<&str>) -> Vec<String> {
+    let line = config.and_then(|c| c.lines().find_map(|l| l.trim().strip_prefix("CONFIG_EXTRA_FIRMWARE=")));
+    line.map(|v| v.trim_matches('"').split_whitespace().map(str::to_string).collect()).unwrap_or_default()
 }
 
 /// The running system's kernel, as `check` without a ROOT reads it.
@@ -152,150 +184,132 @@ pub struct RunningKernel {
     /// The amdgpu driver of that release in the system's `lib/modules` (root index 0), or of
     /// every release when none is known.
     pub drivers: Vec<DriverRecord>,
-    /// What stopped the reading of that release's module.
-    pub unreadable: Option<String>,
     /// The running driver's parameters that change what it asks for
-    /// (`sys/module/amdgpu/parameters/{mes,uni_mes,fw_load_type}`), when amdgpu is loaded.
+    /// (`sys/module/amdgpu/parameters/{mes,mes_kiq,uni_mes,fw_load_type}`), when amdgpu is
+    /// loaded.
     pub parameters: Option<Vec<(String, String)>>,
 }
 
 /// The parameters of a loaded amdgpu that decide which firmware it asks for.
-const PARAMETERS: [&str; 3] = ["mes", "uni_mes", "fw_load_type"];
+const PARAMETERS: [&str; 4] = ["mes", "mes_kiq", "uni_mes", "fw_load_type"];
 
 /// The kernel running on the system whose root is `system`: its release, its amdgpu driver,
 /// and that driver's parameters when it is loaded. A root with no `proc/` (an image) runs no
 /// kernel: each of its kernels' drivers is judged.
 pub fn running(system: &Path) -> RunningKernel {
-    let small = |rel: &str| {
-        crate::source::file::read_small(&system.join(rel), 4096)
-            .ok()
-            .map(|b| String::from_utf8_lossy(&b).trim().to_string())
+    let small = |abs: &str| {
+        read_in_root(system, Path::new(abs), 4096).map(|b| String::from_utf8_lossy(&b).trim().to_string())
     };
     // A release names one folder: anything else is not believed.
-    let release = small("proc/sys/kernel/osrelease")
+    let release = small("/proc/sys/kernel/osrelease")
         .filter(|r| !r.is_empty() && !r.contains('/') && r != "." && r != "..");
-    // A system image with no `/proc` of its own: each of its kernels.
-    let (drivers, problems) = drivers(system, 0, release.as_deref());
-    let parameters = system.join("sys/module/amdgpu").is_dir().then(|| {
+    let (drivers, _) = drivers(system, 0, release.as_deref());
+    let loaded = in_root(system, Path::new("/sys/module/amdgpu")).is_some_and(|p| p.is_dir());
+    let parameters = loaded.then(|| {
         PARAMETERS
             .iter()
-            .filter_map(|p| small(&format!("sys/module/amdgpu/parameters/{p}")).map(|v| (p.to_string(), v)))
+            .filter_map(|p| small(&format!("/sys/module/amdgpu/parameters/{p}")).map(|v| (p.to_string(), v)))
             .collect()
     });
-    RunningKernel {
-        system: system.to_path_buf(),
-        release,
-        drivers,
-        unreadable: problems.first().map(|p| format!("{}: {}", p.path.path, p.message)),
-        parameters,
-    }
+    RunningKernel { system: system.to_path_buf(), release, drivers, parameters }
 }
 
-/// Every amdgpu driver under `root` (of kernel `only`, when given), by kernel release: per
-/// release folder the one modprobe loads (see [`module_of_release`]).
+/// Every kernel release under `root` (release `only`, when given) with what it holds of amdgpu
+/// (see [`module_of_release`]), each release once however its folder is reached.
 pub fn amdgpu_modules(root: &Path, only: Option<&str>) -> Vec<Module> {
     let mut out = Vec::new();
-    // With merged `/usr`, `lib` is a link to `usr/lib`: the same module is met under both.
+    // With merged `/usr`, `lib` is a link to `usr/lib`: the same release is met under both.
     let mut seen = std::collections::HashSet::new();
-    for base in ["lib/modules", "usr/lib/modules"] {
-        let Ok(releases) = std::fs::read_dir(root.join(base)) else { continue };
-        let mut releases: Vec<PathBuf> = releases.flatten().map(|e| e.path()).collect();
-        releases.sort();
-        for dir in releases {
-            let release = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    for base in MODULE_BASES {
+        for release in list_in_root(root, Path::new(base)) {
             if only.is_some_and(|o| o != release) {
                 continue;
             }
-            let Some((p, how)) = module_of_release(root, &dir) else { continue };
-            // A module that is a link is read where it leads; one met twice through a linked
-            // folder is read once.
-            let Ok(meta) = p.metadata() else { continue };
-            if !meta.is_file() || !seen.insert((meta.dev(), meta.ino())) {
+            let dir = Path::new(base).join(&release);
+            let Some(real) = in_root(root, &dir).filter(|d| d.is_dir()) else { continue };
+            let Ok(meta) = real.metadata() else { continue };
+            if !seen.insert((meta.dev(), meta.ino())) {
                 continue;
             }
+            let Some((p, how)) = module_of_release(root, &dir) else { continue };
             let rel = p.strip_prefix(root).map(Path::to_path_buf).unwrap_or_else(|_| p.clone());
             let config =
-                crate::source::file::read_small(&root.join(format!("boot/config-{release}")), MAX_CONFIG)
-                    .ok()
+                read_in_root(root, &Path::new("/boot").join(format!("config-{release}")), MAX_CONFIG)
                     .map(|b| String::from_utf8_lossy(&b).into_owned());
             let modinfo = match how {
-                Found::Module => read_modinfo(&p),
-                Found::BuiltIn => crate::source::file::read_small(&p, MAX_MODINFO)
-                    .map_err(|e| e.to_string())
-                    .map(|b| builtin_modinfo(&b, "amdgpu")),
+                Holds::Module => read_modinfo(&p),
+                Holds::BuiltIn => read_in_root(root, &dir.join("modules.builtin.modinfo"), MAX_DEP)
+                    .map(|b| builtin_modinfo(&b, "amdgpu"))
+                    .ok_or_else(|| "modules.builtin.modinfo: not a readable file".to_string()),
+                Holds::Nothing => Ok(ModInfo::default()),
             };
-            out.push(Module { path: rel, modinfo, config, release, built_in: how == Found::BuiltIn });
+            out.push(Module { path: rel, how, modinfo, config, release });
         }
     }
     out
 }
 
-/// How a release folder holds its amdgpu driver.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Found {
-    /// A loadable module, at the path given.
-    Module,
-    /// Built into the kernel: its `.modinfo` is in `modules.builtin.modinfo`, the path given.
-    BuiltIn,
-}
-
-/// The amdgpu driver of one `lib/modules/<release>` folder, as modprobe finds it: the module
-/// `modules.dep` names (depmod wrote it after its search order, which puts `updates/` — where
-/// DKMS installs AMD's amdgpu-dkms — before the kernel's own: kmod tools/depmod.c `cfg_load`);
-/// else, in a folder depmod never ran in (an unpacked package), the first of `updates/`,
-/// `extra/` and `kernel/`; else the `.modinfo` of a built-in amdgpu (`modules.builtin`).
-fn module_of_release(root: &Path, dir: &Path) -> Option<(PathBuf, Found)> {
-    let is_amdgpu = |name: &str| MODULE_NAMES.contains(&name);
-    if let Ok(dep) = crate::source::file::read_small(&dir.join("modules.dep"), MAX_DEP) {
-        let text = String::from_utf8_lossy(&dep);
-        let named = text
-            .lines()
-            .filter_map(|l| l.split_once(':'))
-            .map(|(m, _)| m.trim())
-            .find(|m| Path::new(m).file_name().and_then(|n| n.to_str()).is_some_and(is_amdgpu));
+/// What one release folder (`dir`, absolute inside `root`) holds of amdgpu, as modprobe finds
+/// it, with its real path: the module `modules.dep` names (depmod wrote it after its search
+/// order, which puts `updates/` — where DKMS installs AMD's amdgpu-dkms — before the kernel's
+/// own: kmod tools/depmod.c `cfg_load`); else, in a folder depmod never ran in (an unpacked
+/// package), the first of `updates/`, `extra/` and `kernel/`; else a built-in amdgpu
+/// (`modules.builtin`); else, where depmod ran, nothing; else (nothing to go by) none.
+fn module_of_release(root: &Path, dir: &Path) -> Option<(PathBuf, Holds)> {
+    let is_amdgpu = |p: &str| {
+        Path::new(p).file_name().and_then(|n| n.to_str()).is_some_and(|n| MODULE_NAMES.contains(&n))
+    };
+    let dep = read_in_root(root, &dir.join("modules.dep"), MAX_DEP);
+    if let Some(dep) = &dep {
+        let text = String::from_utf8_lossy(dep);
+        let named =
+            text.lines().filter_map(|l| l.split_once(':')).map(|(m, _)| m.trim()).find(|m| is_amdgpu(m));
         if let Some(m) = named {
-            // Relative to the release folder (absolute in kmod before 8: read in the root);
-            // a name that leads out of the root is not followed.
-            let in_root = match m.strip_prefix('/') {
-                Some(abs) => Some(PathBuf::from(abs)),
-                None => dir.strip_prefix(root).ok().map(|d| d.join(m)),
-            };
-            return in_root.and_then(|r| normalise(&r)).map(|r| (root.join(r), Found::Module));
+            // Relative to the release folder (absolute in kmod before 8), looked up in the root.
+            let abs = if m.starts_with('/') { PathBuf::from(m) } else { dir.join(m) };
+            if let Some(real) = in_root(root, &abs).filter(|p| p.is_file()) {
+                return Some((real, Holds::Module));
+            }
+        }
+    } else {
+        let mut budget = MAX_ENTRIES;
+        for sub in ["updates", "extra"] {
+            if let Some(p) = find_module(root, &dir.join(sub), 0, &mut budget) {
+                return Some((p, Holds::Module));
+            }
+        }
+        let own = dir.join("kernel/drivers/gpu/drm/amd/amdgpu");
+        let found = MODULE_NAMES.iter().find_map(|n| in_root(root, &own.join(n)).filter(|p| p.is_file()));
+        if let Some(p) = found {
+            return Some((p, Holds::Module));
         }
     }
-    for sub in ["updates", "extra"] {
-        if let Some(p) = find_module(&dir.join(sub), 0) {
-            return Some((p, Found::Module));
-        }
+    let builtin = read_in_root(root, &dir.join("modules.builtin"), MAX_DEP);
+    if builtin.is_some_and(|b| String::from_utf8_lossy(&b).lines().any(|l| is_amdgpu(l.trim()))) {
+        return Some((
+            root.join(dir.strip_prefix("/").unwrap_or(dir)).join("modules.builtin.modinfo"),
+            Holds::BuiltIn,
+        ));
     }
-    let own = dir.join("kernel/drivers/gpu/drm/amd/amdgpu");
-    if let Some(p) = MODULE_NAMES.iter().map(|n| own.join(n)).find(|p| p.symlink_metadata().is_ok()) {
-        return Some((p, Found::Module));
-    }
-    let builtin = crate::source::file::read_small(&dir.join("modules.builtin"), MAX_DEP).ok()?;
-    let listed = String::from_utf8_lossy(&builtin)
-        .lines()
-        .any(|l| Path::new(l.trim()).file_name().and_then(|n| n.to_str()).is_some_and(is_amdgpu));
-    listed.then(|| (dir.join("modules.builtin.modinfo"), Found::BuiltIn))
+    dep.map(|_| (root.join(dir.strip_prefix("/").unwrap_or(dir)), Holds::Nothing))
 }
 
-/// The first amdgpu module under `dir`, by name order, at most [`MAX_DEPTH`] folders down.
-fn find_module(dir: &Path, depth: u32) -> Option<PathBuf> {
-    let mut entries: Vec<std::fs::DirEntry> =
-        std::fs::read_dir(dir).ok()?.flatten().take(MAX_ENTRIES).collect();
-    entries.sort_by_key(|e| e.file_name());
-    for e in &entries {
-        if e.file_name().to_str().is_some_and(|n| MODULE_NAMES.contains(&n)) {
-            return Some(e.path());
-        }
-    }
-    if depth >= MAX_DEPTH {
-        return None;
-    }
-    entries
+/// The first amdgpu module under `dir` (absolute inside `root`), by name order, at most
+/// [`MAX_DEPTH`] folders down and `budget` entries looked at in all.
+fn find_module(root: &Path, dir: &Path, depth: u32, budget: &mut usize) -> Option<PathBuf> {
+    let names = list_in_root(root, dir);
+    *budget = budget.checked_sub(names.len())?;
+    let module = names
         .iter()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .find_map(|e| find_module(&e.path(), depth + 1))
+        .filter(|n| MODULE_NAMES.contains(&n.as_str()))
+        .find_map(|n| in_root(root, &dir.join(n)).filter(|p| p.is_file()));
+    if module.is_some() || depth >= MAX_DEPTH {
+        return module;
+    }
+    names
+        .iter()
+        .filter(|n| in_root(root, &dir.join(n)).is_some_and(|p| p.is_dir()))
+        .find_map(|n| find_module(root, &dir.join(n), depth + 1, budget))
 }
 
 /// A module's `.modinfo`, read in place: through the section table, of the module itself or of
@@ -319,80 +333,14 @@ fn read_modinfo(path: &Path) -> Result<ModInfo, String> {
     }
 }
 
-/// True when `rel` (a path relative to the root) names a regular file there, links followed
-/// inside the root.
-pub fn exists_in(root: &Path, rel: &str) -> bool {
-    let mut at = PathBuf::from(rel);
-    for _ in 0..MAX_LINKS {
-        let full = root.join(&at);
-        match full.symlink_metadata() {
-            Ok(m) if m.file_type().is_symlink() => {
-                let Ok(target) = std::fs::read_link(&full) else { return false };
-                let next = if target.is_absolute() {
-                    target.components().filter(|c| !matches!(c, Component::RootDir)).collect()
-                } else {
-                    at.parent().map(|p| p.join(&target)).unwrap_or(target)
-                };
-                let Some(inside) = normalise(&next) else { return false };
-                at = inside;
-            }
-            Ok(m) => return m.is_file(),
-            // A folder on the way may itself be a link (`lib` → `usr/lib`).
-            Err(_) => match through_linked_folder(root, &at) {
-                Some(p) if p != at => at = p,
-                _ => return false,
-            },
-        }
-    }
-    false
-}
-
-/// `p` with `.` and `..` resolved, `None` when it leaves the root.
-fn normalise(p: &Path) -> Option<PathBuf> {
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            Component::Normal(n) => out.push(n),
-            Component::ParentDir => {
-                if !out.pop() {
-                    return None;
-                }
-            }
-            Component::CurDir | Component::RootDir | Component::Prefix(_) => {}
-        }
-    }
-    Some(out)
-}
-
-/// `rel` with its first folder that is a symbolic link replaced by where it leads (inside the
-/// root), or `None` when no folder on the way is one.
-fn through_linked_folder(root: &Path, rel: &Path) -> Option<PathBuf> {
-    let mut prefix = PathBuf::new();
-    let parts: Vec<Component> = rel.components().collect();
-    for (i, c) in parts.iter().enumerate() {
-        prefix.push(c);
-        let full = root.join(&prefix);
-        if full.symlink_metadata().ok()?.file_type().is_symlink() {
-            let target = std::fs::read_link(&full).ok()?;
-            let base = if target.is_absolute() {
-                target.components().filter(|c| !matches!(c, Component::RootDir)).collect()
-            } else {
-                prefix.parent().map(|p| p.join(&target)).unwrap_or(target)
-            };
-            let mut next = normalise(&base)?;
-            for rest in parts.get(i + 1..)? {
-                next.push(rest);
-            }
-            return Some(next);
-        }
-    }
-    None
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    fn exists_in(root: &Path, rel: &str) -> bool {
+        is_file_in_root(root, Path::new(rel))
+    }
 
     #[test]
     fn the_loader_looks_as_the_kernel_does() {

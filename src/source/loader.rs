@@ -8,15 +8,14 @@
 //! `_dl_map_object_deps` (breadth first), `elf/dl-misc.c` `_dl_name_match_p` (a name already
 //! loaded), `elf/dl-cache.c` `_dl_load_cache_lookup` (`/etc/ld.so.cache`).
 
-use std::collections::{HashMap, HashSet, VecDeque};
-use std::path::{Component, Path, PathBuf};
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 
 use crate::parse::dynamic::{parse_dynamic, Dynamic};
 use crate::parse::ldcache::{parse_ld_cache, pick_cached, CacheEntry};
 use crate::source::file::open_file;
+use crate::source::rooted::{in_root, list_in_root, read_in_root};
 
-/// Most symbolic links followed to resolve one path (the kernel's `MAXSYMLINKS`).
-const MAX_LINKS: usize = 40;
 /// Most objects one closure loads.
 const MAX_OBJECTS: usize = 4096;
 
@@ -158,62 +157,6 @@ fn platform() -> &'static str {
         }
     }
     "x86_64"
-}
-
-/// The path `abs` names inside `root`, every link resolved inside it (an absolute link target
-/// starts again at the root, `..` stops at it); `None` when it does not exist.
-pub fn in_root(root: &Path, abs: &Path) -> Option<PathBuf> {
-    let mut todo: VecDeque<std::ffi::OsString> = components(abs).collect();
-    let mut at = root.to_path_buf();
-    let mut links = 0;
-    while let Some(part) = todo.pop_front() {
-        if part == ".." {
-            if at != root {
-                at.pop();
-            }
-            continue;
-        }
-        let next = at.join(&part);
-        let meta = std::fs::symlink_metadata(&next).ok()?;
-        if meta.file_type().is_symlink() {
-            links += 1;
-            if links > MAX_LINKS {
-                return None;
-            }
-            let target = std::fs::read_link(&next).ok()?;
-            if target.is_absolute() {
-                at = root.to_path_buf();
-            }
-            for (i, c) in components(&target).enumerate() {
-                todo.insert(i, c);
-            }
-        } else {
-            at = next;
-        }
-    }
-    Some(at)
-}
-
-/// The names in folder `dir` (inside `root`), sorted; none when it is not there.
-pub fn list_in_root(root: &Path, dir: &Path) -> Vec<String> {
-    let Some(real) = in_root(root, dir) else { return Vec::new() };
-    let mut names: Vec<String> = std::fs::read_dir(real)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
-
-/// The normal parts of a path, `..` kept, `.` and the root dropped.
-fn components(p: &Path) -> impl Iterator<Item = std::ffi::OsString> + '_ {
-    p.components().filter_map(|c| match c {
-        Component::Normal(n) => Some(n.to_os_string()),
-        Component::ParentDir => Some("..".into()),
-        _ => None,
-    })
 }
 
 /// A path list split as `fillin_rpath` splits it: at `:` (and `;` too in `LD_LIBRARY_PATH`),
@@ -842,7 +785,7 @@ fn real_in_root(root: &Path, file: &Path) -> Option<PathBuf> {
 
 /// The root's `/etc/ld.so.cache`, when it has one that reads.
 fn read_cache(root: &Path) -> Option<Vec<CacheEntry>> {
-    let bytes = read_small(root, Path::new("/etc/ld.so.cache"), MAX_CACHE)?;
+    let bytes = read_in_root(root, Path::new("/etc/ld.so.cache"), MAX_CACHE)?;
     parse_ld_cache(&bytes).ok()
 }
 
@@ -851,18 +794,6 @@ const MAX_CACHE: u64 = 64 << 20;
 const MAX_CONF: u64 = 1 << 20;
 /// Most configuration files read through `include` lines.
 const MAX_CONF_FILES: usize = 256;
-
-/// The bytes of the regular file `abs` names inside `root`, when it is one and not over `cap`
-/// bytes: a FIFO or device named there is never opened, a huge file never read.
-fn read_small(root: &Path, abs: &Path, cap: u64) -> Option<Vec<u8>> {
-    let file = in_root(root, abs)?;
-    if !std::fs::symlink_metadata(&file).is_ok_and(|m| m.is_file() && m.len() <= cap) {
-        return None;
-    }
-    let src = open_file(&file, false).ok()?;
-    let bytes = crate::parse::ByteSource::read_at(&src, 0, src.len.min(cap) as usize).ok()?;
-    Some(bytes.into_owned())
-}
 
 /// The folders the root's `/etc/ld.so.conf` names, its `include` globs followed, relative ones
 /// from the including file's folder (ldconfig `parse_conf`, `parse_conf_include`); each file
@@ -879,7 +810,7 @@ fn conf_file(root: &Path, path: &Path, out: &mut Vec<String>, seen: &mut std::co
     if seen.len() >= MAX_CONF_FILES || !seen.insert(real) {
         return;
     }
-    let Some(bytes) = read_small(root, path, MAX_CONF) else { return };
+    let Some(bytes) = read_in_root(root, path, MAX_CONF) else { return };
     for line in String::from_utf8_lossy(&bytes).lines() {
         let line = line.split('#').next().unwrap_or("").trim();
         if let Some(pattern) = line.strip_prefix("include").filter(|r| r.starts_with([' ', '\t'])) {

@@ -12,6 +12,7 @@ pub mod memory;
 pub mod origin;
 pub mod process;
 pub mod registry;
+pub mod rooted;
 pub mod snapshot;
 pub mod sqlite;
 pub mod walk;

@@ -68,9 +68,10 @@ fn a_roots_kernel_driver_and_its_firmware_are_recorded() {
     run.expect_code(1);
     let all = snap["drivers"].as_array().cloned().unwrap_or_default();
     let releases: Vec<&str> = all.iter().filter_map(|d| d["release"].as_str()).collect();
-    assert_eq!(releases, ["6.1.0-9-amd64", "6.12.0-xz", "6.8.0-zst"], "{snap:#}");
-    assert_eq!(all[2]["firmware"], json!(["amdgpu/vega10_me.bin"]));
-    assert_eq!(all[1]["firmware"], json!(["amdgpu/navi10_me.bin"]));
+    assert_eq!(releases, ["6.1.0-9-amd64", "6.2.0", "6.12.0-xz", "6.8.0-zst"], "{snap:#}");
+    assert_eq!(all[3]["firmware"], json!(["amdgpu/vega10_me.bin"]));
+    assert_eq!(all[2]["firmware"], json!(["amdgpu/navi10_me.bin"]));
+    assert!(all[1]["unreadable"].is_string(), "the module that does not read: {:#}", all[1]);
     let d = &snap["drivers"];
     assert_eq!(d[0]["release"], "6.1.0-9-amd64");
     assert_eq!(d[0]["firmware_xz"], true);
@@ -156,6 +157,7 @@ fn no_kernel_in_the_roots_is_unknown_and_said_once() {
         "{}",
         r.stdout
     );
+    assert_eq!(words.matches("no amdgpu kernel module").count(), 1, "said once: {}", r.stdout);
     let e = gfxscan(&["explain", "gfx1100", "--json", "-q", t.root().to_str().unwrap()]);
     e.expect_code(0);
     let doc = e.json();
@@ -201,8 +203,109 @@ fn the_module_judged_is_the_one_modprobe_loads() {
         format!("{rel}/kernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko.zst"),
         "as modules.dep says"
     );
-    t.file(format!("{rel}/modules.dep"), b"../../../../../../../tmp/amdgpu.ko:\n");
-    assert!(drivers(&t).is_empty(), "modules.dep out of the root is not followed");
+    // A module outside the root, named by modules.dep through `..` and absolutely: looked up
+    // inside the root (`..` stops at it), where there is none: this kernel has no amdgpu.
+    let outside = tempfile::tempdir().expect("tempdir");
+    let module_out = outside.path().join("amdgpu.ko");
+    std::fs::write(&module_out, module(&dkms)).expect("write");
+    for named in [format!("../../../../../../..{}", module_out.display()), module_out.display().to_string()] {
+        t.file(format!("{rel}/modules.dep"), format!("{named}:\n").as_bytes());
+        let d = drivers(&t);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(
+            (d[0]["absent"].as_bool(), d[0]["firmware"].as_array().map(Vec::len)),
+            (Some(true), Some(0)),
+            "{named}: {:?}",
+            d[0]
+        );
+    }
+}
+
+/// Nothing of a root is read outside it: a release folder, `updates/` or the kernel's module
+/// folder that is a link out of the root is looked up inside it (an absolute target starts
+/// again at the root), and the module out there is never read.
+#[test]
+fn links_out_of_the_root_lead_back_into_it() {
+    let outside = tempfile::tempdir().expect("tempdir");
+    let out = outside.path();
+    let info = [GC_11_0_0, b"vermagic=6.8.0-out SMP\0"].concat();
+    std::fs::create_dir_all(out.join("6.8.0-out/kernel/drivers/gpu/drm/amd/amdgpu")).expect("mkdir");
+    std::fs::write(out.join("6.8.0-out/kernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko"), module(&info))
+        .expect("write");
+    std::fs::write(out.join("6.8.0-out/modules.builtin"), b"kernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko\n")
+        .expect("write");
+    let t = Tree::new();
+    t.symlink(out.join("6.8.0-out"), "lib/modules/6.8.0-out");
+    t.symlink(out.join("6.8.0-out"), "lib/modules/6.8.1/updates");
+    t.symlink("/", "lib/modules/6.8.2/updates");
+    t.symlink(out.join("6.8.0-out/kernel"), "lib/modules/6.8.3/kernel");
+    with_gc_11_0_0_firmware(&t);
+    let (_, snap) = t.scan_json(&[]);
+    assert_eq!(snap["drivers"], Value::Null, "nothing read from outside: {:#}", snap["drivers"]);
+}
+
+/// A FIFO where `modules.dep`, `modules.builtin`, the kernel's configuration or the running
+/// kernel's release is looked for is never opened for reading: `check` finishes.
+#[test]
+fn fifos_in_a_kernels_place_are_not_read() {
+    let t = Tree::new();
+    let rel = "lib/modules/6.12.0-fifo";
+    let info = [GC_11_0_0, b"vermagic=6.12.0-fifo SMP\0"].concat();
+    t.file(format!("{rel}/kernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko"), &module(&info));
+    t.fifo(format!("{rel}/modules.dep"));
+    t.fifo(format!("{rel}/modules.builtin"));
+    t.fifo("boot/config-6.12.0-fifo");
+    with_gc_11_0_0_firmware(&t);
+    let spec = gfxscan::testing::DynamicSpec { e_type: 2, ..Default::default() };
+    t.file("usr/bin/prog", &gfxscan::testing::dynamic_elf(&spec));
+    let root = t.root().to_str().unwrap().to_string();
+    let r = gfxscan(&["check", "--gpu", "gfx1100", "--json", "-q", &root]);
+    assert_eq!(r.json()["drivers"][0]["outcome"], "ok", "{}", r.stdout);
+    t.fifo("proc/sys/kernel/osrelease");
+    let r =
+        gfxscan(&["check", "--gpu", "gfx1100", "--exe", "/usr/bin/prog", "--root", &root, "--json", "-q"]);
+    assert_eq!(r.json()["drivers"][0]["outcome"], "ok", "no release: each kernel of the image: {}", r.stdout);
+}
+
+/// A kernel whose `modules.dep` names no amdgpu (Ubuntu without linux-modules-extra) leaves every
+/// GPU down: MISSING, in every view. A module that cannot be read is unknown with its reason,
+/// and the check is incomplete, never OK.
+#[test]
+fn a_kernel_without_amdgpu_is_missing_an_unreadable_one_unknown() {
+    let t = Tree::new();
+    let rel = "lib/modules/6.8.0-31-generic";
+    t.file(format!("{rel}/modules.dep"), b"kernel/drivers/gpu/drm/drm.ko.zst:\n");
+    t.file(format!("{rel}/kernel/drivers/gpu/drm/drm.ko.zst"), b"x");
+    t.file("opt/rocm/lib/k.hipfb", &hip_bundle(&[("gfx1100", &co(GFX1100, 0, 1))]));
+    let root = t.root().to_str().unwrap().to_string();
+    let r = gfxscan(&["check", "--gpu", "gfx1100", "--json", "-q", &root]);
+    r.expect_code(1);
+    let d = &r.json()["drivers"][0];
+    assert_eq!(
+        (d["outcome"].as_str(), d["release"].as_str()),
+        (Some("no-driver"), Some("6.8.0-31-generic")),
+        "{d}"
+    );
+    let text = gfxscan(&["check", "--gpu", "gfx1100", &root]);
+    let words = text.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(words.contains("MISSING: this kernel has no amdgpu driver"), "{}", text.stdout);
+    let all = gfxscan(&["check", "--gpu", "all", "--json", "-q", &root]);
+    assert_eq!(all.json()["summary"][0]["driver"], "no-driver");
+    assert_eq!(all.json()["summary"][0]["status"], "missing");
+    let e = gfxscan(&["explain", "gfx1100", "--json", "-q", &root]);
+    e.expect_code(1);
+    // The module there, cut short: unknown, why, and exit 3.
+    t.file(format!("{rel}/modules.dep"), b"kernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko:\n");
+    t.file(format!("{rel}/kernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko"), &module(GC_11_0_0)[..40]);
+    let r = gfxscan(&["check", "--gpu", "gfx1100", "--json", "-q", &root]);
+    r.expect_code(3);
+    let d = &r.json()["drivers"][0];
+    assert_eq!(
+        (d["outcome"].as_str(), d["unjudged"].as_str()),
+        (Some("unknown"), Some("module-unreadable")),
+        "{d}"
+    );
+    assert!(d["problem"].as_str().is_some_and(|p| !p.is_empty()), "{d}");
 }
 
 /// An amdgpu built into the kernel (`modules.builtin`) is judged from the release's
@@ -221,12 +324,28 @@ fn a_built_in_amdgpu_is_judged_from_modules_builtin_modinfo() {
     );
     t.file("usr/lib/firmware/amdgpu/gc_11_0_0_pfp.bin", b"x");
     t.file("opt/rocm/lib/k.hipfb", &hip_bundle(&[("gfx1100", &co(GFX1100, 0, 1))]));
-    let r = gfxscan(&["check", "--gpu", "gfx1100", "--json", "-q", t.root().to_str().unwrap()]);
+    let check = || gfxscan(&["check", "--gpu", "gfx1100", "--json", "-q", t.root().to_str().unwrap()]);
+    let r = check();
     r.expect_code(1);
     let d = &r.json()["drivers"][0];
     assert_eq!(d["built_in"], true, "{d}");
     assert_eq!(d["release"], "6.12.9-custom");
     assert_eq!(d["missing"], json!(["amdgpu/gc_11_0_0_me.bin"]));
+    // Every file in the root: it loads them before the root is mounted, from the initramfs,
+    // not read here: unknown. Built into the kernel image: OK.
+    t.file("usr/lib/firmware/amdgpu/gc_11_0_0_me.bin", b"x");
+    let d = check().json()["drivers"][0].clone();
+    assert_eq!(
+        (d["outcome"].as_str(), d["unjudged"].as_str()),
+        (Some("unknown"), Some("built-in-needs-initramfs")),
+        "{d}"
+    );
+    t.file(
+        "boot/config-6.12.9-custom",
+        b"CONFIG_EXTRA_FIRMWARE=\"amdgpu/gc_11_0_0_pfp.bin amdgpu/gc_11_0_0_me.bin\"\n",
+    );
+    std::fs::remove_dir_all(t.path("usr/lib/firmware")).expect("remove");
+    assert_eq!(check().json()["drivers"][0]["outcome"], "ok");
 }
 
 /// `check` of a system (no ROOT: here a program's `--root`) judges the kernel it runs: the
@@ -264,7 +383,7 @@ fn a_systems_running_kernel_is_judged_with_its_drivers_parameters() {
     t.file("sys/module/amdgpu/parameters/mes", b"garbage\n");
     let d = check().json()["drivers"][0].clone();
     assert_eq!(d["running"], true);
-    assert_eq!(d["settings"], json!({"mes": 0, "uni_mes": 0, "fw_load_type": -1}));
+    assert_eq!(d["settings"], json!({"mes": 0, "mes_kiq": 0, "uni_mes": 0, "fw_load_type": -1}));
     assert_eq!(d["outcome"], "missing", "{d:#}");
     assert_eq!(d["missing"], json!(["amdgpu/gc_12_0_1_mes.bin", "amdgpu/gc_12_0_1_mes1.bin"]));
     let text = gfxscan(&["check", "--gpu", "gfx1201", "--exe", "/usr/bin/prog", "--root", &root]);
@@ -353,7 +472,7 @@ fn scan_says_what_the_kernel_asks_for_and_finds() {
     let words = r.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(words.contains("Kernel: amdgpu of Linux 6.1.0-9-amd64"), "{}", r.stdout);
     assert!(
-        words.contains("asks for 4 firmware files, 3 present; every file it needs is there for gfx1100; absent for gfx900"),
+        words.contains("declares 4 firmware files, 3 present; every file it needs is there for gfx1100; absent for gfx900"),
         "{}",
         r.stdout
     );

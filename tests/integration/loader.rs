@@ -403,7 +403,22 @@ fn check_pid_agrees_with_check_exe_on_a_live_process() {
     }
     // The process's own override (HSA_OVERRIDE_GFX_VERSION=11.0.0) makes a gfx1030 load its
     // gfx1100 code: read from /proc/PID/environ, as --env gives it to --exe.
-    let (code, live, err) = gfxscan(&["check", "--gpu", "gfx1030", "--pid", &pid, "--json", "-q"]);
+    // The system's kernel is read under --sysfs-root (here a fixture: the host's is not judged),
+    // the same for the process and the program.
+    let system = tempfile::tempdir().unwrap();
+    let sys = system.path();
+    std::fs::create_dir_all(sys.join("proc/sys/kernel")).unwrap();
+    std::fs::write(sys.join("proc/sys/kernel/osrelease"), "6.12.0-test\n").unwrap();
+    let kdir = sys.join("lib/modules/6.12.0-test/kernel/drivers/gpu/drm/amd/amdgpu");
+    std::fs::create_dir_all(&kdir).unwrap();
+    let info = b"firmware=amdgpu/sienna_cichlid_pfp.bin\0vermagic=6.12.0-test SMP\0";
+    let module = gfxscan::testing::host_elf(&[gfxscan::testing::HostSection::rodata(".modinfo", info)]);
+    std::fs::write(kdir.join("amdgpu.ko"), module).unwrap();
+    std::fs::create_dir_all(sys.join("lib/firmware/amdgpu")).unwrap();
+    std::fs::write(sys.join("lib/firmware/amdgpu/sienna_cichlid_pfp.bin"), b"x").unwrap();
+    let sys = sys.to_str().unwrap();
+    let (code, live, err) =
+        gfxscan(&["check", "--gpu", "gfx1030", "--pid", &pid, "--sysfs-root", sys, "--json", "-q"]);
     assert_eq!(code, 0, "{live}{err}");
     let prog = prog.to_str().unwrap();
     let (_, exe, _) = gfxscan(&[
@@ -414,10 +429,13 @@ fn check_pid_agrees_with_check_exe_on_a_live_process() {
         prog,
         "--env",
         "HSA_OVERRIDE_GFX_VERSION=11.0.0",
+        "--sysfs-root",
+        sys,
         "--json",
         "-q",
     ]);
-    let (bare_code, _, _) = gfxscan(&["check", "--gpu", "gfx1030", "--exe", prog, "--json", "-q"]);
+    let (bare_code, _, _) =
+        gfxscan(&["check", "--gpu", "gfx1030", "--exe", prog, "--sysfs-root", sys, "--json", "-q"]);
     assert_eq!(bare_code, 1, "without the override a gfx1030 finds no code");
     let parse = |json: &str| {
         serde_json::from_str::<serde_json::Value>(json).unwrap_or_else(|e| panic!("{e}: {json}"))
@@ -427,6 +445,9 @@ fn check_pid_agrees_with_check_exe_on_a_live_process() {
         live["program"]["loads"].as_array().unwrap().iter().find(|l| l["name"] == "libgpu.so.1").cloned();
     assert_eq!(libgpu.expect("mapped")["chain"], serde_json::json!(["libgpu.so.1", "prog"]));
     assert_eq!(live["installs"], exe["installs"], "the same verdicts");
+    assert_eq!(live["drivers"], exe["drivers"], "the same kernel");
+    assert_eq!(live["drivers"][0]["outcome"], "ok", "{live:#}");
+    assert_eq!(live["drivers"][0]["release"], "6.12.0-test");
     // A process that is not there is a clear error.
     let (code, _, err) = gfxscan(&["check", "--gpu", "gfx1030", "--pid", "4294967295"]);
     assert_eq!(code, 2, "{err}");

@@ -44,7 +44,7 @@ fn prune_view(m: &Model, t: &Targets) -> String {
 fn explain_view(m: &Model, t: &Targets) -> String {
     let target = t.by_name("gfx1031").expect("gfx1031");
     let gpus = from_args(&["gfx1031".to_string()], &Env::default(), t).expect("GPUs");
-    let (e, _) = gfxscan::cmd::explain::explain_scanned(m, target, "gfx1031", &gpus, t, Vec::new());
+    let (e, _) = gfxscan::cmd::explain::explain_scanned(m, target, "gfx1031", &gpus, t, Default::default());
     // The tool's version line aside, the whole explanation.
     json(&e)
 }

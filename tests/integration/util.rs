@@ -247,12 +247,18 @@ impl Tree {
 
     /// Creates a symlink at `rel` pointing to `target` (taken literally, as `ln -s` does).
     pub fn symlink(&self, target: impl AsRef<Path>, rel: impl AsRef<Path>) -> &Self {
+        if let Some(dir) = self.path(&rel).parent() {
+            std::fs::create_dir_all(dir).expect("mkdir");
+        }
         std::os::unix::fs::symlink(target, self.path(rel)).expect("create symlink");
         self
     }
 
     /// Creates a FIFO at `rel`.
     pub fn fifo(&self, rel: impl AsRef<Path>) -> &Self {
+        if let Some(dir) = self.path(&rel).parent() {
+            std::fs::create_dir_all(dir).expect("mkdir");
+        }
         let p = CString::new(self.path(rel).as_os_str().as_bytes()).expect("no NUL in path");
         // SAFETY: `p` is a valid NUL-terminated path that outlives the call.
         let rc = unsafe { libc::mkfifo(p.as_ptr(), 0o644) };
