@@ -734,10 +734,14 @@ fn driver_coverage(
             .map(|t| (t.name.clone(), t.firmware.clone()))
             .collect();
         let kernel = crate::check::driver::Kernel::Roots { drivers: &s.drivers, roots: &s.roots };
-        crate::check::driver::check_drivers(kernel, &gpus)
-            .into_iter()
+        // As check judges a GPU: served when a kernel serves it and none leaves it down.
+        let rows = crate::check::driver::check_drivers(kernel, &gpus);
+        let down: BTreeSet<&str> =
+            rows.iter().filter(|d| d.judgement.outcome.down()).map(|d| d.gpu.as_str()).collect();
+        rows.iter()
             .filter(|d| d.judgement.outcome == crate::check::driver::DriverOutcome::Ok)
-            .map(|d| d.gpu)
+            .filter(|d| !down.contains(d.gpu.as_str()))
+            .map(|d| d.gpu.clone())
             .collect()
     };
     let (before, after) = (served(old), served(new));

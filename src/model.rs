@@ -1122,6 +1122,15 @@ pub struct DriverRecord {
     pub firmware: Vec<String>,
     /// Those of them the root holds, as the kernel's loader would find them.
     pub present: Vec<String>,
+    /// The driver parameters that decide which files it asks for (`mes`, `mes_kiq`, `uni_mes`,
+    /// `fw_load_type`) as the root sets them (`options amdgpu …` in `modprobe.d`; for the
+    /// running system, the kernel's command line too, or a loaded driver's own); empty: the
+    /// driver's defaults.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parameters: Vec<(String, String)>,
+    /// The parameters are a loaded driver's (`/sys/module/amdgpu/parameters`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub parameters_running: bool,
 }
 
 /// The files a scan read, as `stat` showed them (`scan --reuse`), and what their facts depend

@@ -91,7 +91,10 @@ pub fn need(file: &str, settings: &Settings, version: (u32, u32)) -> Need {
             "its absence is not fatal (amdgpu_discovery.c amdgpu_discovery_set_ip_blocks)",
         );
     }
-    if stem.starts_with("gc_") && ends("_toc") && settings.fw_load_type != 3 {
+    // 6.1 maps fw_load_type=3 to PSP loading: the RLC backdoor (and its TOC) came later, held
+    // here to start at 6.2 (6.12's amdgpu_ucode_get_load_type has it).
+    let backdoor = settings.fw_load_type == 3 && version >= (6, 2);
+    if stem.starts_with("gc_") && ends("_toc") && !backdoor {
         return Need::Optional(
             "asked for only with amdgpu.fw_load_type=3 (gfx_v11_0.c, gfx_v12_0.c init_toc_microcode)",
         );
@@ -118,10 +121,11 @@ pub fn need(file: &str, settings: &Settings, version: (u32, u32)) -> Need {
             "gfx10's MES runs only with amdgpu.mes=1 before Linux 6.12, its KIQ file only with amdgpu.mes_kiq=1 too (amdgpu_discovery.c amdgpu_discovery_set_mes_ip_blocks)",
         );
     }
-    // cyan_skillfish reads its IP discovery table from the GPU and asks for gpu_info only
-    // without one (amdgpu_device.c amdgpu_device_parse_gpu_info_fw); navi12 as well in 6.12,
-    // but in 6.1 always: before 6.12 it is held required.
-    let navi12 = stem == "navi12_gpu_info" && version >= (6, 12);
+    // navi12 and cyan_skillfish read their IP discovery table from the GPU and ask for gpu_info
+    // only without one (amdgpu_device.c amdgpu_device_parse_gpu_info_fw: 6.1 returns first
+    // thing when there is one, 6.12 per chip); older kernels asked navi12's always: before 6.1
+    // it is held required.
+    let navi12 = stem == "navi12_gpu_info" && version >= (6, 1);
     if navi12 || stem == "cyan_skillfish_gpu_info" {
         return Need::Optional(
             "asked for only when the GPU's IP discovery table cannot be read (amdgpu_device.c amdgpu_device_parse_gpu_info_fw)",
@@ -264,7 +268,8 @@ pub struct DriverCheck {
     /// What stopped the module's reading, for `module-unreadable`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub problem: Option<String>,
-    /// The driver parameters the judgement follows: the defaults, or the running driver's.
+    /// The driver parameters the judgement follows: the defaults, as the system sets them
+    /// (`modprobe.d`, the kernel's command line), or the running driver's.
     pub settings: Settings,
     /// The parameters are the running driver's (`/sys/module/amdgpu/parameters`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -300,16 +305,6 @@ impl Kernel<'_> {
         }
     }
 
-    /// The parameters its drivers run with, and whether they are a running driver's.
-    fn settings(&self) -> (Settings, bool) {
-        match self {
-            Kernel::Running(RunningKernel { parameters: Some(p), .. }) => {
-                (Settings::from_parameters(p), true)
-            }
-            _ => (Settings::default(), false),
-        }
-    }
-
     /// Why there is no driver to judge against.
     fn unjudged(&self) -> Unjudged {
         match self {
@@ -322,7 +317,6 @@ impl Kernel<'_> {
 /// Every target of `gpus` (name, `targets.toml` firmware prefixes) against every amdgpu driver
 /// of `kernel`; a target with no driver to judge it against gets one `unknown` row, with why.
 pub fn check_drivers(kernel: Kernel, gpus: &[(String, Vec<String>)]) -> Vec<DriverCheck> {
-    let (settings, running) = kernel.settings();
     let row = |gpu: &str, module: Option<&DriverRecord>, judgement: DriverJudgement| DriverCheck {
         gpu: gpu.to_string(),
         module: module.map(|d| kernel.shown(d)),
@@ -331,9 +325,10 @@ pub fn check_drivers(kernel: Kernel, gpus: &[(String, Vec<String>)]) -> Vec<Driv
         judgement,
         unjudged: None,
         problem: None,
-        settings,
-        running,
+        settings: module.map(|d| Settings::from_parameters(&d.parameters)).unwrap_or_default(),
+        running: module.is_some_and(|d| d.parameters_running),
     };
+    let settings = Settings::default();
     if kernel.drivers().is_empty() {
         let why = kernel.unjudged();
         let release = match kernel {
@@ -349,6 +344,7 @@ pub fn check_drivers(kernel: Kernel, gpus: &[(String, Vec<String>)]) -> Vec<Driv
     }
     let mut out = Vec::new();
     for d in kernel.drivers() {
+        let settings = Settings::from_parameters(&d.parameters);
         for (gpu, prefixes) in gpus {
             out.push(judge_record(d, gpu, prefixes, &settings, &row));
         }
@@ -479,6 +475,8 @@ mod tests {
             firmware_xz: true,
             firmware: vec!["amdgpu/gc_11_0_0_pfp.bin".into()],
             present: vec!["amdgpu/gc_11_0_0_pfp.bin".into()],
+            parameters: Vec::new(),
+            parameters_running: false,
         };
         edit(&mut r);
         r
@@ -509,7 +507,7 @@ mod tests {
     }
 
     /// Linux 6.1 runs gfx10's MES only with amdgpu.mes set (any value but 0), and its KIQ file
-    /// only with amdgpu.mes_kiq too; 6.12 never; navi12's gpu_info is required before 6.12.
+    /// only with amdgpu.mes_kiq too; 6.12 never; navi12's gpu_info is required before 6.1.
     #[test]
     fn gfx10_mes_and_navi12_gpu_info_follow_the_kernel() {
         let mes = Settings { mes: 2, ..Settings::default() };
@@ -518,8 +516,11 @@ mod tests {
         let kiq = Settings { mes: 1, mes_kiq: 1, ..Settings::default() };
         assert_eq!(need("sienna_cichlid_mes1.bin", &kiq, (6, 1)), Need::Required);
         assert!(matches!(need("navi10_mes.bin", &kiq, (6, 12)), Need::Optional(_)));
-        assert_eq!(need("navi12_gpu_info.bin", &Settings::default(), (6, 1)), Need::Required);
-        assert!(matches!(need("navi12_gpu_info.bin", &Settings::default(), (6, 12)), Need::Optional(_)));
+        assert_eq!(need("navi12_gpu_info.bin", &Settings::default(), (5, 15)), Need::Required);
+        assert!(matches!(need("navi12_gpu_info.bin", &Settings::default(), (6, 1)), Need::Optional(_)));
+        // 6.1 has no RLC backdoor: fw_load_type=3 asks for no TOC there.
+        let backdoor = Settings { fw_load_type: 3, ..Settings::default() };
+        assert!(matches!(need("gc_11_0_0_toc.bin", &backdoor, (6, 1)), Need::Optional(_)));
     }
 
     fn driver(files: &[&str]) -> ModInfo {

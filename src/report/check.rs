@@ -281,6 +281,7 @@ fn driver_line(d: &crate::check::driver::DriverCheck) -> String {
     let mut set = Vec::new();
     for (name, v, default) in [
         ("mes", d.settings.mes, defaults.mes),
+        ("mes_kiq", d.settings.mes_kiq, defaults.mes_kiq),
         ("uni_mes", d.settings.uni_mes, defaults.uni_mes),
         ("fw_load_type", d.settings.fw_load_type, defaults.fw_load_type),
     ] {
@@ -288,9 +289,10 @@ fn driver_line(d: &crate::check::driver::DriverCheck) -> String {
             set.push(format!("amdgpu.{name}={v}"));
         }
     }
-    let settings = match set.is_empty() {
-        true => String::new(),
-        false => format!("; as the running driver is set: {}", set.join(" ")),
+    let settings = match (set.is_empty(), d.running) {
+        (true, _) => String::new(),
+        (false, true) => format!("; as the running driver is set: {}", set.join(" ")),
+        (false, false) => format!("; as the system sets the driver: {}", set.join(" ")),
     };
     match (j.outcome.clone(), d.unjudged) {
         (_, Some(why)) => format!(

@@ -22,10 +22,12 @@ const MAX_MODULE: u64 = 256 << 20;
 const MAX_CONFIG: u64 = 4 << 20;
 /// Largest `modules.dep`, `modules.builtin` or `modules.builtin.modinfo` read (6.12's
 /// `modules.dep` is 0.6 MB).
-const MAX_DEP: u64 = 32 << 20;
+const MAX_DEP: u64 = 8 << 20;
 /// Folders below `updates/` or `extra/` looked into for a module, and entries looked at in all.
 const MAX_DEPTH: u32 = 8;
 const MAX_ENTRIES: usize = 100_000;
+/// Kernel releases judged per root (a distribution keeps two or three).
+const MAX_RELEASES: usize = 64;
 /// The names of the amdgpu module: plain, `.xz`, `.zst` (scripts/Makefile.modinst).
 const MODULE_NAMES: [&str; 3] = ["amdgpu.ko", "amdgpu.ko.xz", "amdgpu.ko.zst"];
 /// Where kernels keep their modules, one folder a release.
@@ -126,6 +128,7 @@ pub fn version(release: &str) -> (u32, u32) {
 /// holds. A module that cannot be read is a problem at its path, and a record saying so.
 pub fn drivers(root: &Path, index: usize, only: Option<&str>) -> (Vec<DriverRecord>, Vec<Problem>) {
     let (mut out, mut problems) = (Vec::new(), Vec::new());
+    let parameters = configured_parameters(root);
     for m in amdgpu_modules(root, only) {
         let path = RelPath::new(index, m.path.as_os_str());
         let (info, unreadable) = match m.modinfo {
@@ -163,6 +166,8 @@ pub fn drivers(root: &Path, index: usize, only: Option<&str>) -> (Vec<DriverReco
             firmware_xz: loader.xz,
             firmware: info.firmware,
             present,
+            parameters: parameters.clone(),
+            parameters_running: false,
         });
     }
     (out, problems)
@@ -182,20 +187,18 @@ pub struct RunningKernel {
     /// Its release: `proc/sys/kernel/osrelease`, what `uname -r` prints.
     pub release: Option<String>,
     /// The amdgpu driver of that release in the system's `lib/modules` (root index 0), or of
-    /// every release when none is known.
+    /// every release when none is known, each with the parameters it runs with.
     pub drivers: Vec<DriverRecord>,
-    /// The running driver's parameters that change what it asks for
-    /// (`sys/module/amdgpu/parameters/{mes,mes_kiq,uni_mes,fw_load_type}`), when amdgpu is
-    /// loaded.
-    pub parameters: Option<Vec<(String, String)>>,
 }
 
-/// The parameters of a loaded amdgpu that decide which firmware it asks for.
+/// The parameters of amdgpu that decide which firmware it asks for.
 const PARAMETERS: [&str; 4] = ["mes", "mes_kiq", "uni_mes", "fw_load_type"];
 
-/// The kernel running on the system whose root is `system`: its release, its amdgpu driver,
-/// and that driver's parameters when it is loaded. A root with no `proc/` (an image) runs no
-/// kernel: each of its kernels' drivers is judged.
+/// The kernel running on the system whose root is `system`: its release and its amdgpu
+/// driver, with the parameters it runs with — a loaded driver's (`sys/module/amdgpu/
+/// parameters`), else those the system would give it (`modprobe.d`, then the kernel's command
+/// line). A root with no `proc/` (an image) runs no kernel: each of its kernels' drivers is
+/// judged.
 pub fn running(system: &Path) -> RunningKernel {
     let small = |abs: &str| {
         read_in_root(system, Path::new(abs), 4096).map(|b| String::from_utf8_lossy(&b).trim().to_string())
@@ -203,26 +206,84 @@ pub fn running(system: &Path) -> RunningKernel {
     // A release names one folder: anything else is not believed.
     let release = small("/proc/sys/kernel/osrelease")
         .filter(|r| !r.is_empty() && !r.contains('/') && r != "." && r != "..");
-    let (drivers, _) = drivers(system, 0, release.as_deref());
+    let (mut drivers, _) = drivers(system, 0, release.as_deref());
     let loaded = in_root(system, Path::new("/sys/module/amdgpu")).is_some_and(|p| p.is_dir());
-    let parameters = loaded.then(|| {
-        PARAMETERS
+    let parameters: Vec<(String, String)> = match loaded {
+        true => PARAMETERS
             .iter()
             .filter_map(|p| small(&format!("/sys/module/amdgpu/parameters/{p}")).map(|v| (p.to_string(), v)))
-            .collect()
-    });
-    RunningKernel { system: system.to_path_buf(), release, drivers, parameters }
+            .collect(),
+        false => {
+            let cmdline = read_in_root(system, Path::new("/proc/cmdline"), 64 << 10).unwrap_or_default();
+            let mut p = configured_parameters(system);
+            p.extend(command_line_parameters(&String::from_utf8_lossy(&cmdline)));
+            p
+        }
+    };
+    for d in &mut drivers {
+        d.parameters = parameters.clone();
+        d.parameters_running = loaded;
+    }
+    RunningKernel { system: system.to_path_buf(), release, drivers }
+}
+
+/// The folders modprobe reads its configuration from, first wins for a file name (kmod
+/// libkmod-config.c `kmod_config_new`, man modprobe.d).
+const MODPROBE_DIRS: [&str; 5] = [
+    "/etc/modprobe.d",
+    "/run/modprobe.d",
+    "/usr/local/lib/modprobe.d",
+    "/lib/modprobe.d",
+    "/usr/lib/modprobe.d",
+];
+
+/// The amdgpu parameters a root's modprobe configuration sets (`options amdgpu NAME=VALUE …`),
+/// of those that decide its firmware, in the order modprobe applies them (files by name).
+pub fn configured_parameters(root: &Path) -> Vec<(String, String)> {
+    let mut files: std::collections::BTreeMap<String, PathBuf> = std::collections::BTreeMap::new();
+    for dir in MODPROBE_DIRS {
+        for name in list_in_root(root, Path::new(dir)).into_iter().filter(|n| n.ends_with(".conf")).take(1024)
+        {
+            files.entry(name.clone()).or_insert_with(|| Path::new(dir).join(name));
+        }
+    }
+    let mut out = Vec::new();
+    for path in files.values() {
+        let Some(text) = read_in_root(root, path, 1 << 20) else { continue };
+        for line in String::from_utf8_lossy(&text).lines() {
+            let mut words = line.split_whitespace();
+            if words.next() != Some("options") || words.next() != Some("amdgpu") {
+                continue;
+            }
+            out.extend(words.filter_map(|w| known_parameter(w, "")));
+        }
+    }
+    out
+}
+
+/// The amdgpu parameters the kernel's command line sets (`amdgpu.NAME=VALUE`).
+fn command_line_parameters(cmdline: &str) -> Vec<(String, String)> {
+    cmdline.split_whitespace().filter_map(|w| known_parameter(w, "amdgpu.")).collect()
+}
+
+/// `PREFIX NAME=VALUE` as a parameter that decides firmware, else none.
+fn known_parameter(word: &str, prefix: &str) -> Option<(String, String)> {
+    let (name, value) = word.strip_prefix(prefix)?.split_once('=')?;
+    // The kernel takes `-` and `_` alike in parameter names (kernel/params.c `parameq`).
+    let name = name.replace('-', "_");
+    PARAMETERS.contains(&name.as_str()).then(|| (name, value.to_string()))
 }
 
 /// Every kernel release under `root` (release `only`, when given) with what it holds of amdgpu
 /// (see [`module_of_release`]), each release once however its folder is reached.
 pub fn amdgpu_modules(root: &Path, only: Option<&str>) -> Vec<Module> {
     let mut out = Vec::new();
-    // With merged `/usr`, `lib` is a link to `usr/lib`: the same release is met under both.
-    let mut seen = std::collections::HashSet::new();
+    // With merged `/usr`, `lib` is a link to `usr/lib`: the same release is met under both,
+    // and links may lead many release folders, or modules, to one: each is read once.
+    let (mut seen, mut modules) = (std::collections::HashSet::new(), std::collections::HashSet::new());
     for base in MODULE_BASES {
         for release in list_in_root(root, Path::new(base)) {
-            if only.is_some_and(|o| o != release) {
+            if only.is_some_and(|o| o != release) || seen.len() >= MAX_RELEASES {
                 continue;
             }
             let dir = Path::new(base).join(&release);
@@ -232,6 +293,10 @@ pub fn amdgpu_modules(root: &Path, only: Option<&str>) -> Vec<Module> {
                 continue;
             }
             let Some((p, how)) = module_of_release(root, &dir) else { continue };
+            let id = p.metadata().map(|m| (m.dev(), m.ino())).ok();
+            if how == Holds::Module && id.is_some_and(|id| !modules.insert(id)) {
+                continue;
+            }
             let rel = p.strip_prefix(root).map(Path::to_path_buf).unwrap_or_else(|_| p.clone());
             let config =
                 read_in_root(root, &Path::new("/boot").join(format!("config-{release}")), MAX_CONFIG)
@@ -272,9 +337,9 @@ fn module_of_release(root: &Path, dir: &Path) -> Option<(PathBuf, Holds)> {
             }
         }
     } else {
-        let mut budget = MAX_ENTRIES;
+        let mut search = Search { budget: MAX_ENTRIES, seen: std::collections::HashSet::new() };
         for sub in ["updates", "extra"] {
-            if let Some(p) = find_module(root, &dir.join(sub), 0, &mut budget) {
+            if let Some(p) = find_module(root, &dir.join(sub), 0, &mut search) {
                 return Some((p, Holds::Module));
             }
         }
@@ -295,10 +360,22 @@ fn module_of_release(root: &Path, dir: &Path) -> Option<(PathBuf, Holds)> {
 }
 
 /// The first amdgpu module under `dir` (absolute inside `root`), by name order, at most
-/// [`MAX_DEPTH`] folders down and `budget` entries looked at in all.
-fn find_module(root: &Path, dir: &Path, depth: u32, budget: &mut usize) -> Option<PathBuf> {
-    let names = list_in_root(root, dir);
-    *budget = budget.checked_sub(names.len())?;
+/// [`MAX_DEPTH`] folders down, each folder once however many links lead to it, and
+/// `search.budget` entries looked at in all (none left: the search stops).
+fn find_module(root: &Path, dir: &Path, depth: u32, search: &mut Search) -> Option<PathBuf> {
+    let real = in_root(root, dir)?;
+    let meta = real.metadata().ok().filter(|m| m.is_dir())?;
+    if search.budget == 0 || !search.seen.insert((meta.dev(), meta.ino())) {
+        return None;
+    }
+    let mut names: Vec<String> = std::fs::read_dir(&real)
+        .ok()?
+        .flatten()
+        .take(search.budget)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    search.budget -= names.len();
+    names.sort();
     let module = names
         .iter()
         .filter(|n| MODULE_NAMES.contains(&n.as_str()))
@@ -306,10 +383,13 @@ fn find_module(root: &Path, dir: &Path, depth: u32, budget: &mut usize) -> Optio
     if module.is_some() || depth >= MAX_DEPTH {
         return module;
     }
-    names
-        .iter()
-        .filter(|n| in_root(root, &dir.join(n)).is_some_and(|p| p.is_dir()))
-        .find_map(|n| find_module(root, &dir.join(n), depth + 1, budget))
+    names.iter().find_map(|n| find_module(root, &dir.join(n), depth + 1, search))
+}
+
+/// What a search for a module has left: entries it may still look at, folders it has seen.
+struct Search {
+    budget: usize,
+    seen: std::collections::HashSet<(u64, u64)>,
 }
 
 /// A module's `.modinfo`, read in place: through the section table, of the module itself or of

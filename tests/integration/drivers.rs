@@ -479,3 +479,62 @@ fn scan_says_what_the_kernel_asks_for_and_finds() {
     let one = gfxscan(&["check", "--gpu", "gfx900", "--json", "-q", t.root().to_str().unwrap()]);
     assert_eq!(one.json()["drivers"][0]["outcome"], "missing", "the same judgement");
 }
+
+/// The parameters a system gives amdgpu decide what it asks for, wherever they are set: a root's
+/// `modprobe.d` (`options amdgpu uni_mes=0`) for `check ROOT`, `scan` and `diff` alike, and for
+/// a system whose amdgpu is not loaded its kernel's command line on top (`amdgpu.uni_mes=1`).
+#[test]
+fn a_systems_modprobe_options_and_command_line_set_the_parameters() {
+    let t = Tree::new();
+    let gc12 = b"firmware=amdgpu/gc_12_0_1_pfp.bin\0firmware=amdgpu/gc_12_0_1_uni_mes.bin\0firmware=amdgpu/gc_12_0_1_mes.bin\0firmware=amdgpu/gc_12_0_1_mes1.bin\0vermagic=6.12.0-2 SMP\0";
+    t.file("lib/modules/6.12.0-2/kernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko", &module(gc12));
+    t.file("lib/firmware/amdgpu/gc_12_0_1_pfp.bin", b"x");
+    t.file("lib/firmware/amdgpu/gc_12_0_1_uni_mes.bin", b"x");
+    t.file(
+        "etc/modprobe.d/amdgpu.conf",
+        b"# a comment\noptions amdgpu  uni-mes=0 dc=1\noptions other mes=1\n",
+    );
+    let root = t.root().to_str().unwrap().to_string();
+    let r = gfxscan(&["check", "--gpu", "gfx1201", "--json", "-q", &root]);
+    r.expect_code(1);
+    let d = r.json()["drivers"][0].clone();
+    assert_eq!(
+        (d["outcome"].as_str(), d["settings"]["uni_mes"].as_i64()),
+        (Some("missing"), Some(0)),
+        "{d:#}"
+    );
+    assert_eq!(d["running"], Value::Null, "set by the system, not read from a running driver");
+    let scan = gfxscan(&["scan", "-q", &root]);
+    let words = scan.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(words.contains("absent for gfx1201"), "scan judges as check: {}", scan.stdout);
+    // The system running that kernel, amdgpu not loaded: its command line comes last.
+    let spec = gfxscan::testing::DynamicSpec { e_type: 2, ..Default::default() };
+    t.file("usr/bin/prog", &gfxscan::testing::dynamic_elf(&spec));
+    t.file("proc/sys/kernel/osrelease", b"6.12.0-2\n");
+    t.file("proc/cmdline", b"BOOT_IMAGE=/vmlinuz root=/dev/sda1 amdgpu.uni_mes=1 quiet\n");
+    let r =
+        gfxscan(&["check", "--gpu", "gfx1201", "--exe", "/usr/bin/prog", "--root", &root, "--json", "-q"]);
+    let d = r.json()["drivers"][0].clone();
+    assert_eq!((d["outcome"].as_str(), d["settings"]["uni_mes"].as_i64()), (Some("ok"), Some(1)), "{d:#}");
+}
+
+/// A search for a DKMS module is bounded whatever the root: folders reached through many links
+/// (and link loops) are looked into once, and the entries looked at in all are capped.
+#[test]
+fn the_search_for_a_module_is_bounded() {
+    let t = Tree::new();
+    let rel = "lib/modules/6.9.0-many";
+    for i in 0..3000 {
+        t.file(format!("{rel}/updates/big/f{i:05}"), b"");
+    }
+    for i in 0..300 {
+        t.symlink("big", format!("{rel}/updates/link{i:03}"));
+    }
+    t.symlink(".", format!("{rel}/updates/big/loop"));
+    let info = [GC_11_0_0, b"vermagic=6.9.0-many SMP\0"].concat();
+    t.file(format!("{rel}/updates/zz/amdgpu.ko"), &module(&info));
+    let started = std::time::Instant::now();
+    let (_, snap) = t.scan_json(&[]);
+    assert!(started.elapsed() < std::time::Duration::from_secs(20), "{:?}", started.elapsed());
+    assert_eq!(snap["drivers"][0]["path"], format!("{rel}/updates/zz/amdgpu.ko"), "{:#}", snap["drivers"]);
+}
