@@ -36,6 +36,8 @@ pub enum Record<'a> {
     UnknownGpu(&'a UnknownGpu),
     /// `check --gpu all`: one GPU in one row (the check document's `summary`).
     GpuSummary(&'a crate::check::summary::GpuRow),
+    /// `check`: one GPU against one amdgpu driver (the check document's `drivers`).
+    Driver(&'a crate::check::driver::DriverCheck),
     /// `check`: an install that exists but was not checked.
     NotChecked(NotChecked<'a>),
     /// Last: the totals (`scan`) or the outcome (`check`).

@@ -180,7 +180,7 @@ fn not_asked(
 }
 
 /// What the driver and the root say for one target.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum DriverOutcome {
     /// No amdgpu module in the roots: whether the GPU comes up is not known from here.
@@ -491,7 +491,7 @@ mod tests {
         let judged = |r: DriverRecord| check_drivers(Kernel::Roots { drivers: &[r], roots: &roots }, &gpus);
         let rows = judged(record(|r| r.built_in = true));
         assert_eq!(
-            (rows[0].judgement.outcome.clone(), rows[0].unjudged),
+            (rows[0].judgement.outcome, rows[0].unjudged),
             (DriverOutcome::Unknown, Some(Unjudged::BuiltInNeedsInitramfs))
         );
         let rows = judged(record(|r| {

@@ -157,5 +157,5 @@ fn driver_of(report: &CheckReport, processor: &str) -> DriverOutcome {
         report.drivers.iter().filter(|x| x.gpu == processor).map(|x| &x.judgement.outcome).collect();
     let down = of.iter().find(|o| o.down());
     let ok = of.iter().any(|o| **o == DriverOutcome::Ok);
-    down.map(|o| (*o).clone()).unwrap_or(if ok { DriverOutcome::Ok } else { DriverOutcome::Unknown })
+    down.map(|o| **o).unwrap_or(if ok { DriverOutcome::Ok } else { DriverOutcome::Unknown })
 }

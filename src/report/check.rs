@@ -237,7 +237,7 @@ fn write_program(
 /// One GPU against one kernel module: the driver-and-firmware row.
 /// The driver-and-firmware lines: one per GPU and driver judged; GPUs not judged for the same
 /// reason share one line.
-fn driver_lines(drivers: &[crate::check::driver::DriverCheck]) -> Vec<String> {
+pub(super) fn driver_lines(drivers: &[crate::check::driver::DriverCheck]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut unknown: Vec<(String, Vec<&str>)> = Vec::new();
     for d in drivers {
@@ -294,7 +294,7 @@ fn driver_line(d: &crate::check::driver::DriverCheck) -> String {
         (false, true) => format!("; as the running driver is set: {}", set.join(" ")),
         (false, false) => format!("; as the system sets the driver: {}", set.join(" ")),
     };
-    match (j.outcome.clone(), d.unjudged) {
+    match (j.outcome, d.unjudged) {
         (_, Some(why)) => format!(
             "{kernel} · unknown: {}{}",
             why.words(),

@@ -444,6 +444,8 @@ pub fn write_check_html(report: &CheckReport, outcome: &str, w: &mut dyn Write) 
             }
         }
     }
+    // The kernel's side, in the text's words.
+    list(&mut out, "Driver and firmware", &super::check::driver_lines(&report.drivers));
     let problems: Vec<String> =
         report.problems.iter().map(|p| format!("{}: {}", p.path.display(&report.roots), p.message)).collect();
     list(&mut out, "Could not be read", &problems);

@@ -82,6 +82,7 @@ pub fn write_check_jsonl(report: &CheckReport, out: &mut dyn Write) -> anyhow::R
     let unknown = report.unknown_gpus.iter().map(Record::UnknownGpu);
     let program = report.program.iter().map(Record::Program);
     let summary = report.summary.iter().map(Record::GpuSummary);
+    let drivers = report.drivers.iter().map(Record::Driver);
     let not_checked = report.not_checked.iter().map(|i| Record::NotChecked(NotChecked { install: i }));
     let problems = report.problems.iter().map(Record::Problem);
     let end = Record::End(End::Check { outcome: report.outcome });
@@ -90,6 +91,7 @@ pub fn write_check_jsonl(report: &CheckReport, out: &mut dyn Write) -> anyhow::R
         .chain(program)
         .chain(gpus)
         .chain(summary)
+        .chain(drivers)
         .chain(not_checked)
         .chain(problems)
         .chain(std::iter::once(end));

@@ -15,6 +15,7 @@ use std::io::Write;
 
 use crate::aggregate::{layer_count, layers};
 use crate::check::devices::Device;
+use crate::check::driver::DriverOutcome;
 use crate::check::{CheckReport, Outcome, Status};
 use crate::model::{IndexMap, Snapshot};
 use crate::vocab::targets::Targets;
@@ -100,6 +101,13 @@ fn info(name: &'static str) -> Family {
 
 const OUTCOMES: [Outcome; 4] = [Outcome::Ok, Outcome::Missing, Outcome::Incomplete, Outcome::NothingToCheck];
 const STATUSES: [Status; 3] = [Status::Ok, Status::Warn, Status::Missing];
+const DRIVER_OUTCOMES: [DriverOutcome; 5] = [
+    DriverOutcome::Ok,
+    DriverOutcome::Missing,
+    DriverOutcome::NoDriver,
+    DriverOutcome::NotKnown,
+    DriverOutcome::Unknown,
+];
 
 /// A GPU's labels: its index, KFD node, target ID as the runtime treats it, and where
 /// detected, its PCI address and UUID.
@@ -158,11 +166,23 @@ pub fn write_check_metrics(report: &CheckReport, out: &mut dyn Write) -> anyhow:
             }
         }
     }
+    let mut driver = Family::new(
+        "gfxscan_check_driver_outcome",
+        "Per GPU target and amdgpu driver, whether the kernel's driver knows it and finds its firmware: 1 for the outcome in force.",
+    );
+    for d in &report.drivers {
+        let labels = vec![
+            ("target", d.gpu.clone()),
+            ("release", d.judgement.release.clone().unwrap_or_default()),
+            ("module", d.module.clone().unwrap_or_default()),
+        ];
+        driver.states(&labels, "outcome", &DRIVER_OUTCOMES, d.judgement.outcome, json_word);
+    }
     let mut problems =
         Family::new("gfxscan_check_problems", "Files the check could not read in full, over every install.");
     problems.add(Vec::new(), report.problems.len() as u64);
     let mut text = String::new();
-    for f in [info("gfxscan_check_info"), outcome, gpu, library, unread, problems] {
+    for f in [info("gfxscan_check_info"), outcome, gpu, library, unread, driver, problems] {
         f.write(&mut text);
     }
     out.write_all(text.as_bytes())?;

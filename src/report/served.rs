@@ -178,7 +178,7 @@ pub fn write_csv(report: &CheckReport, out: &mut dyn Write) -> anyhow::Result<()
                 kind,
                 r.more.to_string(),
                 r.override_helps.clone().unwrap_or_default(),
-                super::json_word(&r.driver),
+                super::json_word(r.driver),
             ],
         )?;
     }

@@ -120,6 +120,32 @@ fn check_says_when_the_kernel_leaves_the_gpu_down() {
     let r = check("gfx1151");
     r.expect_code(1);
     assert_eq!(r.json()["drivers"][0]["outcome"], "not-known");
+    // The same row in every format: a JSON Lines record, a Prometheus series.
+    let lines =
+        gfxscan(&["check", "--gpu", "gfx1100", "--format", "jsonl", "-q", t.root().to_str().unwrap()]);
+    let driver: Vec<Value> = lines
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["type"] == "driver")
+        .collect();
+    assert_eq!(driver.len(), 1, "{}", lines.stdout);
+    assert_eq!(driver[0]["data"]["outcome"], "missing");
+    let metrics =
+        gfxscan(&["check", "--gpu", "gfx1100", "--format", "prometheus", "-q", t.root().to_str().unwrap()]);
+    let series: Vec<&str> =
+        metrics.stdout.lines().filter(|l| l.starts_with("gfxscan_check_driver_outcome{")).collect();
+    assert_eq!(series.len(), 5, "one per outcome: {}", metrics.stdout);
+    let page = gfxscan(&["check", "--gpu", "gfx1100", "--format", "html", "-q", t.root().to_str().unwrap()]);
+    assert!(page.stdout.contains("<h2>Driver and firmware (1)</h2>"), "{}", page.stdout);
+    assert!(page.stdout.contains("MISSING: 1 of the 3 files it asks for are absent"), "{}", page.stdout);
+    assert!(
+        series.iter().any(|l| l.contains("target=\"gfx1100\"")
+            && l.contains("outcome=\"missing\"")
+            && l.ends_with(" 1")),
+        "{}",
+        metrics.stdout
+    );
     // explain's kernel gate reads check's judgement: it blocks, and explain exits as check.
     let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_gfxscan"));
     c.args(["explain", "gfx1151", "--json", "-q"]).arg(t.root());
