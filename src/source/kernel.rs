@@ -208,20 +208,23 @@ pub fn running(system: &Path) -> RunningKernel {
         .filter(|r| !r.is_empty() && !r.contains('/') && r != "." && r != "..");
     let (mut drivers, _) = drivers(system, 0, release.as_deref());
     let loaded = in_root(system, Path::new("/sys/module/amdgpu")).is_some_and(|p| p.is_dir());
-    let parameters: Vec<(String, String)> = match loaded {
+    // A loaded driver's own parameters stand in for what the system sets; else the kernel's
+    // command line goes on top of `modprobe.d` (already in each record).
+    let running: Vec<(String, String)> = match loaded {
         true => PARAMETERS
             .iter()
             .filter_map(|p| small(&format!("/sys/module/amdgpu/parameters/{p}")).map(|v| (p.to_string(), v)))
             .collect(),
         false => {
             let cmdline = read_in_root(system, Path::new("/proc/cmdline"), 64 << 10).unwrap_or_default();
-            let mut p = configured_parameters(system);
-            p.extend(command_line_parameters(&String::from_utf8_lossy(&cmdline)));
-            p
+            command_line_parameters(&String::from_utf8_lossy(&cmdline))
         }
     };
     for d in &mut drivers {
-        d.parameters = parameters.clone();
+        if loaded {
+            d.parameters.clear();
+        }
+        d.parameters.extend(running.iter().cloned());
         d.parameters_running = loaded;
     }
     RunningKernel { system: system.to_path_buf(), release, drivers }
