@@ -398,7 +398,9 @@ fn driver_notes(snap: &Snapshot, targets: &Targets) -> Vec<String> {
         }
         out.push(format!("{line}."));
     }
-    out
+    // Names from the root escaped before the lines are wrapped, so widths count what is shown
+    // (as check's and diff's lines are); the terminal writer then finds nothing to escape.
+    out.into_iter().map(|l| super::safe::shown(&l).into_owned()).collect()
 }
 
 fn target_label(t: &str, served: &[String]) -> String {

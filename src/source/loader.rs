@@ -840,15 +840,10 @@ fn glob_in_root(root: &Path, pat: &Path) -> Vec<PathBuf> {
         return Vec::new();
     };
     let Some((before, after)) = name.split_once('*') else { return vec![pat.to_path_buf()] };
-    let Some(real) = in_root(root, dir) else { return Vec::new() };
-    let mut found: Vec<PathBuf> = std::fs::read_dir(real)
+    // Listed sorted, as glob sorts.
+    list_in_root(root, dir)
         .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
         .filter(|n| n.starts_with(before) && n.ends_with(after) && n.len() >= before.len() + after.len())
         .map(|n| dir.join(n))
-        .collect();
-    found.sort();
-    found
+        .collect()
 }

@@ -11,6 +11,8 @@ use crate::source::file::open_file;
 
 /// Most symbolic links followed to resolve one path (the kernel's `MAXSYMLINKS`).
 const MAX_LINKS: usize = 40;
+/// Most names listed of one folder (configuration and module folders hold dozens).
+const MAX_LISTED: usize = 100_000;
 
 /// The path `abs` names inside `root`, every link resolved inside it (an absolute link target
 /// starts again at the root, `..` stops at it); `None` when it does not exist.
@@ -46,13 +48,15 @@ pub fn in_root(root: &Path, abs: &Path) -> Option<PathBuf> {
     Some(at)
 }
 
-/// The names in folder `dir` (inside `root`), sorted; none when it is not there.
+/// The names in folder `dir` (inside `root`), sorted, at most [`MAX_LISTED`] of them (a
+/// hostile folder of millions of names is not held whole); none when it is not there.
 pub fn list_in_root(root: &Path, dir: &Path) -> Vec<String> {
     let Some(real) = in_root(root, dir) else { return Vec::new() };
     let mut names: Vec<String> = std::fs::read_dir(real)
         .into_iter()
         .flatten()
         .flatten()
+        .take(MAX_LISTED)
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();

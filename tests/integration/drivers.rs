@@ -564,3 +564,23 @@ fn the_search_for_a_module_is_bounded() {
     assert!(started.elapsed() < std::time::Duration::from_secs(20), "{:?}", started.elapsed());
     assert_eq!(snap["drivers"][0]["path"], format!("{rel}/updates/zz/amdgpu.ko"), "{:#}", snap["drivers"]);
 }
+
+/// A release's name comes from the root (its folder, the module's `vermagic`): `scan`'s Kernel
+/// line and `check`'s driver line reach the terminal through its escaping writer
+/// (`report::safe::TerminalSafe`), a control character never raw.
+#[test]
+fn a_release_name_with_control_characters_is_shown_escaped() {
+    let t = Tree::new();
+    let release = "6.1.0-\u{1b}]0;pwned\u{7}";
+    // The release the module names for itself, and its folder, both carry them.
+    let info = [GC_11_0_0, format!("vermagic={release} SMP\0").as_bytes()].concat();
+    t.file(format!("lib/modules/{release}/kernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko"), &module(&info));
+    with_gc_11_0_0_firmware(&t);
+    let root = t.root().to_str().unwrap().to_string();
+    let scan = gfxscan(&["scan", "-q", &root]);
+    assert!(scan.stdout.contains("Kernel: amdgpu of Linux 6.1.0-"), "{}", scan.stdout);
+    let check = gfxscan(&["check", "--gpu", "gfx1100", "-q", &root]);
+    for out in [&scan.stdout, &check.stdout] {
+        assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "{out:?}");
+    }
+}
