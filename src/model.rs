@@ -1145,6 +1145,17 @@ pub struct Identities {
     pub targets: String,
     /// Listed files carry their SHA-256 (`--digests`).
     pub digests: bool,
+    /// When every file met was recorded and nothing was amiss: what the JSON was made from
+    /// (`reuse::Survey::key`). A rescan that finds the same key writes this document again
+    /// without reading it further (`cmd::scan`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(r"^[0-9a-f]{64}$"))]
+    pub rescan_key: Option<String>,
+    /// With `rescan_key`: the SHA-256 of this whole document as written, these 64 digits read
+    /// as zeros (`reuse::seal`). A document changed since is read as facts, never passed on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(r"^[0-9a-f]{64}$"))]
+    pub document_sha256: Option<String>,
     /// Every plain file read whose facts hold no problem (not an archive), sorted by root and
     /// path; a file changed within [`crate::reuse::RACY`] of the scan is left out.
     pub files: Vec<FileIdentity>,

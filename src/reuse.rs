@@ -20,12 +20,17 @@
 //!   span its members), not a file whose facts hold a problem (it may be a passing I/O error).
 
 use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use sha2::{Digest, Sha256};
 
 use crate::inspect::FileOutcome;
 use crate::model::{FileIdentity, FileRecord, Identities, RelPath, ReleaseSignal, Snapshot};
 use crate::parse::magic::Kind;
+use crate::source::digest::hex;
 use crate::source::file::FileId;
 use crate::source::walk::Stat;
 use crate::vocab::targets::Targets;
@@ -94,6 +99,8 @@ pub enum Taken {
     OtherRoots,
     /// This many files' identities were taken.
     Files(usize),
+    /// Nothing changed since it was written: its document is this scan's (`cmd::scan`).
+    Unchanged,
 }
 
 impl Earlier {
@@ -240,10 +247,176 @@ pub fn identity(path: &RelPath, kind: Kind, stat: &Stat, began: SystemTime) -> O
     })
 }
 
-/// The identities a scan recorded, as its snapshot keeps them.
+/// The identities a scan recorded, as its snapshot keeps them (no rescan key yet: see
+/// [`Survey::key`]).
 pub fn identities(mut files: Vec<FileIdentity>, targets: &Targets, digests: bool) -> Identities {
     files.sort_by_cached_key(|f| f.path.sort_key());
-    Identities { reader: reader(), targets: targets.digest.clone(), digests, files }
+    Identities {
+        reader: reader(),
+        targets: targets.digest.clone(),
+        digests,
+        rescan_key: None,
+        document_sha256: None,
+        files,
+    }
+}
+
+/// What a walk met, folded as it comes whatever the order folders were listed in: every regular
+/// file with its `stat` and every symbolic link with its target. With the scan's options it
+/// makes the rescan key ([`Survey::key`]): everything a scan's JSON is made from, short of the
+/// bytes of files that `stat` shows unchanged.
+///
+/// Each item's SHA-256 is added into a 256-bit sum, so workers fold their own shares and the
+/// shares are added; two walks that met the same items make the same sum.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Survey {
+    sum: [u64; 4],
+    /// Regular files met.
+    pub files: u64,
+}
+
+impl Survey {
+    /// A regular file (reached through a link the walk followed when `followed`).
+    pub fn file(&mut self, root: usize, rel: &OsStr, id: FileId, followed: bool) {
+        let (dev, ino, size, ms, mns, cs, cns) = id;
+        let mut numbers = Vec::with_capacity(57);
+        for n in [dev, ino, size] {
+            numbers.extend_from_slice(&n.to_le_bytes());
+        }
+        for n in [ms, mns, cs, cns] {
+            numbers.extend_from_slice(&n.to_le_bytes());
+        }
+        numbers.push(u8::from(followed));
+        self.item(b'f', root, rel.as_bytes(), &numbers);
+        self.files += 1;
+    }
+
+    /// A symbolic link met and not followed, and where it points.
+    pub fn link(&mut self, root: usize, rel: &OsStr, target: &OsStr) {
+        self.item(b'l', root, rel.as_bytes(), target.as_bytes());
+    }
+
+    /// A link followed out of its root (`--follow-links`), and the real path it leads to.
+    pub fn left_root(&mut self, root: usize, rel: &OsStr, real: &OsStr) {
+        self.item(b'o', root, rel.as_bytes(), real.as_bytes());
+    }
+
+    /// Special files met (FIFOs, sockets, devices): counted in the summary.
+    pub fn special(&mut self, count: u64) {
+        self.item(b's', 0, &count.to_le_bytes(), &[]);
+    }
+
+    fn item(&mut self, tag: u8, root: usize, a: &[u8], b: &[u8]) {
+        let mut h = Sha256::new();
+        h.update([tag]);
+        h.update((root as u64).to_le_bytes());
+        h.update((a.len() as u64).to_le_bytes());
+        h.update(a);
+        h.update(b);
+        let d = h.finalize();
+        self.add(d.as_slice());
+    }
+
+    fn add(&mut self, digest: &[u8]) {
+        let mut carry = 0u128;
+        for (i, limb) in self.sum.iter_mut().enumerate() {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(&digest[i * 8..i * 8 + 8]);
+            let total = u128::from(*limb) + u128::from(u64::from_le_bytes(word)) + carry;
+            *limb = total as u64;
+            carry = total >> 64;
+        }
+    }
+
+    /// Two workers' shares as one.
+    pub fn merge(mut self, other: Survey) -> Survey {
+        let mut bytes = Vec::with_capacity(32);
+        for limb in other.sum {
+            bytes.extend_from_slice(&limb.to_le_bytes());
+        }
+        self.add(&bytes);
+        self.files += other.files;
+        self
+    }
+
+    /// The rescan key: this build, the target table, `options` (the command's options that
+    /// shape its JSON, [`ScanOptions`]), each root as named and where it leads, and what the
+    /// walk met. Two scans with the same key write the same JSON: every file is unchanged by
+    /// its `stat`, and so is everything else the JSON is made from.
+    pub fn key(&self, targets: &Targets, options: &str, roots: &[(String, String)]) -> String {
+        let mut h = Sha256::new();
+        for part in [KEY_VERSION, &reader(), &targets.digest, options] {
+            h.update((part.len() as u64).to_le_bytes());
+            h.update(part.as_bytes());
+        }
+        for (given, real) in roots {
+            for part in [given, real] {
+                h.update((part.len() as u64).to_le_bytes());
+                h.update(part.as_bytes());
+            }
+        }
+        h.update(self.files.to_le_bytes());
+        for limb in self.sum {
+            h.update(limb.to_le_bytes());
+        }
+        hex(h)
+    }
+}
+
+/// Changes when what the key covers changes.
+const KEY_VERSION: &str = "gfxscan rescan key 1";
+
+/// The options of `scan` that shape its JSON, as one text: a rescan key is made with them
+/// (`cmd::scan` lists them; an option added there must be sorted in or out of this).
+pub type ScanOptions = String;
+
+/// The 64 hex digits `document_sha256` holds until the document is sealed ([`seal`]).
+pub const UNSEALED: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// How the sealed digest's field is written in the JSON (pretty-printed, as `report` writes it).
+const SEAL_FIELD: &[u8] = b"\"document_sha256\": \"";
+
+/// Where the sealed digest's 64 hex digits start in `text`: after its field, which only
+/// `identities` has (a quote inside a JSON string is escaped, so no string holds the field).
+fn seal_at(text: &[u8]) -> Option<usize> {
+    let at = memchr::memmem::rfind(text, SEAL_FIELD)? + SEAL_FIELD.len();
+    (text.len() >= at + 64 && text.get(at + 64) == Some(&b'"')).then_some(at)
+}
+
+/// The SHA-256 of `text` with the 64 digits at `at` read as zeros.
+fn sealed_digest(text: &[u8], at: usize) -> String {
+    let mut h = Sha256::new();
+    h.update(&text[..at]);
+    h.update(UNSEALED.as_bytes());
+    h.update(&text[at + 64..]);
+    hex(h)
+}
+
+/// Seals a scan's JSON that carries a rescan key: its `document_sha256` ([`UNSEALED`] until
+/// now) becomes the SHA-256 of the whole document with those digits zero. A later rescan with
+/// the same key takes the document as its own output only when the seal holds: a snapshot
+/// changed after it was written is never passed on as this scan's output.
+pub fn seal(text: &mut [u8]) {
+    let Some(at) = seal_at(text) else { return };
+    if &text[at..at + 64] != UNSEALED.as_bytes() {
+        return;
+    }
+    let digest = sealed_digest(text, at);
+    text[at..at + 64].copy_from_slice(digest.as_bytes());
+}
+
+/// The rescan key of a sealed scan JSON, when its seal holds (see [`seal`]); `None` for any
+/// other text.
+pub fn unseal(text: &[u8]) -> Option<String> {
+    let at = seal_at(text)?;
+    let said = std::str::from_utf8(&text[at..at + 64]).ok()?;
+    if said == UNSEALED || sealed_digest(text, at) != said {
+        return None;
+    }
+    const KEY_FIELD: &[u8] = b"\"rescan_key\": \"";
+    let k = memchr::memmem::rfind(&text[..at], KEY_FIELD)? + KEY_FIELD.len();
+    let key = std::str::from_utf8(text.get(k..k + 64)?).ok()?;
+    (text.get(k + 64) == Some(&b'"') && key.bytes().all(|b| b.is_ascii_hexdigit())).then(|| key.to_string())
 }
 
 #[cfg(test)]
@@ -264,5 +437,68 @@ mod tests {
         assert!(identity(&path, Kind::Other, &stat(near, old), began).is_none(), "modified just now");
         assert!(identity(&path, Kind::Other, &stat(old, near), began).is_none(), "changed just now");
         assert!(identity(&path, Kind::Other, &stat(began + Duration::from_secs(60), old), began).is_none());
+    }
+
+    /// The walk's workers fold their shares in any order: the same items make the same key,
+    /// and any item changed, added or dropped makes another.
+    #[test]
+    fn the_rescan_key_is_the_same_whatever_the_order_and_changes_with_any_item() {
+        let targets = Targets::builtin();
+        let roots = [("r".to_string(), "/r".to_string())];
+        let id = |n: i64| (1, 2, 3, n, 0, n, 0);
+        let files = [("a", id(1)), ("b/c", id(2)), ("d", id(3))];
+        let key = |s: Survey| s.key(&targets, "opts", &roots);
+        let mut all = Survey::default();
+        for (name, id) in files {
+            all.file(0, OsStr::new(name), id, false);
+        }
+        all.link(0, OsStr::new("l"), OsStr::new("a"));
+        let mut one = Survey::default();
+        one.link(0, OsStr::new("l"), OsStr::new("a"));
+        one.file(0, OsStr::new("d"), id(3), false);
+        let mut two = Survey::default();
+        two.file(0, OsStr::new("b/c"), id(2), false);
+        two.file(0, OsStr::new("a"), id(1), false);
+        assert_eq!(key(all), key(two.merge(one)));
+        assert_eq!(all.files, 3);
+        let changed = |f: &dyn Fn(&mut Survey)| {
+            let mut s = all;
+            f(&mut s);
+            key(s)
+        };
+        assert_ne!(key(all), changed(&|s| s.file(0, OsStr::new("e"), id(4), false)));
+        assert_ne!(key(all), changed(&|s| s.link(0, OsStr::new("m"), OsStr::new("a"))));
+        assert_ne!(key(all), changed(&|s| s.special(1)));
+        assert_ne!(key(all), all.key(&targets, "other opts", &roots));
+        assert_ne!(key(all), all.key(&targets, "opts", &[("r".to_string(), "/elsewhere".to_string())]));
+        let mut moved = Survey::default();
+        for (name, id) in files {
+            moved.file(0, OsStr::new(name), if name == "d" { (1, 2, 3, 3, 1, 3, 0) } else { id }, false);
+        }
+        moved.link(0, OsStr::new("l"), OsStr::new("a"));
+        assert_ne!(key(all), key(moved), "one nanosecond");
+    }
+
+    /// A sealed document unseals to its key; any byte changed, or a document never sealed, does not.
+    #[test]
+    fn a_sealed_document_gives_its_key_only_as_written() {
+        let key = "ab".repeat(32);
+        let doc = format!(
+            "{{\n  \"identities\": {{\n    \"rescan_key\": \"{key}\",\n    \"document_sha256\": \"{UNSEALED}\",\n    \"files\": []\n  }}\n}}\n"
+        );
+        let mut sealed = doc.clone().into_bytes();
+        assert_eq!(unseal(&sealed), None, "not yet sealed");
+        seal(&mut sealed);
+        assert_ne!(sealed, doc.as_bytes());
+        assert_eq!(unseal(&sealed).as_deref(), Some(key.as_str()));
+        let before = sealed.clone();
+        seal(&mut sealed);
+        assert_eq!(sealed, before, "sealed once");
+        for i in [0, 5, sealed.len() - 2] {
+            let mut changed = sealed.clone();
+            changed[i] ^= 1;
+            assert_eq!(unseal(&changed), None, "byte {i} changed");
+        }
+        assert_eq!(unseal(b"{}"), None);
     }
 }

@@ -22,7 +22,7 @@ use crate::inspect::{inspect, FileOutcome, Found, LinkSeen, Reading, FAMILY_HEAD
 use crate::model::{FileIdentity, LinkRecord, Problem, RelPath, Snapshot};
 use crate::parse::magic::{classify, Kind, SNIFF_LEN};
 use crate::parse::{ByteSource, Depth};
-use crate::reuse::{identity, Earlier, Want};
+use crate::reuse::{identity, Earlier, Survey, Want};
 use crate::source::file::{file_id, open_file, FileId};
 use crate::source::origin::Origin;
 use crate::source::registry::{Fetching, RemoteImage};
@@ -52,8 +52,8 @@ pub struct ScanConfig {
     pub digests: bool,
     /// `--reuse`: the facts of files unchanged since earlier snapshots, taken instead of read.
     pub reuse: Option<Arc<Earlier>>,
-    /// Record each plain file's identity in the snapshot, for a later `--reuse`.
-    pub record_identities: bool,
+    /// What the snapshot records for a later `--reuse`.
+    pub recording: Recording,
     /// How `registry:` roots are fetched.
     pub fetching: Fetching,
 }
@@ -72,7 +72,7 @@ impl ScanConfig {
             parts: None,
             digests: false,
             reuse: None,
-            record_identities: false,
+            recording: Recording::Off,
             fetching: Fetching::default(),
         }
     }
@@ -86,6 +86,30 @@ impl ScanConfig {
     /// it names need.
     pub fn depth<'a>(&'a self, targets: &'a Targets) -> Depth<'a> {
         self.check_for.as_deref().map_or(Depth::Facts, |wanted| Depth::Tables { wanted, targets })
+    }
+}
+
+/// What a scan records in its snapshot for a later `--reuse`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Recording {
+    Off,
+    /// Each plain file's identity.
+    Identities,
+    /// The same, and for `scan`, with the options that shape its JSON, a rescan key when every
+    /// file met was recorded ([`rescan_key`]).
+    Rescan(crate::reuse::ScanOptions),
+}
+
+impl Recording {
+    fn identities(&self) -> bool {
+        *self != Recording::Off
+    }
+
+    fn options(&self) -> Option<&str> {
+        match self {
+            Recording::Rescan(o) => Some(o),
+            _ => None,
+        }
     }
 }
 
@@ -342,6 +366,8 @@ struct Part {
     kept: Vec<(usize, FileOutcome, Opened)>,
     /// With `record_identities`: the plain files read, as `stat` showed them.
     identities: Vec<FileIdentity>,
+    /// With `rescan_options`: every file the walk met.
+    survey: Survey,
 }
 
 impl Part {
@@ -350,6 +376,7 @@ impl Part {
         self.pending.extend(other.pending);
         self.kept.extend(other.kept);
         self.identities.extend(other.identities);
+        self.survey = self.survey.merge(other.survey);
         self
     }
 }
@@ -404,10 +431,11 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
         given: &given,
         roots: &roots,
         earlier: config.reuse.as_deref().map(|e| (e, e.roots_of(&given))),
-        recording: config.record_identities.then_some(began),
+        recording: config.recording.identities().then_some(began),
     };
-    let (mut tally, walked, identities) = pool.install(|| {
-        let (Part { mut tally, mut pending, identities, .. }, walked) = reader.walk_and_read(config, &skip);
+    let (mut tally, walked, identities, survey) = pool.install(|| {
+        let (Part { mut tally, mut pending, identities, survey, .. }, walked) =
+            reader.walk_and_read(config, &skip);
         pending.sort_by_cached_key(|a| a.path.sort_key());
         tally = tally.merge(reader.expand_archives(&pending, pool.current_num_threads().max(1)));
         for &i in &layouts {
@@ -416,8 +444,9 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
         for (i, image) in &images {
             tally = tally.merge(reader.expand_registry(*i, image));
         }
-        (tally, walked, identities)
+        (tally, walked, identities, survey)
     });
+    let survey = walked_survey(survey, &walked);
     // The decoders kept for reuse are not needed past the reading.
     decoding.drain_idle();
     tally.summary.special_files += walked.special;
@@ -465,10 +494,94 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
     }
     let mut snap = aggregate::snapshot(tally, given, targets);
     snap.drivers = drivers;
-    if config.record_identities {
-        snap.identities = Some(crate::reuse::identities(identities, targets, config.digests));
+    if config.recording.identities() {
+        let recorded = identities.len() as u64;
+        let mut ids = crate::reuse::identities(identities, targets, config.digests);
+        // The key only when everything the JSON is made from is known again by `stat`: every
+        // file met recorded (none racy, none an archive, none with a problem), no problem
+        // anywhere, every root a folder or file walked here.
+        let whole = survey.filter(|s| s.files == recorded && snap.problems.is_empty() && skip.is_empty());
+        if let (Some(options), Some(s)) = (config.recording.options(), whole) {
+            if let Some(key) = rescan_key(&s, targets, options, &roots) {
+                ids.rescan_key = Some(key);
+                ids.document_sha256 = Some(crate::reuse::UNSEALED.to_string());
+            }
+        }
+        snap.identities = Some(ids);
     }
     Ok(snap)
+}
+
+/// What a walk met, for the rescan key: each regular file's path and `stat`.
+fn survey_of(batch: &[Candidate]) -> Survey {
+    let mut s = Survey::default();
+    for c in batch {
+        s.file(c.root, c.rel.as_os_str(), c.stat.id, c.followed);
+    }
+    s
+}
+
+/// `files` with the rest of what the walk met (links, links out of the root, special files);
+/// `None` when the walk met a problem (what it could not walk is not known again by `stat`).
+fn walked_survey(mut s: Survey, walked: &Walked) -> Option<Survey> {
+    if !walked.problems.is_empty() {
+        return None;
+    }
+    for l in &walked.links {
+        s.link(l.root, l.rel.as_os_str(), l.target.as_os_str());
+    }
+    for (root, rel, real) in &walked.left_root {
+        s.left_root(*root, rel.as_os_str(), real.as_os_str());
+    }
+    s.special(walked.special);
+    Some(s)
+}
+
+/// Each root as named and where it leads, for the rescan key; `None` when a root is not a
+/// folder or file walked here (an image: its layers are not known by `stat`).
+fn key_roots(roots: &[Root]) -> Option<Vec<(String, String)>> {
+    roots
+        .iter()
+        .map(|r| {
+            let walked = r.kind == RootKind::Path && !archive::is_layout_dir(&r.real);
+            walked.then(|| (r.given.display().to_string(), r.real.display().to_string()))
+        })
+        .collect()
+}
+
+/// The rescan key of a walk of `roots` ([`Survey::key`]), when they can have one ([`key_roots`]).
+fn rescan_key(s: &Survey, targets: &Targets, options: &str, roots: &[Root]) -> Option<String> {
+    Some(s.key(targets, options, &key_roots(roots)?))
+}
+
+/// The rescan key a scan with `config` would write, from a walk alone: every file `stat`ed,
+/// none opened (`scan --reuse` compares it with its snapshot's). `None` when the roots cannot
+/// have one (an image, a part of a root, a problem met walking).
+pub fn survey(config: &ScanConfig, targets: &Targets) -> anyhow::Result<Option<String>> {
+    let Some(options) = config.recording.options() else { return Ok(None) };
+    let roots: Vec<Root> = resolve_roots(&config.roots).map_err(anyhow::Error::msg)?;
+    let Some(named) = key_roots(&roots).filter(|_| !roots.is_empty() && config.parts.is_none()) else {
+        return Ok(None);
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(config.threads.unwrap_or(0))
+        .build()
+        .context("failed to start worker threads")?;
+    let met = Mutex::new(Survey::default());
+    let files = |batch: Vec<Candidate>| {
+        let s = survey_of(&batch);
+        let mut met = lock(&met);
+        *met = met.merge(s);
+    };
+    let how = Walk {
+        follow_links: config.follow_links,
+        cross_file_systems: config.cross_file_systems,
+        skip: &[],
+        files: &files,
+    };
+    let walked = pool.install(|| walk(&roots, None, &how));
+    let met = met.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+    Ok(walked_survey(met, &walked).map(|s| s.key(targets, options, &named)))
 }
 
 /// The value behind a lock, whether or not a worker panicked holding it.
@@ -561,7 +674,9 @@ impl Reader<'_> {
     fn walk_and_read(&self, config: &ScanConfig, layouts: &[usize]) -> (Part, Walked) {
         let done = Mutex::new(Part::default());
         let linked = Mutex::new(Vec::new());
+        let survey = config.recording.options().is_some();
         let files = |batch: Vec<Candidate>| {
+            let met = if survey { survey_of(&batch) } else { Survey::default() };
             let (many, single): (Vec<Candidate>, Vec<Candidate>) =
                 batch.into_iter().partition(|c| c.stat.links > 1);
             if !many.is_empty() {
@@ -572,7 +687,7 @@ impl Reader<'_> {
                 .fold(Part::default, |part, c| self.read_plain(part, &c))
                 .reduce(Part::default, Part::merge);
             let mut done = lock(&done);
-            *done = std::mem::take(&mut *done).merge(part);
+            *done = std::mem::take(&mut *done).merge(Part { survey: met, ..part });
         };
         let how = Walk {
             follow_links: config.follow_links,

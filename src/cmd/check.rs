@@ -12,6 +12,7 @@ use crate::cli::{self, CheckArgs, OutputFormat};
 use crate::exit::ExitStatus;
 use crate::library::{Context, LibPath, Model};
 use crate::report::output::deliver_all;
+use crate::scan::Recording;
 use crate::{check, families, model, report, source};
 
 /// Runs `gfxscan check`.
@@ -70,7 +71,8 @@ pub fn run(mut args: CheckArgs, color: cli::ColorChoice) -> anyhow::Result<ExitS
     let parts = program.as_ref().map(|(loads, _, real, _)| loads.files(real));
     // Every GPU the code is for is checked with `all`: everything is read.
     let read_for = (!all).then_some(processors);
-    let snap = scan_roots(roots.clone(), &args.opts, &targets, read_for.clone(), parts, false, false)?;
+    let snap =
+        scan_roots(roots.clone(), &args.opts, &targets, read_for.clone(), parts, false, Recording::Off)?;
     let found = match all {
         true => summary::every_gpu(found, summary::code_gpus(&snap, &targets)),
         false => found,

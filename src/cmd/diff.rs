@@ -11,6 +11,7 @@ use crate::exit::ExitStatus;
 use crate::library::{readback, Context, Model};
 use crate::model::Snapshot;
 use crate::report::output::deliver_all;
+use crate::scan::Recording;
 use crate::source::snapshot;
 use crate::vocab::targets::Targets;
 use crate::{diff, report};
@@ -73,7 +74,8 @@ fn side(
         table: TableArgs { targets: args.table.targets.clone() },
     };
     let reads_for = diff_reads_for(&args.only);
-    let snap = scan_roots(vec![p.to_path_buf()], &opts, targets, reads_for.clone(), None, false, false)?;
+    let snap =
+        scan_roots(vec![p.to_path_buf()], &opts, targets, reads_for.clone(), None, false, Recording::Off)?;
     let context = Context { read_for: reads_for, ..Context::default() };
     Ok((Model::build(snap, targets, context), diff::SideSource::Scan))
 }

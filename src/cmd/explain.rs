@@ -12,6 +12,7 @@ use crate::cli::{self, ExplainArgs, OutputFormat};
 use crate::exit::ExitStatus;
 use crate::library::{Context, Model};
 use crate::report::output::deliver_all;
+use crate::scan::Recording;
 use crate::vocab::targets::{Target, Targets};
 use crate::{check, explain, report};
 
@@ -32,7 +33,7 @@ pub fn run(mut args: ExplainArgs, color: cli::ColorChoice) -> anyhow::Result<Exi
         (explain::explain(&target, &targets, none), ExitStatus::Clean)
     } else {
         args.opts.resources.max_memory = Some(memory_aim(&args.opts.resources, false));
-        let snap = scan_roots(roots, &args.opts, &targets, None, None, false, false)?;
+        let snap = scan_roots(roots, &args.opts, &targets, None, None, false, Recording::Off)?;
         let model = Model::build(snap, &targets, Context::default());
         // Without ROOT, this machine's installs: and its running kernel, as `check` judges it.
         let running_kernel =

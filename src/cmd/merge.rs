@@ -9,6 +9,7 @@ use crate::cli::{self, MergeArgs, OutputFormat};
 use crate::exit::ExitStatus;
 use crate::library::readback;
 use crate::report::output::deliver_all;
+use crate::scan::Recording;
 use crate::source::snapshot;
 use crate::{aggregate, check, merge, report};
 
@@ -33,7 +34,7 @@ fn scan_image(
         images: args.images.clone(),
         table: cli::TableArgs { targets: args.table.targets.clone() },
     };
-    super::scan_roots(vec![p.to_path_buf()], &opts, targets, None, None, false, false)
+    super::scan_roots(vec![p.to_path_buf()], &opts, targets, None, None, false, Recording::Off)
 }
 
 /// Runs `gfxscan merge`.

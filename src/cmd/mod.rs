@@ -44,8 +44,8 @@ fn memory_aim(resources: &cli::Resources, tell: bool) -> u64 {
 }
 
 /// Scans `roots` as `opts` say, with a progress bar; for `check`, `check_for` names the GPUs'
-/// processors and the scan reads only what their verdicts need. `record_identities`: each
-/// plain file's identity goes in the snapshot, for a later `--reuse` (`scan --reuse`). The facts only: the library
+/// processors and the scan reads only what their verdicts need. `recording`: what goes in the
+/// snapshot for a later `--reuse` (`scan --reuse`). The facts only: the library
 /// model is built from them by the command ([`crate::library::Model::build`]).
 fn scan_roots(
     roots: Vec<PathBuf>,
@@ -54,7 +54,7 @@ fn scan_roots(
     check_for: Option<Vec<String>>,
     parts: Option<Vec<PathBuf>>,
     digests: bool,
-    record_identities: bool,
+    recording: crate::scan::Recording,
 ) -> anyhow::Result<model::Snapshot> {
     let roots_named: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
     let reuse = earlier_facts(&opts.reuse, &roots_named, targets, digests, opts.quiet);
@@ -68,7 +68,7 @@ fn scan_roots(
         parts,
         digests,
         reuse,
-        record_identities,
+        recording,
         fetching: opts.images.fetching(),
     };
     let bar = report::progress::Bar::new(opts.quiet);

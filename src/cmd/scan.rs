@@ -1,20 +1,22 @@
 //! `gfxscan scan`: read the roots, build the model, and write the per-target, per-library or
 //! per-layer view, the snapshot, the page, the SBOM — or, with `--keep`, what could be dropped.
 
+use std::path::PathBuf;
+
 use anyhow::bail;
 
 use super::{distinct, known_targets, load_targets, memory_aim, open_outputs, scan_roots};
 use crate::cli::{self, OutputFormat, ScanArgs, ScanOpts};
 use crate::exit::ExitStatus;
 use crate::library::{Context, Model};
-use crate::report::output::deliver_all;
+use crate::report::output::{deliver_all, Planned};
+use crate::scan::{Recording, ScanConfig};
 use crate::vocab::targets::Targets;
 use crate::{check, library, report, source};
 
-/// Scans what `opts` names (or the default roots), with a progress bar; with `digests`, each
-/// listed file's SHA-256 is taken.
-fn scan_for(opts: &ScanOpts, targets: &Targets, digests: bool) -> anyhow::Result<crate::model::Snapshot> {
-    let roots = if opts.roots.is_empty() {
+/// The roots `opts` names, or the default roots that exist.
+fn roots_of(opts: &ScanOpts) -> anyhow::Result<Vec<PathBuf>> {
+    Ok(if opts.roots.is_empty() {
         let found = source::walk::default_roots();
         if found.is_empty() {
             bail!(
@@ -25,8 +27,90 @@ fn scan_for(opts: &ScanOpts, targets: &Targets, digests: bool) -> anyhow::Result
         found
     } else {
         opts.roots.clone()
+    })
+}
+
+/// The options of `scan` that shape its JSON, for the rescan key (`reuse::Survey::key`): every
+/// field is named here, so a new option must be sorted in or out of the key before it builds.
+/// Out: where outputs go and in which format (the JSON is the same), how many threads and how
+/// much memory (the same facts, or problems, which a key is never written with), what is said on
+/// standard error, the snapshots reused, the exit status asked for, and the table's path (its
+/// text is in the key).
+fn rescan_options(args: &ScanArgs) -> crate::reuse::ScanOptions {
+    let ScanArgs {
+        opts,
+        format: _,
+        json: _,
+        only,
+        by,
+        wide,
+        keep,
+        verbose: _,
+        digests,
+        fail_on_findings: _,
+        compare,
+    } = args;
+    let ScanOpts {
+        roots: _,
+        outputs: _,
+        resources: _,
+        follow_links,
+        cross_file_systems,
+        quiet: _,
+        reuse: _,
+        images,
+        table: _,
+    } = opts;
+    let cli::ImageArgs { platform, insecure_registry } = images;
+    format!(
+        "only={only:?} by={by:?} wide={wide} keep={keep:?} digests={digests} compare={compare:?} \
+         follow_links={follow_links} cross_file_systems={cross_file_systems} platform={platform:?} \
+         insecure_registry={insecure_registry:?}"
+    )
+}
+
+/// `scan --reuse SNAPSHOT` to JSON alone, of a tree unchanged since SNAPSHOT was written: the
+/// snapshot's document is this scan's, when its seal holds and a walk that opens no file makes
+/// its rescan key again (`scan::survey`), with the exit status it gives. `None`: the scan runs.
+fn unchanged(
+    args: &ScanArgs,
+    roots: &[PathBuf],
+    targets: &Targets,
+    outputs: &[Planned],
+) -> anyhow::Result<Option<(Vec<u8>, ExitStatus)>> {
+    let [snapshot] = args.opts.reuse.as_slice() else { return Ok(None) };
+    if !args.keep.is_empty() || outputs.iter().any(|o| o.format != OutputFormat::Json) {
+        return Ok(None);
+    }
+    let Some(doc) = source::snapshot::read_document(snapshot).ok() else { return Ok(None) };
+    let Some(key) = crate::reuse::unseal(&doc) else { return Ok(None) };
+    let config = ScanConfig {
+        threads: args.opts.resources.threads,
+        follow_links: args.opts.follow_links,
+        cross_file_systems: args.opts.cross_file_systems,
+        recording: Recording::Rescan(rescan_options(args)),
+        ..ScanConfig::of(roots.to_vec())
     };
-    scan_roots(roots, opts, targets, None, None, digests, !opts.reuse.is_empty())
+    // A root that cannot be walked is the scan's to report.
+    if crate::scan::survey(&config, targets).ok().flatten() != Some(key) {
+        return Ok(None);
+    }
+    // A key is written only with no problem: what remains to tell is whether it has findings.
+    #[derive(serde::Deserialize)]
+    struct Gate {
+        #[serde(default)]
+        findings: Vec<serde::de::IgnoredAny>,
+    }
+    let status = match args.fail_on_findings {
+        true => match serde_json::from_slice::<Gate>(&doc) {
+            Ok(g) if g.findings.is_empty() => ExitStatus::Clean,
+            Ok(_) => ExitStatus::Findings,
+            Err(_) => return Ok(None),
+        },
+        false => ExitStatus::Clean,
+    };
+    report::progress::say_reuse(args.opts.quiet, snapshot, &crate::reuse::Taken::Unchanged);
+    Ok(Some((doc, status)))
 }
 
 /// Runs `gfxscan scan`.
@@ -49,7 +133,16 @@ pub fn run(mut args: ScanArgs, color: cli::ColorChoice) -> anyhow::Result<ExitSt
     let sbom = outputs.iter().any(|o| o.format == OutputFormat::Cyclonedx);
     let created = if sbom { source_date_epoch()? } else { None };
     args.opts.resources.max_memory = Some(memory_aim(&args.opts.resources, args.verbose));
-    let model = Model::build(scan_for(&args.opts, &targets, args.digests)?, &targets, Context::default());
+    let roots = roots_of(&args.opts)?;
+    if let Some((doc, status)) = unchanged(&args, &roots, &targets, &outputs)? {
+        return deliver_all(outputs, status, |_, _, w| w.write_all(&doc).map_err(anyhow::Error::from));
+    }
+    let recording = match args.opts.reuse.is_empty() {
+        true => Recording::Off,
+        false => Recording::Rescan(rescan_options(&args)),
+    };
+    let facts = scan_roots(roots, &args.opts, &targets, None, None, args.digests, recording)?;
+    let model = Model::build(facts, &targets, Context::default());
     let snap = model.snapshot();
     // Files not read come first: findings from a partial read are not trusted to gate on.
     let status = match (snap.problems.is_empty(), snap.findings.is_empty()) {

@@ -32,17 +32,19 @@ use std::io::Write;
 use crate::vocab::policy::Platform;
 use crate::vocab::targets::Targets;
 
-/// Writes one pretty-printed JSON document and a newline. Serialized first, then written, so a
-/// closed pipe stays an `io::Error` the binary recognises.
 /// The word the JSON uses for a value (`nothing-to-check`, `index-names-missing`), so tables,
 /// CSV and HTML say what the JSON says.
 fn json_word(value: impl serde::Serialize) -> String {
     serde_json::to_value(value).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default()
 }
 
+/// Writes one pretty-printed JSON document and a newline. Serialized first, then written, so a
+/// closed pipe stays an `io::Error` the binary recognises.
 fn write_json(out: &mut dyn Write, value: &impl serde::Serialize) -> anyhow::Result<()> {
     let mut text = serde_json::to_vec_pretty(value)?;
     text.push(b'\n');
+    // A scan's JSON with a rescan key carries the digest of its own text (`reuse::seal`).
+    crate::reuse::seal(&mut text);
     out.write_all(&text)?;
     Ok(())
 }

@@ -106,6 +106,10 @@ pub fn say_reuse(quiet: bool, path: &std::path::Path, taken: &crate::reuse::Take
         Taken::NoDigests => "has no digests and this scan takes them: nothing reused".to_string(),
         Taken::OtherRoots => "is of other roots: nothing reused".to_string(),
         Taken::Files(n) => format!("knows {n} files of these roots: each one unchanged is not read again"),
+        Taken::Unchanged => {
+            "nothing it was made from has changed (each file's stat, each link): it is this scan's JSON"
+                .to_string()
+        }
     };
     let line = format!("reuse: {}: {why}", path.display());
     eprintln!("{}", super::safe::shown(&line));

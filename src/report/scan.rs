@@ -113,11 +113,11 @@ fn write_declared(snap: &Snapshot, out: &mut dyn Write, style: Style) -> std::io
 
 /// The JSON snapshot, cut to `--only` targets when given (zeros included; generic servers
 /// beside them; every family row listed for each).
-fn json_view(snap: &Snapshot, targets: &Targets, view: &ScanView) -> Snapshot {
-    let mut v = snap.clone();
+fn json_view<'a>(snap: &'a Snapshot, targets: &Targets, view: &ScanView) -> std::borrow::Cow<'a, Snapshot> {
     if view.only.is_empty() {
-        return v;
+        return std::borrow::Cow::Borrowed(snap);
     }
+    let mut v = snap.clone();
     let shown = shown_targets(snap, targets, &view.only);
     v.targets =
         shown.iter().map(|(t, _)| (t.clone(), snap.targets.get(t).cloned().unwrap_or_default())).collect();
@@ -137,7 +137,7 @@ fn json_view(snap: &Snapshot, targets: &Targets, view: &ScanView) -> Snapshot {
     // In the order the targets were asked for.
     let via = generic_servers(snap, targets, &view.only);
     v.via_generic = view.only.iter().filter_map(|t| Some((t.clone(), via.get(t)?.clone()))).collect();
-    v
+    std::borrow::Cow::Owned(v)
 }
 
 /// One row per target: its code-object totals and every family row, raw numbers.

@@ -21,7 +21,7 @@ const PIECE: usize = 1 << 20;
 pub const NOT_HASHED: &str = "SHA-256 not computed";
 
 /// Lowercase hex of a finished hash.
-fn hex(hasher: Sha256) -> String {
+pub fn hex(hasher: Sha256) -> String {
     hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -79,6 +79,13 @@ pub fn side_kind(path: &Path) -> SideKind {
 /// Reads a JSON snapshot written by `gfxscan scan --json` (plain, UTF-16, or compressed whole),
 /// refusing anything that is not a snapshot of the schema this build reads.
 pub fn read_snapshot(path: &Path) -> anyhow::Result<model::Snapshot> {
+    let text = read_document(path)?;
+    parse_snapshot(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+/// The JSON text of a snapshot file, as [`read_snapshot`] reads it (inflated when compressed
+/// whole, UTF-8 when it was UTF-16), not yet parsed.
+pub fn read_document(path: &Path) -> anyhow::Result<Vec<u8>> {
     let raw = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     let bytes = match whole_file_codec(&raw) {
         Some(codec) => {
@@ -98,8 +105,7 @@ pub fn read_snapshot(path: &Path) -> anyhow::Result<model::Snapshot> {
         }
         None => raw,
     };
-    let text = utf8_of(bytes).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    parse_snapshot(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+    utf8_of(bytes).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
 /// The UTF-8 bytes of a file that may be UTF-16 with a byte-order mark.

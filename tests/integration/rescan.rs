@@ -287,3 +287,157 @@ fn hard_links_name_the_same_first_name_as_a_fresh_scan() {
     scan(&["--reuse", &snap, "-o", &out, &z, &b]).expect_code(0);
     assert_eq!(without_identities(read_json(&s.again)), scan(&[&z, &b]).json());
 }
+
+/// The stderr line of a rescan that found nothing changed (`reuse::Taken::Unchanged`).
+const UNCHANGED: &str = "it is this scan's JSON";
+
+/// A tree unchanged since its snapshot is not read again: the walk's `stat`s make the snapshot's
+/// rescan key again, and the snapshot's document is the output, at any thread count — and it is
+/// what a scan that reads every file writes.
+#[test]
+fn an_unchanged_tree_writes_its_snapshot_again_without_reading_it() {
+    let m = mixed();
+    m.tree.symlink("foo.txt", "link-to-foo");
+    settle();
+    let s = snaps();
+    rescan(&m.tree, &s.first, &s.first, &[]).expect_code(0);
+    let snap = read_json(&s.first);
+    let key = snap["identities"]["rescan_key"].as_str().expect("a rescan key").to_string();
+    assert_eq!(key.len(), 64);
+    for j in ["1", "3"] {
+        let again = rescan(&m.tree, &s.first, &s.again, &["-j", j]);
+        again.expect_code(0);
+        assert!(again.stderr.contains(UNCHANGED), "-j {j}: {}", again.stderr);
+        assert!(std::fs::read(&s.first).ok() == std::fs::read(&s.again).ok(), "-j {j}: differs");
+    }
+    // What a scan that reads every file writes, with the same key.
+    let fresh = s.first.with_file_name("fresh.json");
+    rescan(&m.tree, &s.first.with_file_name("absent.json"), &fresh, &[]).expect_code(0);
+    assert!(std::fs::read(&fresh).ok() == std::fs::read(&s.first).ok(), "a fresh scan differs");
+    // The document is passed on, not made again: a fact changed in it and sealed again (as only
+    // gfxscan seals) is what the rescan writes.
+    let mut text = std::fs::read_to_string(&s.first).expect("snapshot");
+    let sealed = snap["identities"]["document_sha256"].as_str().expect("sealed").to_string();
+    text = text.replace(&sealed, gfxscan::reuse::UNSEALED).replacen("\"kernels\": 1,", "\"kernels\": 9,", 1);
+    let mut bytes = text.into_bytes();
+    gfxscan::reuse::seal(&mut bytes);
+    std::fs::write(&s.first, &bytes).expect("write");
+    let again = rescan(&m.tree, &s.first, &s.again, &[]);
+    assert!(again.stderr.contains(UNCHANGED), "{}", again.stderr);
+    assert!(std::fs::read(&s.again).expect("out") == bytes);
+}
+
+/// Anything a scan's JSON is made from, changed, and the scan runs: files added, removed,
+/// touched, a link pointing elsewhere, a FIFO, other options, the root named otherwise, another
+/// output beside the JSON. Each says what a scan without the snapshot says.
+#[test]
+fn any_change_to_what_the_json_is_made_from_scans_again() {
+    type Change = fn(&Tree);
+    let changes: [(&str, Change, &[&str]); 10] = [
+        (
+            "a file added",
+            |t| {
+                t.file("new.txt", b"");
+            },
+            &[],
+        ),
+        ("a file removed", |t| std::fs::remove_file(t.path("foo.txt")).expect("rm"), &[]),
+        ("a file touched", |t| touch(&t.path("lib/a.co")), &[]),
+        ("a link pointing elsewhere", |t| relink(t, "lib/a.co", "link-to-foo"), &[]),
+        (
+            "a FIFO",
+            |t| {
+                t.fifo("pipe");
+            },
+            &[],
+        ),
+        ("--only", |_| {}, &["--only", "gfx1100"]),
+        ("--digests", |_| {}, &["--digests"]),
+        ("--follow-links", |_| {}, &["--follow-links"]),
+        ("a table beside the JSON", |_| {}, &["-o", "table=/dev/null"]),
+        ("the root named otherwise", |_| {}, &[]),
+    ];
+    let trees: Vec<_> = changes
+        .iter()
+        .map(|_| {
+            let m = mixed();
+            m.tree.symlink("foo.txt", "link-to-foo");
+            m
+        })
+        .collect();
+    settle();
+    for ((what, change, extra), m) in changes.into_iter().zip(trees) {
+        let s = snaps();
+        rescan(&m.tree, &s.first, &s.first, &[]).expect_code(0);
+        assert!(read_json(&s.first)["identities"]["rescan_key"].is_string(), "{what}");
+        change(&m.tree);
+        let root = match what {
+            "the root named otherwise" => format!("{}/.", m.tree.root_str()),
+            _ => m.tree.root_str(),
+        };
+        let (snap, out) = (s.first.to_string_lossy().to_string(), s.again.to_string_lossy().to_string());
+        let mut args = vec!["scan", "--json", "--reuse", &snap, "-o", &out];
+        args.extend_from_slice(extra);
+        args.push(&root);
+        let again = gfxscan(args.clone());
+        assert!(!again.stderr.contains(UNCHANGED), "{what}: {}", again.stderr);
+        let fresh_out = s.first.with_file_name("fresh.json").to_string_lossy().to_string();
+        let absent = s.first.with_file_name("absent.json").to_string_lossy().to_string();
+        args[3] = &absent;
+        args[5] = &fresh_out;
+        let fresh = gfxscan(args);
+        assert_eq!(again.code, fresh.code, "{what}: {}", again.stderr);
+        let (again, fresh) = (read_json(&s.again), read_json(Path::new(&fresh_out)));
+        assert_eq!(without_identities(again), without_identities(fresh), "{what}");
+    }
+}
+
+fn touch(p: &Path) {
+    let later = SystemTime::now() + Duration::from_secs(1);
+    std::fs::File::options().write(true).open(p).and_then(|f| f.set_modified(later)).expect("touch");
+}
+
+fn relink(t: &Tree, target: &str, link: &str) {
+    std::fs::remove_file(t.path(link)).expect("rm link");
+    t.symlink(target, link);
+}
+
+/// A snapshot changed after gfxscan wrote it is never passed on, even with its key intact: a
+/// summary count edited (which no file's facts carry) is made again from the files.
+#[test]
+fn a_snapshot_changed_after_it_was_written_is_not_passed_on() {
+    let m = mixed();
+    settle();
+    let s = snaps();
+    rescan(&m.tree, &s.first, &s.first, &[]).expect_code(0);
+    let text = std::fs::read_to_string(&s.first).expect("snapshot");
+    let said = read_json(&s.first)["summary"]["files"].as_u64().expect("files");
+    let edited = text.replacen(&format!("\"files\": {said},"), &format!("\"files\": {},", said + 5), 1);
+    assert_ne!(edited, text);
+    std::fs::write(&s.first, &edited).expect("write");
+    let again = rescan(&m.tree, &s.first, &s.again, &[]);
+    again.expect_code(0);
+    assert!(!again.stderr.contains(UNCHANGED), "{}", again.stderr);
+    assert_eq!(read_json(&s.again)["summary"]["files"].as_u64(), Some(said));
+}
+
+/// `--fail-on-findings` exits as the scan would when the tree is unchanged: 5 for an install
+/// broken as shipped, whose snapshot is passed on.
+#[test]
+fn an_unchanged_rescan_exits_as_the_scan_does() {
+    let tree = Tree::new();
+    let lib = "opt/rocm/lib/rocblas/library";
+    tree.file("opt/rocm/lib/librocblas.so.5.0", &crate::fixtures::host_lib(&[("gfx900", &co(GFX900, 0, 3))]));
+    tree.file(
+        format!("{lib}/TensileLibrary_lazy_gfx1100.dat"),
+        &gfxscan::testing::tensile_index(&["gfx1100"], 2),
+    );
+    settle();
+    let s = snaps();
+    rescan(&tree, &s.first, &s.first, &["--fail-on-findings"]).expect_code(5);
+    assert!(read_json(&s.first)["findings"].as_array().is_some_and(|f| !f.is_empty()));
+    let again = rescan(&tree, &s.first, &s.again, &["--fail-on-findings"]);
+    assert!(again.stderr.contains(UNCHANGED), "{}", again.stderr);
+    again.expect_code(5);
+    rescan(&tree, &s.first, &s.again, &[]).expect_code(0);
+}
