@@ -83,7 +83,7 @@ fn unchanged(
         return Ok(None);
     }
     let Some(doc) = source::snapshot::read_document(snapshot).ok() else { return Ok(None) };
-    let Some(key) = crate::reuse::unseal(&doc) else { return Ok(None) };
+    let Some(key) = crate::reuse::stated_key(&doc).map(str::to_string) else { return Ok(None) };
     let config = ScanConfig {
         threads: args.opts.resources.threads,
         follow_links: args.opts.follow_links,
@@ -92,7 +92,7 @@ fn unchanged(
         ..ScanConfig::of(roots.to_vec())
     };
     // A root that cannot be walked is the scan's to report.
-    if crate::scan::survey(&config, targets).ok().flatten() != Some(key) {
+    if crate::scan::survey(&config, targets).ok().flatten() != Some(key) || !crate::reuse::seal_holds(&doc) {
         return Ok(None);
     }
     // A key is written only with no problem: what remains to tell is whether it has findings.
