@@ -261,8 +261,8 @@ pub fn identities(mut files: Vec<FileIdentity>, targets: &Targets, digests: bool
     }
 }
 
-/// What a walk met, folded as it comes whatever the order folders were listed in: every regular
-/// file with its `stat` and every symbolic link with its target. With the scan's options it
+/// What a walk met, folded as it comes whatever the order folders were listed in: every folder,
+/// every regular file with its `stat` and every symbolic link with its target. With the scan's options it
 /// makes the rescan key ([`Survey::key`]): everything a scan's JSON is made from, short of the
 /// bytes of files that `stat` shows unchanged.
 ///
@@ -289,6 +289,11 @@ impl Survey {
         numbers.push(u8::from(followed));
         self.item(b'f', root, rel.as_bytes(), &numbers);
         self.files += 1;
+    }
+
+    /// A folder listed (an empty one is still a fact: a kernel's `lib/modules/<release>`).
+    pub fn folder(&mut self, root: usize, rel: &OsStr) {
+        self.item(b'd', root, rel.as_bytes(), &[]);
     }
 
     /// A symbolic link met and not followed, and where it points.
@@ -364,7 +369,7 @@ impl Survey {
 }
 
 /// Changes when what the key covers changes.
-const KEY_VERSION: &str = "gfxscan rescan key 1";
+const KEY_VERSION: &str = "gfxscan rescan key 2";
 
 /// The options of `scan` that shape its JSON, as one text: a rescan key is made with them
 /// (`cmd::scan` lists them; an option added there must be sorted in or out of this).

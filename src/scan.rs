@@ -521,6 +521,14 @@ fn survey_of(batch: &[Candidate]) -> Survey {
     s
 }
 
+/// Folds one folder the walk listed into `met` (see [`Survey::folder`]).
+fn fold_folder(met: &Mutex<Survey>, root: usize, rel: &Path) {
+    let mut s = Survey::default();
+    s.folder(root, rel.as_os_str());
+    let mut met = lock(met);
+    *met = met.merge(s);
+}
+
 /// `files` with the rest of what the walk met (links, links out of the root, special files);
 /// `None` when the walk met a problem (what it could not walk is not known again by `stat`).
 fn walked_survey(mut s: Survey, walked: &Walked) -> Option<Survey> {
@@ -573,11 +581,13 @@ pub fn survey(config: &ScanConfig, targets: &Targets) -> anyhow::Result<Option<S
         let mut met = lock(&met);
         *met = met.merge(s);
     };
+    let folders = |root: usize, rel: &Path| fold_folder(&met, root, rel);
     let how = Walk {
         follow_links: config.follow_links,
         cross_file_systems: config.cross_file_systems,
         skip: &[],
         files: &files,
+        folders: Some(&folders),
     };
     let walked = pool.install(|| walk(&roots, None, &how));
     let met = met.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -689,11 +699,14 @@ impl Reader<'_> {
             let mut done = lock(&done);
             *done = std::mem::take(&mut *done).merge(Part { survey: met, ..part });
         };
+        let listed = Mutex::new(Survey::default());
+        let folders = |root: usize, rel: &Path| fold_folder(&listed, root, rel);
         let how = Walk {
             follow_links: config.follow_links,
             cross_file_systems: config.cross_file_systems,
             skip: layouts,
             files: &files,
+            folders: survey.then_some(&folders),
         };
         let walked = walk(self.roots, config.parts.as_deref(), &how);
         for p in &walked.problems {
@@ -703,7 +716,8 @@ impl Reader<'_> {
         // In path order: which name leads does not hang on the order folders were listed in.
         linked.sort_by(|a, b| (a.root, &a.rel).cmp(&(b.root, &b.rel)));
         let done = done.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
-        (done.merge(self.read_files(&linked)), walked)
+        let listed = Part { survey: *lock(&listed), ..Part::default() };
+        (done.merge(listed).merge(self.read_files(&linked)), walked)
     }
 
     /// Reads every candidate, in parallel. Each file is read once, however many hard links

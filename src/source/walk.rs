@@ -294,7 +294,13 @@ pub struct Walk<'a> {
     /// Called with the regular files met, a folder's worth at a time (at most [`BATCH`]), on
     /// whichever worker walked that folder.
     pub files: &'a (dyn Fn(Vec<Candidate>) + Sync),
+    /// When given, called with each folder listed (its root's index and its path relative to
+    /// the root), before its entries: what a rescan key folds besides files and links.
+    pub folders: Option<&'a FolderSeen<'a>>,
 }
+
+/// What a walk calls with each folder it lists: its root's index and its path below the root.
+pub type FolderSeen<'f> = dyn Fn(usize, &Path) + Sync + 'f;
 
 /// Files handed over at once: a folder of thousands (rocBLAS's library) is read in parallel
 /// while it is still being listed, and a folder of millions is never held whole.
@@ -463,6 +469,9 @@ impl<'a> RootWalk<'a> {
             Ok(fd) => fd,
             Err(e) => return self.problem(&rel, std::io::Error::from(e).to_string()),
         };
+        if let Some(folders) = self.walk.folders {
+            folders(self.index, &rel);
+        }
         let mut buf = Vec::with_capacity(LISTING);
         let mut listing = RawDir::new(&fd, buf.spare_capacity_mut());
         let mut met = Met { files: Vec::new(), folders: todo };
@@ -641,7 +650,7 @@ mod tests {
     fn walk_all(roots: &[Root], follow_links: bool) -> (Walked, Vec<Candidate>) {
         let files = Mutex::new(Vec::new());
         let add = |batch: Vec<Candidate>| files.lock().expect("lock").extend(batch);
-        let w = Walk { follow_links, cross_file_systems: false, skip: &[], files: &add };
+        let w = Walk { follow_links, cross_file_systems: false, skip: &[], files: &add, folders: None };
         let walked = walk(roots, None, &w);
         let mut files = files.into_inner().expect("lock");
         files.sort_by(|a, b| a.rel.cmp(&b.rel));

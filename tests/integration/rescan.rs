@@ -328,12 +328,14 @@ fn an_unchanged_tree_writes_its_snapshot_again_without_reading_it() {
 }
 
 /// Anything a scan's JSON is made from, changed, and the scan runs: files added, removed,
-/// touched, a link pointing elsewhere, a FIFO, other options, the root named otherwise, another
-/// output beside the JSON. Each says what a scan without the snapshot says.
+/// touched, an empty folder, a link pointing elsewhere, a FIFO, other options, the root named
+/// otherwise, another output beside the JSON. Each says what a scan without the snapshot says.
 #[test]
 fn any_change_to_what_the_json_is_made_from_scans_again() {
     type Change = fn(&Tree);
-    let changes: [(&str, Change, &[&str]); 10] = [
+    let changes: [(&str, Change, &[&str]); 11] = [
+        // An empty folder is a fact too: a kernel's `lib/modules/<release>` is a driver record.
+        ("an empty folder", |t| std::fs::create_dir_all(t.path("lib/modules/6.99.0")).expect("mkdir"), &[]),
         (
             "a file added",
             |t| {
