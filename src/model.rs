@@ -1145,6 +1145,10 @@ pub struct Identities {
     pub targets: String,
     /// Listed files carry their SHA-256 (`--digests`).
     pub digests: bool,
+    /// Who the scan read as (`source::file::credentials`): what it could open depends on it, so
+    /// a scan that reads as another user takes nothing from this snapshot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<String>,
     /// When every file met was recorded and nothing was amiss: what the JSON was made from
     /// (`reuse::Survey::key`). A rescan that finds the same key writes this document again
     /// without reading it further (`cmd::scan`).

@@ -9,9 +9,9 @@
 //!   it could keep its times and size. This is git's racy-git rule (`is_racy_timestamp` in
 //!   git's read-cache.c), applied when the snapshot is written rather than when it is read:
 //!   git compares with the index file's own time, which a copied snapshot does not keep;
-//! - facts depend on the code that read them and on the target table: a snapshot made by
-//!   another build ([`reader`]) or with another table gives nothing, and neither does one
-//!   without digests to a scan that takes them;
+//! - facts depend on the code that read them, on the target table and on who read them: a
+//!   snapshot made by another build ([`reader`]), with another table or as another user or
+//!   groups gives nothing, and neither does one without digests to a scan that takes them;
 //! - facts must be what this scan would find: a scan that reads less (`check`) takes only facts
 //!   without problems (a whole scan finds problems in entries `check` never reads), and a file
 //!   with several names only when the name it shares its bytes with is the one this scan gives
@@ -93,6 +93,9 @@ pub enum Taken {
     OtherReader(String),
     /// Its facts were read with another target table.
     OtherTargets,
+    /// Its files were read as another user or groups (those named; empty when it does not say):
+    /// a file this scan may not open would be taken as read.
+    OtherCredentials(String),
     /// It has no digests and this scan takes them.
     NoDigests,
     /// None of its roots is a root of this scan.
@@ -124,6 +127,10 @@ impl Earlier {
         }
         if ids.targets != targets.digest {
             return Taken::OtherTargets;
+        }
+        let here = crate::source::file::credentials();
+        if ids.credentials.as_deref() != Some(here.as_str()) {
+            return Taken::OtherCredentials(ids.credentials.unwrap_or_default());
         }
         if digests && !ids.digests {
             return Taken::NoDigests;
@@ -255,22 +262,24 @@ pub fn identities(mut files: Vec<FileIdentity>, targets: &Targets, digests: bool
         reader: reader(),
         targets: targets.digest.clone(),
         digests,
+        credentials: Some(crate::source::file::credentials()),
         rescan_key: None,
         document_sha256: None,
         files,
     }
 }
 
-/// What a walk met, folded as it comes whatever the order folders were listed in: every folder,
-/// every regular file with its `stat` and every symbolic link with its target. With the scan's options it
-/// makes the rescan key ([`Survey::key`]): everything a scan's JSON is made from, short of the
-/// bytes of files that `stat` shows unchanged.
+/// What a walk met, gathered as it comes whatever the order folders were listed in: every
+/// folder, every regular file with its `stat`, every symbolic link with its target, every special
+/// file. With the scan's options it makes the rescan key ([`Survey::key`]): everything a scan's
+/// JSON is made from, short of the bytes of files that `stat` shows unchanged.
 ///
-/// Each item's SHA-256 is added into a 256-bit sum, so workers fold their own shares and the
-/// shares are added; two walks that met the same items make the same sum.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+/// Each item is kept as its SHA-256 (32 bytes); the key hashes them sorted, so workers gather
+/// their own shares in any order. (A sum of the digests would need no memory, but a sum can be
+/// steered to a chosen value by items whoever writes the tree chooses: link targets.)
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Survey {
-    sum: [u64; 4],
+    items: Vec<[u8; 32]>,
     /// Regular files met.
     pub files: u64,
 }
@@ -306,9 +315,10 @@ impl Survey {
         self.item(b'o', root, rel.as_bytes(), real.as_bytes());
     }
 
-    /// Special files met (FIFOs, sockets, devices): counted in the summary.
-    pub fn special(&mut self, count: u64) {
-        self.item(b's', 0, &count.to_le_bytes(), &[]);
+    /// A FIFO, socket or device node (never opened; a name that hides another, as a folder
+    /// named `x.conf` in `modprobe.d` does).
+    pub fn special(&mut self, root: usize, rel: &OsStr, kind: &str) {
+        self.item(b's', root, rel.as_bytes(), kind.as_bytes());
     }
 
     fn item(&mut self, tag: u8, root: usize, a: &[u8], b: &[u8]) {
@@ -318,39 +328,33 @@ impl Survey {
         h.update((a.len() as u64).to_le_bytes());
         h.update(a);
         h.update(b);
-        let d = h.finalize();
-        self.add(d.as_slice());
-    }
-
-    fn add(&mut self, digest: &[u8]) {
-        let mut carry = 0u128;
-        for (i, limb) in self.sum.iter_mut().enumerate() {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(&digest[i * 8..i * 8 + 8]);
-            let total = u128::from(*limb) + u128::from(u64::from_le_bytes(word)) + carry;
-            *limb = total as u64;
-            carry = total >> 64;
-        }
+        self.items.push(h.finalize().into());
     }
 
     /// Two workers' shares as one.
-    pub fn merge(mut self, other: Survey) -> Survey {
-        let mut bytes = Vec::with_capacity(32);
-        for limb in other.sum {
-            bytes.extend_from_slice(&limb.to_le_bytes());
+    pub fn merge(mut self, mut other: Survey) -> Survey {
+        if self.items.len() < other.items.len() {
+            std::mem::swap(&mut self.items, &mut other.items);
         }
-        self.add(&bytes);
+        self.items.extend_from_slice(&other.items);
         self.files += other.files;
         self
     }
 
     /// The rescan key: this build, the target table, `options` (the command's options that
-    /// shape its JSON, [`ScanOptions`]), each root as named and where it leads, and what the
-    /// walk met. Two scans with the same key write the same JSON: every file is unchanged by
-    /// its `stat`, and so is everything else the JSON is made from.
-    pub fn key(&self, targets: &Targets, options: &str, roots: &[(String, String)]) -> String {
+    /// shape its JSON, [`ScanOptions`]), who reads (`credentials`: what may be read depends on
+    /// it), each root as named and where it leads, and what the walk met. Two scans with the
+    /// same key write the same JSON: every file is unchanged by its `stat`, and so is everything
+    /// else the JSON is made from.
+    pub fn key(
+        mut self,
+        targets: &Targets,
+        options: &str,
+        credentials: &str,
+        roots: &[(String, String)],
+    ) -> String {
         let mut h = Sha256::new();
-        for part in [KEY_VERSION, &reader(), &targets.digest, options] {
+        for part in [KEY_VERSION, &reader(), &targets.digest, options, credentials] {
             h.update((part.len() as u64).to_le_bytes());
             h.update(part.as_bytes());
         }
@@ -361,15 +365,17 @@ impl Survey {
             }
         }
         h.update(self.files.to_le_bytes());
-        for limb in self.sum {
-            h.update(limb.to_le_bytes());
+        h.update((self.items.len() as u64).to_le_bytes());
+        self.items.sort_unstable();
+        for item in &self.items {
+            h.update(item);
         }
         hex(h)
     }
 }
 
 /// Changes when what the key covers changes.
-const KEY_VERSION: &str = "gfxscan rescan key 2";
+const KEY_VERSION: &str = "gfxscan rescan key 3";
 
 /// The options of `scan` that shape its JSON, as one text: a rescan key is made with them
 /// (`cmd::scan` lists them; an option added there must be sorted in or out of this).
@@ -419,9 +425,19 @@ pub fn stated_key(text: &[u8]) -> Option<&str> {
     (text.get(k + 64) == Some(&b'"') && key.bytes().all(|b| b.is_ascii_hexdigit())).then_some(key)
 }
 
-/// Whether a scan JSON is sealed and its seal holds: it is the document gfxscan wrote, every
-/// byte (see [`seal`]).
+/// Whether a scan JSON is sealed and its seal holds: it is, every byte, a document this build
+/// writes (it opens as a snapshot of this schema does) and was not changed since. The seal is a
+/// checksum, not a signature: it tells a document edited or damaged after it was written, and
+/// one that is not a snapshot at all, not a forgery made with gfxscan's own rules (which
+/// `--reuse` cannot tell of the facts it takes file by file either).
 pub fn seal_holds(text: &[u8]) -> bool {
+    let head = format!(
+        "{{\n  \"schema_version\": {},\n  \"tool\": {{\n    \"name\": \"gfxscan\",",
+        crate::model::SCHEMA_VERSION
+    );
+    if !text.starts_with(head.as_bytes()) {
+        return false;
+    }
     let Some(at) = seal_at(text) else { return false };
     let said = &text[at..at + 64];
     said != UNSEALED.as_bytes() && sealed_digest(text, at).as_bytes() == said
@@ -447,7 +463,7 @@ mod tests {
         assert!(identity(&path, Kind::Other, &stat(began + Duration::from_secs(60), old), began).is_none());
     }
 
-    /// The walk's workers fold their shares in any order: the same items make the same key,
+    /// The walk's workers gather their shares in any order: the same items make the same key,
     /// and any item changed, added or dropped makes another.
     #[test]
     fn the_rescan_key_is_the_same_whatever_the_order_and_changes_with_any_item() {
@@ -455,36 +471,42 @@ mod tests {
         let roots = [("r".to_string(), "/r".to_string())];
         let id = |n: i64| (1, 2, 3, n, 0, n, 0);
         let files = [("a", id(1)), ("b/c", id(2)), ("d", id(3))];
-        let key = |s: Survey| s.key(&targets, "opts", &roots);
+        let key = |s: &Survey| s.clone().key(&targets, "opts", "uid=0", &roots);
         let mut all = Survey::default();
         for (name, id) in files {
             all.file(0, OsStr::new(name), id, false);
         }
         all.link(0, OsStr::new("l"), OsStr::new("a"));
+        all.folder(0, OsStr::new("b"));
         let mut one = Survey::default();
         one.link(0, OsStr::new("l"), OsStr::new("a"));
         one.file(0, OsStr::new("d"), id(3), false);
         let mut two = Survey::default();
+        two.folder(0, OsStr::new("b"));
         two.file(0, OsStr::new("b/c"), id(2), false);
         two.file(0, OsStr::new("a"), id(1), false);
-        assert_eq!(key(all), key(two.merge(one)));
+        assert_eq!(key(&all), key(&two.merge(one)));
         assert_eq!(all.files, 3);
         let changed = |f: &dyn Fn(&mut Survey)| {
-            let mut s = all;
+            let mut s = all.clone();
             f(&mut s);
-            key(s)
+            key(&s)
         };
-        assert_ne!(key(all), changed(&|s| s.file(0, OsStr::new("e"), id(4), false)));
-        assert_ne!(key(all), changed(&|s| s.link(0, OsStr::new("m"), OsStr::new("a"))));
-        assert_ne!(key(all), changed(&|s| s.special(1)));
-        assert_ne!(key(all), all.key(&targets, "other opts", &roots));
-        assert_ne!(key(all), all.key(&targets, "opts", &[("r".to_string(), "/elsewhere".to_string())]));
+        assert_ne!(key(&all), changed(&|s| s.file(0, OsStr::new("e"), id(4), false)));
+        assert_ne!(key(&all), changed(&|s| s.link(0, OsStr::new("m"), OsStr::new("a"))));
+        assert_ne!(key(&all), changed(&|s| s.folder(0, OsStr::new("e"))));
+        assert_ne!(key(&all), changed(&|s| s.special(0, OsStr::new("p"), "fifo")));
+        assert_ne!(key(&all), all.clone().key(&targets, "other opts", "uid=0", &roots));
+        assert_ne!(key(&all), all.clone().key(&targets, "opts", "uid=65534", &roots));
+        let elsewhere = [("r".to_string(), "/elsewhere".to_string())];
+        assert_ne!(key(&all), all.clone().key(&targets, "opts", "uid=0", &elsewhere));
         let mut moved = Survey::default();
         for (name, id) in files {
             moved.file(0, OsStr::new(name), if name == "d" { (1, 2, 3, 3, 1, 3, 0) } else { id }, false);
         }
         moved.link(0, OsStr::new("l"), OsStr::new("a"));
-        assert_ne!(key(all), key(moved), "one nanosecond");
+        moved.folder(0, OsStr::new("b"));
+        assert_ne!(key(&all), key(&moved), "one nanosecond");
     }
 
     /// A sealed document states its key and its seal holds; any byte changed, or a document
@@ -492,8 +514,12 @@ mod tests {
     #[test]
     fn a_sealed_document_gives_its_key_only_as_written() {
         let key = "ab".repeat(32);
+        let head = format!(
+            "{{\n  \"schema_version\": {},\n  \"tool\": {{\n    \"name\": \"gfxscan\",\n    \"version\": \"0\"\n  }},\n",
+            crate::model::SCHEMA_VERSION
+        );
         let doc = format!(
-            "{{\n  \"identities\": {{\n    \"rescan_key\": \"{key}\",\n    \"document_sha256\": \"{UNSEALED}\",\n    \"files\": []\n  }}\n}}\n"
+            "{head}  \"identities\": {{\n    \"rescan_key\": \"{key}\",\n    \"document_sha256\": \"{UNSEALED}\",\n    \"files\": []\n  }}\n}}\n"
         );
         let mut sealed = doc.clone().into_bytes();
         assert!(!seal_holds(&sealed), "not yet sealed");
@@ -510,6 +536,10 @@ mod tests {
             assert!(!seal_holds(&changed), "byte {i} changed");
         }
         assert!(!seal_holds(b"{}"));
+        // Sealed, but not a snapshot this build writes.
+        let mut other = doc.replace("gfxscan", "other").into_bytes();
+        seal(&mut other);
+        assert!(!seal_holds(&other));
         assert_eq!(stated_key(b"{}"), None);
     }
 }

@@ -26,7 +26,7 @@ use crate::reuse::{identity, Earlier, Survey, Want};
 use crate::source::file::{file_id, open_file, FileId};
 use crate::source::origin::Origin;
 use crate::source::registry::{Fetching, RemoteImage};
-use crate::source::walk::{resolve_roots, walk, Candidate, Root, RootKind, Walk, Walked};
+use crate::source::walk::{resolve_roots, walk, Candidate, Other, Root, RootKind, Walk, Walked};
 use crate::vocab::targets::Targets;
 
 /// What to scan and how.
@@ -502,7 +502,7 @@ pub fn scan(config: &ScanConfig, targets: &Targets, progress: &dyn Progress) -> 
         // anywhere, every root a folder or file walked here.
         let whole = survey.filter(|s| s.files == recorded && snap.problems.is_empty() && skip.is_empty());
         if let (Some(options), Some(s)) = (config.recording.options(), whole) {
-            if let Some(key) = rescan_key(&s, targets, options, &roots) {
+            if let Some(key) = rescan_key(s, targets, options, &roots) {
                 ids.rescan_key = Some(key);
                 ids.document_sha256 = Some(crate::reuse::UNSEALED.to_string());
             }
@@ -521,18 +521,21 @@ fn survey_of(batch: &[Candidate]) -> Survey {
     s
 }
 
-/// Folds one folder the walk listed into `met` (see [`Survey::folder`]).
-fn fold_folder(met: &Mutex<Survey>, root: usize, rel: &Path) {
-    let mut s = Survey::default();
-    s.folder(root, rel.as_os_str());
+/// Gathers a folder or special file the walk met into `met` (see [`Survey::folder`],
+/// [`Survey::special`]).
+fn survey_other(met: &Mutex<Survey>, root: usize, rel: &Path, other: Other) {
     let mut met = lock(met);
-    *met = met.merge(s);
+    match other {
+        Other::Folder => met.folder(root, rel.as_os_str()),
+        Other::Special(kind) => met.special(root, rel.as_os_str(), kind),
+    }
 }
 
-/// `files` with the rest of what the walk met (links, links out of the root, special files);
-/// `None` when the walk met a problem (what it could not walk is not known again by `stat`).
+/// `s` with the rest of what the walk met (links, links out of the root); `None` when the walk
+/// met a problem or left a folder on another file system unwalked (what it did not walk is not
+/// known again by `stat`, and the kernel's side of a root reads through it).
 fn walked_survey(mut s: Survey, walked: &Walked) -> Option<Survey> {
-    if !walked.problems.is_empty() {
+    if !walked.problems.is_empty() || walked.other_file_systems > 0 {
         return None;
     }
     for l in &walked.links {
@@ -541,7 +544,6 @@ fn walked_survey(mut s: Survey, walked: &Walked) -> Option<Survey> {
     for (root, rel, real) in &walked.left_root {
         s.left_root(*root, rel.as_os_str(), real.as_os_str());
     }
-    s.special(walked.special);
     Some(s)
 }
 
@@ -558,8 +560,8 @@ fn key_roots(roots: &[Root]) -> Option<Vec<(String, String)>> {
 }
 
 /// The rescan key of a walk of `roots` ([`Survey::key`]), when they can have one ([`key_roots`]).
-fn rescan_key(s: &Survey, targets: &Targets, options: &str, roots: &[Root]) -> Option<String> {
-    Some(s.key(targets, options, &key_roots(roots)?))
+fn rescan_key(s: Survey, targets: &Targets, options: &str, roots: &[Root]) -> Option<String> {
+    Some(s.key(targets, options, &crate::source::file::credentials(), &key_roots(roots)?))
 }
 
 /// The rescan key a scan with `config` would write, from a walk alone: every file `stat`ed,
@@ -579,19 +581,20 @@ pub fn survey(config: &ScanConfig, targets: &Targets) -> anyhow::Result<Option<S
     let files = |batch: Vec<Candidate>| {
         let s = survey_of(&batch);
         let mut met = lock(&met);
-        *met = met.merge(s);
+        *met = std::mem::take(&mut *met).merge(s);
     };
-    let folders = |root: usize, rel: &Path| fold_folder(&met, root, rel);
+    let others = |root: usize, rel: &Path, other: Other| survey_other(&met, root, rel, other);
     let how = Walk {
         follow_links: config.follow_links,
         cross_file_systems: config.cross_file_systems,
         skip: &[],
         files: &files,
-        folders: Some(&folders),
+        others: Some(&others),
     };
     let walked = pool.install(|| walk(&roots, None, &how));
     let met = met.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
-    Ok(walked_survey(met, &walked).map(|s| s.key(targets, options, &named)))
+    let credentials = crate::source::file::credentials();
+    Ok(walked_survey(met, &walked).map(|s| s.key(targets, options, &credentials, &named)))
 }
 
 /// The value behind a lock, whether or not a worker panicked holding it.
@@ -700,13 +703,13 @@ impl Reader<'_> {
             *done = std::mem::take(&mut *done).merge(Part { survey: met, ..part });
         };
         let listed = Mutex::new(Survey::default());
-        let folders = |root: usize, rel: &Path| fold_folder(&listed, root, rel);
+        let others = |root: usize, rel: &Path, other: Other| survey_other(&listed, root, rel, other);
         let how = Walk {
             follow_links: config.follow_links,
             cross_file_systems: config.cross_file_systems,
             skip: layouts,
             files: &files,
-            folders: survey.then_some(&folders),
+            others: survey.then_some(&others),
         };
         let walked = walk(self.roots, config.parts.as_deref(), &how);
         for p in &walked.problems {
@@ -716,7 +719,7 @@ impl Reader<'_> {
         // In path order: which name leads does not hang on the order folders were listed in.
         linked.sort_by(|a, b| (a.root, &a.rel).cmp(&(b.root, &b.rel)));
         let done = done.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let listed = Part { survey: *lock(&listed), ..Part::default() };
+        let listed = Part { survey: std::mem::take(&mut *lock(&listed)), ..Part::default() };
         (done.merge(listed).merge(self.read_files(&linked)), walked)
     }
 
@@ -825,6 +828,20 @@ impl Reader<'_> {
 mod tests {
     use super::*;
     use crate::testing::{code_object, CodeObjectSpec};
+
+    /// Review finding: with `--follow-links`, a folder on another file system is left unwalked,
+    /// yet the kernel's side of a root reads through it (`boot/config-*` on its own mount): no
+    /// key is made of such a walk, nor of one that met a problem.
+    #[test]
+    fn a_walk_that_left_anything_unwalked_makes_no_rescan_key() {
+        let whole = Walked::default();
+        assert!(walked_survey(Survey::default(), &whole).is_some());
+        let mounted = Walked { other_file_systems: 1, ..Walked::default() };
+        assert!(walked_survey(Survey::default(), &mounted).is_none());
+        let problem = Problem { path: RelPath::new(0, OsStr::new("x")), message: "denied".into() };
+        let troubled = Walked { problems: vec![problem], ..Walked::default() };
+        assert!(walked_survey(Survey::default(), &troubled).is_none());
+    }
 
     /// Review finding: a follower trusted device and inode alone. Between the leader's read and
     /// the follower's check, both names can go and a new file take the follower's name and the

@@ -82,7 +82,7 @@ fn unchanged(
     if !args.keep.is_empty() || outputs.iter().any(|o| o.format != OutputFormat::Json) {
         return Ok(None);
     }
-    let Some(doc) = source::snapshot::read_document(snapshot).ok() else { return Ok(None) };
+    let Some(doc) = source::snapshot::read_regular_document(snapshot) else { return Ok(None) };
     let Some(key) = crate::reuse::stated_key(&doc).map(str::to_string) else { return Ok(None) };
     let config = ScanConfig {
         threads: args.opts.resources.threads,

@@ -103,6 +103,10 @@ pub fn say_reuse(quiet: bool, path: &std::path::Path, taken: &crate::reuse::Take
         }
         Taken::OtherReader(r) => format!("was read by another build of gfxscan ({r}): nothing reused"),
         Taken::OtherTargets => "was read with another target table: nothing reused".to_string(),
+        Taken::OtherCredentials(c) if c.is_empty() => {
+            "does not say who read it (an older gfxscan): nothing reused".to_string()
+        }
+        Taken::OtherCredentials(c) => format!("was read as another user or groups ({c}): nothing reused"),
         Taken::NoDigests => "has no digests and this scan takes them: nothing reused".to_string(),
         Taken::OtherRoots => "is of other roots: nothing reused".to_string(),
         Taken::Files(n) => format!("knows {n} files of these roots: each one unchanged is not read again"),

@@ -21,6 +21,19 @@ pub struct FileSource {
 /// count that changed, sets a new change time.
 pub type FileId = (u64, u64, u64, i64, i64, i64, i64);
 
+/// Who this process reads as: its effective user and group and its supplementary groups. What
+/// a scan may open depends on them, so a rescan key holds them (`reuse::Survey::key`).
+pub fn credentials() -> String {
+    let mut groups: Vec<u32> =
+        rustix::process::getgroups().unwrap_or_default().iter().map(|g| g.as_raw()).collect();
+    groups.sort_unstable();
+    format!(
+        "euid={} egid={} groups={groups:?}",
+        rustix::process::geteuid().as_raw(),
+        rustix::process::getegid().as_raw()
+    )
+}
+
 pub fn file_id(m: &std::fs::Metadata) -> FileId {
     (m.dev(), m.ino(), m.len(), m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec())
 }

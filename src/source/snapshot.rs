@@ -83,6 +83,14 @@ pub fn read_snapshot(path: &Path) -> anyhow::Result<model::Snapshot> {
     parse_snapshot(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
+/// [`read_document`] of a regular file, for a look that must leave it to be read again; `None`
+/// for anything else (a pipe gives its bytes once: they are for [`read_snapshot`]) or a file
+/// that cannot be read.
+pub fn read_regular_document(path: &Path) -> Option<Vec<u8>> {
+    std::fs::metadata(path).ok().filter(std::fs::Metadata::is_file)?;
+    read_document(path).ok()
+}
+
 /// The JSON text of a snapshot file, as [`read_snapshot`] reads it (inflated when compressed
 /// whole, UTF-8 when it was UTF-16), not yet parsed.
 pub fn read_document(path: &Path) -> anyhow::Result<Vec<u8>> {

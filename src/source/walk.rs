@@ -259,6 +259,9 @@ pub struct Walked {
     pub symlinks: u64,
     /// FIFOs, sockets and device nodes met inside the roots (skipped, counted).
     pub special: u64,
+    /// With `--follow-links` and not `--cross-file-systems`: folders left unwalked for lying on
+    /// another file system than their root's.
+    pub other_file_systems: u64,
     /// With `--follow-links`: links followed to a place outside their root (its path in the
     /// root, and the real path it leads to). What lies there is scanned as part of the root.
     pub left_root: Vec<(usize, PathBuf, PathBuf)>,
@@ -294,13 +297,22 @@ pub struct Walk<'a> {
     /// Called with the regular files met, a folder's worth at a time (at most [`BATCH`]), on
     /// whichever worker walked that folder.
     pub files: &'a (dyn Fn(Vec<Candidate>) + Sync),
-    /// When given, called with each folder listed (its root's index and its path relative to
-    /// the root), before its entries: what a rescan key folds besides files and links.
-    pub folders: Option<&'a FolderSeen<'a>>,
+    /// When given, called with each folder listed (before its entries) and each special file
+    /// met: its root's index, its path below the root, and which it is. What a rescan key
+    /// gathers besides files and links.
+    pub others: Option<&'a OthersSeen<'a>>,
 }
 
-/// What a walk calls with each folder it lists: its root's index and its path below the root.
-pub type FolderSeen<'f> = dyn Fn(usize, &Path) + Sync + 'f;
+/// What a walk calls with the folders and special files it meets.
+pub type OthersSeen<'f> = dyn Fn(usize, &Path, Other) + Sync + 'f;
+
+/// A folder or special file a walk met.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Other {
+    Folder,
+    /// A FIFO, socket or device node (`fifo`, `socket`, `block device`, `character device`).
+    Special(&'static str),
+}
 
 /// Files handed over at once: a folder of thousands (rocBLAS's library) is read in parallel
 /// while it is still being listed, and a folder of millions is never held whole.
@@ -392,6 +404,7 @@ pub fn walk(roots: &[Root], parts: Option<&[PathBuf]>, walk: &Walk<'_>) -> Walke
         out.links.extend(found.links);
         out.symlinks += found.symlinks;
         out.special += found.special;
+        out.other_file_systems += found.other_file_systems;
         out.left_root.extend(found.left_root);
         out.problems.extend(found.problems);
     }
@@ -469,8 +482,8 @@ impl<'a> RootWalk<'a> {
             Ok(fd) => fd,
             Err(e) => return self.problem(&rel, std::io::Error::from(e).to_string()),
         };
-        if let Some(folders) = self.walk.folders {
-            folders(self.index, &rel);
+        if let Some(others) = self.walk.others {
+            others(self.index, &rel, Other::Folder);
         }
         let mut buf = Vec::with_capacity(LISTING);
         let mut listing = RawDir::new(&fd, buf.spare_capacity_mut());
@@ -544,8 +557,11 @@ impl<'a> RootWalk<'a> {
                 });
             }
             (ft, _) => {
-                if special_kind(ft).is_some() {
+                if let Some(kind) = special_kind(ft) {
                     self.note(|w| w.special += 1);
+                    if let Some(others) = self.walk.others {
+                        others(self.index, &child_rel(), Other::Special(kind));
+                    }
                 }
             }
         }
@@ -577,7 +593,7 @@ impl<'a> RootWalk<'a> {
                     return self.problem(&rel, message);
                 }
                 if self.stay_on.is_some_and(|dev| dev != st.st_dev) {
-                    return;
+                    return self.note(|w| w.other_file_systems += 1);
                 }
                 Some(Arc::new(Above {
                     dev: st.st_dev,
@@ -650,7 +666,7 @@ mod tests {
     fn walk_all(roots: &[Root], follow_links: bool) -> (Walked, Vec<Candidate>) {
         let files = Mutex::new(Vec::new());
         let add = |batch: Vec<Candidate>| files.lock().expect("lock").extend(batch);
-        let w = Walk { follow_links, cross_file_systems: false, skip: &[], files: &add, folders: None };
+        let w = Walk { follow_links, cross_file_systems: false, skip: &[], files: &add, others: None };
         let walked = walk(roots, None, &w);
         let mut files = files.into_inner().expect("lock");
         files.sort_by(|a, b| a.rel.cmp(&b.rel));

@@ -174,8 +174,15 @@ fn a_snapshot_that_cannot_vouch_gives_nothing() {
     rescan(&m.tree, &s.first, &s.first, &[]).expect_code(0);
     let fresh = read_json(&s.first);
     type Edit = fn(&mut Value);
-    let cases: [(&str, Edit); 4] = [
+    let cases: [(&str, Edit); 6] = [
         ("another build of gfxscan", |v| v["identities"]["reader"] = "0.0.1+0000".into()),
+        // Review finding: a file root could read and this user cannot would be taken as read.
+        ("read as another user", |v| {
+            v["identities"]["credentials"] = "euid=65534 egid=65534 groups=[]".into()
+        }),
+        ("does not say who read it", |v| {
+            v["identities"].as_object_mut().expect("identities").remove("credentials");
+        }),
         ("another target table", |v| v["identities"]["targets"] = "00".into()),
         ("is of other roots", |v| v["roots"][0] = "/elsewhere".into()),
         ("records no file identities", |v| {
@@ -328,12 +335,14 @@ fn an_unchanged_tree_writes_its_snapshot_again_without_reading_it() {
 }
 
 /// Anything a scan's JSON is made from, changed, and the scan runs: files added, removed,
-/// touched, an empty folder, a link pointing elsewhere, a FIFO, other options, the root named
-/// otherwise, another output beside the JSON. Each says what a scan without the snapshot says.
+/// touched, an empty folder, a link pointing elsewhere, a FIFO added or renamed, other options,
+/// the root named otherwise, another output beside the JSON. Each says what a scan without the snapshot says.
 #[test]
 fn any_change_to_what_the_json_is_made_from_scans_again() {
     type Change = fn(&Tree);
-    let changes: [(&str, Change, &[&str]); 11] = [
+    let changes: [(&str, Change, &[&str]); 12] = [
+        // The same count of special files, under another name: a name it no longer hides.
+        ("a FIFO renamed", |t| std::fs::rename(t.path("etc/pipe0"), t.path("etc/pipe1")).expect("mv"), &[]),
         // An empty folder is a fact too: a kernel's `lib/modules/<release>` is a driver record.
         ("an empty folder", |t| std::fs::create_dir_all(t.path("lib/modules/6.99.0")).expect("mkdir"), &[]),
         (
@@ -364,6 +373,7 @@ fn any_change_to_what_the_json_is_made_from_scans_again() {
         .map(|_| {
             let m = mixed();
             m.tree.symlink("foo.txt", "link-to-foo");
+            m.tree.fifo("etc/pipe0");
             m
         })
         .collect();
@@ -442,4 +452,29 @@ fn an_unchanged_rescan_exits_as_the_scan_does() {
     assert!(again.stderr.contains(UNCHANGED), "{}", again.stderr);
     again.expect_code(5);
     rescan(&tree, &s.first, &s.again, &[]).expect_code(0);
+}
+
+/// Review finding: a snapshot given as a pipe gives its bytes once. The look for an unchanged
+/// tree leaves it alone, and its facts are still taken file by file.
+#[test]
+fn a_snapshot_read_from_a_pipe_still_gives_its_facts() {
+    let m = mixed();
+    settle();
+    let s = snaps();
+    rescan(&m.tree, &s.first, &s.first, &[]).expect_code(0);
+    let bytes = std::fs::read(&s.first).expect("snapshot");
+    let pipe = s.first.with_file_name("pipe.json");
+    let c = std::ffi::CString::new(pipe.as_os_str().as_encoded_bytes()).expect("no NUL");
+    // SAFETY: `c` is a valid NUL-terminated path that outlives the call.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let writer = pipe.clone();
+    // Written once; a second reader (the bug) would then find the pipe empty.
+    std::thread::spawn(move || {
+        let _ = std::fs::write(&writer, &bytes);
+        let _ = std::fs::write(&writer, b"");
+    });
+    let run = rescan(&m.tree, &pipe, &s.again, &[]);
+    run.expect_code(0);
+    assert!(run.stderr.contains("knows "), "{}", run.stderr);
+    assert!(std::fs::read(&s.first).ok() == std::fs::read(&s.again).ok());
 }
