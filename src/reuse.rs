@@ -93,8 +93,8 @@ pub enum Taken {
     OtherReader(String),
     /// Its facts were read with another target table.
     OtherTargets,
-    /// Its files were read as another user or groups (those named; empty when it does not say):
-    /// a file this scan may not open would be taken as read.
+    /// Its files were read as another user, or with other groups or capabilities (those named;
+    /// empty when it does not say): a file this scan may not open would be taken as read.
     OtherCredentials(String),
     /// It has no digests and this scan takes them.
     NoDigests,

@@ -106,7 +106,9 @@ pub fn say_reuse(quiet: bool, path: &std::path::Path, taken: &crate::reuse::Take
         Taken::OtherCredentials(c) if c.is_empty() => {
             "does not say who read it (an older gfxscan): nothing reused".to_string()
         }
-        Taken::OtherCredentials(c) => format!("was read as another user or groups ({c}): nothing reused"),
+        Taken::OtherCredentials(c) => {
+            format!("was read as another user or with other groups or capabilities ({c}): nothing reused")
+        }
         Taken::NoDigests => "has no digests and this scan takes them: nothing reused".to_string(),
         Taken::OtherRoots => "is of other roots: nothing reused".to_string(),
         Taken::Files(n) => format!("knows {n} files of these roots: each one unchanged is not read again"),

@@ -21,16 +21,26 @@ pub struct FileSource {
 /// count that changed, sets a new change time.
 pub type FileId = (u64, u64, u64, i64, i64, i64, i64);
 
-/// Who this process reads as: its effective user and group and its supplementary groups. What
-/// a scan may open depends on them, so a rescan key holds them (`reuse::Survey::key`).
+/// Who this process reads as: its effective user and group, its supplementary groups, its
+/// effective capabilities (root without `CAP_DAC_OVERRIDE` opens less) and its user namespace's
+/// maps (user 0 inside one may be anyone outside). What a scan may open depends on them, so a
+/// rescan key and a snapshot's identities hold them (`reuse`).
 pub fn credentials() -> String {
     let mut groups: Vec<u32> =
         rustix::process::getgroups().unwrap_or_default().iter().map(|g| g.as_raw()).collect();
     groups.sort_unstable();
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let caps = status.lines().find_map(|l| l.strip_prefix("CapEff:")).unwrap_or("").trim();
+    let map = |name: &str| {
+        let text = std::fs::read_to_string(format!("/proc/self/{name}")).unwrap_or_default();
+        text.split_whitespace().collect::<Vec<_>>().join(" ")
+    };
     format!(
-        "euid={} egid={} groups={groups:?}",
+        "euid={} egid={} groups={groups:?} caps={caps} uid_map=[{}] gid_map=[{}]",
         rustix::process::geteuid().as_raw(),
-        rustix::process::getegid().as_raw()
+        rustix::process::getegid().as_raw(),
+        map("uid_map"),
+        map("gid_map"),
     )
 }
 

@@ -556,14 +556,7 @@ impl<'a> RootWalk<'a> {
                     w.links.push(link);
                 });
             }
-            (ft, _) => {
-                if let Some(kind) = special_kind(ft) {
-                    self.note(|w| w.special += 1);
-                    if let Some(others) = self.walk.others {
-                        others(self.index, &child_rel(), Other::Special(kind));
-                    }
-                }
-            }
+            (ft, _) => self.special(&child_rel(), ft),
         }
     }
 
@@ -649,10 +642,17 @@ impl<'a> RootWalk<'a> {
                     followed: true,
                 });
             }
-            ft => {
-                if special_kind(ft).is_some() {
-                    self.note(|w| w.special += 1);
-                }
+            ft => self.special(&rel, ft),
+        }
+    }
+
+    /// A FIFO, socket or device node met (through a link, with `--follow-links`): counted, never
+    /// opened, and told to `others`.
+    fn special(&self, rel: &Path, ft: FileType) {
+        if let Some(kind) = special_kind(ft) {
+            self.note(|w| w.special += 1);
+            if let Some(others) = self.walk.others {
+                others(self.index, rel, Other::Special(kind));
             }
         }
     }

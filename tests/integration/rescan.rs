@@ -478,3 +478,22 @@ fn a_snapshot_read_from_a_pipe_still_gives_its_facts() {
     assert!(run.stderr.contains("knows "), "{}", run.stderr);
     assert!(std::fs::read(&s.first).ok() == std::fs::read(&s.again).ok());
 }
+
+/// Review finding: with `--follow-links`, a link to a FIFO counts as a special file; one added
+/// changes the JSON, and so the key.
+#[test]
+fn a_followed_link_to_a_fifo_added_scans_again() {
+    let tree = Tree::new();
+    tree.file("f.co", &co(GFX900, 0, 1));
+    tree.fifo("fifo");
+    settle();
+    let s = snaps();
+    rescan(&tree, &s.first, &s.first, &["--follow-links"]).expect_code(0);
+    tree.symlink("fifo", "link-to-fifo");
+    let again = rescan(&tree, &s.first, &s.again, &["--follow-links"]);
+    assert!(!again.stderr.contains(UNCHANGED), "{}", again.stderr);
+    let fresh = s.first.with_file_name("fresh.json");
+    rescan(&tree, &s.first.with_file_name("absent.json"), &fresh, &["--follow-links"]);
+    assert_eq!(without_identities(read_json(&s.again)), without_identities(read_json(&fresh)));
+    assert_eq!(read_json(&s.again)["summary"]["special_files"], 2);
+}
