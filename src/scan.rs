@@ -93,10 +93,8 @@ impl ScanConfig {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Recording {
     Off,
-    /// Each plain file's identity.
-    Identities,
-    /// The same, and for `scan`, with the options that shape its JSON, a rescan key when every
-    /// file met was recorded ([`rescan_key`]).
+    /// Each plain file's identity and, with the options that shape `scan`'s JSON, a rescan key
+    /// when every file met was recorded ([`rescan_key`]).
     Rescan(crate::reuse::ScanOptions),
 }
 
@@ -108,7 +106,7 @@ impl Recording {
     fn options(&self) -> Option<&str> {
         match self {
             Recording::Rescan(o) => Some(o),
-            _ => None,
+            Recording::Off => None,
         }
     }
 }
@@ -364,9 +362,9 @@ struct Part {
     tally: Tally,
     pending: Vec<PendingArchive>,
     kept: Vec<(usize, FileOutcome, Opened)>,
-    /// With `record_identities`: the plain files read, as `stat` showed them.
+    /// With [`Recording::Rescan`]: the plain files read, as `stat` showed them.
     identities: Vec<FileIdentity>,
-    /// With `rescan_options`: every file the walk met.
+    /// With [`Recording::Rescan`]: everything the walk met, for the rescan key.
     survey: Survey,
 }
 
