@@ -288,14 +288,16 @@ impl Survey {
     /// A regular file (reached through a link the walk followed when `followed`).
     pub fn file(&mut self, root: usize, rel: &OsStr, id: FileId, followed: bool) {
         let (dev, ino, size, ms, mns, cs, cns) = id;
-        let mut numbers = Vec::with_capacity(57);
-        for n in [dev, ino, size] {
-            numbers.extend_from_slice(&n.to_le_bytes());
+        // Seven 8-byte numbers and the followed flag, with no allocation per file.
+        let mut numbers = [0u8; 57];
+        let words = [dev, ino, size]
+            .map(u64::to_le_bytes)
+            .into_iter()
+            .chain([ms, mns, cs, cns].map(i64::to_le_bytes));
+        for (slot, word) in numbers.chunks_exact_mut(8).zip(words) {
+            slot.copy_from_slice(&word);
         }
-        for n in [ms, mns, cs, cns] {
-            numbers.extend_from_slice(&n.to_le_bytes());
-        }
-        numbers.push(u8::from(followed));
+        numbers[56] = u8::from(followed);
         self.item(b'f', root, rel.as_bytes(), &numbers);
         self.files += 1;
     }
